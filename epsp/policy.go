@@ -1,0 +1,235 @@
+package epsp
+
+import (
+	"fmt"
+	"time"
+)
+
+// WorkerID indexes a worker: 0 .. NumWorkers-1.
+type WorkerID int
+
+// Push describes a gradient push before it is applied. Workers push the mean
+// gradient over the samples they processed.
+type Push struct {
+	Worker WorkerID // the worker that computed the gradient
+	Owner  WorkerID // the worker whose batch the samples belong to (== Worker unless the part was transferred)
+	Clock  int      // the owner's clock (iteration) the gradient was computed for
+	// BaseVersion is the model version the worker read before computing:
+	// the coordinator's Version() at the time of its pull.
+	BaseVersion uint64
+	Samples     int // samples the gradient covers
+	// BatchSamples is the size of the owner's whole batch for this clock,
+	// so that a transferred part can be weighted Samples/BatchSamples.
+	BatchSamples int
+}
+
+// PushAction says what the runtime does with a push.
+type PushAction uint8
+
+const (
+	// ApplyNow applies the gradient on arrival, multiplied by
+	// Scale·Samples/BatchSamples (so the parts of a transferred batch add up
+	// to the update the owner would have pushed alone).
+	ApplyNow PushAction = iota
+	// Accumulate adds Samples·g to the buffer of clock Clock; a later
+	// FlushOrder applies Σ Samples·g / Σ Samples in one update.
+	Accumulate
+	// Drop discards the gradient (counted in the coordinator's statistics).
+	Drop
+)
+
+func (a PushAction) String() string {
+	switch a {
+	case ApplyNow:
+		return "apply"
+	case Accumulate:
+		return "accumulate"
+	case Drop:
+		return "drop"
+	}
+	return fmt.Sprintf("PushAction(%d)", uint8(a))
+}
+
+// PushDecision is a policy's answer for one push. The zero value applies the
+// push now with scale 1.
+type PushDecision struct {
+	Action PushAction
+	// Scale multiplies the gradient before the server-side optimizer sees
+	// it; 0 means 1. It is used for ApplyNow.
+	Scale float64
+	// Clock names the buffer for Accumulate.
+	Clock int
+}
+
+// EffectiveScale is Scale with 0 read as 1.
+func (d PushDecision) EffectiveScale() float64 {
+	if d.Scale == 0 {
+		return 1
+	}
+	return d.Scale
+}
+
+// EventKind tells which field of an Event is set.
+type EventKind uint8
+
+const (
+	// EventClock: Worker finished its clock Clock (its push is stored)
+	// and waits to be released into clock Clock+1.
+	EventClock EventKind = iota + 1
+	// EventProgress: a progress report in Progress.
+	EventProgress
+	// EventTick: the periodic control tick (Config.TickPeriod).
+	EventTick
+	// EventTransferResult: the giver answered a TransferOrder (Transfer).
+	EventTransferResult
+	// EventTransferDone: the taker pushed the transferred part (Transfer.ID).
+	EventTransferDone
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventClock:
+		return "clock"
+	case EventProgress:
+		return "progress"
+	case EventTick:
+		return "tick"
+	case EventTransferResult:
+		return "transfer-result"
+	case EventTransferDone:
+		return "transfer-done"
+	}
+	return fmt.Sprintf("EventKind(%d)", uint8(k))
+}
+
+// Event is one input to a policy.
+type Event struct {
+	Kind     EventKind
+	Worker   WorkerID
+	Clock    int
+	Progress ProgressReport
+	Transfer TransferResult
+}
+
+// ProgressReport is what a worker says about its current clock.
+type ProgressReport struct {
+	Worker WorkerID
+	Clock  int // the clock being computed
+	// Done is the number of samples of the worker's own batch processed so
+	// far this clock; Assigned is how many it still owns (its batch minus
+	// what it gave away). Remaining work is Assigned-Done.
+	Done, Assigned int
+	// Parallelism is the number of goroutines computing.
+	Parallelism int
+	// Elapsed is the time since the clock began.
+	Elapsed time.Duration
+}
+
+// Remaining is Assigned-Done, never negative.
+func (r ProgressReport) Remaining() int {
+	if r.Assigned < r.Done {
+		return 0
+	}
+	return r.Assigned - r.Done
+}
+
+// Output is what a policy orders after an event. The runtime carries out
+// Flush before Release, so a released worker reads the flushed update.
+type Output struct {
+	Flush          []FlushOrder
+	Release        []WorkerID
+	SetParallelism []ParallelismOrder
+	SetBatch       []BatchOrder
+	Transfers      []TransferOrder
+}
+
+// Empty reports whether the output orders nothing.
+func (o Output) Empty() bool {
+	return len(o.Flush) == 0 && len(o.Release) == 0 && len(o.SetParallelism) == 0 &&
+		len(o.SetBatch) == 0 && len(o.Transfers) == 0
+}
+
+// Merge appends the orders of p to o.
+func (o *Output) Merge(p Output) {
+	o.Flush = append(o.Flush, p.Flush...)
+	o.Release = append(o.Release, p.Release...)
+	o.SetParallelism = append(o.SetParallelism, p.SetParallelism...)
+	o.SetBatch = append(o.SetBatch, p.SetBatch...)
+	o.Transfers = append(o.Transfers, p.Transfers...)
+}
+
+// FlushOrder applies the buffered gradients of Clock as one update, scaled.
+type FlushOrder struct {
+	Clock int
+	Scale float64 // 0 means 1
+}
+
+// ParallelismOrder sets the number of compute goroutines of a worker.
+type ParallelismOrder struct {
+	Worker WorkerID
+	P      int
+}
+
+// BatchOrder sets a worker's batch size from its next clock on.
+type BatchOrder struct {
+	Worker WorkerID
+	Size   int
+}
+
+// TransferOrder asks worker From to give the sample range [Lo, Hi) of its
+// batch for clock Clock to worker To. The giver answers with a
+// TransferResult: accepted only if it has not yet started on Lo.
+type TransferOrder struct {
+	ID       uint64
+	From, To WorkerID
+	Clock    int
+	Lo, Hi   int
+}
+
+// Samples is Hi-Lo.
+func (t TransferOrder) Samples() int { return t.Hi - t.Lo }
+
+// TransferResult is the giver's answer to a TransferOrder. When Accepted,
+// [Lo, Hi) is the range actually handed over (it may start later than
+// ordered, never earlier).
+type TransferResult struct {
+	ID       uint64
+	Accepted bool
+	Lo, Hi   int
+}
+
+// View is the read-only state a policy decides on. The runtime (a
+// Coordinator) maintains it; policies never modify it.
+type View interface {
+	NumWorkers() int
+	// Clock is the number of clocks worker w has completed; it is
+	// computing (or waiting to start) clock Clock(w).
+	Clock(w WorkerID) int
+	MinClock() int
+	MaxClock() int
+	// Version counts updates applied so far (each ApplyNow push and each
+	// flush is one update).
+	Version() uint64
+	// Waiting reports whether w has finished its clock and waits for release.
+	Waiting(w WorkerID) bool
+	// Progress is w's latest report for its current clock.
+	Progress(w WorkerID) ProgressReport
+	Batch(w WorkerID) int
+	Parallelism(w WorkerID) int
+	// PendingTransfers counts transfers of clock c ordered but not yet
+	// done (neither refused nor pushed by the taker).
+	PendingTransfers(clock int) int
+}
+
+// Policy is a synchronization policy: a pure, deterministic state machine.
+// It must not start goroutines, read the wall clock or use global
+// randomness; time is passed in as the duration since the run began.
+// A Coordinator calls a policy from one goroutine at a time.
+type Policy interface {
+	// Name is a short identifier, e.g. "bsp" or "ssp(s=3)".
+	Name() string
+	// Admit decides how a push is applied.
+	Admit(now time.Duration, v View, p Push) PushDecision
+	// Step reacts to an event and returns orders.
+	Step(now time.Duration, v View, e Event) Output
+}

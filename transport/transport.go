@@ -1,0 +1,94 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// NodeID names a node (a server, a worker, the coordinator) on a transport.
+type NodeID string
+
+// Handler serves what a transport receives. Implementations must be safe for
+// concurrent use: HandleRequest may be called from many goroutines at once,
+// while HandleMessage is called sequentially for each sender, in the order the
+// sender sent the messages.
+//
+// The byte slices passed in are valid only until the call returns; a handler
+// that keeps data must copy it.
+type Handler interface {
+	// HandleRequest serves one request and returns its response. A non-nil
+	// error is delivered to the caller as a *RemoteError.
+	HandleRequest(ctx context.Context, from NodeID, req []byte) ([]byte, error)
+	// HandleMessage receives one one-way message.
+	HandleMessage(from NodeID, msg []byte)
+}
+
+// Transport moves bytes between named nodes: request/response calls
+// (correlated by an id the transport assigns) and one-way messages.
+//
+// All methods are safe for concurrent use. Messages and requests sent by one
+// node to another are delivered in the order they were sent while the
+// connection between them stays up.
+type Transport interface {
+	// LocalID is the name of this node.
+	LocalID() NodeID
+	// Request sends req to node to and waits for its response, until ctx is
+	// done. On cancellation it returns ctx.Err().
+	Request(ctx context.Context, to NodeID, req []byte) ([]byte, error)
+	// Send sends a one-way message. It returns once the message is handed to
+	// the network (not when it is handled).
+	Send(ctx context.Context, to NodeID, msg []byte) error
+	// Close stops the transport; it returns only when every goroutine the
+	// transport started has ended. Calls after Close return ErrClosed.
+	Close() error
+}
+
+// Codec identifies how a message body is compressed on the wire.
+type Codec uint8
+
+// The codecs every transport understands.
+const (
+	CodecNone Codec = iota
+	CodecLZ4
+	CodecSnappy
+)
+
+// String returns the codec's name: "none", "lz4" or "snappy".
+func (c Codec) String() string {
+	switch c {
+	case CodecNone:
+		return "none"
+	case CodecLZ4:
+		return "lz4"
+	case CodecSnappy:
+		return "snappy"
+	}
+	return fmt.Sprintf("codec(%d)", uint8(c))
+}
+
+// CompressionPolicy chooses the codec for each outgoing message. It is
+// consulted once per message and must be safe for concurrent use.
+type CompressionPolicy interface {
+	Choose(to NodeID, msg []byte) Codec
+}
+
+// Errors returned by transports. Check them with errors.Is.
+var (
+	ErrClosed        = errors.New("transport: closed")
+	ErrUnknownPeer   = errors.New("transport: unknown peer")
+	ErrUnreachable   = errors.New("transport: peer unreachable")
+	ErrFrameTooLarge = errors.New("transport: frame too large")
+	ErrCorruptFrame  = errors.New("transport: corrupt frame")
+	ErrUnauthorized  = errors.New("transport: unauthorized")
+)
+
+// RemoteError is the error a remote Handler returned for a request.
+type RemoteError struct {
+	Node NodeID
+	Msg  string
+}
+
+func (e *RemoteError) Error() string {
+	return fmt.Sprintf("transport: remote %s: %s", e.Node, e.Msg)
+}
