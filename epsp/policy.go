@@ -179,6 +179,7 @@ type BatchOrder struct {
 // TransferOrder asks worker From to give the sample range [Lo, Hi) of its
 // batch for clock Clock to worker To. The giver answers with a
 // TransferResult: accepted only if it has not yet started on Lo.
+// The Coordinator assigns ID; a policy leaves it zero.
 type TransferOrder struct {
 	ID       uint64
 	From, To WorkerID
@@ -191,11 +192,16 @@ func (t TransferOrder) Samples() int { return t.Hi - t.Lo }
 
 // TransferResult is the giver's answer to a TransferOrder. When Accepted,
 // [Lo, Hi) is the range actually handed over (it may start later than
-// ordered, never earlier).
+// ordered, never earlier, and never end later).
+//
+// The runtime sets ID, Accepted, Lo and Hi; the Coordinator fills From, To
+// and Clock from the order before the policy sees the event.
 type TransferResult struct {
 	ID       uint64
 	Accepted bool
 	Lo, Hi   int
+	From, To WorkerID
+	Clock    int
 }
 
 // View is the read-only state a policy decides on. The runtime (a
