@@ -1,0 +1,446 @@
+package epsp
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Errors returned by the Coordinator. Check them with errors.Is.
+var (
+	ErrBadConfig    = errors.New("epsp: bad config")
+	ErrBadEvent     = errors.New("epsp: bad event")
+	ErrBadPush      = errors.New("epsp: bad push")
+	ErrPolicyOutput = errors.New("epsp: invalid policy output")
+)
+
+// Config describes the cluster a Coordinator tracks.
+type Config struct {
+	// NumWorkers is the number of workers (> 0).
+	NumWorkers int
+	// Batch is each worker's initial batch size in samples (> 0).
+	Batch int
+	// Parallelism is each worker's initial number of compute goroutines;
+	// zero means 1.
+	Parallelism int
+	// TickPeriod is how often the runtime sends EventTick; zero means never.
+	TickPeriod time.Duration
+}
+
+// DefaultConfig returns a config for 4 workers with batch 32, one goroutine
+// each and a 100 ms control tick.
+func DefaultConfig() Config {
+	return Config{NumWorkers: 4, Batch: 32, Parallelism: 1, TickPeriod: 100 * time.Millisecond}
+}
+
+// Validate reports whether the config is usable.
+func (c *Config) Validate() error {
+	switch {
+	case c.NumWorkers <= 0:
+		return fmt.Errorf("%w: NumWorkers = %d, want > 0", ErrBadConfig, c.NumWorkers)
+	case c.Batch <= 0:
+		return fmt.Errorf("%w: Batch = %d, want > 0", ErrBadConfig, c.Batch)
+	case c.Parallelism < 0:
+		return fmt.Errorf("%w: Parallelism = %d, want >= 0", ErrBadConfig, c.Parallelism)
+	case c.TickPeriod < 0:
+		return fmt.Errorf("%w: TickPeriod = %v, want >= 0", ErrBadConfig, c.TickPeriod)
+	}
+	return nil
+}
+
+// Stats counts what a Coordinator has decided so far.
+type Stats struct {
+	Applied, Accumulated, Dropped int // pushes by decision
+	Flushes                       int
+	Releases                      int
+	TransfersOrdered              int
+	TransfersAccepted             int
+	TransfersRefused              int
+	TransfersDone                 int
+	SamplesTransferred            int // samples in accepted transfers
+	ParallelismChanges            int
+	BatchChanges                  int
+	// MaxLead is the largest Clock(w)-MinClock() of a worker at the moment
+	// it was released: how far ahead of the slowest any worker ran.
+	MaxLead int
+	// Staleness[d] counts admitted (not dropped) pushes whose BaseVersion
+	// was d updates behind Version() when they were admitted.
+	Staleness []int
+}
+
+type transferState struct {
+	order    TransferOrder
+	accepted bool
+}
+
+// Coordinator is the pure core of the coordinator role: it keeps the
+// cluster's synchronization state (the View), feeds events to a Policy and
+// records the policy's orders. It has no goroutines, locks or clocks; a
+// runtime (ps's live coordinator, or the ps/sim simulator) drives it from one
+// goroutine at a time and carries out the returned orders.
+//
+// The runtime contract:
+//   - a worker pulls, remembering Version() as its push's BaseVersion;
+//   - it calls Admit for each push and applies the push per the decision;
+//   - once its pushes of clock c are stored it sends EventClock{Worker,
+//     Clock: c} and waits until an Output releases it;
+//   - for every Output, Flush orders are carried out on all servers before
+//     Release orders are delivered;
+//   - a TransferOrder goes to its giver, whose answer is EventTransferResult;
+//     if accepted, the taker computes the range and pushes it (Owner = the
+//     giver), then the runtime sends EventTransferDone.
+type Coordinator struct {
+	cfg    Config
+	policy Policy
+
+	clock    []int
+	waiting  []bool
+	progress []ProgressReport
+	batch    []int
+	par      []int
+	version  uint64
+
+	transfers map[uint64]*transferState
+	pending   map[int]int // clock -> transfers not yet done or refused
+	nextID    uint64
+
+	stats Stats
+}
+
+// NewCoordinator returns a coordinator for cfg that decides with p.
+func NewCoordinator(cfg Config, p Policy) (*Coordinator, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if p == nil {
+		return nil, fmt.Errorf("%w: nil policy", ErrBadConfig)
+	}
+	if cfg.Parallelism == 0 {
+		cfg.Parallelism = 1
+	}
+	n := cfg.NumWorkers
+	c := &Coordinator{
+		cfg:       cfg,
+		policy:    p,
+		clock:     make([]int, n),
+		waiting:   make([]bool, n),
+		progress:  make([]ProgressReport, n),
+		batch:     make([]int, n),
+		par:       make([]int, n),
+		transfers: make(map[uint64]*transferState),
+		pending:   make(map[int]int),
+	}
+	for w := range n {
+		c.batch[w] = cfg.Batch
+		c.par[w] = cfg.Parallelism
+		c.progress[w] = ProgressReport{Worker: WorkerID(w), Assigned: cfg.Batch, Parallelism: cfg.Parallelism}
+	}
+	return c, nil
+}
+
+// Config returns the coordinator's config.
+func (c *Coordinator) Config() Config { return c.cfg }
+
+// Policy returns the policy the coordinator decides with.
+func (c *Coordinator) Policy() Policy { return c.policy }
+
+// View returns the read-only state the policy sees. It stays valid and
+// reflects later changes.
+func (c *Coordinator) View() View { return coordView{c} }
+
+// Stats returns a copy of the counters.
+func (c *Coordinator) Stats() Stats {
+	s := c.stats
+	s.Staleness = append([]int(nil), c.stats.Staleness...)
+	return s
+}
+
+// Admit asks the policy how push p is applied. A push naming an unknown
+// worker, a version from the future or an impossible sample count is
+// refused with ErrBadPush and changes nothing.
+func (c *Coordinator) Admit(now time.Duration, p Push) (PushDecision, error) {
+	if err := c.checkWorker(p.Worker); err != nil {
+		return PushDecision{}, fmt.Errorf("%w: %v", ErrBadPush, err)
+	}
+	if err := c.checkWorker(p.Owner); err != nil {
+		return PushDecision{}, fmt.Errorf("%w: owner: %v", ErrBadPush, err)
+	}
+	switch {
+	case p.BaseVersion > c.version:
+		return PushDecision{}, fmt.Errorf("%w: base version %d is ahead of version %d", ErrBadPush, p.BaseVersion, c.version)
+	case p.Samples <= 0 || p.BatchSamples < p.Samples:
+		return PushDecision{}, fmt.Errorf("%w: samples %d of batch %d", ErrBadPush, p.Samples, p.BatchSamples)
+	case p.Clock < 0:
+		return PushDecision{}, fmt.Errorf("%w: clock %d", ErrBadPush, p.Clock)
+	}
+	d := c.policy.Admit(now, c.View(), p)
+	switch d.Action {
+	case ApplyNow, Accumulate, Drop:
+	default:
+		return PushDecision{}, fmt.Errorf("%w: policy %s: unknown push action %v", ErrPolicyOutput, c.policy.Name(), d.Action)
+	}
+	if d.Action == Drop {
+		c.stats.Dropped++
+		return d, nil
+	}
+	stale := int(c.version - p.BaseVersion)
+	for len(c.stats.Staleness) <= stale {
+		c.stats.Staleness = append(c.stats.Staleness, 0)
+	}
+	c.stats.Staleness[stale]++
+	if d.Action == ApplyNow {
+		c.stats.Applied++
+		c.version++
+	} else {
+		c.stats.Accumulated++
+	}
+	return d, nil
+}
+
+// Step feeds one event to the policy and returns its orders, after
+// recording them: released workers stop waiting, flushes count as updates,
+// parallelism and batch orders change the view, transfers get IDs and are
+// tracked until done or refused. Releases of workers that are not waiting
+// (or duplicates) are removed from the returned Output.
+//
+// An event that contradicts the state (a worker clocking twice, a result
+// for an unknown transfer) is refused with ErrBadEvent and changes nothing.
+// A progress report for a clock the worker has already left is ignored.
+func (c *Coordinator) Step(now time.Duration, e Event) (Output, error) {
+	switch e.Kind {
+	case EventClock:
+		if err := c.checkWorker(e.Worker); err != nil {
+			return Output{}, fmt.Errorf("%w: clock: %v", ErrBadEvent, err)
+		}
+		w := e.Worker
+		if c.waiting[w] {
+			return Output{}, fmt.Errorf("%w: worker %d clocked again while waiting at clock %d", ErrBadEvent, w, c.clock[w])
+		}
+		if e.Clock != c.clock[w] {
+			return Output{}, fmt.Errorf("%w: worker %d finished clock %d, but is at clock %d", ErrBadEvent, w, e.Clock, c.clock[w])
+		}
+		c.clock[w]++
+		c.waiting[w] = true
+		c.progress[w] = ProgressReport{Worker: w, Clock: c.clock[w], Assigned: c.batch[w], Parallelism: c.par[w]}
+	case EventProgress:
+		r := e.Progress
+		if err := c.checkWorker(r.Worker); err != nil {
+			return Output{}, fmt.Errorf("%w: progress: %v", ErrBadEvent, err)
+		}
+		if r.Clock != c.clock[r.Worker] || c.waiting[r.Worker] {
+			return Output{}, nil // late report of a finished clock
+		}
+		if r.Done < 0 || r.Assigned < 0 {
+			return Output{}, fmt.Errorf("%w: progress of worker %d: done %d of %d", ErrBadEvent, r.Worker, r.Done, r.Assigned)
+		}
+		c.progress[r.Worker] = r
+		e.Worker = r.Worker
+		e.Clock = r.Clock
+	case EventTick:
+	case EventTransferResult:
+		t, ok := c.transfers[e.Transfer.ID]
+		if !ok || t.accepted {
+			return Output{}, fmt.Errorf("%w: result for unknown or answered transfer %d", ErrBadEvent, e.Transfer.ID)
+		}
+		r := e.Transfer
+		o := t.order
+		if r.Accepted && (r.Lo < o.Lo || r.Hi > o.Hi || r.Lo >= r.Hi) {
+			return Output{}, fmt.Errorf("%w: transfer %d accepted range [%d,%d) outside ordered [%d,%d)", ErrBadEvent, r.ID, r.Lo, r.Hi, o.Lo, o.Hi)
+		}
+		r.From, r.To, r.Clock = o.From, o.To, o.Clock
+		if !r.Accepted {
+			r.Lo, r.Hi = 0, 0
+			delete(c.transfers, r.ID)
+			c.donePending(o.Clock)
+			c.stats.TransfersRefused++
+		} else {
+			t.accepted = true
+			t.order.Lo, t.order.Hi = r.Lo, r.Hi
+			c.stats.TransfersAccepted++
+			c.stats.SamplesTransferred += r.Hi - r.Lo
+			if c.clock[o.From] == o.Clock && !c.waiting[o.From] {
+				p := &c.progress[o.From]
+				p.Assigned -= r.Hi - r.Lo
+				if p.Assigned < p.Done {
+					p.Assigned = p.Done
+				}
+			}
+		}
+		e.Transfer = r
+		e.Worker = o.From
+		e.Clock = o.Clock
+	case EventTransferDone:
+		t, ok := c.transfers[e.Transfer.ID]
+		if !ok || !t.accepted {
+			return Output{}, fmt.Errorf("%w: done for unknown or unaccepted transfer %d", ErrBadEvent, e.Transfer.ID)
+		}
+		o := t.order
+		delete(c.transfers, o.ID)
+		c.donePending(o.Clock)
+		c.stats.TransfersDone++
+		e.Transfer = TransferResult{ID: o.ID, Accepted: true, Lo: o.Lo, Hi: o.Hi, From: o.From, To: o.To, Clock: o.Clock}
+		e.Worker = o.To
+		e.Clock = o.Clock
+	default:
+		return Output{}, fmt.Errorf("%w: unknown kind %v", ErrBadEvent, e.Kind)
+	}
+	out := c.policy.Step(now, c.View(), e)
+	return c.record(out)
+}
+
+func (c *Coordinator) donePending(clock int) {
+	c.pending[clock]--
+	if c.pending[clock] <= 0 {
+		delete(c.pending, clock)
+	}
+}
+
+// record validates a policy's output as a whole, then applies it to the
+// state. Invalid output changes nothing.
+func (c *Coordinator) record(out Output) (Output, error) {
+	name := c.policy.Name()
+	for _, o := range out.SetParallelism {
+		if c.checkWorker(o.Worker) != nil || o.P < 1 {
+			return Output{}, fmt.Errorf("%w: policy %s: parallelism %d for worker %d", ErrPolicyOutput, name, o.P, o.Worker)
+		}
+	}
+	for _, o := range out.SetBatch {
+		if c.checkWorker(o.Worker) != nil || o.Size < 1 {
+			return Output{}, fmt.Errorf("%w: policy %s: batch %d for worker %d", ErrPolicyOutput, name, o.Size, o.Worker)
+		}
+	}
+	for _, o := range out.Transfers {
+		if c.checkWorker(o.From) != nil || c.checkWorker(o.To) != nil || o.From == o.To {
+			return Output{}, fmt.Errorf("%w: policy %s: transfer from %d to %d", ErrPolicyOutput, name, o.From, o.To)
+		}
+		if o.Clock != c.clock[o.From] || c.waiting[o.From] {
+			return Output{}, fmt.Errorf("%w: policy %s: transfer of clock %d from worker %d, which is not computing it", ErrPolicyOutput, name, o.Clock, o.From)
+		}
+		if o.Lo < 0 || o.Lo >= o.Hi || o.Hi > c.batch[o.From] {
+			return Output{}, fmt.Errorf("%w: policy %s: transfer range [%d,%d) of batch %d", ErrPolicyOutput, name, o.Lo, o.Hi, c.batch[o.From])
+		}
+	}
+	for range out.Flush {
+		c.version++
+		c.stats.Flushes++
+	}
+	if len(out.Release) > 0 {
+		kept := out.Release[:0:0]
+		min := c.minClock()
+		for _, w := range out.Release {
+			if c.checkWorker(w) != nil || !c.waiting[w] {
+				continue
+			}
+			c.waiting[w] = false
+			c.stats.Releases++
+			if lead := c.clock[w] - min; lead > c.stats.MaxLead {
+				c.stats.MaxLead = lead
+			}
+			kept = append(kept, w)
+		}
+		out.Release = kept
+	}
+	for _, o := range out.SetParallelism {
+		if c.par[o.Worker] != o.P {
+			c.stats.ParallelismChanges++
+		}
+		c.par[o.Worker] = o.P
+	}
+	for _, o := range out.SetBatch {
+		if c.batch[o.Worker] != o.Size {
+			c.stats.BatchChanges++
+		}
+		c.batch[o.Worker] = o.Size
+	}
+	if len(out.Transfers) > 0 {
+		ts := make([]TransferOrder, len(out.Transfers))
+		copy(ts, out.Transfers)
+		for i := range ts {
+			c.nextID++
+			ts[i].ID = c.nextID
+			c.transfers[ts[i].ID] = &transferState{order: ts[i]}
+			c.pending[ts[i].Clock]++
+			c.stats.TransfersOrdered++
+		}
+		out.Transfers = ts
+	}
+	return out, nil
+}
+
+func (c *Coordinator) checkWorker(w WorkerID) error {
+	if w < 0 || int(w) >= c.cfg.NumWorkers {
+		return fmt.Errorf("worker %d out of range [0,%d)", w, c.cfg.NumWorkers)
+	}
+	return nil
+}
+
+func (c *Coordinator) minClock() int {
+	m := c.clock[0]
+	for _, k := range c.clock[1:] {
+		if k < m {
+			m = k
+		}
+	}
+	return m
+}
+
+// coordView is the View of a Coordinator.
+type coordView struct{ c *Coordinator }
+
+var _ View = coordView{}
+
+func (v coordView) NumWorkers() int            { return v.c.cfg.NumWorkers }
+func (v coordView) Clock(w WorkerID) int       { return v.c.clock[w] }
+func (v coordView) MinClock() int              { return v.c.minClock() }
+func (v coordView) Version() uint64            { return v.c.version }
+func (v coordView) Waiting(w WorkerID) bool    { return v.c.waiting[w] }
+func (v coordView) Batch(w WorkerID) int       { return v.c.batch[w] }
+func (v coordView) Parallelism(w WorkerID) int { return v.c.par[w] }
+
+func (v coordView) MaxClock() int {
+	m := v.c.clock[0]
+	for _, k := range v.c.clock[1:] {
+		if k > m {
+			m = k
+		}
+	}
+	return m
+}
+
+func (v coordView) Progress(w WorkerID) ProgressReport { return v.c.progress[w] }
+
+func (v coordView) PendingTransfers(clock int) int { return v.c.pending[clock] }
+
+// OldestPendingTransferClock returns the lowest clock with a transfer not
+// yet done, if any. See EffectiveMinClock.
+func (v coordView) OldestPendingTransferClock() (int, bool) {
+	first := true
+	m := 0
+	for k := range v.c.pending {
+		if first || k < m {
+			m, first = k, false
+		}
+	}
+	return m, !first
+}
+
+// PendingTransferClocks is an optional View capability: the lowest clock
+// that still has transfers ordered but not done.
+type PendingTransferClocks interface {
+	OldestPendingTransferClock() (clock int, ok bool)
+}
+
+// EffectiveMinClock is the lowest clock not yet complete in the cluster:
+// MinClock, lowered to the clock of the oldest transfer still pending when
+// the view can tell (a clock whose transferred samples are still being
+// computed elsewhere is not complete, even if its owner has clocked it).
+// Staleness gates compare against it.
+func EffectiveMinClock(v View) int {
+	m := v.MinClock()
+	if pv, ok := v.(PendingTransferClocks); ok {
+		if k, ok := pv.OldestPendingTransferClock(); ok && k < m {
+			m = k
+		}
+	}
+	return m
+}
