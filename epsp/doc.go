@@ -1,0 +1,52 @@
+// Package epsp holds Falcon's synchronization policies: when a worker may
+// start its next clock and how each gradient push is applied.
+//
+// # Overview
+//
+// A Policy is a pure, deterministic state machine (no goroutines, locks,
+// timers or wall-clock reads; time is passed in as the duration since the
+// run began). It sees the cluster through a read-only View (worker clocks,
+// the model version, progress, batch sizes, parallelism, pending transfers)
+// and answers two kinds of questions:
+//
+//   - Admit: how is this push applied? Apply it now with a scale
+//     (ASP, SSP, DynSGD, ConSGD), accumulate it into its clock's buffer
+//     until a barrier flushes it (BSP, enforced EPSP, Sync-opt, LB-BSP), or
+//     drop it (Sync-opt's late gradients).
+//   - Step: an event happened (a worker finished a clock, reported
+//     progress, a control tick, a transfer was answered or completed);
+//     which orders follow? Orders are flushes of clock buffers, releases of
+//     waiting workers, parallelism and batch-size changes, and transfers of
+//     sample ranges from stragglers to pioneers.
+//
+// A Coordinator is the pure core that keeps the View, validates events and
+// policy output, and counts what was decided (Stats). Two drivers run the
+// same Coordinator and policy values: package ps drives it live, over a
+// transport, and package ps/sim drives it in virtual time. Because policies
+// are pure, a policy can be unit-tested with a scripted view (package
+// epsptest) and its simulated behaviour is a statement about the code that
+// ships.
+//
+// Gradients are pushed as means over the samples a worker processed. In
+// ApplyNow mode the runtime applies g·Scale·Samples/BatchSamples, and in
+// Accumulate mode a flush applies Σ Samples·g / Σ Samples, so the parts of
+// a batch split by a transfer add up to the update its owner would have
+// pushed alone.
+//
+// # Usage
+//
+//	c, err := epsp.NewCoordinator(epsp.Config{NumWorkers: 4, Batch: 32}, epsp.NewSSP(2))
+//	...
+//	d, err := c.Admit(now, epsp.Push{Worker: w, Owner: w, Clock: k, BaseVersion: v, Samples: 32, BatchSamples: 32})
+//	// apply the push per d, then:
+//	out, err := c.Step(now, epsp.Event{Kind: epsp.EventClock, Worker: w, Clock: k})
+//	// carry out out.Flush on every server, then deliver out.Release, ...
+//
+// # Policies
+//
+// BSP, ASP and SSP(s) are in this file's package, as are EPSP (Falcon's
+// enforced and slack synchronization with elastic parallelism and task
+// transfer) and the baselines FlexRR, Sync-opt, ConSGD, DynSGD, LB-BSP and
+// DSSP; each constructor's doc states its rule, parameters, defaults and
+// source, and which parts are reconstructions.
+package epsp
