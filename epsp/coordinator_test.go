@@ -335,7 +335,6 @@ type simEvent struct {
 	base   uint64
 }
 
-
 type eventQueue []simEvent
 
 func (q eventQueue) Len() int { return len(q) }
