@@ -1,0 +1,18 @@
+// Package coflowtest helps test coflow schedulers: a builder for fabric
+// states, CheckAllocation (capacity, cores and work-conservation checks), a
+// fake driver that steps a scheduler through virtual time, and a locator for
+// the shared trace data used by tests and benchmarks.
+//
+// # Overview
+//
+// A user who writes a coflow.Scheduler can build a State in a few lines with
+// NewState, ask their scheduler for an allocation and validate it with
+// CheckAllocation, or run it end to end on a small trace with Drive.
+//
+// # Usage
+//
+//	st := coflowtest.NewState(coflow.NewFabric(3, 100)).
+//		Coflow(0, 0, coflowtest.F(0, 1, 50)).State()
+//	allocs := myScheduler.Schedule(0, st)
+//	err := coflowtest.CheckAllocation(st, allocs, coflowtest.WorkConserving)
+package coflowtest

@@ -1,0 +1,43 @@
+// Package coflow models coflow scheduling on a non-blocking big-switch fabric
+// and simulates it exactly.
+//
+// # Overview
+//
+// A coflow is a set of flows (Flow: source port, destination port, raw
+// bytes) that is useful only when all of them have finished; its completion
+// time (CCT) is the finish time of its last flow minus its arrival. The
+// fabric (Fabric) is the model of Varys, Aalo and Sincronia: one switch with
+// no internal congestion, so only the ports' ingress (send) and egress
+// (receive) links constrain rates. Each port also has CPU cores and the
+// fabric a list of codec profiles (CodecProfile: compression and
+// decompression speed per core, ratio), so that schedulers which compress
+// traffic, such as FVDF (package fvdf), can be simulated.
+//
+// Traces in the public coflow-benchmark format are read and written by
+// ReadTrace and WriteTrace; Synthetic generates traces of the same shape from
+// a seed.
+//
+// A Scheduler maps a State (active coflows, their unfinished flows with
+// remaining bytes, the fabric) to a list of Allocations (per-flow wire rate,
+// codec, cores). Optional capabilities are separate interfaces found by type
+// assertion: EventDriven (reschedule only on coflow arrival and completion,
+// Varys' rule) and Timer (ask to be called at a given time).
+//
+// Compression model (a reconstruction; the Swallow paper's formulas are not
+// public, see the research notes): a flow compressed with codec c (ratio ρ,
+// per-core speeds s at the sender and u at the receiver), wire rate r and
+// cores k_s, k_r disposes of its raw volume at
+//
+//	D = min(k_s·s, r/ρ, k_r·u)                        (pipelined stages)
+//	D = 1 / (1/(k_s·s) + ρ/r + 1/(k_r·u))             (sequential stages)
+//
+// and puts ρ bytes on the wire per raw byte.
+//
+// # Usage
+//
+//	tr, err := coflow.ReadTrace(f)
+//	cfs, err := tr.ToCoflows()
+//	sim, err := coflow.NewSim(coflow.DefaultConfig(), tr.Fabric(coflow.CoflowsimBytesPerSec), coflow.NewSEBF(coflow.DefaultSEBFConfig()))
+//	res, err := sim.Run(cfs)
+//	fmt.Println(coflow.Summarize(res).Mean)
+package coflow

@@ -1,0 +1,158 @@
+package coflow
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+)
+
+// SynthConfig parameterises Synthetic.
+//
+// The shape imitates the FB2010 coflow-benchmark trace (research notes,
+// swallow.md §7): most coflows short and narrow, a few long and wide carrying
+// almost all bytes. The bin mix and size ranges below are ours, chosen to
+// give roughly FB2010's bin counts (SN 59 %, LN 17 %, SW 11 %, LW 13 %) and
+// byte shares (LW ≈ 99 %); they are not fitted.
+type SynthConfig struct {
+	// Ports is the fabric size, ≥ 2.
+	Ports int
+	// Coflows is the number of coflows, ≥ 1.
+	Coflows int
+	// MeanInterArrival is the mean of the exponential gap between arrivals
+	// (Poisson arrivals, rounded to whole milliseconds). Zero means every
+	// coflow arrives at time 0.
+	MeanInterArrival time.Duration
+	// MaxWidth caps #mappers and #reducers of one coflow. Zero means Ports.
+	MaxWidth int
+	// Fractions of short-narrow, long-narrow and short-wide coflows; the rest
+	// are long-wide. All zero means DefaultSynthConfig's mix.
+	ShortNarrow, LongNarrow, ShortWide float64
+}
+
+// DefaultSynthConfig returns a 150-port, 526-coflow configuration with a
+// 1 s mean inter-arrival and the FB2010-like bin mix.
+func DefaultSynthConfig() SynthConfig {
+	return SynthConfig{Ports: 150, Coflows: 526, MeanInterArrival: time.Second,
+		ShortNarrow: 0.59, LongNarrow: 0.17, ShortWide: 0.11}
+}
+
+// Validate checks the configuration.
+func (c *SynthConfig) Validate() error {
+	if c.Ports < 2 {
+		return fmt.Errorf("%w: synth: ports %d < 2", ErrInvalidConfig, c.Ports)
+	}
+	if c.Coflows < 1 {
+		return fmt.Errorf("%w: synth: coflows %d < 1", ErrInvalidConfig, c.Coflows)
+	}
+	if c.MeanInterArrival < 0 || c.MaxWidth < 0 {
+		return fmt.Errorf("%w: synth: negative inter-arrival or max width", ErrInvalidConfig)
+	}
+	for _, f := range []float64{c.ShortNarrow, c.LongNarrow, c.ShortWide} {
+		if !(f >= 0) {
+			return fmt.Errorf("%w: synth: bin fractions must be non-negative", ErrInvalidConfig)
+		}
+	}
+	if c.ShortNarrow+c.LongNarrow+c.ShortWide > 1 {
+		return fmt.Errorf("%w: synth: bin fractions sum above 1", ErrInvalidConfig)
+	}
+	return nil
+}
+
+// Synthetic generates a trace from rng. The same config and seed give the
+// same trace. Mapper and reducer ports of one coflow are distinct; sizes are
+// whole MiB per reducer, as in the published trace.
+//
+// Bins (Varys: short = longest flow < 5 MB, narrow = ≤ 50 flows):
+//   - short-narrow: 1–4 mappers × 1–4 reducers, < 5 MiB per flow;
+//   - long-narrow: ≤ 50 flows, 5–500 MiB per flow (log-uniform);
+//   - short-wide: > 50 flows, < 5 MiB per flow;
+//   - long-wide: > 50 flows, 5–2000 MiB per flow (log-uniform).
+func Synthetic(cfg SynthConfig, rng *rand.Rand) (*Trace, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.ShortNarrow == 0 && cfg.LongNarrow == 0 && cfg.ShortWide == 0 {
+		d := DefaultSynthConfig()
+		cfg.ShortNarrow, cfg.LongNarrow, cfg.ShortWide = d.ShortNarrow, d.LongNarrow, d.ShortWide
+	}
+	maxW := cfg.MaxWidth
+	if maxW == 0 || maxW > cfg.Ports {
+		maxW = cfg.Ports
+	}
+	t := &Trace{Ports: cfg.Ports, Coflows: make([]TraceCoflow, cfg.Coflows)}
+	perm := make([]int, cfg.Ports)
+	var at float64 // ms
+	for i := range t.Coflows {
+		if i > 0 && cfg.MeanInterArrival > 0 {
+			at += rng.ExpFloat64() * float64(cfg.MeanInterArrival) / float64(time.Millisecond)
+		}
+		u := rng.Float64()
+		var nm, nr int
+		var lo, hi float64 // MiB per flow
+		switch {
+		case u < cfg.ShortNarrow:
+			nm, nr = 1+rng.IntN(min(4, maxW)), 1+rng.IntN(min(4, maxW))
+			lo, hi = 1, 4.99
+		case u < cfg.ShortNarrow+cfg.LongNarrow:
+			nm, nr = narrow(rng, maxW)
+			lo, hi = 5, 500
+		case u < cfg.ShortNarrow+cfg.LongNarrow+cfg.ShortWide:
+			nm, nr = wide(rng, maxW)
+			lo, hi = 1, 4.99
+		default:
+			nm, nr = wide(rng, maxW)
+			lo, hi = 5, 2000
+		}
+		c := TraceCoflow{ID: i + 1, ArrivalMS: int64(at), Mappers: make([]int, nm), Reducers: make([]TraceReducer, nr)}
+		pickPorts(rng, perm, c.Mappers)
+		red := make([]int, nr)
+		pickPorts(rng, perm, red)
+		for r, p := range red {
+			perFlow := math.Exp(math.Log(lo) + rng.Float64()*(math.Log(hi)-math.Log(lo)))
+			mb := math.Max(1, math.Floor(perFlow*float64(nm)))
+			c.Reducers[r] = TraceReducer{Port: p, MB: mb}
+		}
+		t.Coflows[i] = c
+	}
+	return t, nil
+}
+
+// narrow draws mapper and reducer counts with at most 50 flows.
+func narrow(rng *rand.Rand, maxW int) (int, int) {
+	for {
+		nm, nr := 1+rng.IntN(min(10, maxW)), 1+rng.IntN(min(10, maxW))
+		if nm*nr <= 50 {
+			return nm, nr
+		}
+	}
+}
+
+// wide draws counts with more than 50 flows (log-uniform widths up to maxW);
+// on fabrics too small for 51 flows it returns maxW × maxW.
+func wide(rng *rand.Rand, maxW int) (int, int) {
+	if maxW*maxW <= 50 {
+		return maxW, maxW
+	}
+	for {
+		nm := int(math.Exp(rng.Float64() * math.Log(float64(maxW)+0.999)))
+		nr := int(math.Exp(rng.Float64() * math.Log(float64(maxW)+0.999)))
+		nm, nr = max(1, min(nm, maxW)), max(1, min(nr, maxW))
+		if nm*nr > 50 {
+			return nm, nr
+		}
+	}
+}
+
+// pickPorts fills dst with distinct ports by a partial Fisher–Yates shuffle
+// of perm (which it re-initialises).
+func pickPorts(rng *rand.Rand, perm, dst []int) {
+	for i := range perm {
+		perm[i] = i
+	}
+	for i := range dst {
+		j := i + rng.IntN(len(perm)-i)
+		perm[i], perm[j] = perm[j], perm[i]
+		dst[i] = perm[i]
+	}
+}
