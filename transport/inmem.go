@@ -1,0 +1,568 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// DefaultMaxFrameSize is the default bound on one message body, raw or
+// encoded: 64 MiB, enough for 16 M float32 values per message.
+const DefaultMaxFrameSize = 64 << 20
+
+// inmemQueueLen is how many one-way messages may wait undelivered on one
+// sender→receiver link before Send blocks (backpressure, like a full TCP
+// window). Ours; large enough that tests never notice it.
+const inmemQueueLen = 1024
+
+// InmemOption configures an InmemNetwork.
+type InmemOption func(*InmemNetwork)
+
+// WithRand sets the random source that drives drops and delay jitter. The
+// default is a PCG seeded with (1, 2), so runs are repeatable. The network
+// uses r under its own lock; do not share r with other goroutines.
+func WithRand(r *rand.Rand) InmemOption { return func(n *InmemNetwork) { n.rng = r } }
+
+// WithCompression makes every node encode each message with the codec p
+// chooses and the receiver decode it, exactly as the TCP transport does, so
+// that policies and codecs are exercised in-process. The default (nil) only
+// copies bytes.
+func WithCompression(p CompressionPolicy) InmemOption {
+	return func(n *InmemNetwork) { n.policy = p }
+}
+
+// WithMaxMessageSize bounds the size of one request, response or message
+// (default DefaultMaxFrameSize); larger ones fail with ErrFrameTooLarge.
+func WithMaxMessageSize(max int) InmemOption { return func(n *InmemNetwork) { n.maxSize = max } }
+
+// InmemNetwork is an in-process network of Inmem transports with fault
+// seams: links can be cut (Disconnect, Partition), messages dropped with a
+// probability and delayed by a fixed time plus uniform jitter, and nodes
+// killed. Every random choice comes from one seeded source.
+//
+// Failure semantics, chosen to be prompt and predictable in tests:
+//   - A Request or Send over a cut link, or to a node that has left or been
+//     killed, fails at once with ErrUnreachable. A request in flight when its
+//     link is cut or its target dies fails promptly with ErrUnreachable.
+//   - A Request or Send to a name that never joined fails with
+//     ErrUnknownPeer.
+//   - A dropped one-way message vanishes (Send still returns nil). A dropped
+//     request behaves like a lost packet: the caller waits until its ctx is
+//     done (or either node closes), so give such calls a deadline.
+//   - One-way messages still queued when their link is cut or their target
+//     closes are lost.
+//
+// All methods are safe for concurrent use.
+type InmemNetwork struct {
+	mu      sync.Mutex
+	rng     *rand.Rand
+	policy  CompressionPolicy
+	maxSize int
+	nodes   map[NodeID]*Inmem
+	known   map[NodeID]bool
+	cut     map[[2]NodeID]bool
+	group   map[NodeID]int // nil when not partitioned
+	drop    float64
+	delay   time.Duration
+	jitter  time.Duration
+	closed  bool
+}
+
+// NewInmemNetwork returns an empty network.
+func NewInmemNetwork(opts ...InmemOption) *InmemNetwork {
+	n := &InmemNetwork{
+		maxSize: DefaultMaxFrameSize,
+		nodes:   make(map[NodeID]*Inmem),
+		known:   make(map[NodeID]bool),
+		cut:     make(map[[2]NodeID]bool),
+	}
+	for _, o := range opts {
+		o(n)
+	}
+	if n.rng == nil {
+		n.rng = rand.New(rand.NewPCG(1, 2))
+	}
+	if n.maxSize <= 0 {
+		n.maxSize = DefaultMaxFrameSize
+	}
+	return n
+}
+
+// Join adds a node named id whose incoming traffic is served by h. A name
+// may join again after its previous node closed or was killed (a restart);
+// joining a name that is live is an error.
+func (n *InmemNetwork) Join(id NodeID, h Handler) (*Inmem, error) {
+	if h == nil {
+		return nil, errors.New("transport: Join with nil Handler")
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return nil, ErrClosed
+	}
+	if _, ok := n.nodes[id]; ok {
+		return nil, fmt.Errorf("transport: node %q already joined", id)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t := &Inmem{
+		net:    n,
+		id:     id,
+		h:      h,
+		ctx:    ctx,
+		cancel: cancel,
+		links:  make(map[NodeID]chan inmemMsg),
+	}
+	n.nodes[id] = t
+	n.known[id] = true
+	return t, nil
+}
+
+// Node returns the live node named id, or nil.
+func (n *InmemNetwork) Node(id NodeID) *Inmem {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.nodes[id]
+}
+
+// Disconnect cuts the link between a and b in both directions.
+func (n *InmemNetwork) Disconnect(a, b NodeID) {
+	n.mu.Lock()
+	n.cut[pairKey(a, b)] = true
+	n.mu.Unlock()
+}
+
+// Reconnect restores the link between a and b cut by Disconnect (a
+// partition, if any, still applies).
+func (n *InmemNetwork) Reconnect(a, b NodeID) {
+	n.mu.Lock()
+	delete(n.cut, pairKey(a, b))
+	n.mu.Unlock()
+}
+
+// Partition splits the network: nodes can reach each other only within the
+// same group. Nodes named in no group form one further group together. A
+// new Partition replaces the previous one.
+func (n *InmemNetwork) Partition(groups ...[]NodeID) {
+	g := make(map[NodeID]int)
+	for i, grp := range groups {
+		for _, id := range grp {
+			g[id] = i + 1
+		}
+	}
+	n.mu.Lock()
+	n.group = g
+	n.mu.Unlock()
+}
+
+// Heal removes the partition and every Disconnect.
+func (n *InmemNetwork) Heal() {
+	n.mu.Lock()
+	n.group = nil
+	clear(n.cut)
+	n.mu.Unlock()
+}
+
+// SetDropRate sets the probability in [0, 1] that a message or request is
+// lost. Values outside the range are clamped.
+func (n *InmemNetwork) SetDropRate(p float64) {
+	n.mu.Lock()
+	n.drop = min(max(p, 0), 1)
+	n.mu.Unlock()
+}
+
+// SetDelay delays every delivery (each one-way message, each request and
+// each response) by fixed plus a uniform random duration in [0, jitter).
+// One-way messages from one sender to one receiver stay in order.
+func (n *InmemNetwork) SetDelay(fixed, jitter time.Duration) {
+	n.mu.Lock()
+	n.delay, n.jitter = max(fixed, 0), max(jitter, 0)
+	n.mu.Unlock()
+}
+
+// Kill crashes the live node named id: requests in flight to it fail with
+// ErrUnreachable, later calls to it fail with ErrUnreachable, and its own
+// calls return ErrClosed. It waits for the node's goroutines like Close.
+func (n *InmemNetwork) Kill(id NodeID) error {
+	t := n.Node(id)
+	if t == nil {
+		return fmt.Errorf("%w: %q is not live", ErrUnknownPeer, id)
+	}
+	return t.Close()
+}
+
+// Close closes every node and refuses further joins.
+func (n *InmemNetwork) Close() error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return ErrClosed
+	}
+	n.closed = true
+	nodes := make([]*Inmem, 0, len(n.nodes))
+	for _, t := range n.nodes {
+		nodes = append(nodes, t)
+	}
+	n.mu.Unlock()
+	for _, t := range nodes {
+		t.Close()
+	}
+	return nil
+}
+
+func pairKey(a, b NodeID) [2]NodeID {
+	if b < a {
+		a, b = b, a
+	}
+	return [2]NodeID{a, b}
+}
+
+// linkUpLocked reports whether a can reach b. n.mu must be held.
+func (n *InmemNetwork) linkUpLocked(a, b NodeID) bool {
+	if a == b {
+		return true
+	}
+	if n.cut[pairKey(a, b)] {
+		return false
+	}
+	if n.group != nil && n.group[a] != n.group[b] {
+		return false
+	}
+	return true
+}
+
+func (n *InmemNetwork) linkUp(a, b NodeID) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.linkUpLocked(a, b)
+}
+
+// route checks that from can reach to now and rolls the dice for the
+// delivery: whether it is dropped and how long it is delayed.
+func (n *InmemNetwork) route(from, to NodeID) (*Inmem, bool, time.Duration, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	t, ok := n.nodes[to]
+	if !ok {
+		if n.known[to] {
+			return nil, false, 0, fmt.Errorf("%w: %q has left", ErrUnreachable, to)
+		}
+		return nil, false, 0, fmt.Errorf("%w: %q", ErrUnknownPeer, to)
+	}
+	if !n.linkUpLocked(from, to) {
+		return nil, false, 0, fmt.Errorf("%w: link %q-%q is down", ErrUnreachable, from, to)
+	}
+	dropped := n.drop > 0 && n.rng.Float64() < n.drop
+	return t, dropped, n.sampleDelayLocked(), nil
+}
+
+func (n *InmemNetwork) sampleDelayLocked() time.Duration {
+	d := n.delay
+	if n.jitter > 0 {
+		d += time.Duration(n.rng.Int64N(int64(n.jitter)))
+	}
+	return d
+}
+
+func (n *InmemNetwork) sampleDelay() time.Duration {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.sampleDelayLocked()
+}
+
+func (n *InmemNetwork) leave(t *Inmem) {
+	n.mu.Lock()
+	if n.nodes[t.id] == t {
+		delete(n.nodes, t.id)
+	}
+	n.mu.Unlock()
+}
+
+// encode turns msg into an owned wire body with the network's policy.
+func (n *InmemNetwork) encode(to NodeID, msg []byte) (inmemMsg, error) {
+	if len(msg) > n.maxSize {
+		return inmemMsg{}, fmt.Errorf("%w: %d bytes, maximum %d", ErrFrameTooLarge, len(msg), n.maxSize)
+	}
+	c, wire, _, err := encodeBody(n.policy, to, msg, nil)
+	if err != nil {
+		return inmemMsg{}, err
+	}
+	if c == CodecNone {
+		wire = append([]byte(nil), msg...)
+	}
+	return inmemMsg{codec: c, body: wire, raw: len(msg)}, nil
+}
+
+// decode returns the receiver's owned copy of m.
+func (n *InmemNetwork) decode(m inmemMsg) ([]byte, error) {
+	if m.codec == CodecNone {
+		return m.body, nil
+	}
+	return Decompress(nil, m.codec, m.body, m.raw, n.maxSize)
+}
+
+type inmemMsg struct {
+	from  NodeID
+	codec Codec
+	body  []byte
+	raw   int
+	due   time.Time
+}
+
+// Inmem is one node of an InmemNetwork. Its handler receives its own copy
+// of every body, which it may keep (portable handlers still follow the
+// Handler rule and copy).
+type Inmem struct {
+	net    *InmemNetwork
+	id     NodeID
+	h      Handler
+	ctx    context.Context // canceled on Close; passed to handlers
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+	links  map[NodeID]chan inmemMsg // inbound one-way queues by sender
+}
+
+var _ Transport = (*Inmem)(nil)
+
+// LocalID returns the node's name.
+func (t *Inmem) LocalID() NodeID { return t.id }
+
+// Network returns the network t belongs to.
+func (t *Inmem) Network() *InmemNetwork { return t.net }
+
+// Close removes the node from its network, cancels the context given to
+// its running handlers and waits for every goroutine delivering to it.
+// Requests in flight to it fail with ErrUnreachable.
+func (t *Inmem) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return ErrClosed
+	}
+	t.closed = true
+	t.mu.Unlock()
+	t.net.leave(t)
+	t.cancel()
+	t.wg.Wait()
+	return nil
+}
+
+func (t *Inmem) done() <-chan struct{} { return t.ctx.Done() }
+
+func (t *Inmem) isClosed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.closed
+}
+
+// Send delivers msg to node to's HandleMessage, after the network's delay,
+// in order with the other messages t sends to it.
+func (t *Inmem) Send(ctx context.Context, to NodeID, msg []byte) error {
+	if t.isClosed() {
+		return ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	dst, dropped, delay, err := t.net.route(t.id, to)
+	if err != nil {
+		return err
+	}
+	m, err := t.net.encode(to, msg)
+	if err != nil {
+		return err
+	}
+	if dropped {
+		return nil
+	}
+	m.from = t.id
+	m.due = time.Now().Add(delay)
+	q, err := dst.queue(t.id)
+	if err != nil {
+		return err
+	}
+	select {
+	case q <- m:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-dst.done():
+		return fmt.Errorf("%w: %q closed", ErrUnreachable, to)
+	case <-t.done():
+		return ErrClosed
+	}
+}
+
+// queue returns the inbound queue for messages from sender, starting its
+// delivery goroutine on first use.
+func (t *Inmem) queue(from NodeID) (chan inmemMsg, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil, fmt.Errorf("%w: %q closed", ErrUnreachable, t.id)
+	}
+	q, ok := t.links[from]
+	if !ok {
+		q = make(chan inmemMsg, inmemQueueLen)
+		t.links[from] = q
+		t.wg.Add(1)
+		go t.deliver(q)
+	}
+	return q, nil
+}
+
+// deliver hands queued messages to the handler one at a time, in order.
+func (t *Inmem) deliver(q chan inmemMsg) {
+	defer t.wg.Done()
+	for {
+		select {
+		case <-t.done():
+			return
+		case m := <-q:
+			if !sleepUntil(m.due, t.done()) {
+				return
+			}
+			if !t.net.linkUp(m.from, t.id) {
+				continue // lost in flight
+			}
+			body, err := t.net.decode(m)
+			if err != nil {
+				continue // cannot happen for bodies our own encoder made
+			}
+			t.h.HandleMessage(m.from, body)
+		}
+	}
+}
+
+type inmemResult struct {
+	body []byte
+	err  error
+}
+
+// Request delivers req to node to's HandleRequest and waits for the
+// response (see InmemNetwork for failure semantics).
+func (t *Inmem) Request(ctx context.Context, to NodeID, req []byte) ([]byte, error) {
+	if t.isClosed() {
+		return nil, ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	dst, dropped, delay, err := t.net.route(t.id, to)
+	if err != nil {
+		return nil, err
+	}
+	m, err := t.net.encode(to, req)
+	if err != nil {
+		return nil, err
+	}
+	m.from = t.id
+	res := make(chan inmemResult, 1)
+	if !dropped {
+		if err := dst.serve(t, m, delay, res); err != nil {
+			return nil, err
+		}
+	}
+	select {
+	case r := <-res:
+		return r.body, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-dst.done():
+		// The handler may have answered just before the target closed.
+		select {
+		case r := <-res:
+			return r.body, r.err
+		default:
+		}
+		return nil, fmt.Errorf("%w: %q closed with the request in flight", ErrUnreachable, to)
+	case <-t.done():
+		return nil, ErrClosed
+	}
+}
+
+// serve runs one request on t's handler in a goroutine t owns.
+func (t *Inmem) serve(from *Inmem, m inmemMsg, delay time.Duration, res chan<- inmemResult) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return fmt.Errorf("%w: %q closed", ErrUnreachable, t.id)
+	}
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		if !sleepFor(delay, t.done(), from.done()) {
+			return
+		}
+		if !t.net.linkUp(from.id, t.id) {
+			res <- inmemResult{err: fmt.Errorf("%w: link %q-%q went down", ErrUnreachable, from.id, t.id)}
+			return
+		}
+		body, err := t.net.decode(m)
+		if err != nil {
+			res <- inmemResult{err: err}
+			return
+		}
+		resp, herr := t.h.HandleRequest(t.ctx, from.id, body)
+		if t.ctx.Err() != nil {
+			return // the node closed under the handler: no response leaves it
+		}
+		if herr != nil {
+			res <- inmemResult{err: &RemoteError{Node: t.id, Msg: herr.Error()}}
+			return
+		}
+		rm, err := t.net.encode(from.id, resp)
+		if err != nil {
+			res <- inmemResult{err: fmt.Errorf("transport: response from %q: %w", t.id, err)}
+			return
+		}
+		if !sleepFor(t.net.sampleDelay(), t.done(), from.done()) {
+			return
+		}
+		if !t.net.linkUp(from.id, t.id) {
+			res <- inmemResult{err: fmt.Errorf("%w: link %q-%q went down", ErrUnreachable, from.id, t.id)}
+			return
+		}
+		out, err := t.net.decode(rm)
+		res <- inmemResult{body: out, err: err}
+	}()
+	return nil
+}
+
+// sleepFor waits d or until one of done closes; it reports whether the
+// full duration passed.
+func sleepFor(d time.Duration, done ...<-chan struct{}) bool {
+	if d <= 0 {
+		for _, c := range done {
+			select {
+			case <-c:
+				return false
+			default:
+			}
+		}
+		return true
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	var d2 <-chan struct{}
+	if len(done) > 1 {
+		d2 = done[1]
+	}
+	select {
+	case <-tm.C:
+		return true
+	case <-done[0]:
+		return false
+	case <-d2:
+		return false
+	}
+}
+
+func sleepUntil(at time.Time, done <-chan struct{}) bool {
+	return sleepFor(time.Until(at), done)
+}
