@@ -1,0 +1,164 @@
+package sim
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/falconml/falcon/epsp"
+)
+
+// EvalPoint is one evaluation of the server's model.
+type EvalPoint struct {
+	Time     time.Duration
+	Loss     float64 // mean test cross-entropy
+	Accuracy float64 // test accuracy
+	Version  uint64  // updates applied so far
+	MinClock int
+	MaxClock int
+}
+
+// WorkerStats is one worker's time budget and work. Busy + Blocked +
+// Network equals the run's End.
+type WorkerStats struct {
+	Worker  int
+	Busy    time.Duration // computing (own batch or transferred ranges)
+	Blocked time.Duration // clocked and waiting for release, not computing
+	Network time.Duration // waiting for a pull response or a push to land
+	Clocks  int           // clocks completed
+	Samples int           // samples computed (own and taken)
+	Given   int           // samples handed to other workers
+	Taken   int           // samples computed for other workers
+	FinalP  int           // parallelism at the end
+}
+
+// ParallelismPoint records that worker Worker computes with P goroutines
+// from Time on.
+type ParallelismPoint struct {
+	Time   time.Duration
+	Worker int
+	P      int
+}
+
+// TransferRecord follows one transfer order.
+type TransferRecord struct {
+	ID       uint64
+	From, To int
+	Clock    int
+	Lo, Hi   int // ordered range; after the answer, the range handed over
+	Ordered  time.Duration
+	Answered time.Duration
+	Accepted bool
+	Done     time.Duration // when the taker's push landed (0 if never)
+}
+
+// Result is the outcome of a run.
+type Result struct {
+	Policy string
+	Model  string
+	// Target is the accuracy target; Reached tells whether an evaluation
+	// reached it, first at TimeToTarget.
+	Target        float64
+	Reached       bool
+	TimeToTarget  time.Duration
+	End           time.Duration
+	FinalLoss     float64
+	FinalAccuracy float64
+	Evals         []EvalPoint
+	Workers       []WorkerStats
+	Parallelism   []ParallelismPoint
+	Transfers     []TransferRecord
+	// Dropped counts gradients the policy dropped.
+	Dropped int
+	// Stats are the coordinator's counters, including the staleness
+	// histogram (Stats.Staleness[d] = admitted pushes d updates stale).
+	Stats epsp.Stats
+}
+
+// TimeToTargetSeconds is TimeToTarget in seconds, or +Inf if the target
+// was not reached.
+func (r *Result) TimeToTargetSeconds() float64 {
+	if !r.Reached {
+		return math.Inf(1)
+	}
+	return r.TimeToTarget.Seconds()
+}
+
+// BlockedFraction is Σ_w Blocked_w / Σ_w (Busy_w + Blocked_w + Network_w):
+// the share of worker time spent waiting at synchronization.
+func (r *Result) BlockedFraction() float64 {
+	var b, tot time.Duration
+	for _, w := range r.Workers {
+		b += w.Blocked
+		tot += w.Busy + w.Blocked + w.Network
+	}
+	if tot == 0 {
+		return 0
+	}
+	return float64(b) / float64(tot)
+}
+
+// AcceptedTransfers counts transfers the giver accepted.
+func (r *Result) AcceptedTransfers() int {
+	n := 0
+	for _, t := range r.Transfers {
+		if t.Accepted {
+			n++
+		}
+	}
+	return n
+}
+
+func ftoa(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+func secs(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', 6, 64)
+}
+
+// WriteCSV writes the whole result as one CSV table with a "kind" column:
+// eval rows (time_s, loss, accuracy, version, min_clock, max_clock),
+// worker rows, parallelism rows, transfer rows and staleness rows. Equal
+// results give equal bytes.
+func (r *Result) WriteCSV(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	p := func(format string, a ...any) { fmt.Fprintf(bw, format, a...) }
+	p("kind,policy,a,b,c,d,e,f,g,h\n")
+	p("# eval: time_s,loss,accuracy,version,min_clock,max_clock\n")
+	for _, e := range r.Evals {
+		p("eval,%s,%s,%s,%s,%d,%d,%d\n", r.Policy, secs(e.Time), ftoa(e.Loss), ftoa(e.Accuracy), e.Version, e.MinClock, e.MaxClock)
+	}
+	p("# worker: worker,busy_s,blocked_s,network_s,clocks,samples,given,taken,final_p\n")
+	for _, s := range r.Workers {
+		p("worker,%s,%d,%s,%s,%s,%d,%d,%d,%d,%d\n", r.Policy, s.Worker, secs(s.Busy), secs(s.Blocked), secs(s.Network), s.Clocks, s.Samples, s.Given, s.Taken, s.FinalP)
+	}
+	p("# parallelism: time_s,worker,p\n")
+	for _, x := range r.Parallelism {
+		p("parallelism,%s,%s,%d,%d\n", r.Policy, secs(x.Time), x.Worker, x.P)
+	}
+	p("# transfer: id,from,to,clock,lo,hi,ordered_s,answered_s,accepted,done_s\n")
+	for _, t := range r.Transfers {
+		p("transfer,%s,%d,%d,%d,%d,%d,%d,%s,%s,%t,%s\n", r.Policy, t.ID, t.From, t.To, t.Clock, t.Lo, t.Hi, secs(t.Ordered), secs(t.Answered), t.Accepted, secs(t.Done))
+	}
+	p("# staleness: updates_behind,pushes\n")
+	for d, n := range r.Stats.Staleness {
+		p("staleness,%s,%d,%d\n", r.Policy, d, n)
+	}
+	p("# summary: time_to_target_s,final_acc,final_loss,blocked_frac,transfers,dropped\n")
+	p("summary,%s,%s,%s,%s,%s,%d,%d\n", r.Policy, ftoa(r.TimeToTargetSeconds()), ftoa(r.FinalAccuracy), ftoa(r.FinalLoss), ftoa(r.BlockedFraction()), r.AcceptedTransfers(), r.Dropped)
+	return bw.Flush()
+}
+
+// WriteEvalCSV writes only the evaluation series with a header:
+// policy,time_s,loss,accuracy,version.
+func WriteEvalCSV(w io.Writer, results ...*Result) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintln(bw, "policy,time_s,loss,accuracy,version")
+	for _, r := range results {
+		for _, e := range r.Evals {
+			fmt.Fprintf(bw, "%s,%s,%s,%s,%d\n", r.Policy, secs(e.Time), ftoa(e.Loss), ftoa(e.Accuracy), e.Version)
+		}
+	}
+	return bw.Flush()
+}

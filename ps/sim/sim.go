@@ -1,0 +1,800 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/model"
+	"github.com/falconml/falcon/ps"
+	"github.com/falconml/falcon/straggler"
+)
+
+// Sentinel errors.
+var (
+	ErrConfig    = errors.New("sim: invalid config")
+	ErrStalled   = errors.New("sim: training stalled")
+	ErrInvariant = errors.New("sim: invariant violated")
+)
+
+// Network is a simple network model without contention: a message of b
+// bytes takes Latency + b/Bandwidth.
+type Network struct {
+	// Latency is the one-way delay of every message; zero means none.
+	Latency time.Duration
+	// Bandwidth is in bytes per second; zero means infinite.
+	Bandwidth float64
+}
+
+// Delay is the transfer time of a message of b bytes.
+func (n Network) Delay(b int) time.Duration {
+	d := n.Latency
+	if n.Bandwidth > 0 {
+		d += time.Duration(float64(b) / n.Bandwidth * float64(time.Second))
+	}
+	return d
+}
+
+// Config configures a simulated training run. The same Config with the same
+// seeds gives the same Result, bit for bit.
+type Config struct {
+	// Workers is the number of workers (> 0); it must match the speed
+	// model's NumWorkers.
+	Workers int
+	// Batch is each worker's initial batch size in samples (> 0).
+	Batch int
+	// Parallelism is each worker's initial number of compute goroutines;
+	// zero means 1.
+	Parallelism int
+	// LR is the server-side SGD learning rate (> 0) used when Optimizer is
+	// nil.
+	LR float32
+	// Optimizer, when not nil, replaces SGD{LR}.
+	Optimizer ps.Optimizer
+	// TickPeriod is the period of EventTick; zero means 100 ms.
+	TickPeriod time.Duration
+	// ProgressEvery is the chunk size in samples: workers compute in
+	// chunks and report progress after each. Zero means max(1, Batch/8).
+	ProgressEvery int
+	// EvalEvery is the virtual-time interval between evaluations of the
+	// server's model on the test set; zero means 1 s.
+	EvalEvery time.Duration
+	// EvalSamples limits the test rows used for evaluation (the first
+	// EvalSamples); zero means all.
+	EvalSamples int
+	// Duration is the virtual time simulated (> 0).
+	Duration time.Duration
+	// Target is the test accuracy whose first crossing defines the time to
+	// target; zero means none.
+	Target float64
+	// StopAtTarget ends the run at the first evaluation reaching Target.
+	StopAtTarget bool
+	// Network models pulls, pushes and control messages.
+	Network Network
+	// KeyLen is the number of parameters per parameter-server key; zero
+	// means 1024. The parameter vector is cut into ceil(n/KeyLen) keys.
+	KeyLen int
+	// StallTimeout ends the run with ErrStalled when no worker has made
+	// progress for this long; zero means 60 s of virtual time.
+	StallTimeout time.Duration
+	// Seed seeds the model initialisation and the data order.
+	Seed uint64
+}
+
+// DefaultConfig returns a config for 8 workers, batch 32, SGD with
+// learning rate 0.1, a 100 ms tick, evaluation every second, 60 s of
+// virtual time and a 1 Gbit/s network with 100 µs latency.
+func DefaultConfig() Config {
+	return Config{
+		Workers: 8, Batch: 32, Parallelism: 1, LR: 0.1,
+		TickPeriod: 100 * time.Millisecond, EvalEvery: time.Second,
+		Duration: 60 * time.Second,
+		Network:  Network{Latency: 100 * time.Microsecond, Bandwidth: 125e6},
+		Seed:     1,
+	}
+}
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	switch {
+	case c.Workers <= 0:
+		return fmt.Errorf("%w: Workers = %d", ErrConfig, c.Workers)
+	case c.Batch <= 0:
+		return fmt.Errorf("%w: Batch = %d", ErrConfig, c.Batch)
+	case c.Parallelism < 0:
+		return fmt.Errorf("%w: Parallelism = %d", ErrConfig, c.Parallelism)
+	case c.Optimizer == nil && !(c.LR > 0):
+		return fmt.Errorf("%w: LR = %v", ErrConfig, c.LR)
+	case c.TickPeriod < 0 || c.EvalEvery < 0 || c.StallTimeout < 0:
+		return fmt.Errorf("%w: negative period", ErrConfig)
+	case c.ProgressEvery < 0 || c.EvalSamples < 0 || c.KeyLen < 0:
+		return fmt.Errorf("%w: negative size", ErrConfig)
+	case c.Duration <= 0:
+		return fmt.Errorf("%w: Duration = %v", ErrConfig, c.Duration)
+	case c.Target < 0 || c.Target > 1:
+		return fmt.Errorf("%w: Target = %v", ErrConfig, c.Target)
+	case c.Network.Latency < 0 || c.Network.Bandwidth < 0:
+		return fmt.Errorf("%w: negative network parameter", ErrConfig)
+	}
+	return nil
+}
+
+func (c *Config) fill() {
+	if c.Parallelism == 0 {
+		c.Parallelism = 1
+	}
+	if c.TickPeriod == 0 {
+		c.TickPeriod = 100 * time.Millisecond
+	}
+	if c.ProgressEvery == 0 {
+		c.ProgressEvery = max(1, c.Batch/8)
+	}
+	if c.EvalEvery == 0 {
+		c.EvalEvery = time.Second
+	}
+	if c.KeyLen == 0 {
+		c.KeyLen = 1024
+	}
+	if c.StallTimeout == 0 {
+		c.StallTimeout = 60 * time.Second
+	}
+}
+
+// Job is what is trained: a model, its data, the heterogeneity of the
+// cluster and the synchronization policy.
+type Job struct {
+	Model model.Model
+	Train *model.Dataset
+	Test  *model.Dataset
+	// Speed gives each worker's compute rate; its NumWorkers must equal
+	// Config.Workers.
+	Speed straggler.Model
+	// Policy is the synchronization policy. A policy value carries state:
+	// give each run a fresh one.
+	Policy epsp.Policy
+}
+
+// worker states
+type wstate uint8
+
+const (
+	wPulling   wstate = iota // waiting for the pull response
+	wComputing               // computing its own batch
+	wPushing                 // own push in flight
+	wWaiting                 // clocked, waiting for release
+)
+
+type span struct{ lo, hi int } // positions in the owner's batch
+
+// job is a piece of computation: the owner's batch positions in ranges.
+type task struct {
+	transfer bool
+	id       uint64 // transfer ID
+	owner    int
+	clock    int
+	batch    int // owner's batch size
+	idx      []int
+	lo, hi   int
+}
+
+type worker struct {
+	id    int
+	p     int
+	state wstate
+
+	params      []float32
+	baseVersion uint64
+
+	clock      int
+	batch      int
+	batchIdx   []int  // dataset rows of the current batch, by position
+	todo       []span // positions not yet started
+	doneIdx    []int  // rows processed so far this clock
+	clockStart time.Duration
+
+	// current compute segment (own chunk or transfer task)
+	computing  bool
+	segTask    *task // nil: own chunk [segLo,segHi)
+	segLo      int
+	segHi      int
+	segStart   time.Duration
+	segWork    float64 // samples left at segStart
+	segGen     uint64
+	queue      []*task // accepted transfers to compute
+	releaseDue bool    // released while busy with transfers
+
+	// data order
+	shard  []int
+	cursor int
+	rng    *rand.Rand
+
+	// accounting
+	busy, blocked, network time.Duration
+	stateSince             time.Duration
+	clocks                 int
+	samples                int
+	given, taken           int
+}
+
+// Sim is one simulated run. Use [Run] unless you need to step it.
+type Sim struct {
+	cfg   Config
+	job   Job
+	q     Queue
+	coord *epsp.Coordinator
+	store *ps.Store
+	keys  []uint64
+	lens  []int
+	w     []*worker
+	nparm int
+
+	grad      []float32
+	evalParam []float32
+	evalIdx   []int
+	pbytes    int
+
+	lastActivity time.Duration
+	counted      map[[2]int]int // (owner, clock) -> samples pushed
+	res          *Result
+	err          error
+	done         bool
+}
+
+// New prepares a run.
+func New(cfg Config, job Job) (*Sim, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.fill()
+	switch {
+	case job.Model == nil || job.Train == nil || job.Test == nil || job.Speed == nil || job.Policy == nil:
+		return nil, fmt.Errorf("%w: Job needs Model, Train, Test, Speed and Policy", ErrConfig)
+	case job.Speed.NumWorkers() != cfg.Workers:
+		return nil, fmt.Errorf("%w: speed model has %d workers, config %d", ErrConfig, job.Speed.NumWorkers(), cfg.Workers)
+	case job.Train.N < cfg.Workers:
+		return nil, fmt.Errorf("%w: %d training rows for %d workers", ErrConfig, job.Train.N, cfg.Workers)
+	case job.Test.N == 0:
+		return nil, fmt.Errorf("%w: empty test set", ErrConfig)
+	}
+	coord, err := epsp.NewCoordinator(epsp.Config{
+		NumWorkers: cfg.Workers, Batch: cfg.Batch, Parallelism: cfg.Parallelism, TickPeriod: cfg.TickPeriod,
+	}, job.Policy)
+	if err != nil {
+		return nil, err
+	}
+	opt := cfg.Optimizer
+	if opt == nil {
+		opt = ps.SGD{LR: cfg.LR}
+	}
+	store, err := ps.NewStore(ps.StoreConfig{Optimizer: opt})
+	if err != nil {
+		return nil, err
+	}
+	m := job.Model
+	n := m.NumParams()
+	s := &Sim{cfg: cfg, job: job, coord: coord, store: store, nparm: n, counted: make(map[[2]int]int)}
+	for off, k := 0, uint64(0); off < n; off, k = off+cfg.KeyLen, k+1 {
+		s.keys = append(s.keys, k)
+		s.lens = append(s.lens, min(cfg.KeyLen, n-off))
+	}
+	init := make([]float32, n)
+	m.Init(init, rand.New(rand.NewPCG(cfg.Seed, 0x1417)))
+	if err := store.InitValues(s.keys, s.lens, init); err != nil {
+		return nil, err
+	}
+	s.grad = make([]float32, n)
+	s.evalParam = make([]float32, n)
+	s.pbytes = 4 * n
+	ne := job.Test.N
+	if cfg.EvalSamples > 0 && cfg.EvalSamples < ne {
+		ne = cfg.EvalSamples
+	}
+	s.evalIdx = make([]int, ne)
+	for i := range s.evalIdx {
+		s.evalIdx[i] = i
+	}
+	// Data: a seeded permutation of the training rows, cut into one
+	// contiguous shard per worker; each worker walks its shard in a fresh
+	// seeded order every epoch.
+	perm := rand.New(rand.NewPCG(cfg.Seed, 0xda7a)).Perm(job.Train.N)
+	per := job.Train.N / cfg.Workers
+	for i := range cfg.Workers {
+		wk := &worker{
+			id: i, p: cfg.Parallelism, params: make([]float32, n),
+			shard: slices.Clone(perm[i*per : (i+1)*per]),
+			rng:   rand.New(rand.NewPCG(cfg.Seed, 0x3000+uint64(i))),
+		}
+		wk.rng.Shuffle(len(wk.shard), func(a, b int) { wk.shard[a], wk.shard[b] = wk.shard[b], wk.shard[a] })
+		s.w = append(s.w, wk)
+	}
+	s.res = &Result{
+		Policy:  job.Policy.Name(),
+		Model:   m.Name(),
+		Workers: make([]WorkerStats, cfg.Workers),
+		Target:  cfg.Target,
+	}
+	return s, nil
+}
+
+// Run simulates cfg with job and returns the result.
+func Run(cfg Config, job Job) (*Result, error) {
+	s, err := New(cfg, job)
+	if err != nil {
+		return nil, err
+	}
+	return s.Run()
+}
+
+// Run runs the simulation to its end.
+func (s *Sim) Run() (*Result, error) {
+	for _, w := range s.w {
+		s.release(w)
+		s.res.Parallelism = append(s.res.Parallelism, ParallelismPoint{Time: 0, Worker: w.id, P: w.p})
+	}
+	s.q.Schedule(0, s.evaluate)
+	if s.cfg.TickPeriod > 0 {
+		s.q.Schedule(s.cfg.TickPeriod, s.tick)
+	}
+	s.q.RunUntil(s.cfg.Duration, func() bool { return s.done || s.err != nil })
+	if s.err != nil {
+		return nil, s.err
+	}
+	if !s.done {
+		s.evaluate()
+	}
+	s.finish()
+	return s.res, nil
+}
+
+func (s *Sim) fail(err error) {
+	if s.err == nil {
+		s.err = err
+	}
+}
+
+// setState switches a worker's state and charges the time spent in the old
+// one to busy, blocked or network.
+func (s *Sim) setState(w *worker, st wstate) {
+	s.charge(w)
+	w.state = st
+}
+
+func (s *Sim) charge(w *worker) {
+	now := s.q.Now()
+	d := now - w.stateSince
+	w.stateSince = now
+	switch {
+	case w.computing:
+		w.busy += d
+	case w.state == wWaiting:
+		w.blocked += d
+	default:
+		w.network += d
+	}
+}
+
+// ---- data ----
+
+func (s *Sim) drawBatch(w *worker, n int) []int {
+	idx := make([]int, n)
+	for i := range idx {
+		if w.cursor == len(w.shard) {
+			w.cursor = 0
+			w.rng.Shuffle(len(w.shard), func(a, b int) { w.shard[a], w.shard[b] = w.shard[b], w.shard[a] })
+		}
+		idx[i] = w.shard[w.cursor]
+		w.cursor++
+	}
+	return idx
+}
+
+// ---- worker life cycle ----
+
+// release starts worker w's next clock: the server reads the parameters now
+// and the pull response arrives after the network delay.
+func (s *Sim) release(w *worker) {
+	if w.computing || len(w.queue) > 0 {
+		w.releaseDue = true
+		return
+	}
+	w.releaseDue = false
+	s.setState(w, wPulling)
+	w.clock = s.coord.View().Clock(epsp.WorkerID(w.id))
+	w.batch = s.coord.View().Batch(epsp.WorkerID(w.id))
+	w.batchIdx = s.drawBatch(w, w.batch)
+	w.todo = append(w.todo[:0], span{0, w.batch})
+	w.doneIdx = w.doneIdx[:0]
+	w.clockStart = s.q.Now()
+	if err := s.store.Pull(s.keys, s.lens, w.params); err != nil {
+		s.fail(err)
+		return
+	}
+	w.baseVersion = s.coord.View().Version()
+	clock := w.clock
+	s.q.After(s.cfg.Network.Delay(s.pbytes), func() {
+		if w.state != wPulling || w.clock != clock {
+			return
+		}
+		s.setState(w, wComputing)
+		s.nextChunk(w)
+	})
+}
+
+// nextChunk starts the next chunk of w's own batch, or pushes if the batch
+// is done.
+func (s *Sim) nextChunk(w *worker) {
+	if len(w.todo) == 0 {
+		s.pushOwn(w)
+		return
+	}
+	sp := &w.todo[0]
+	hi := min(sp.hi, sp.lo+s.cfg.ProgressEvery)
+	w.segTask = nil
+	w.segLo, w.segHi = sp.lo, hi
+	sp.lo = hi
+	if sp.lo == sp.hi {
+		w.todo = w.todo[1:]
+	}
+	s.startSegment(w, float64(w.segHi-w.segLo))
+}
+
+func (s *Sim) startSegment(w *worker, work float64) {
+	s.charge(w)
+	w.computing = true
+	w.segStart = s.q.Now()
+	w.segWork = work
+	w.segGen++
+	gen := w.segGen
+	end := s.finishTime(w.id, w.p, w.segStart, work)
+	if end > s.cfg.Duration+time.Hour {
+		return // never finishes within the run
+	}
+	s.q.Schedule(end, func() {
+		if w.segGen != gen {
+			return
+		}
+		s.segmentDone(w)
+	})
+}
+
+// finishTime integrates the piecewise-constant rate from t0 until work
+// samples are done.
+func (s *Sim) finishTime(w, p int, t0 time.Duration, work float64) time.Duration {
+	t := t0
+	for i := 0; ; i++ {
+		r := s.job.Speed.Rate(w, p, t)
+		nc := s.job.Speed.NextChange(w, t)
+		if r > 0 {
+			need := work / r * float64(time.Second)
+			if nc <= t || float64(t)+need <= float64(nc) {
+				return t + time.Duration(math.Ceil(need))
+			}
+			work -= r * (nc - t).Seconds()
+		} else if nc <= t {
+			return math.MaxInt64
+		}
+		t = nc
+		if t > s.cfg.Duration+time.Hour || i > 1_000_000 {
+			return math.MaxInt64
+		}
+	}
+}
+
+// workDone integrates the rate over [t0, t1).
+func (s *Sim) workDone(w, p int, t0, t1 time.Duration) float64 {
+	var work float64
+	t := t0
+	for t < t1 {
+		r := s.job.Speed.Rate(w, p, t)
+		nc := s.job.Speed.NextChange(w, t)
+		if nc <= t || nc > t1 {
+			nc = t1
+		}
+		work += r * (nc - t).Seconds()
+		t = nc
+	}
+	return work
+}
+
+func (s *Sim) segmentDone(w *worker) {
+	s.charge(w)
+	w.computing = false
+	s.lastActivity = s.q.Now()
+	if t := w.segTask; t != nil {
+		s.pushTransfer(w, t)
+		return
+	}
+	w.doneIdx = append(w.doneIdx, w.batchIdx[w.segLo:w.segHi]...)
+	w.samples += w.segHi - w.segLo
+	if len(w.todo) > 0 {
+		s.step(epsp.Event{Kind: epsp.EventProgress, Progress: s.progress(w)})
+		if s.err != nil || w.computing {
+			return
+		}
+	}
+	s.nextChunk(w)
+}
+
+func (s *Sim) progress(w *worker) epsp.ProgressReport {
+	assigned := len(w.doneIdx)
+	for _, sp := range w.todo {
+		assigned += sp.hi - sp.lo
+	}
+	return epsp.ProgressReport{
+		Worker: epsp.WorkerID(w.id), Clock: w.clock, Done: len(w.doneIdx), Assigned: assigned,
+		Parallelism: w.p, Elapsed: s.q.Now() - w.clockStart,
+	}
+}
+
+// pushOwn computes the gradient of w's processed rows at its pulled
+// parameters and sends it.
+func (s *Sim) pushOwn(w *worker) {
+	s.setState(w, wPushing)
+	n := len(w.doneIdx)
+	clock := w.clock
+	if n == 0 { // everything was given away: only the clock event
+		s.q.After(s.cfg.Network.Delay(0), func() { s.clocked(w, clock) })
+		s.runQueue(w)
+		return
+	}
+	grad := make([]float32, s.nparm)
+	s.job.Model.LossGrad(w.params, s.job.Train, w.doneIdx, grad)
+	push := epsp.Push{
+		Worker: epsp.WorkerID(w.id), Owner: epsp.WorkerID(w.id), Clock: clock,
+		BaseVersion: w.baseVersion, Samples: n, BatchSamples: w.batch,
+	}
+	s.q.After(s.cfg.Network.Delay(s.pbytes), func() {
+		s.apply(push, grad)
+		if s.err == nil {
+			s.clocked(w, clock)
+		}
+	})
+	s.runQueue(w) // transfers accepted while computing run now
+}
+
+func (s *Sim) clocked(w *worker, clock int) {
+	s.setState(w, wWaiting)
+	w.clocks++
+	s.lastActivity = s.q.Now()
+	s.step(epsp.Event{Kind: epsp.EventClock, Worker: epsp.WorkerID(w.id), Clock: clock})
+	if s.err == nil && w.state == wWaiting && !w.computing {
+		s.runQueue(w)
+	}
+}
+
+// apply admits a push and carries out the decision on the store.
+func (s *Sim) apply(p epsp.Push, grad []float32) {
+	key := [2]int{int(p.Owner), p.Clock}
+	s.counted[key] += p.Samples
+	if c := s.counted[key]; c > p.BatchSamples {
+		s.fail(fmt.Errorf("%w: %d samples pushed for worker %d clock %d, batch %d", ErrInvariant, c, p.Owner, p.Clock, p.BatchSamples))
+		return
+	} else if c == p.BatchSamples {
+		delete(s.counted, key)
+	}
+	d, err := s.coord.Admit(s.q.Now(), p)
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	switch d.Action {
+	case epsp.ApplyNow:
+		scale := d.EffectiveScale() * float64(p.Samples) / float64(p.BatchSamples)
+		err = s.store.Apply(s.keys, s.lens, grad, float32(scale))
+	case epsp.Accumulate:
+		err = s.store.Accumulate(d.Clock, s.keys, s.lens, grad, float64(p.Samples))
+	case epsp.Drop:
+		s.res.Dropped++
+	}
+	if err != nil {
+		s.fail(err)
+	}
+}
+
+// step feeds an event to the coordinator and carries out its orders.
+func (s *Sim) step(e epsp.Event) {
+	out, err := s.coord.Step(s.q.Now(), e)
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	s.carryOut(out)
+}
+
+func (s *Sim) carryOut(out epsp.Output) {
+	now := s.q.Now()
+	for _, f := range out.Flush {
+		scale := f.Scale
+		if scale == 0 {
+			scale = 1
+		}
+		s.store.Flush(f.Clock, float32(scale))
+	}
+	for _, o := range out.SetParallelism {
+		s.setParallelism(s.w[o.Worker], o.P)
+	}
+	// SetBatch is read from the coordinator's view at the next release.
+	for _, t := range out.Transfers {
+		t := t
+		s.res.Transfers = append(s.res.Transfers, TransferRecord{Ordered: now, ID: t.ID, From: int(t.From), To: int(t.To), Clock: t.Clock, Lo: t.Lo, Hi: t.Hi})
+		s.q.After(s.cfg.Network.Latency, func() { s.offer(t) })
+	}
+	for _, id := range out.Release {
+		w := s.w[id]
+		s.release(w)
+	}
+}
+
+func (s *Sim) setParallelism(w *worker, p int) {
+	if p == w.p {
+		return
+	}
+	now := s.q.Now()
+	if w.computing {
+		done := s.workDone(w.id, w.p, w.segStart, now)
+		left := max(w.segWork-done, 0)
+		w.p = p
+		s.startSegment(w, left)
+	} else {
+		w.p = p
+	}
+	s.res.Parallelism = append(s.res.Parallelism, ParallelismPoint{Time: now, Worker: w.id, P: p})
+}
+
+// offer delivers a transfer order to its giver, who accepts the part of
+// [Lo, Hi) it has not started.
+func (s *Sim) offer(o epsp.TransferOrder) {
+	g := s.w[o.From]
+	res := epsp.TransferResult{ID: o.ID}
+	if g.clock == o.Clock && (g.state == wPulling || g.state == wComputing) {
+		// Not-started positions in [Lo, Hi): take the last contiguous piece.
+		for i := len(g.todo) - 1; i >= 0; i-- {
+			lo, hi := max(g.todo[i].lo, o.Lo), min(g.todo[i].hi, o.Hi)
+			if lo < hi {
+				res.Accepted, res.Lo, res.Hi = true, lo, hi
+				break
+			}
+		}
+	}
+	var tk *task
+	if res.Accepted {
+		var todo []span
+		for _, sp := range g.todo {
+			if sp.lo < res.Lo {
+				todo = append(todo, span{sp.lo, min(sp.hi, res.Lo)})
+			}
+			if sp.hi > res.Hi {
+				todo = append(todo, span{max(sp.lo, res.Hi), sp.hi})
+			}
+		}
+		g.todo = todo
+		g.given += res.Hi - res.Lo
+		tk = &task{transfer: true, id: o.ID, owner: g.id, clock: o.Clock, batch: g.batch,
+			idx: slices.Clone(g.batchIdx[res.Lo:res.Hi]), lo: res.Lo, hi: res.Hi}
+	}
+	rec := s.transferRecord(o.ID)
+	s.q.After(s.cfg.Network.Latency, func() {
+		if rec != nil {
+			rec.Answered, rec.Accepted, rec.Lo, rec.Hi = s.q.Now(), res.Accepted, res.Lo, res.Hi
+		}
+		s.step(epsp.Event{Kind: epsp.EventTransferResult, Transfer: res})
+		if s.err != nil || tk == nil {
+			return
+		}
+		taker := s.w[o.To]
+		s.q.After(s.cfg.Network.Latency, func() {
+			taker.queue = append(taker.queue, tk)
+			s.runQueue(taker)
+		})
+	})
+	// If the giver has nothing left now, its batch completes when its
+	// current chunk does (nextChunk pushes on an empty todo).
+}
+
+func (s *Sim) transferRecord(id uint64) *TransferRecord {
+	for i := len(s.res.Transfers) - 1; i >= 0; i-- {
+		if s.res.Transfers[i].ID == id {
+			return &s.res.Transfers[i]
+		}
+	}
+	return nil
+}
+
+// runQueue starts the next accepted transfer if w is not computing its own
+// batch; when the queue is empty it carries out a release that came while
+// w was busy.
+func (s *Sim) runQueue(w *worker) {
+	if w.computing || w.state == wComputing || w.state == wPulling {
+		return
+	}
+	if len(w.queue) == 0 {
+		if w.releaseDue {
+			s.release(w)
+		}
+		return
+	}
+	t := w.queue[0]
+	w.queue = w.queue[1:]
+	w.segTask = t
+	s.startSegment(w, float64(len(t.idx)))
+}
+
+// pushTransfer pushes the gradient of a transferred range, computed with
+// the taker's cached parameters, tagged with the owner's clock.
+func (s *Sim) pushTransfer(w *worker, t *task) {
+	w.segTask = nil
+	w.taken += len(t.idx)
+	w.samples += len(t.idx)
+	grad := make([]float32, s.nparm)
+	s.job.Model.LossGrad(w.params, s.job.Train, t.idx, grad)
+	push := epsp.Push{
+		Worker: epsp.WorkerID(w.id), Owner: epsp.WorkerID(t.owner), Clock: t.clock,
+		BaseVersion: w.baseVersion, Samples: len(t.idx), BatchSamples: t.batch,
+	}
+	s.q.After(s.cfg.Network.Delay(s.pbytes), func() {
+		s.apply(push, grad)
+		if s.err != nil {
+			return
+		}
+		if rec := s.transferRecord(t.id); rec != nil {
+			rec.Done = s.q.Now()
+		}
+		s.step(epsp.Event{Kind: epsp.EventTransferDone, Transfer: epsp.TransferResult{ID: t.id, Accepted: true, Lo: t.lo, Hi: t.hi}})
+	})
+	// The taker goes on with its queue (or its pending release) at once.
+	s.runQueue(w)
+}
+
+// tick sends the periodic control tick.
+func (s *Sim) tick() {
+	s.step(epsp.Event{Kind: epsp.EventTick})
+	if s.q.Now()-s.lastActivity > s.cfg.StallTimeout {
+		s.fail(fmt.Errorf("%w: no worker progress since %v under %s", ErrStalled, s.lastActivity, s.job.Policy.Name()))
+		return
+	}
+	s.q.After(s.cfg.TickPeriod, s.tick)
+}
+
+// evaluate records loss and accuracy of the server's current model.
+func (s *Sim) evaluate() {
+	now := s.q.Now()
+	if err := s.store.Pull(s.keys, s.lens, s.evalParam); err != nil {
+		s.fail(err)
+		return
+	}
+	loss, acc := s.job.Model.Evaluate(s.evalParam, s.job.Test, s.evalIdx)
+	v := s.coord.View()
+	s.res.Evals = append(s.res.Evals, EvalPoint{Time: now, Loss: loss, Accuracy: acc, Version: v.Version(), MinClock: v.MinClock(), MaxClock: v.MaxClock()})
+	if s.cfg.Target > 0 && !s.res.Reached && acc >= s.cfg.Target {
+		s.res.Reached = true
+		s.res.TimeToTarget = now
+		if s.cfg.StopAtTarget {
+			s.done = true
+			return
+		}
+	}
+	if next := now + s.cfg.EvalEvery; next <= s.cfg.Duration {
+		s.q.Schedule(next, s.evaluate)
+	}
+}
+
+func (s *Sim) finish() {
+	r := s.res
+	r.End = s.q.Now()
+	for i, w := range s.w {
+		s.charge(w)
+		r.Workers[i] = WorkerStats{
+			Worker: i, Busy: w.busy, Blocked: w.blocked, Network: w.network,
+			Clocks: w.clocks, Samples: w.samples, Given: w.given, Taken: w.taken, FinalP: w.p,
+		}
+	}
+	r.Stats = s.coord.Stats()
+	if n := len(r.Evals); n > 0 {
+		r.FinalAccuracy = r.Evals[n-1].Accuracy
+		r.FinalLoss = r.Evals[n-1].Loss
+	}
+}
