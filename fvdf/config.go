@@ -1,0 +1,70 @@
+package fvdf
+
+import (
+	"fmt"
+	"time"
+)
+
+// Config configures a [Scheduler]. Zero fields take the defaults of
+// [DefaultConfig].
+type Config struct {
+	// DisableCompression turns FVDF into SEBF: every flow is sent raw and
+	// the schedule is Varys' SEBF + MADD + backfilling. Zero (false) means
+	// compression is considered.
+	DisableCompression bool
+	// CPUFraction is the fraction (0, 1] of each machine's free cores
+	// (Port.Cores − Port.Background) that FVDF may reserve for codecs (the
+	// CPU budget). Zero means 1.
+	CPUFraction float64
+	// StarvationPeriod is Varys' T: every T, starting at time 0, all active
+	// coflows share the fabric fairly for StarvationSlice, so no coflow
+	// waits longer than T for service. Zero means 10 s (ours: the paper's
+	// value is not public); negative disables the guard.
+	StarvationPeriod time.Duration
+	// StarvationSlice is δ, the length of the fair-share slice (T ≫ δ). Zero
+	// means StarvationPeriod/50 (ours: 2 % of the time is spent fair).
+	StarvationSlice time.Duration
+	// MinGain is the relative disposal-time gain a compression choice must
+	// bring to be taken: compressing a flow must cut the bottleneck time by
+	// more than MinGain·t (resource conservation: never spend CPU that buys
+	// no time). Zero means 1e-9 (strictly shorter up to rounding).
+	MinGain float64
+	// EventDriven makes the driver call Schedule only on coflow arrivals,
+	// completions and starvation-guard timers (Varys' rule), not on every
+	// flow completion. Zero (false) means called on every event.
+	EventDriven bool
+}
+
+// DefaultConfig returns the default configuration.
+func DefaultConfig() Config {
+	return Config{CPUFraction: 1, StarvationPeriod: 10 * time.Second, StarvationSlice: 200 * time.Millisecond, MinGain: 1e-9}
+}
+
+// Validate fills zero fields with defaults and reports invalid ones.
+func (c *Config) Validate() error {
+	d := DefaultConfig()
+	if c.CPUFraction == 0 {
+		c.CPUFraction = d.CPUFraction
+	}
+	if !(c.CPUFraction > 0 && c.CPUFraction <= 1) {
+		return fmt.Errorf("%w: CPUFraction %v must be in (0, 1]", ErrConfig, c.CPUFraction)
+	}
+	if c.StarvationPeriod == 0 {
+		c.StarvationPeriod = d.StarvationPeriod
+	}
+	if c.StarvationPeriod > 0 {
+		if c.StarvationSlice == 0 {
+			c.StarvationSlice = c.StarvationPeriod / 50
+		}
+		if c.StarvationSlice <= 0 || c.StarvationSlice >= c.StarvationPeriod {
+			return fmt.Errorf("%w: StarvationSlice %v must be in (0, StarvationPeriod=%v)", ErrConfig, c.StarvationSlice, c.StarvationPeriod)
+		}
+	}
+	if c.MinGain == 0 {
+		c.MinGain = d.MinGain
+	}
+	if !(c.MinGain > 0 && c.MinGain < 1) {
+		return fmt.Errorf("%w: MinGain %v must be in (0, 1)", ErrConfig, c.MinGain)
+	}
+	return nil
+}

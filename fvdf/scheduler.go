@@ -1,0 +1,603 @@
+package fvdf
+
+import (
+	"container/heap"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/falconml/falcon/coflow"
+)
+
+// Estimator supplies the codec profiles the scheduler decides with: the
+// predicted compression speed, decompression speed and ratio of fabric codec
+// k (k ≥ 1) at time now. Port.SpeedFactor is applied by the scheduler on
+// top. The simulator meanwhile advances with the true speeds, so prediction
+// error shows up in CCT.
+type Estimator interface {
+	Estimate(now time.Duration, f *coflow.Fabric, k int) coflow.CodecProfile
+}
+
+// Nominal is the Estimator that returns the fabric's own codec profiles
+// (an oracle when the true speeds never change).
+type Nominal struct{}
+
+// Estimate returns f.Codec(k).
+func (Nominal) Estimate(_ time.Duration, f *coflow.Fabric, k int) coflow.CodecProfile {
+	return f.Codec(k)
+}
+
+// Scheduler is FVDF: Fastest-Volume-Disposal-First coflow scheduling with
+// per-flow compression decisions (Swallow; the rules below are our
+// reconstruction of the unpublished algorithm, research note swallow.md §2).
+//
+// At every call, with the predicted codec profiles:
+//
+//  1. For each active coflow C, choose per flow raw or a codec greedily and
+//     compute its effective disposal bottleneck Γ'_C = max_p t_p(C), where
+//     for machine p
+//     t_p = max(Σ_{f from p} ρ_f V_f / In(p), Σ_{f to p} ρ_f V_f / Out(p),
+//     (Σ_{compressed f from p} V_f/s_p + Σ_{compressed f to p} V_f/u_p) / K_p)
+//     (V_f remaining raw bytes, ρ_f = 1 for raw flows, K_p free cores).
+//     The greedy repeatedly takes the bottleneck machine and compresses the
+//     largest raw flow there, with the codec that helps most, if that lowers
+//     the bottleneck's time by more than MinGain (ties between bottleneck
+//     machines are handled because a flow only touches its two ends).
+//  2. Order coflows by ascending Γ'_C (ties: arrival, then index).
+//  3. In that order, re-plan each coflow on the capacity and cores left by
+//     higher-priority coflows (so a flow is compressed only when cores are
+//     free at both ends after them, and only when that strictly shortens its
+//     disposal: resource conservation), and give every flow the MADD rate
+//     that makes all of C's flows finish together at its Γ: wire rate
+//     ρ_f V_f/Γ, sender cores V_f/(Γ s), receiver cores V_f/(Γ u). A coflow
+//     whose Γ is infinite (a port or CPU it needs is exhausted) waits.
+//  4. Backfill leftover bandwidth to flows in the same order (Varys), then
+//     leftover cores: a raw flow with a rate is switched to a codec when the
+//     free cores let it dispose strictly faster at the same wire rate.
+//  5. Starvation freedom (Varys' T/δ): during [kT, kT+δ) every flow of every
+//     active coflow gets an equal share of its ports (raw), then backfill.
+//
+// With compression disabled, or no codec with ratio < 1, steps 1–4 are
+// SEBF + MADD + backfilling.
+//
+// It is a pure, single-goroutine value: no clocks, no goroutines.
+type Scheduler struct {
+	cfg Config
+	est Estimator
+
+	// scratch, reused across calls
+	allocs []coflow.Allocation
+	pl     planner
+}
+
+var (
+	_ coflow.Scheduler   = (*Scheduler)(nil)
+	_ coflow.Timer       = (*Scheduler)(nil)
+	_ coflow.EventDriven = (*Scheduler)(nil)
+)
+
+// New returns an FVDF scheduler deciding with estimator est (nil means
+// [Nominal]).
+func New(cfg Config, est Estimator) (*Scheduler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if est == nil {
+		est = Nominal{}
+	}
+	return &Scheduler{cfg: cfg, est: est}, nil
+}
+
+// Name returns "fvdf", or "fvdf-raw" with compression disabled.
+func (s *Scheduler) Name() string {
+	if s.cfg.DisableCompression {
+		return "fvdf-raw"
+	}
+	return "fvdf"
+}
+
+// Config returns the validated configuration.
+func (s *Scheduler) Config() Config { return s.cfg }
+
+// OnlyOnArrivalsAndCompletions implements coflow.EventDriven.
+func (s *Scheduler) OnlyOnArrivalsAndCompletions() bool { return s.cfg.EventDriven }
+
+// NextWakeup implements coflow.Timer: the next start or end of a fair
+// slice of the starvation guard.
+func (s *Scheduler) NextWakeup(now time.Duration) (time.Duration, bool) {
+	T, d := s.cfg.StarvationPeriod, s.cfg.StarvationSlice
+	if T <= 0 {
+		return 0, false
+	}
+	phase := now % T
+	if phase < d {
+		return now - phase + d, true
+	}
+	return now - phase + T, true
+}
+
+// inFairSlice reports whether now is inside a starvation-guard slice.
+func (s *Scheduler) inFairSlice(now time.Duration) bool {
+	T := s.cfg.StarvationPeriod
+	return T > 0 && now%T < s.cfg.StarvationSlice
+}
+
+// Schedule implements coflow.Scheduler.
+func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Allocation {
+	s.allocs = s.allocs[:0]
+	if len(st.Coflows) == 0 {
+		return s.allocs
+	}
+	pl := &s.pl
+	pl.reset(st.Fabric, s.cfg, s.codecProfiles(now, st.Fabric))
+
+	// Step 1–2: order by Γ' on the full free resources.
+	n := len(st.Coflows)
+	order := make([]int, n)
+	gamma := make([]float64, n)
+	for i := range st.Coflows {
+		order[i] = i
+		gamma[i], _ = pl.plan(&st.Coflows[i], pl.capIn, pl.capOut, pl.capCores, nil)
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		ca, cb := order[a], order[b]
+		if gamma[ca] != gamma[cb] {
+			return gamma[ca] < gamma[cb]
+		}
+		return st.Coflows[ca].Arrival < st.Coflows[cb].Arrival
+	})
+
+	// Flattened per-flow allocations, indexed by (coflow slot, flow slot).
+	base := make([]int, n+1)
+	for i := range st.Coflows {
+		base[i+1] = base[i] + len(st.Coflows[i].Flows)
+	}
+	al := make([]coflow.Allocation, base[n])
+	for i := range st.Coflows {
+		for j, f := range st.Coflows[i].Flows {
+			al[base[i]+j].Flow = f.Ref
+		}
+	}
+	remIn := append([]float64(nil), pl.capIn...)
+	remOut := append([]float64(nil), pl.capOut...)
+	cores := append([]float64(nil), pl.capCores...)
+
+	if s.inFairSlice(now) {
+		s.fairShare(st, al, base, remIn, remOut)
+	} else {
+		// Step 3: MADD in FVDF order on what is left.
+		var choice []int
+		for _, ci := range order {
+			c := &st.Coflows[ci]
+			choice = choice[:0]
+			g, ch := pl.plan(c, remIn, remOut, cores, choice)
+			choice = ch
+			if !(g > 0) || math.IsInf(g, 0) {
+				continue
+			}
+			for j, f := range c.Flows {
+				a := &al[base[ci]+j]
+				v := f.Remaining
+				if v <= 0 {
+					continue
+				}
+				k := coflow.Raw
+				if choice != nil {
+					k = choice[j]
+				}
+				if k == coflow.Raw {
+					a.Rate = v / g
+				} else {
+					a.Codec = k
+					a.Rate = pl.ratio[k] * v / g
+					a.SendCores = v / (g * pl.sSpeed(f.Src, k))
+					a.RecvCores = v / (g * pl.uSpeed(f.Dst, k))
+				}
+				take(a, f, remIn, remOut, cores)
+			}
+		}
+	}
+	// Step 4: backfill bandwidth, then cores, in the same order.
+	for _, ci := range order {
+		c := &st.Coflows[ci]
+		for j, f := range c.Flows {
+			if f.Remaining > 0 {
+				pl.backfillBandwidth(&al[base[ci]+j], f, remIn, remOut, cores)
+			}
+		}
+	}
+	if !s.inFairSlice(now) {
+		for _, ci := range order {
+			c := &st.Coflows[ci]
+			for j, f := range c.Flows {
+				if f.Remaining > 0 {
+					pl.backfillCores(&al[base[ci]+j], f, cores)
+				}
+			}
+		}
+	}
+	for i := range al {
+		if al[i].Rate > 0 {
+			s.allocs = append(s.allocs, al[i])
+		}
+	}
+	return s.allocs
+}
+
+// fairShare gives every unfinished flow an equal share of its source's
+// ingress and its destination's egress (raw).
+func (s *Scheduler) fairShare(st *coflow.State, al []coflow.Allocation, base []int, remIn, remOut []float64) {
+	nIn := make([]int, len(remIn))
+	nOut := make([]int, len(remOut))
+	for i := range st.Coflows {
+		for _, f := range st.Coflows[i].Flows {
+			if f.Remaining > 0 {
+				nIn[f.Src]++
+				nOut[f.Dst]++
+			}
+		}
+	}
+	capIn := append([]float64(nil), remIn...)
+	capOut := append([]float64(nil), remOut...)
+	for i := range st.Coflows {
+		for j, f := range st.Coflows[i].Flows {
+			if f.Remaining <= 0 {
+				continue
+			}
+			r := math.Min(capIn[f.Src]/float64(nIn[f.Src]), capOut[f.Dst]/float64(nOut[f.Dst]))
+			a := &al[base[i]+j]
+			a.Rate = r
+			remIn[f.Src] = math.Max(0, remIn[f.Src]-r)
+			remOut[f.Dst] = math.Max(0, remOut[f.Dst]-r)
+		}
+	}
+}
+
+// take subtracts a's wire rate and cores from the remaining resources.
+func take(a *coflow.Allocation, f coflow.FlowState, remIn, remOut, cores []float64) {
+	remIn[f.Src] = math.Max(0, remIn[f.Src]-a.Rate)
+	remOut[f.Dst] = math.Max(0, remOut[f.Dst]-a.Rate)
+	cores[f.Src] = math.Max(0, cores[f.Src]-a.SendCores)
+	cores[f.Dst] = math.Max(0, cores[f.Dst]-a.RecvCores)
+}
+
+// codecProfiles returns the estimated profile of every fabric codec
+// (index k, k ≥ 1; entry 0 unused), or nil when compression is off.
+func (s *Scheduler) codecProfiles(now time.Duration, f *coflow.Fabric) []coflow.CodecProfile {
+	if s.cfg.DisableCompression || len(f.Codecs) == 0 {
+		return nil
+	}
+	out := make([]coflow.CodecProfile, len(f.Codecs)+1)
+	for k := 1; k <= len(f.Codecs); k++ {
+		out[k] = s.est.Estimate(now, f, k)
+	}
+	return out
+}
+
+// planner holds the per-call fabric view and the scratch of plan.
+type planner struct {
+	fab      *coflow.Fabric
+	cfg      Config
+	codecs   []int     // usable codec ids (ratio < 1)
+	ratio    []float64 // by codec id
+	s, u     []float64 // per-core speeds by codec id, before SpeedFactor
+	capIn    []float64
+	capOut   []float64
+	capCores []float64
+
+	// plan scratch, indexed by port
+	stamp           []int
+	gen             int
+	win, wout, cpu  []float64
+	touched         []int
+	byPort          [][]int // candidate flow slots per touched port
+	cursor          []int
+	tried, compress []bool
+	h               tHeap
+}
+
+func (pl *planner) reset(f *coflow.Fabric, cfg Config, prof []coflow.CodecProfile) {
+	pl.fab, pl.cfg = f, cfg
+	n := f.NumPorts()
+	pl.capIn = resize(pl.capIn, n)
+	pl.capOut = resize(pl.capOut, n)
+	pl.capCores = resize(pl.capCores, n)
+	for p, port := range f.Ports {
+		pl.capIn[p] = port.Ingress
+		pl.capOut[p] = port.Egress
+		pl.capCores[p] = port.FreeCores() * cfg.CPUFraction
+	}
+	pl.codecs = pl.codecs[:0]
+	pl.ratio = resize(pl.ratio, len(prof))
+	pl.s = resize(pl.s, len(prof))
+	pl.u = resize(pl.u, len(prof))
+	for k := 1; k < len(prof); k++ {
+		c := prof[k]
+		pl.ratio[k], pl.s[k], pl.u[k] = c.Ratio, c.CompressSpeed, c.DecompressSpeed
+		if c.Ratio > 0 && c.Ratio < 1 && c.CompressSpeed > 0 && c.DecompressSpeed > 0 {
+			pl.codecs = append(pl.codecs, k)
+		}
+	}
+	if len(pl.stamp) != n {
+		pl.stamp = make([]int, n)
+		pl.win = make([]float64, n)
+		pl.wout = make([]float64, n)
+		pl.cpu = make([]float64, n)
+		pl.byPort = make([][]int, n)
+		pl.cursor = make([]int, n)
+		pl.gen = 0
+	}
+}
+
+func resize(x []float64, n int) []float64 {
+	if cap(x) < n {
+		return make([]float64, n)
+	}
+	x = x[:n]
+	clear(x)
+	return x
+}
+
+func speedFactor(p coflow.Port) float64 {
+	if p.SpeedFactor == 0 {
+		return 1
+	}
+	return p.SpeedFactor
+}
+
+func (pl *planner) sSpeed(p, k int) float64 { return pl.s[k] * speedFactor(pl.fab.Ports[p]) }
+func (pl *planner) uSpeed(p, k int) float64 { return pl.u[k] * speedFactor(pl.fab.Ports[p]) }
+
+// div returns x/c with 0/anything = 0 and positive/0 = +Inf.
+func div(x, c float64) float64 {
+	if x <= 0 {
+		return 0
+	}
+	if c <= 0 {
+		return math.Inf(1)
+	}
+	return x / c
+}
+
+// portTime returns t_p for the given loads at p.
+func portTime(win, wout, cpu, in, out, cores float64) float64 {
+	return math.Max(div(win, in), math.Max(div(wout, out), div(cpu, cores)))
+}
+
+func (pl *planner) t(p int, in, out, cores []float64) float64 {
+	return portTime(pl.win[p], pl.wout[p], pl.cpu[p], in[p], out[p], cores[p])
+}
+
+// plan chooses raw/codec per flow of c on resources (in, out, cores) and
+// returns Γ'_C and the choice per flow slot (appended to choice[:0]; nil
+// choice is allowed when only Γ' is needed). See Scheduler for the rule.
+func (pl *planner) plan(c *coflow.CoflowState, in, out, cores []float64, choice []int) (float64, []int) {
+	pl.gen++
+	pl.touched = pl.touched[:0]
+	touch := func(p int) {
+		if pl.stamp[p] != pl.gen {
+			pl.stamp[p] = pl.gen
+			pl.win[p], pl.wout[p], pl.cpu[p] = 0, 0, 0
+			pl.byPort[p] = pl.byPort[p][:0]
+			pl.cursor[p] = 0
+			pl.touched = append(pl.touched, p)
+		}
+	}
+	for _, f := range c.Flows {
+		if f.Remaining <= 0 {
+			continue
+		}
+		touch(f.Src)
+		touch(f.Dst)
+		pl.win[f.Src] += f.Remaining
+		pl.wout[f.Dst] += f.Remaining
+	}
+	nf := len(c.Flows)
+	if choice != nil || len(pl.codecs) > 0 {
+		choice = choice[:0]
+		for range nf {
+			choice = append(choice, coflow.Raw)
+		}
+	}
+	if len(pl.codecs) > 0 {
+		pl.greedy(c, in, out, cores, choice)
+	}
+	g := 0.0
+	for _, p := range pl.touched {
+		g = math.Max(g, pl.t(p, in, out, cores))
+	}
+	return g, choice
+}
+
+// greedy compresses flows at the bottleneck machine while that lowers its
+// time (see Scheduler, step 1).
+func (pl *planner) greedy(c *coflow.CoflowState, in, out, cores []float64, choice []int) {
+	nf := len(c.Flows)
+	if cap(pl.tried) < nf {
+		pl.tried = make([]bool, nf)
+	}
+	pl.tried = pl.tried[:nf]
+	clear(pl.tried)
+	anyCores := false
+	for j, f := range c.Flows {
+		if f.Remaining <= 0 {
+			continue
+		}
+		if cores[f.Src] > 0 && cores[f.Dst] > 0 {
+			anyCores = true
+			pl.byPort[f.Src] = append(pl.byPort[f.Src], j)
+			if f.Dst != f.Src {
+				pl.byPort[f.Dst] = append(pl.byPort[f.Dst], j)
+			}
+		}
+	}
+	if !anyCores {
+		return
+	}
+	for _, p := range pl.touched {
+		lst := pl.byPort[p]
+		sort.SliceStable(lst, func(a, b int) bool { return c.Flows[lst[a]].Remaining > c.Flows[lst[b]].Remaining })
+	}
+	pl.h = pl.h[:0]
+	for _, p := range pl.touched {
+		pl.h = append(pl.h, tEntry{pl.t(p, in, out, cores), p})
+	}
+	heap.Init(&pl.h)
+	gain := 1 - pl.cfg.MinGain
+	for pl.h.Len() > 0 {
+		top := heap.Pop(&pl.h).(tEntry)
+		p := top.p
+		if cur := pl.t(p, in, out, cores); cur != top.t {
+			continue // stale
+		}
+		tstar := top.t
+		if tstar == 0 {
+			return
+		}
+		accepted := false
+		lst := pl.byPort[p]
+		for pl.cursor[p] < len(lst) {
+			j := lst[pl.cursor[p]]
+			if choice[j] != coflow.Raw || pl.tried[j] {
+				pl.cursor[p]++
+				continue
+			}
+			f := c.Flows[j]
+			bestK, bestM := 0, math.Inf(1)
+			for _, k := range pl.codecs {
+				m := pl.tryCodec(f, k, in, out, cores)
+				if m < bestM {
+					bestK, bestM = k, m
+				}
+			}
+			if bestK != 0 && bestM < tstar*gain {
+				pl.apply(f, bestK)
+				choice[j] = bestK
+				pl.cursor[p]++
+				heap.Push(&pl.h, tEntry{pl.t(f.Src, in, out, cores), f.Src})
+				if f.Dst != f.Src {
+					heap.Push(&pl.h, tEntry{pl.t(f.Dst, in, out, cores), f.Dst})
+				}
+				accepted = true
+				break
+			}
+			pl.tried[j] = true
+			pl.cursor[p]++
+		}
+		if !accepted {
+			return // the bottleneck cannot be lowered: Γ' is final
+		}
+	}
+}
+
+// tryCodec returns max(t_src, t_dst) if flow f were compressed with k.
+func (pl *planner) tryCodec(f coflow.FlowState, k int, in, out, cores []float64) float64 {
+	v, rho := f.Remaining, pl.ratio[k]
+	s, d := f.Src, f.Dst
+	cs := v / pl.sSpeed(s, k)
+	cd := v / pl.uSpeed(d, k)
+	if s == d {
+		return portTime(pl.win[s]-v+rho*v, pl.wout[d]-v+rho*v, pl.cpu[s]+cs+cd, in[s], out[s], cores[s])
+	}
+	ts := portTime(pl.win[s]-v+rho*v, pl.wout[s], pl.cpu[s]+cs, in[s], out[s], cores[s])
+	td := portTime(pl.win[d], pl.wout[d]-v+rho*v, pl.cpu[d]+cd, in[d], out[d], cores[d])
+	return math.Max(ts, td)
+}
+
+func (pl *planner) apply(f coflow.FlowState, k int) {
+	v, rho := f.Remaining, pl.ratio[k]
+	pl.win[f.Src] += rho*v - v
+	pl.wout[f.Dst] += rho*v - v
+	pl.cpu[f.Src] += v / pl.sSpeed(f.Src, k)
+	pl.cpu[f.Dst] += v / pl.uSpeed(f.Dst, k)
+}
+
+// backfillBandwidth gives flow a (allocated or not) the leftover capacity of
+// its ports; a compressed flow can use more wire only as far as free cores
+// at both ends let it compress and decompress the extra.
+func (pl *planner) backfillBandwidth(a *coflow.Allocation, f coflow.FlowState, remIn, remOut, cores []float64) {
+	extra := math.Min(remIn[f.Src], remOut[f.Dst])
+	if !(extra > 0) {
+		return
+	}
+	if a.Codec != coflow.Raw {
+		k := a.Codec
+		rho := pl.ratio[k]
+		// extra wire w needs w/(ρ s) sender and w/(ρ u) receiver cores.
+		needS := 1 / (rho * pl.sSpeed(f.Src, k))
+		needU := 1 / (rho * pl.uSpeed(f.Dst, k))
+		if f.Src == f.Dst {
+			extra = math.Min(extra, cores[f.Src]/(needS+needU))
+		} else {
+			extra = math.Min(extra, math.Min(cores[f.Src]/needS, cores[f.Dst]/needU))
+		}
+		if !(extra > 0) {
+			return
+		}
+		add := coflow.Allocation{Rate: extra, SendCores: extra * needS, RecvCores: extra * needU}
+		a.Rate += add.Rate
+		a.SendCores += add.SendCores
+		a.RecvCores += add.RecvCores
+		take(&add, f, remIn, remOut, cores)
+		return
+	}
+	a.Rate += extra
+	remIn[f.Src] = math.Max(0, remIn[f.Src]-extra)
+	remOut[f.Dst] = math.Max(0, remOut[f.Dst]-extra)
+}
+
+// backfillCores switches a raw flow with a wire rate to the codec that lets
+// it dispose fastest with the free cores, when that is strictly faster
+// than raw (resource conservation). The wire rate does not grow.
+func (pl *planner) backfillCores(a *coflow.Allocation, f coflow.FlowState, cores []float64) {
+	if a.Codec != coflow.Raw || !(a.Rate > 0) || len(pl.codecs) == 0 {
+		return
+	}
+	r := a.Rate
+	bestK, bestD := 0, r*(1+pl.cfg.MinGain)
+	var bestKs, bestKr float64
+	for _, k := range pl.codecs {
+		s, u, rho := pl.sSpeed(f.Src, k), pl.uSpeed(f.Dst, k), pl.ratio[k]
+		var d float64
+		if f.Src == f.Dst {
+			d = math.Min(r/rho, cores[f.Src]/(1/s+1/u))
+		} else {
+			d = math.Min(r/rho, math.Min(cores[f.Src]*s, cores[f.Dst]*u))
+		}
+		if d > bestD {
+			bestK, bestD, bestKs, bestKr = k, d, d/s, d/u
+		}
+	}
+	if bestK == 0 {
+		return
+	}
+	a.Codec = bestK
+	a.Rate = pl.ratio[bestK] * bestD
+	a.SendCores, a.RecvCores = bestKs, bestKr
+	cores[f.Src] = math.Max(0, cores[f.Src]-bestKs)
+	cores[f.Dst] = math.Max(0, cores[f.Dst]-bestKr)
+}
+
+type tEntry struct {
+	t float64
+	p int
+}
+
+// tHeap is a max-heap on t, ties to the lower port.
+type tHeap []tEntry
+
+func (h tHeap) Len() int { return len(h) }
+func (h tHeap) Less(i, j int) bool {
+	if h[i].t != h[j].t {
+		return h[i].t > h[j].t
+	}
+	return h[i].p < h[j].p
+}
+func (h tHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *tHeap) Push(x any)   { *h = append(*h, x.(tEntry)) }
+func (h *tHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

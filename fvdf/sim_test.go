@@ -1,0 +1,50 @@
+package fvdf
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/falconml/falcon/coflow"
+)
+
+// synth returns a small synthetic workload and a fabric with lz4-like codec.
+func synth(t testing.TB, ports, n int, seed uint64) ([]coflow.Coflow, *coflow.Fabric) {
+	t.Helper()
+	cfg := coflow.SynthConfig{Ports: ports, Coflows: n, MeanInterArrival: 200 * time.Millisecond, MaxWidth: 8}
+	tr, err := coflow.Synthetic(cfg, rand.New(rand.NewPCG(seed, 7)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfs, err := tr.ToCoflows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fab := tr.Fabric(coflow.GigabitBytesPerSec)
+	return cfs, fab
+}
+
+func TestScheduler_RunsInSim(t *testing.T) {
+	cfs, fab := synth(t, 20, 60, 1)
+	fab.SetCores(4)
+	fab.Codecs = []coflow.CodecProfile{{Name: "lz4", CompressSpeed: 600e6, DecompressSpeed: 4.9e9, Ratio: 0.4}}
+	for _, comp := range []bool{false, true} {
+		s, err := New(Config{DisableCompression: !comp}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sim, err := coflow.NewSim(coflow.DefaultConfig(), fab, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := sim.Run(cfs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum time.Duration
+		for _, c := range res.Coflows {
+			sum += c.CCT
+		}
+		t.Logf("compress=%v avg CCT %v wire %.3g raw %.3g calls %d", comp, sum/time.Duration(len(cfs)), res.WireBytes, res.RawBytes, res.Calls)
+	}
+}
