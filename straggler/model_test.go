@@ -17,9 +17,9 @@ func TestAmdahl_Speedup(t *testing.T) {
 	for _, tc := range []struct {
 		serial, p, want float64
 	}{
-		{0, 4, 4},        // linear
-		{1, 8, 1},        // fully serial
-		{0.1, 1, 1},      // S(1) = 1 always
+		{0, 4, 4},         // linear
+		{1, 8, 1},         // fully serial
+		{0.1, 1, 1},       // S(1) = 1 always
 		{0.5, 2, 1 / .75}, // 1/(0.5+0.25)
 		{0.1, 0.5, 1 / (0.1 + 0.9/0.5)},
 	} {
@@ -86,9 +86,9 @@ func TestHetero_Rate(t *testing.T) {
 		want float64
 	}{
 		{0, 1, 100},
-		{0, 3, 300},        // linear speed-up
-		{1, 2, 400},        // factor 2
-		{0, 9, 400},        // clamped at host cores 4
+		{0, 3, 300},                  // linear speed-up
+		{1, 2, 400},                  // factor 2
+		{0, 9, 400},                  // clamped at host cores 4
 		{2, 2, 100 * .5 * (1 / .75)}, // persistent 0.5, Amdahl 0.5 at p=2
 		{2, 5, 100 * .5 * (1 / .75)}, // host 1 has 2 cores
 	} {

@@ -15,12 +15,12 @@ func TestTracker_EWMA(t *testing.T) {
 		sample bool
 		want   float64
 	}{
-		{Report{Worker: 0, Clock: 0, Done: 100, Elapsed: time.Second}, true, 100},         // first sample sets
-		{Report{Worker: 0, Clock: 0, Done: 400, Elapsed: 2 * time.Second}, true, 200},     // x=300: .5*300+.5*100
-		{Report{Worker: 0, Clock: 0, Done: 400, Elapsed: 2 * time.Second}, false, 200},    // no time passed
-		{Report{Worker: 0, Clock: 1, Done: 200, Elapsed: time.Second}, true, 200},         // new clock from (0,0): x=200
-		{Report{Worker: 0, Clock: 0, Done: 900, Elapsed: 3 * time.Second}, false, 200},    // older clock ignored
-		{Report{Worker: 0, Clock: 1, Done: 200, Elapsed: 3 * time.Second}, true, 100},     // stalled: x=0
+		{Report{Worker: 0, Clock: 0, Done: 100, Elapsed: time.Second}, true, 100},      // first sample sets
+		{Report{Worker: 0, Clock: 0, Done: 400, Elapsed: 2 * time.Second}, true, 200},  // x=300: .5*300+.5*100
+		{Report{Worker: 0, Clock: 0, Done: 400, Elapsed: 2 * time.Second}, false, 200}, // no time passed
+		{Report{Worker: 0, Clock: 1, Done: 200, Elapsed: time.Second}, true, 200},      // new clock from (0,0): x=200
+		{Report{Worker: 0, Clock: 0, Done: 900, Elapsed: 3 * time.Second}, false, 200}, // older clock ignored
+		{Report{Worker: 0, Clock: 1, Done: 200, Elapsed: 3 * time.Second}, true, 100},  // stalled: x=0
 	}
 	for i, s := range steps {
 		got, err := tr.Observe(s.r)
