@@ -237,6 +237,9 @@ type Sim struct {
 	evalIdx   []int
 	pbytes    int
 
+	pvec  []int     // parallelism of every worker
+	rates []float64 // scratch for RateAll
+
 	lastActivity time.Duration
 	counted      map[[2]int]int // (owner, clock) -> samples pushed
 	res          *Result
@@ -310,6 +313,7 @@ func New(cfg Config, job Job) (*Sim, error) {
 		}
 		wk.rng.Shuffle(len(wk.shard), func(a, b int) { wk.shard[a], wk.shard[b] = wk.shard[b], wk.shard[a] })
 		s.w = append(s.w, wk)
+		s.pvec = append(s.pvec, cfg.Parallelism)
 	}
 	s.res = &Result{
 		Policy:  job.Policy.Name(),
@@ -449,7 +453,7 @@ func (s *Sim) startSegment(w *worker, work float64) {
 	w.segWork = work
 	w.segGen++
 	gen := w.segGen
-	end := s.finishTime(w.id, w.p, w.segStart, work)
+	end := s.finishTime(w.id, w.segStart, work)
 	if end > s.cfg.Duration+time.Hour {
 		return // never finishes within the run
 	}
@@ -461,12 +465,31 @@ func (s *Sim) startSegment(w *worker, work float64) {
 	})
 }
 
-// finishTime integrates the piecewise-constant rate from t0 until work
-// samples are done.
-func (s *Sim) finishTime(w, p int, t0 time.Duration, work float64) time.Duration {
+// rateAller is the optional capability of a heterogeneity model to
+// account for core contention among the workers of a host
+// ([straggler.Hetero] has it).
+type rateAller interface {
+	RateAll(ps []int, now time.Duration, dst []float64) []float64
+}
+
+// rate is worker w's samples/s at t given every worker's parallelism
+// (s.pvec): with core contention when the model can tell, else
+// Speed.Rate(w, p_w, t).
+func (s *Sim) rate(w int, t time.Duration) float64 {
+	if ra, ok := s.job.Speed.(rateAller); ok {
+		s.rates = ra.RateAll(s.pvec, t, s.rates)
+		return s.rates[w]
+	}
+	return s.job.Speed.Rate(w, s.pvec[w], t)
+}
+
+// finishTime integrates the piecewise-constant rate of w (with the
+// current parallelism of every worker) from t0 until work samples are
+// done.
+func (s *Sim) finishTime(w int, t0 time.Duration, work float64) time.Duration {
 	t := t0
 	for i := 0; ; i++ {
-		r := s.job.Speed.Rate(w, p, t)
+		r := s.rate(w, t)
 		nc := s.job.Speed.NextChange(w, t)
 		if r > 0 {
 			need := work / r * float64(time.Second)
@@ -484,12 +507,12 @@ func (s *Sim) finishTime(w, p int, t0 time.Duration, work float64) time.Duration
 	}
 }
 
-// workDone integrates the rate over [t0, t1).
-func (s *Sim) workDone(w, p int, t0, t1 time.Duration) float64 {
+// workDone integrates w's rate over [t0, t1) with the current parallelism.
+func (s *Sim) workDone(w int, t0, t1 time.Duration) float64 {
 	var work float64
 	t := t0
 	for t < t1 {
-		r := s.job.Speed.Rate(w, p, t)
+		r := s.rate(w, t)
 		nc := s.job.Speed.NextChange(w, t)
 		if nc <= t || nc > t1 {
 			nc = t1
@@ -629,18 +652,28 @@ func (s *Sim) carryOut(out epsp.Output) {
 	}
 }
 
+// setParallelism changes w's goroutines. Every segment in progress on w's
+// host is re-planned: its work done so far is integrated with the old
+// parallelism, the rest with the new one (co-located workers share the
+// host's cores, so their rates may change too).
 func (s *Sim) setParallelism(w *worker, p int) {
 	if p == w.p {
 		return
 	}
 	now := s.q.Now()
-	if w.computing {
-		done := s.workDone(w.id, w.p, w.segStart, now)
-		left := max(w.segWork-done, 0)
-		w.p = p
-		s.startSegment(w, left)
-	} else {
-		w.p = p
+	host := s.job.Speed.Host(w.id)
+	var replan []*worker
+	var left []float64
+	for _, o := range s.w {
+		if o.computing && s.job.Speed.Host(o.id) == host {
+			replan = append(replan, o)
+			left = append(left, max(o.segWork-s.workDone(o.id, o.segStart, now), 0))
+		}
+	}
+	w.p = p
+	s.pvec[w.id] = p
+	for i, o := range replan {
+		s.startSegment(o, left[i])
 	}
 	s.res.Parallelism = append(s.res.Parallelism, ParallelismPoint{Time: now, Worker: w.id, P: p})
 }

@@ -208,7 +208,7 @@ func TestRun_Transfers(t *testing.T) {
 
 type stuck struct{ epsp.BSP }
 
-func (stuck) Name() string                                         { return "stuck" }
+func (stuck) Name() string                                          { return "stuck" }
 func (stuck) Step(time.Duration, epsp.View, epsp.Event) epsp.Output { return epsp.Output{} }
 
 func TestRun_Stalled(t *testing.T) {
