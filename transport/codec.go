@@ -89,22 +89,13 @@ func Compress(dst []byte, c Codec, src []byte) ([]byte, error) {
 // rawLen bytes (ErrCorruptFrame). It never allocates more than rawLen bytes
 // beyond dst's capacity.
 func Decompress(dst []byte, c Codec, src []byte, rawLen, maxLen int) ([]byte, error) {
-	if rawLen < 0 {
-		return dst, fmt.Errorf("%w: negative decoded length %d", ErrCorruptFrame, rawLen)
-	}
-	if rawLen > maxLen {
-		return dst, fmt.Errorf("%w: decoded length %d exceeds maximum %d", ErrFrameTooLarge, rawLen, maxLen)
+	if err := checkDecodedLen(c, len(src), rawLen, maxLen); err != nil {
+		return dst, err
 	}
 	switch c {
 	case CodecNone:
-		if len(src) != rawLen {
-			return dst, fmt.Errorf("%w: body has %d bytes, header says %d", ErrCorruptFrame, len(src), rawLen)
-		}
 		return append(dst, src...), nil
 	case CodecLZ4:
-		if rawLen > lz4MaxRatio*len(src)+ratioSlack {
-			return dst, fmt.Errorf("%w: %d lz4 bytes cannot decode to %d", ErrCorruptFrame, len(src), rawLen)
-		}
 		if rawLen == 0 {
 			if len(src) > 1 {
 				return dst, fmt.Errorf("%w: lz4 body of %d bytes for empty message", ErrCorruptFrame, len(src))
@@ -122,9 +113,6 @@ func Decompress(dst []byte, c Codec, src []byte, rawLen, maxLen int) ([]byte, er
 		}
 		return dst[:len(dst)+n], nil
 	case CodecSnappy:
-		if rawLen > snappyMaxRatio*len(src)+ratioSlack {
-			return dst, fmt.Errorf("%w: %d snappy bytes cannot decode to %d", ErrCorruptFrame, len(src), rawLen)
-		}
 		n, err := snappy.DecodedLen(src)
 		if err != nil {
 			return dst, fmt.Errorf("%w: snappy: %v", ErrCorruptFrame, err)
@@ -143,6 +131,36 @@ func Decompress(dst []byte, c Codec, src []byte, rawLen, maxLen int) ([]byte, er
 		return dst[:len(dst)+rawLen], nil
 	}
 	return dst, fmt.Errorf("%w: unknown codec %d", ErrCorruptFrame, uint8(c))
+}
+
+// checkDecodedLen refuses a declared decoded length that exceeds maxLen
+// (ErrFrameTooLarge) or that srcLen bytes of codec c cannot produce
+// (ErrCorruptFrame). It is cheap and allocates nothing, so callers run it
+// before allocating the output.
+func checkDecodedLen(c Codec, srcLen, rawLen, maxLen int) error {
+	if rawLen < 0 {
+		return fmt.Errorf("%w: negative decoded length %d", ErrCorruptFrame, rawLen)
+	}
+	if rawLen > maxLen {
+		return fmt.Errorf("%w: decoded length %d exceeds maximum %d", ErrFrameTooLarge, rawLen, maxLen)
+	}
+	switch c {
+	case CodecNone:
+		if srcLen != rawLen {
+			return fmt.Errorf("%w: body has %d bytes, header says %d", ErrCorruptFrame, srcLen, rawLen)
+		}
+	case CodecLZ4:
+		if rawLen > lz4MaxRatio*srcLen+ratioSlack {
+			return fmt.Errorf("%w: %d lz4 bytes cannot decode to %d", ErrCorruptFrame, srcLen, rawLen)
+		}
+	case CodecSnappy:
+		if rawLen > snappyMaxRatio*srcLen+ratioSlack {
+			return fmt.Errorf("%w: %d snappy bytes cannot decode to %d", ErrCorruptFrame, srcLen, rawLen)
+		}
+	default:
+		return fmt.Errorf("%w: unknown codec %d", ErrCorruptFrame, uint8(c))
+	}
+	return nil
 }
 
 // grow returns dst with room for at least n more bytes after len(dst).

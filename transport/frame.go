@@ -1,0 +1,227 @@
+package transport
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math/bits"
+	"sync"
+)
+
+// Frame layout on a TCP connection (all integers big-endian; see doc.go):
+//
+//	offset size field
+//	0      4    length: bytes after this field = 16 + len(body)
+//	4      1    kind: 1 request, 2 response, 3 error, 4 one-way message
+//	5      1    codec of the body: 0 none, 1 lz4 block, 2 snappy block
+//	6      2    reserved, must be zero
+//	8      8    correlation id (nonzero for request/response/error, zero for one-way)
+//	16     4    raw length: the body's length after decoding
+//	20     ...  body
+const (
+	frameHeaderLen = 20
+	frameLenField  = 4
+	// maxFrameSizeLimit is the largest MaxFrameSize the 32-bit length
+	// field can express after the 16 header bytes it also counts.
+	maxFrameSizeLimit = 1<<32 - 1 - (frameHeaderLen - frameLenField)
+)
+
+type frameKind uint8
+
+const (
+	kindRequest  frameKind = 1
+	kindResponse frameKind = 2
+	kindError    frameKind = 3
+	kindMessage  frameKind = 4
+)
+
+func (k frameKind) String() string {
+	switch k {
+	case kindRequest:
+		return "request"
+	case kindResponse:
+		return "response"
+	case kindError:
+		return "error"
+	case kindMessage:
+		return "message"
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// frameHeader is a decoded frame header. wireLen is the body's length on the
+// wire, rawLen after decoding.
+type frameHeader struct {
+	kind    frameKind
+	codec   Codec
+	id      uint64
+	wireLen int
+	rawLen  int
+}
+
+// putHeader writes h into b[:frameHeaderLen].
+func putHeader(b []byte, h frameHeader) {
+	_ = b[frameHeaderLen-1]
+	binary.BigEndian.PutUint32(b[0:4], uint32(h.wireLen+frameHeaderLen-frameLenField))
+	b[4] = byte(h.kind)
+	b[5] = byte(h.codec)
+	b[6], b[7] = 0, 0
+	binary.BigEndian.PutUint64(b[8:16], h.id)
+	binary.BigEndian.PutUint32(b[16:20], uint32(h.rawLen))
+}
+
+// parseHeader decodes and validates a frame header against maxSize, the
+// largest body accepted raw or on the wire. It fails with ErrFrameTooLarge
+// for a declared size above maxSize and ErrCorruptFrame for anything else
+// malformed, so the caller can refuse a frame before allocating its body.
+func parseHeader(b []byte, maxSize int) (frameHeader, error) {
+	n := binary.BigEndian.Uint32(b[0:4])
+	if n < frameHeaderLen-frameLenField {
+		return frameHeader{}, fmt.Errorf("%w: length field %d is shorter than the header", ErrCorruptFrame, n)
+	}
+	h := frameHeader{
+		kind:    frameKind(b[4]),
+		codec:   Codec(b[5]),
+		id:      binary.BigEndian.Uint64(b[8:16]),
+		wireLen: int(n) - (frameHeaderLen - frameLenField),
+		rawLen:  int(binary.BigEndian.Uint32(b[16:20])),
+	}
+	if h.wireLen > maxSize {
+		return h, fmt.Errorf("%w: %s body of %d bytes, maximum %d", ErrFrameTooLarge, h.kind, h.wireLen, maxSize)
+	}
+	if h.rawLen > maxSize {
+		return h, fmt.Errorf("%w: %s decodes to %d bytes, maximum %d", ErrFrameTooLarge, h.kind, h.rawLen, maxSize)
+	}
+	if b[6] != 0 || b[7] != 0 {
+		return h, fmt.Errorf("%w: reserved bytes %#x %#x are not zero", ErrCorruptFrame, b[6], b[7])
+	}
+	switch h.kind {
+	case kindRequest, kindResponse, kindError:
+		if h.id == 0 {
+			return h, fmt.Errorf("%w: %s with correlation id 0", ErrCorruptFrame, h.kind)
+		}
+	case kindMessage:
+		if h.id != 0 {
+			return h, fmt.Errorf("%w: one-way message with correlation id %d", ErrCorruptFrame, h.id)
+		}
+	default:
+		return h, fmt.Errorf("%w: unknown frame kind %d", ErrCorruptFrame, uint8(h.kind))
+	}
+	if !h.codec.Valid() {
+		return h, fmt.Errorf("%w: unknown codec %d", ErrCorruptFrame, uint8(h.codec))
+	}
+	if h.codec == CodecNone && h.rawLen != h.wireLen {
+		return h, fmt.Errorf("%w: uncompressed body of %d bytes declares raw length %d", ErrCorruptFrame, h.wireLen, h.rawLen)
+	}
+	if h.codec != CodecNone && h.kind == kindError {
+		return h, fmt.Errorf("%w: compressed error frame", ErrCorruptFrame)
+	}
+	if err := checkDecodedLen(h.codec, h.wireLen, h.rawLen, maxSize); err != nil {
+		return h, err
+	}
+	return h, nil
+}
+
+// readFrame reads one frame from r: the header into hdr (frameHeaderLen
+// bytes), then the body, decoded. The body is returned in a buffer from the
+// pool (release it with putBuf) unless owned is true, in which case it is a
+// fresh slice the caller may keep; ret is nil then.
+func readFrame(r io.Reader, hdr []byte, maxSize int, owned bool) (h frameHeader, body []byte, ret *[]byte, err error) {
+	if _, err = io.ReadFull(r, hdr[:frameHeaderLen]); err != nil {
+		return h, nil, nil, err
+	}
+	if h, err = parseHeader(hdr, maxSize); err != nil {
+		return h, nil, nil, err
+	}
+	body, ret, err = readBody(r, h, maxSize, owned)
+	return h, body, ret, err
+}
+
+// readBody reads and decodes the body of a frame whose header h was parsed.
+func readBody(r io.Reader, h frameHeader, maxSize int, owned bool) ([]byte, *[]byte, error) {
+	if h.codec == CodecNone {
+		if owned {
+			b := make([]byte, h.wireLen)
+			if _, err := io.ReadFull(r, b); err != nil {
+				return nil, nil, unexpectedEOF(err)
+			}
+			return b, nil, nil
+		}
+		p := getBuf(h.wireLen)
+		if _, err := io.ReadFull(r, *p); err != nil {
+			putBuf(p)
+			return nil, nil, unexpectedEOF(err)
+		}
+		return *p, p, nil
+	}
+	wp := getBuf(h.wireLen)
+	defer putBuf(wp)
+	if _, err := io.ReadFull(r, *wp); err != nil {
+		return nil, nil, unexpectedEOF(err)
+	}
+	if owned {
+		b, err := Decompress(nil, h.codec, *wp, h.rawLen, maxSize)
+		return b, nil, err
+	}
+	p := getBuf(h.rawLen)
+	b, err := Decompress((*p)[:0], h.codec, *wp, h.rawLen, maxSize)
+	if err != nil {
+		putBuf(p)
+		return nil, nil, err
+	}
+	*p = b
+	return b, p, nil
+}
+
+func unexpectedEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// Buffer pool in power-of-two size classes from 512 B up; bigger requests
+// than the last class are allocated and dropped. Pooling keeps the read path
+// of large frames from allocating per message.
+const (
+	minBufClass = 9  // 512 B
+	maxBufClass = 27 // 128 MiB
+)
+
+var bufPools [maxBufClass + 1]sync.Pool
+
+func bufClass(n int) int {
+	if n <= 1<<minBufClass {
+		return minBufClass
+	}
+	return bits.Len(uint(n - 1))
+}
+
+// getBuf returns a pooled buffer of length n.
+func getBuf(n int) *[]byte {
+	k := bufClass(n)
+	if k > maxBufClass {
+		b := make([]byte, n)
+		return &b
+	}
+	if v := bufPools[k].Get(); v != nil {
+		p := v.(*[]byte)
+		*p = (*p)[:n]
+		return p
+	}
+	b := make([]byte, n, 1<<k)
+	return &b
+}
+
+// putBuf returns p to the pool; p must not be used afterwards.
+func putBuf(p *[]byte) {
+	if p == nil {
+		return
+	}
+	c := cap(*p)
+	k := bufClass(c)
+	if k > maxBufClass || c != 1<<k {
+		return
+	}
+	bufPools[k].Put(p)
+}

@@ -1,0 +1,873 @@
+package transport
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// TCPConfig configures a TCP transport. Zero fields take the defaults that
+// DefaultTCPConfig documents, except where a field says otherwise.
+type TCPConfig struct {
+	// ID is this node's name; required.
+	ID NodeID
+	// ListenAddr is the address to listen on. Empty means "127.0.0.1:0"
+	// (loopback, a free port); listening on all interfaces must be asked
+	// for explicitly, e.g. ":7000".
+	ListenAddr string
+	// Peers maps node names to "host:port" addresses. Nil means none yet
+	// (see AddPeer). The map is copied.
+	Peers map[NodeID]string
+	// MaxFrameSize bounds a message body in bytes, raw and on the wire, in
+	// both directions; a frame declaring more is refused before anything is
+	// allocated for it and its connection is closed. Zero means
+	// DefaultMaxFrameSize (64 MiB).
+	MaxFrameSize int
+	// Compression chooses the codec per outgoing message. Nil means Never.
+	Compression CompressionPolicy
+	// TLS, when non-nil, wraps every connection in TLS with this config:
+	// it must hold Certificates to accept connections and whatever the
+	// dialing side needs to verify them (RootCAs, ServerName; an empty
+	// ServerName is taken from the peer address). Nil means plaintext.
+	TLS *tls.Config
+	// Secret, when non-empty, is a shared secret every connection must
+	// prove in both directions (an HMAC-SHA256 challenge-response, see
+	// doc.go) before any frame is accepted. Nil means no authentication:
+	// a peer's claimed name is then taken on trust.
+	Secret []byte
+	// DialTimeout bounds connecting to a peer, TLS and handshake included.
+	// Zero means 5 s.
+	DialTimeout time.Duration
+	// HandshakeTimeout bounds an accepted connection's TLS and handshake.
+	// Zero means 5 s.
+	HandshakeTimeout time.Duration
+	// ReconnectBackoff is the wait after a failed dial to a peer before the
+	// next call may dial it again; calls in between fail at once with the
+	// last dial error. It doubles with each consecutive failure up to
+	// MaxReconnectBackoff and resets on success. Zero means 20 ms;
+	// negative means no backoff (every call dials).
+	ReconnectBackoff time.Duration
+	// MaxReconnectBackoff caps ReconnectBackoff's doubling. Zero means 2 s.
+	MaxReconnectBackoff time.Duration
+	// MaxConcurrentRequests bounds the requests served at once for one
+	// incoming connection; more wait, unread, in the socket (backpressure).
+	// Zero means 1024.
+	MaxConcurrentRequests int
+}
+
+// DefaultTCPConfig returns a configuration with every default filled in;
+// set ID (and Peers) before use.
+func DefaultTCPConfig() TCPConfig {
+	return TCPConfig{
+		ListenAddr:            "127.0.0.1:0",
+		MaxFrameSize:          DefaultMaxFrameSize,
+		Compression:           Never,
+		DialTimeout:           5 * time.Second,
+		HandshakeTimeout:      5 * time.Second,
+		ReconnectBackoff:      20 * time.Millisecond,
+		MaxReconnectBackoff:   2 * time.Second,
+		MaxConcurrentRequests: 1024,
+	}
+}
+
+// Validate reports the first invalid field.
+func (c *TCPConfig) Validate() error {
+	switch {
+	case c.ID == "":
+		return errors.New("transport: TCPConfig.ID is empty")
+	case len(c.ID) > maxIDLen:
+		return fmt.Errorf("transport: TCPConfig.ID has %d bytes, maximum %d", len(c.ID), maxIDLen)
+	case c.MaxFrameSize < 0 || c.MaxFrameSize > maxFrameSizeLimit:
+		return fmt.Errorf("transport: TCPConfig.MaxFrameSize %d outside [0, %d]", c.MaxFrameSize, maxFrameSizeLimit)
+	case c.DialTimeout < 0:
+		return fmt.Errorf("transport: TCPConfig.DialTimeout %v is negative", c.DialTimeout)
+	case c.HandshakeTimeout < 0:
+		return fmt.Errorf("transport: TCPConfig.HandshakeTimeout %v is negative", c.HandshakeTimeout)
+	case c.MaxReconnectBackoff < 0:
+		return fmt.Errorf("transport: TCPConfig.MaxReconnectBackoff %v is negative", c.MaxReconnectBackoff)
+	case c.MaxConcurrentRequests < 0:
+		return fmt.Errorf("transport: TCPConfig.MaxConcurrentRequests %d is negative", c.MaxConcurrentRequests)
+	case c.TLS != nil && len(c.TLS.Certificates) == 0 && c.TLS.GetCertificate == nil && c.TLS.GetConfigForClient == nil:
+		return errors.New("transport: TCPConfig.TLS has no certificate to accept connections with")
+	}
+	for id, addr := range c.Peers {
+		if id == "" || addr == "" {
+			return fmt.Errorf("transport: TCPConfig.Peers has an empty name or address (%q: %q)", id, addr)
+		}
+	}
+	return nil
+}
+
+func (c TCPConfig) withDefaults() TCPConfig {
+	d := DefaultTCPConfig()
+	if c.ListenAddr == "" {
+		c.ListenAddr = d.ListenAddr
+	}
+	if c.MaxFrameSize == 0 {
+		c.MaxFrameSize = d.MaxFrameSize
+	}
+	if c.Compression == nil {
+		c.Compression = d.Compression
+	}
+	if c.DialTimeout == 0 {
+		c.DialTimeout = d.DialTimeout
+	}
+	if c.HandshakeTimeout == 0 {
+		c.HandshakeTimeout = d.HandshakeTimeout
+	}
+	if c.ReconnectBackoff == 0 {
+		c.ReconnectBackoff = d.ReconnectBackoff
+	}
+	if c.MaxReconnectBackoff == 0 {
+		c.MaxReconnectBackoff = d.MaxReconnectBackoff
+	}
+	if c.MaxConcurrentRequests == 0 {
+		c.MaxConcurrentRequests = d.MaxConcurrentRequests
+	}
+	return c
+}
+
+// Buffer sizes (ours): a read buffer large enough that small frames arrive
+// in one read system call, and a bound under which header and body are
+// copied together into one write instead of a two-element writev.
+const (
+	readBufferSize = 64 << 10
+	smallFrame     = 16 << 10
+)
+
+// TCP is a Transport over TCP (optionally TLS) connections. For each peer
+// it dials one connection on first use and multiplexes every request and
+// message to that peer over it; requests are correlated by id, so many
+// callers share the connection. It serves the connections others dial to
+// it with its Handler. See doc.go for the wire format.
+type TCP struct {
+	cfg    TCPConfig
+	h      Handler
+	ln     net.Listener
+	ctx    context.Context // canceled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	closed  bool
+	peers   map[NodeID]string
+	out     map[NodeID]*peerState
+	inbound map[*conn]struct{}
+}
+
+var _ Transport = (*TCP)(nil)
+
+type peerState struct {
+	conn     *conn
+	dialing  chan struct{} // non-nil while a dial is in progress
+	failures int
+	retryAt  time.Time
+	lastErr  error
+}
+
+// NewTCP validates cfg, listens on cfg.ListenAddr and starts serving with h.
+func NewTCP(cfg TCPConfig, h Handler) (*TCP, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if h == nil {
+		return nil, errors.New("transport: NewTCP with nil Handler")
+	}
+	cfg = cfg.withDefaults()
+	ln, err := net.Listen("tcp", cfg.ListenAddr)
+	if err != nil {
+		return nil, fmt.Errorf("transport: listen on %s: %w", cfg.ListenAddr, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t := &TCP{
+		cfg:     cfg,
+		h:       h,
+		ln:      ln,
+		ctx:     ctx,
+		cancel:  cancel,
+		peers:   make(map[NodeID]string, len(cfg.Peers)),
+		out:     make(map[NodeID]*peerState),
+		inbound: make(map[*conn]struct{}),
+	}
+	for id, addr := range cfg.Peers {
+		t.peers[id] = addr
+	}
+	t.cfg.Peers = nil
+	t.wg.Add(1)
+	go t.acceptLoop()
+	return t, nil
+}
+
+// LocalID returns the node's name.
+func (t *TCP) LocalID() NodeID { return t.cfg.ID }
+
+// Addr returns the address the transport listens on (with the real port
+// when ListenAddr asked for port 0).
+func (t *TCP) Addr() net.Addr { return t.ln.Addr() }
+
+// AddPeer sets or replaces the address of node id. A replaced address takes
+// effect for the next connection dialed to id.
+func (t *TCP) AddPeer(id NodeID, addr string) {
+	t.mu.Lock()
+	t.peers[id] = addr
+	if ps := t.out[id]; ps != nil {
+		ps.failures, ps.retryAt = 0, time.Time{}
+	}
+	t.mu.Unlock()
+}
+
+// RemovePeer forgets node id and closes the connection to it; calls in
+// flight on that connection fail with ErrUnreachable.
+func (t *TCP) RemovePeer(id NodeID) {
+	t.mu.Lock()
+	delete(t.peers, id)
+	ps := t.out[id]
+	delete(t.out, id)
+	t.mu.Unlock()
+	if ps != nil && ps.conn != nil {
+		ps.conn.fail(fmt.Errorf("%w: peer %q removed", ErrUnreachable, id))
+	}
+}
+
+// Close stops listening, closes every connection (calls in flight fail
+// with ErrClosed here and ErrUnreachable at the peers), cancels the
+// context passed to running handlers, and returns once every goroutine the
+// transport started has ended, handlers included.
+func (t *TCP) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return ErrClosed
+	}
+	t.closed = true
+	var conns []*conn
+	for _, ps := range t.out {
+		if ps.conn != nil {
+			conns = append(conns, ps.conn)
+		}
+	}
+	for c := range t.inbound {
+		conns = append(conns, c)
+	}
+	t.mu.Unlock()
+	err := t.ln.Close()
+	// Connections first, so a handler that returns because of the
+	// cancellation below cannot answer: to the peer this is a crash.
+	for _, c := range conns {
+		c.fail(ErrClosed)
+	}
+	t.cancel()
+	t.wg.Wait()
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		return fmt.Errorf("transport: close listener: %w", err)
+	}
+	return nil
+}
+
+func (t *TCP) isClosed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.closed
+}
+
+// Request sends req to node to and waits for the response. Failures:
+// ErrClosed after Close; ErrUnknownPeer for a name with no address;
+// ErrUnreachable (wrapping the cause) when the peer cannot be dialed or the
+// connection breaks with the request in flight; ErrUnauthorized when the
+// handshake fails; ErrFrameTooLarge for a body above MaxFrameSize;
+// *RemoteError when the peer's handler fails; ctx.Err() when ctx ends
+// first.
+func (t *TCP) Request(ctx context.Context, to NodeID, req []byte) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(req) > t.cfg.MaxFrameSize {
+		return nil, fmt.Errorf("%w: request of %d bytes, maximum %d", ErrFrameTooLarge, len(req), t.cfg.MaxFrameSize)
+	}
+	c, err := t.conn(ctx, to)
+	if err != nil {
+		return nil, err
+	}
+	call, err := c.register()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.writeMsg(ctx, kindRequest, call.id, req); err != nil {
+		c.unregister(call.id)
+		return nil, err
+	}
+	select {
+	case r := <-call.ch:
+		return r.body, r.err
+	case <-ctx.Done():
+		// A result racing the cancellation lands in the buffered channel
+		// and is dropped with it.
+		c.unregister(call.id)
+		return nil, ctx.Err()
+	}
+}
+
+// Send writes msg to the connection to node to and returns once it is
+// written to the socket. Failures are those of Request except
+// *RemoteError; a message written just before the connection breaks may
+// be lost without an error.
+func (t *TCP) Send(ctx context.Context, to NodeID, msg []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(msg) > t.cfg.MaxFrameSize {
+		return fmt.Errorf("%w: message of %d bytes, maximum %d", ErrFrameTooLarge, len(msg), t.cfg.MaxFrameSize)
+	}
+	c, err := t.conn(ctx, to)
+	if err != nil {
+		return err
+	}
+	return c.writeMsg(ctx, kindMessage, 0, msg)
+}
+
+// conn returns the live connection to node to, dialing it if needed. One
+// dial per peer runs at a time; concurrent callers wait for it.
+func (t *TCP) conn(ctx context.Context, to NodeID) (*conn, error) {
+	for {
+		t.mu.Lock()
+		if t.closed {
+			t.mu.Unlock()
+			return nil, ErrClosed
+		}
+		addr, ok := t.peers[to]
+		if !ok {
+			t.mu.Unlock()
+			return nil, fmt.Errorf("%w: %q", ErrUnknownPeer, to)
+		}
+		ps := t.out[to]
+		if ps == nil {
+			ps = &peerState{}
+			t.out[to] = ps
+		}
+		if c := ps.conn; c != nil {
+			if !c.isDead() {
+				t.mu.Unlock()
+				return c, nil
+			}
+			ps.conn = nil
+		}
+		if ch := ps.dialing; ch != nil {
+			t.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if t.cfg.ReconnectBackoff > 0 && time.Now().Before(ps.retryAt) {
+			err := ps.lastErr
+			t.mu.Unlock()
+			return nil, err
+		}
+		ch := make(chan struct{})
+		ps.dialing = ch
+		t.mu.Unlock()
+
+		c, err := t.dial(ctx, to, addr)
+
+		t.mu.Lock()
+		ps.dialing = nil
+		close(ch)
+		if err != nil {
+			if ctx.Err() == nil && t.ctx.Err() == nil {
+				ps.failures++
+				ps.retryAt = time.Now().Add(t.backoff(ps.failures))
+				ps.lastErr = err
+			}
+			t.mu.Unlock()
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				return nil, ctxErr
+			}
+			return nil, err
+		}
+		if t.closed {
+			t.mu.Unlock()
+			c.fail(ErrClosed)
+			return nil, ErrClosed
+		}
+		ps.conn, ps.failures, ps.lastErr = c, 0, nil
+		t.wg.Add(1)
+		t.mu.Unlock()
+		go c.clientLoop()
+		return c, nil
+	}
+}
+
+func (t *TCP) backoff(failures int) time.Duration {
+	d := t.cfg.ReconnectBackoff
+	for i := 1; i < failures && d < t.cfg.MaxReconnectBackoff; i++ {
+		d *= 2
+	}
+	return min(d, t.cfg.MaxReconnectBackoff)
+}
+
+// dial connects to node to at addr and runs TLS and the handshake.
+func (t *TCP) dial(ctx context.Context, to NodeID, addr string) (*conn, error) {
+	dctx, cancel := context.WithTimeout(ctx, t.cfg.DialTimeout)
+	defer cancel()
+	stop := context.AfterFunc(t.ctx, cancel) // Close interrupts dials
+	defer stop()
+	d := net.Dialer{}
+	raw, err := d.DialContext(dctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: dial %q at %s: %v", ErrUnreachable, to, addr, err)
+	}
+	if tc, ok := raw.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	nc := raw
+	unblock := context.AfterFunc(dctx, func() { raw.SetDeadline(time.Unix(1, 0)) })
+	fail := func(err error) (*conn, error) {
+		unblock()
+		raw.Close()
+		if t.ctx.Err() != nil {
+			return nil, ErrClosed
+		}
+		if errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrCorruptFrame) {
+			return nil, fmt.Errorf("handshake with %q at %s: %w", to, addr, err)
+		}
+		return nil, fmt.Errorf("%w: handshake with %q at %s: %v", ErrUnreachable, to, addr, err)
+	}
+	if t.cfg.TLS != nil {
+		cfg := t.cfg.TLS.Clone()
+		if cfg.ServerName == "" {
+			if host, _, err := net.SplitHostPort(addr); err == nil {
+				cfg.ServerName = host
+			}
+		}
+		tc := tls.Client(raw, cfg)
+		if err := tc.HandshakeContext(dctx); err != nil {
+			return fail(err)
+		}
+		nc = tc
+	}
+	got, err := clientHandshake(nc, t.cfg.ID, t.cfg.Secret)
+	if err != nil {
+		return fail(err)
+	}
+	if got != to {
+		return fail(fmt.Errorf("address %s belongs to node %q", addr, got))
+	}
+	if !unblock() {
+		// The dial deadline fired during the handshake: the deadline is
+		// poisoned, treat the connection as failed.
+		raw.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w: handshake with %q at %s timed out", ErrUnreachable, to, addr)
+	}
+	raw.SetDeadline(time.Time{})
+	return t.newConn(raw, nc, to, true), nil
+}
+
+func (t *TCP) acceptLoop() {
+	defer t.wg.Done()
+	var delay time.Duration
+	for {
+		raw, err := t.ln.Accept()
+		if err != nil {
+			if t.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors and the like: back off and retry.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			select {
+			case <-time.After(delay):
+			case <-t.ctx.Done():
+				return
+			}
+			continue
+		}
+		delay = 0
+		t.mu.Lock()
+		if t.closed {
+			t.mu.Unlock()
+			raw.Close()
+			return
+		}
+		t.wg.Add(1)
+		t.mu.Unlock()
+		go t.serveConn(raw)
+	}
+}
+
+// serveConn authenticates an accepted connection and serves it.
+func (t *TCP) serveConn(raw net.Conn) {
+	defer t.wg.Done()
+	if tc, ok := raw.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	hctx, cancel := context.WithTimeout(t.ctx, t.cfg.HandshakeTimeout)
+	defer cancel()
+	unblock := context.AfterFunc(hctx, func() { raw.SetDeadline(time.Unix(1, 0)) })
+	nc := raw
+	if t.cfg.TLS != nil {
+		tc := tls.Server(raw, t.cfg.TLS)
+		if err := tc.HandshakeContext(hctx); err != nil {
+			unblock()
+			raw.Close()
+			return
+		}
+		nc = tc
+	}
+	from, err := serverHandshake(nc, t.cfg.ID, t.cfg.Secret)
+	if !unblock() || err != nil {
+		raw.Close()
+		return
+	}
+	raw.SetDeadline(time.Time{})
+	c := t.newConn(raw, nc, from, false)
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		c.fail(ErrClosed)
+		return
+	}
+	t.inbound[c] = struct{}{}
+	t.mu.Unlock()
+	c.serverLoop()
+	t.mu.Lock()
+	delete(t.inbound, c)
+	t.mu.Unlock()
+}
+
+// conn is one authenticated connection. A dialed (client) connection
+// carries this node's requests and messages to peer and their responses
+// back; an accepted (server) connection carries the peer's requests and
+// messages to this node's handler and its responses back.
+type conn struct {
+	t    *TCP
+	raw  net.Conn // the TCP socket, closed to kill the connection
+	nc   net.Conn // raw, or TLS over it; all I/O goes through nc
+	peer NodeID
+	br   *bufio.Reader
+
+	ctx    context.Context // ends when the connection dies; given to handlers
+	cancel context.CancelFunc
+
+	wmu  chan struct{} // one-slot semaphore serializing frame writes
+	hdr  [frameHeaderLen]byte
+	wbuf []byte
+	bufs [2][]byte
+
+	nextID  atomic.Uint64
+	mu      sync.Mutex
+	pending map[uint64]*call
+	err     error // why the connection died; set once, before cancel
+}
+
+type call struct {
+	id uint64
+	ch chan callResult // buffered 1
+}
+
+type callResult struct {
+	body []byte
+	err  error
+}
+
+func (t *TCP) newConn(raw, nc net.Conn, peer NodeID, client bool) *conn {
+	ctx, cancel := context.WithCancel(t.ctx)
+	c := &conn{
+		t:      t,
+		raw:    raw,
+		nc:     nc,
+		peer:   peer,
+		br:     bufio.NewReaderSize(nc, readBufferSize),
+		ctx:    ctx,
+		cancel: cancel,
+		wmu:    make(chan struct{}, 1),
+	}
+	if client {
+		c.pending = make(map[uint64]*call)
+	}
+	return c
+}
+
+func (c *conn) isDead() bool { return c.ctx.Err() != nil }
+
+// fail kills the connection with cause err (once) and fails every call in
+// flight on it.
+func (c *conn) fail(err error) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.err = err
+	pending := c.pending
+	c.pending = nil
+	c.mu.Unlock()
+	c.cancel()
+	c.raw.Close()
+	for _, cl := range pending {
+		cl.ch <- callResult{err: err}
+	}
+}
+
+// deadErr is the error calls see on a dead connection.
+func (c *conn) deadErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		return fmt.Errorf("%w: connection to %q closed", ErrUnreachable, c.peer)
+	}
+	return c.err
+}
+
+func (c *conn) register() (*call, error) {
+	cl := &call{id: c.nextID.Add(1), ch: make(chan callResult, 1)}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pending == nil {
+		if c.err != nil {
+			return nil, c.err
+		}
+		return nil, fmt.Errorf("%w: connection to %q closed", ErrUnreachable, c.peer)
+	}
+	c.pending[cl.id] = cl
+	return cl, nil
+}
+
+// unregister removes call id and reports whether it was still pending.
+func (c *conn) unregister(id uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.pending[id]; !ok {
+		return false
+	}
+	delete(c.pending, id)
+	return true
+}
+
+func (c *conn) take(id uint64) *call {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cl := c.pending[id]
+	delete(c.pending, id)
+	return cl
+}
+
+// writeMsg encodes msg with the compression policy and writes it as one
+// frame.
+func (c *conn) writeMsg(ctx context.Context, kind frameKind, id uint64, msg []byte) error {
+	p := c.t.cfg.Compression
+	codec := CodecNone
+	if len(msg) > 0 {
+		codec = p.Choose(c.peer, msg)
+	}
+	if codec == CodecNone {
+		return c.writeFrame(ctx, frameHeader{kind: kind, codec: CodecNone, id: id, wireLen: len(msg), rawLen: len(msg)}, msg)
+	}
+	if !codec.Valid() {
+		return fmt.Errorf("transport: compression policy chose unknown codec %d", uint8(codec))
+	}
+	sp := getBuf(MaxCompressedLen(codec, len(msg)))
+	defer putBuf(sp)
+	start := time.Now()
+	wire, err := Compress((*sp)[:0], codec, msg)
+	elapsed := time.Since(start)
+	if err != nil {
+		return err
+	}
+	if o, ok := p.(CompressionObserver); ok {
+		o.Observe(c.peer, codec, len(msg), len(wire), elapsed)
+	}
+	if len(wire) >= len(msg) {
+		codec, wire = CodecNone, msg
+	}
+	return c.writeFrame(ctx, frameHeader{kind: kind, codec: codec, id: id, wireLen: len(wire), rawLen: len(msg)}, wire)
+}
+
+// writeFrame writes one frame. ctx (nil for none) bounds the wait for the
+// connection and the write itself; a write cut short by ctx leaves a
+// partial frame on the stream, so it kills the connection.
+func (c *conn) writeFrame(ctx context.Context, h frameHeader, body []byte) error {
+	var done <-chan struct{}
+	if ctx != nil {
+		done = ctx.Done()
+	}
+	select {
+	case c.wmu <- struct{}{}:
+	case <-c.ctx.Done():
+		return c.deadErr()
+	case <-done:
+		return ctx.Err()
+	}
+	defer func() { <-c.wmu }()
+	if c.isDead() {
+		return c.deadErr()
+	}
+	var stop func() bool
+	var fired chan struct{}
+	if done != nil {
+		fired = make(chan struct{})
+		stop = context.AfterFunc(ctx, func() {
+			c.nc.SetWriteDeadline(time.Unix(1, 0))
+			close(fired)
+		})
+	}
+	putHeader(c.hdr[:], h)
+	var err error
+	if len(body) <= smallFrame {
+		c.wbuf = append(append(c.wbuf[:0], c.hdr[:]...), body...)
+		_, err = c.nc.Write(c.wbuf)
+	} else {
+		c.bufs[0], c.bufs[1] = c.hdr[:], body
+		nb := net.Buffers(c.bufs[:])
+		_, err = nb.WriteTo(c.nc)
+		c.bufs[1] = nil
+	}
+	if stop != nil && !stop() {
+		<-fired
+		if err != nil {
+			c.fail(fmt.Errorf("%w: write to %q interrupted: %v", ErrUnreachable, c.peer, ctx.Err()))
+			return ctx.Err()
+		}
+		c.nc.SetWriteDeadline(time.Time{})
+	}
+	if err != nil {
+		c.fail(fmt.Errorf("%w: write to %q: %v", ErrUnreachable, c.peer, err))
+		return c.deadErr()
+	}
+	return nil
+}
+
+// readErr turns a read failure into the connection's cause of death.
+func (c *conn) readErr(err error) error {
+	if errors.Is(err, ErrCorruptFrame) || errors.Is(err, ErrFrameTooLarge) {
+		return fmt.Errorf("%w: from %q: %w", ErrUnreachable, c.peer, err)
+	}
+	return fmt.Errorf("%w: connection to %q: %v", ErrUnreachable, c.peer, err)
+}
+
+// clientLoop reads responses on a dialed connection until it dies.
+func (c *conn) clientLoop() {
+	defer c.t.wg.Done()
+	max := c.t.cfg.MaxFrameSize
+	var hdr [frameHeaderLen]byte
+	for {
+		h, err := readHeader(c.br, hdr[:], max)
+		if err != nil {
+			c.fail(c.readErr(err))
+			return
+		}
+		if h.kind != kindResponse && h.kind != kindError {
+			c.fail(c.readErr(fmt.Errorf("%w: unexpected %s frame on a client connection", ErrCorruptFrame, h.kind)))
+			return
+		}
+		cl := c.take(h.id)
+		if cl == nil { // canceled by its caller: skip the body
+			if _, err := c.br.Discard(h.wireLen); err != nil {
+				c.fail(c.readErr(err))
+				return
+			}
+			continue
+		}
+		body, _, err := readBody(c.br, h, max, true)
+		if err != nil {
+			err = c.readErr(err)
+			cl.ch <- callResult{err: err}
+			c.fail(err)
+			return
+		}
+		if h.kind == kindError {
+			cl.ch <- callResult{err: &RemoteError{Node: c.peer, Msg: string(body)}}
+			continue
+		}
+		cl.ch <- callResult{body: body}
+	}
+}
+
+// serverLoop reads requests and messages on an accepted connection until it
+// dies. Messages are handled inline, one at a time, in arrival order;
+// requests each in their own goroutine, at most MaxConcurrentRequests at
+// once.
+func (c *conn) serverLoop() {
+	defer c.fail(fmt.Errorf("%w: connection from %q closed", ErrUnreachable, c.peer))
+	max := c.t.cfg.MaxFrameSize
+	sem := make(chan struct{}, c.t.cfg.MaxConcurrentRequests)
+	var hdr [frameHeaderLen]byte
+	for {
+		h, err := readHeader(c.br, hdr[:], max)
+		if err != nil {
+			return
+		}
+		switch h.kind {
+		case kindMessage:
+			body, ret, err := readBody(c.br, h, max, false)
+			if err != nil {
+				return
+			}
+			c.t.h.HandleMessage(c.peer, body)
+			putBuf(ret)
+		case kindRequest:
+			select {
+			case sem <- struct{}{}:
+			case <-c.ctx.Done():
+				return
+			}
+			body, ret, err := readBody(c.br, h, max, false)
+			if err != nil {
+				<-sem
+				return
+			}
+			c.t.wg.Add(1)
+			go c.serveRequest(h.id, body, ret, sem)
+		default:
+			return // responses never travel this way: a confused or hostile peer
+		}
+	}
+}
+
+// maxErrorMsg bounds the handler error text sent back in an error frame.
+const maxErrorMsg = 64 << 10
+
+func (c *conn) serveRequest(id uint64, body []byte, ret *[]byte, sem chan struct{}) {
+	defer c.t.wg.Done()
+	defer func() { <-sem }()
+	resp, herr := c.t.h.HandleRequest(c.ctx, c.peer, body)
+	putBuf(ret)
+	if c.isDead() {
+		return
+	}
+	if herr != nil {
+		msg := herr.Error()
+		if len(msg) > maxErrorMsg {
+			msg = msg[:maxErrorMsg]
+		}
+		c.writeFrame(nil, frameHeader{kind: kindError, id: id, wireLen: len(msg), rawLen: len(msg)}, []byte(msg))
+		return
+	}
+	if len(resp) > c.t.cfg.MaxFrameSize {
+		msg := fmt.Sprintf("response of %d bytes exceeds the maximum frame size %d", len(resp), c.t.cfg.MaxFrameSize)
+		c.writeFrame(nil, frameHeader{kind: kindError, id: id, wireLen: len(msg), rawLen: len(msg)}, []byte(msg))
+		return
+	}
+	if err := c.writeMsg(nil, kindResponse, id, resp); err != nil && !c.isDead() {
+		msg := err.Error()
+		c.writeFrame(nil, frameHeader{kind: kindError, id: id, wireLen: len(msg), rawLen: len(msg)}, []byte(msg))
+	}
+}
+
+// readHeader reads and validates one frame header.
+func readHeader(br *bufio.Reader, hdr []byte, max int) (frameHeader, error) {
+	if _, err := io.ReadFull(br, hdr); err != nil {
+		return frameHeader{}, err
+	}
+	return parseHeader(hdr, max)
+}
