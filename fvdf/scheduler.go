@@ -186,12 +186,22 @@ func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Alloc
 					k = choice[j]
 				}
 				if k == coflow.Raw {
-					a.Rate = v / g
+					a.Rate = math.Min(v/g, math.Min(remIn[f.Src], remOut[f.Dst]))
 				} else {
+					// Disposal v/Γ, capped by what is left (rounding).
+					rho, sp, up := pl.ratio[k], pl.sSpeed(f.Src, k), pl.uSpeed(f.Dst, k)
+					d := math.Min(v/g, math.Min(remIn[f.Src], remOut[f.Dst])/rho)
+					if f.Src == f.Dst {
+						d = math.Min(d, cores[f.Src]/(1/sp+1/up))
+					} else {
+						d = math.Min(d, math.Min(cores[f.Src]*sp, cores[f.Dst]*up))
+					}
 					a.Codec = k
-					a.Rate = pl.ratio[k] * v / g
-					a.SendCores = v / (g * pl.sSpeed(f.Src, k))
-					a.RecvCores = v / (g * pl.uSpeed(f.Dst, k))
+					a.Rate, a.SendCores, a.RecvCores = rho*d, d/sp, d/up
+				}
+				if !(a.Rate > 0) {
+					*a = coflow.Allocation{Flow: f.Ref}
+					continue
 				}
 				take(a, f, remIn, remOut, cores)
 			}
@@ -365,7 +375,19 @@ func portTime(win, wout, cpu, in, out, cores float64) float64 {
 }
 
 func (pl *planner) t(p int, in, out, cores []float64) float64 {
-	return portTime(pl.win[p], pl.wout[p], pl.cpu[p], in[p], out[p], cores[p])
+	return portTime(pl.win[p], pl.wout[p], pl.cpu[p], pl.eff(in[p], pl.capIn[p]), pl.eff(out[p], pl.capOut[p]), pl.eff(cores[p], pl.capCores[p]))
+}
+
+// zeroCap is the relative capacity below which a port (or a machine's core
+// pool) counts as full, as in package coflow's built-in schedulers.
+const zeroCap = 1e-12
+
+// eff returns free, or 0 when free ≤ capacity·zeroCap (full).
+func (pl *planner) eff(free, capacity float64) float64 {
+	if free <= capacity*zeroCap {
+		return 0
+	}
+	return free
 }
 
 // plan chooses raw/codec per flow of c on resources (in, out, cores) and
@@ -516,7 +538,7 @@ func (pl *planner) apply(f coflow.FlowState, k int) {
 // its ports; a compressed flow can use more wire only as far as free cores
 // at both ends let it compress and decompress the extra.
 func (pl *planner) backfillBandwidth(a *coflow.Allocation, f coflow.FlowState, remIn, remOut, cores []float64) {
-	extra := math.Min(remIn[f.Src], remOut[f.Dst])
+	extra := math.Min(pl.eff(remIn[f.Src], pl.capIn[f.Src]), pl.eff(remOut[f.Dst], pl.capOut[f.Dst]))
 	if !(extra > 0) {
 		return
 	}

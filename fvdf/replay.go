@@ -1,0 +1,286 @@
+package fvdf
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"time"
+
+	"github.com/falconml/falcon/coflow"
+	"github.com/falconml/falcon/fvdf/codecprof"
+	"github.com/falconml/falcon/predictor"
+	"github.com/falconml/falcon/transport"
+)
+
+// PredictorOracle names the estimator that knows the true codec speed.
+const PredictorOracle = "oracle"
+
+// ReplayConfig describes one replay: the fabric built around a trace, the
+// codecs, the truth the simulator advances with and what the scheduler
+// predicts with.
+type ReplayConfig struct {
+	// Bandwidth is every port's capacity each way, bytes/s. Zero means
+	// 125e6 (1 Gbit/s).
+	Bandwidth float64
+	// Cores is every machine's cores for codecs. Zero means 4; negative
+	// means none (compression impossible).
+	Cores float64
+	// Mix is the data every flow carries. Nil means codecprof.ShuffleMix().
+	Mix codecprof.Mix
+	// Profiles are the codec measurements. A zero value means
+	// codecprof.Defaults().
+	Profiles codecprof.Profiles
+	// Codecs offered to the scheduler. Nil means lz4 and snappy.
+	Codecs []transport.Codec
+	// Predictor is "oracle" or a predictor.New name ("last", "ewma", "ar",
+	// "lstm", "gru"). Empty means "oracle".
+	Predictor string
+	// PredictorConfig configures the predictor.
+	PredictorConfig predictor.Config
+	// Contention is the true speed drift. Zero value means
+	// DefaultContentionConfig(); set Static for constant speeds.
+	Contention ContentionConfig
+	// Static makes true speeds constant (the nominal profiles).
+	Static bool
+	// Seed seeds the drift.
+	Seed uint64
+	// Sim configures the simulator. Nil means coflow.DefaultConfig()
+	// (pipelined, 64 KiB chunks). Its CodecSpeed is replaced by the truth.
+	Sim *coflow.Config
+	// FVDF configures the FVDF scheduler.
+	FVDF Config
+	// Jobs configures the job model for JCT.
+	Jobs JobConfig
+}
+
+// Metrics summarises one scheduler's run.
+type Metrics struct {
+	Sched   string
+	Coflows int
+	// AvgCCT and P95CCT are the mean and 95th percentile (nearest rank) CCT.
+	AvgCCT, P95CCT time.Duration
+	// AvgJCT is the mean job completion time under the job model.
+	AvgJCT time.Duration
+	// WireBytes and RawBytes are bytes on the wire and raw bytes delivered.
+	WireBytes, RawBytes float64
+	// CPUSeconds is core-time spent on codecs.
+	CPUSeconds float64
+	// MaxWait is the longest time any active coflow had no flow with a
+	// positive rate.
+	MaxWait time.Duration
+	// Calls is the number of Schedule calls.
+	Calls int
+	// CCT is the per-coflow CCT in input order.
+	CCT []time.Duration
+}
+
+// TrafficReduction returns 1 − WireBytes/RawBytes.
+func (m Metrics) TrafficReduction() float64 {
+	if m.RawBytes == 0 {
+		return 0
+	}
+	return 1 - m.WireBytes/m.RawBytes
+}
+
+// Fabric builds the replay fabric for a trace of ports ports.
+func (c *ReplayConfig) Fabric(ports int) (*coflow.Fabric, error) {
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	f := coflow.NewFabric(ports, c.Bandwidth)
+	if c.Cores > 0 {
+		f.SetCores(c.Cores)
+	}
+	for _, cd := range c.Codecs {
+		p, err := c.Profiles.ForMix(cd, c.Mix)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		// coflow requires ρ ≤ 1: codecs that expand are modelled as not
+		// shrinking (FVDF never picks them anyway).
+		f.Codecs = append(f.Codecs, coflow.CodecProfile{Name: cd.String(), CompressSpeed: p.CompressBps,
+			DecompressSpeed: p.DecompressBps, Ratio: math.Min(1, p.Ratio)})
+	}
+	return f, nil
+}
+
+func (c *ReplayConfig) validate() error {
+	if c.Bandwidth == 0 {
+		c.Bandwidth = coflow.GigabitBytesPerSec
+	}
+	if !(c.Bandwidth > 0) {
+		return fmt.Errorf("%w: bandwidth %v", ErrConfig, c.Bandwidth)
+	}
+	if c.Cores == 0 {
+		c.Cores = 4
+	}
+	if c.Mix == nil {
+		c.Mix = codecprof.ShuffleMix()
+	}
+	if c.Profiles.Entries == nil {
+		c.Profiles = codecprof.Defaults()
+	}
+	if c.Codecs == nil {
+		c.Codecs = []transport.Codec{transport.CodecLZ4, transport.CodecSnappy}
+	}
+	if c.Predictor == "" {
+		c.Predictor = PredictorOracle
+	}
+	if c.Sim == nil {
+		d := coflow.DefaultConfig()
+		c.Sim = &d
+	}
+	return nil
+}
+
+// SchedulerNames lists the names Run accepts.
+func SchedulerNames() []string { return []string{"fvdf", "sebf", "fvdf-raw"} }
+
+// Run replays coflows on a fabric of ports ports under the scheduler
+// called name ("fvdf"; "sebf", package coflow's Varys SEBF; "fvdf-raw",
+// FVDF with compression disabled) and returns its metrics. Runs are
+// deterministic for a config.
+func Run(name string, cfs []coflow.Coflow, ports int, cfg ReplayConfig) (Metrics, error) {
+	fab, err := cfg.Fabric(ports)
+	if err != nil {
+		return Metrics{}, err
+	}
+	var rng *rand.Rand
+	if !cfg.Static {
+		rng = rand.New(rand.NewPCG(cfg.Seed, 0x636f6e74))
+	}
+	cont, err := NewContention(cfg.Contention, rng)
+	if err != nil {
+		return Metrics{}, err
+	}
+	truth := &TrueSpeeds{Fabric: fab, Contention: cont}
+	var sched coflow.Scheduler
+	switch name {
+	case "fvdf", "fvdf-raw":
+		fc := cfg.FVDF
+		fc.DisableCompression = fc.DisableCompression || name == "fvdf-raw"
+		var est Estimator
+		switch cfg.Predictor {
+		case PredictorOracle:
+			est = Oracle{Contention: cont}
+		default:
+			p, err := NewPredicted(cfg.Predictor, cfg.PredictorConfig)
+			if err != nil {
+				return Metrics{}, err
+			}
+			truth.Sink = p.Observe
+			est = p
+		}
+		s, err := New(fc, est)
+		if err != nil {
+			return Metrics{}, err
+		}
+		sched = s
+	case "sebf":
+		sched = newSEBF()
+	default:
+		return Metrics{}, fmt.Errorf("%w: scheduler %q (known: %v)", ErrBadInput, name, SchedulerNames())
+	}
+	wt := &WaitTracker{Inner: sched}
+	sc := *cfg.Sim
+	sc.CodecSpeed = truth.CodecSpeed
+	sim, err := coflow.NewSim(sc, fab, wt)
+	if err != nil {
+		return Metrics{}, err
+	}
+	res, err := sim.Run(cfs)
+	if err != nil {
+		return Metrics{}, fmt.Errorf("fvdf: replay %s: %w", name, err)
+	}
+	jobs, err := Jobs(cfs, cfg.Jobs)
+	if err != nil {
+		return Metrics{}, err
+	}
+	m := Metrics{Sched: name, Coflows: len(cfs), WireBytes: res.WireBytes, RawBytes: res.RawBytes,
+		CPUSeconds: res.CPUSeconds, MaxWait: wt.MaxWait(), Calls: res.Calls}
+	m.CCT = make([]time.Duration, len(res.Coflows))
+	var sumC, sumJ float64
+	for i, c := range res.Coflows {
+		m.CCT[i] = c.CCT
+		sumC += float64(c.CCT)
+		sumJ += float64(jobs[i].MapDuration + c.CCT + jobs[i].ReduceDuration)
+	}
+	if n := len(cfs); n > 0 {
+		m.AvgCCT = time.Duration(sumC / float64(n))
+		m.AvgJCT = time.Duration(sumJ / float64(n))
+		s := append([]time.Duration(nil), m.CCT...)
+		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+		m.P95CCT = s[int(math.Ceil(0.95*float64(n)))-1]
+	}
+	return m, nil
+}
+
+// WaitTracker wraps a scheduler and records, for every active coflow, how
+// long it went without any flow at a positive rate, from its arrival or
+// from the end of its last service (allocations hold until the next call,
+// so gaps are exact at call boundaries). It forwards the optional Timer and
+// EventDriven capabilities.
+type WaitTracker struct {
+	Inner   coflow.Scheduler
+	waiting map[int]time.Duration // coflow index → start of current wait
+	seen    map[int]bool
+	served  map[int]bool
+	maxWait time.Duration
+}
+
+var (
+	_ coflow.Scheduler   = (*WaitTracker)(nil)
+	_ coflow.Timer       = (*WaitTracker)(nil)
+	_ coflow.EventDriven = (*WaitTracker)(nil)
+)
+
+// Name returns the inner scheduler's name.
+func (w *WaitTracker) Name() string { return w.Inner.Name() }
+
+// OnlyOnArrivalsAndCompletions forwards coflow.EventDriven.
+func (w *WaitTracker) OnlyOnArrivalsAndCompletions() bool {
+	e, ok := w.Inner.(coflow.EventDriven)
+	return ok && e.OnlyOnArrivalsAndCompletions()
+}
+
+// NextWakeup forwards coflow.Timer.
+func (w *WaitTracker) NextWakeup(now time.Duration) (time.Duration, bool) {
+	if t, ok := w.Inner.(coflow.Timer); ok {
+		return t.NextWakeup(now)
+	}
+	return 0, false
+}
+
+// MaxWait returns the longest completed wait seen so far.
+func (w *WaitTracker) MaxWait() time.Duration { return w.maxWait }
+
+// Schedule calls the inner scheduler and updates the waits.
+func (w *WaitTracker) Schedule(now time.Duration, s *coflow.State) []coflow.Allocation {
+	if w.waiting == nil {
+		w.waiting, w.seen, w.served = map[int]time.Duration{}, map[int]bool{}, map[int]bool{}
+	}
+	al := w.Inner.Schedule(now, s)
+	clear(w.served)
+	for _, a := range al {
+		if a.Rate > 0 {
+			w.served[a.Flow.Coflow] = true
+		}
+	}
+	for i := range s.Coflows {
+		c := &s.Coflows[i]
+		if !w.seen[c.Index] {
+			w.seen[c.Index] = true
+			w.waiting[c.Index] = c.Arrival
+		}
+		start, isWaiting := w.waiting[c.Index]
+		switch {
+		case w.served[c.Index] && isWaiting:
+			w.maxWait = max(w.maxWait, now-start)
+			delete(w.waiting, c.Index)
+		case !w.served[c.Index] && !isWaiting:
+			w.waiting[c.Index] = now
+		}
+	}
+	return al
+}
