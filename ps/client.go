@@ -1,0 +1,551 @@
+package ps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/falconml/falcon/transport"
+)
+
+// ClientConfig configures a Client.
+type ClientConfig struct {
+	// Servers names the server nodes; index i is server i of the
+	// Partitioner. Required.
+	Servers []transport.NodeID
+	// Width is the value length of every key in calls with lens == nil;
+	// zero means 1.
+	Width int
+	// Partitioner places keys on servers; nil means KeyRange over the whole
+	// key space with DefaultMaxSegment. Every client of a cluster must use
+	// the same partitioner.
+	Partitioner Partitioner
+}
+
+// DefaultClientConfig returns a config with width 1 and the default
+// partitioner; Servers must still be filled in.
+func DefaultClientConfig() ClientConfig { return ClientConfig{Width: 1} }
+
+// Validate checks the configuration.
+func (c *ClientConfig) Validate() error {
+	if len(c.Servers) == 0 {
+		return errors.New("ps: ClientConfig.Servers is empty")
+	}
+	if c.Width < 0 {
+		return fmt.Errorf("ps: ClientConfig.Width = %d, want >= 0", c.Width)
+	}
+	seen := make(map[transport.NodeID]bool, len(c.Servers))
+	for _, s := range c.Servers {
+		if seen[s] {
+			return fmt.Errorf("ps: server %q listed twice", s)
+		}
+		seen[s] = true
+	}
+	if kr, ok := c.Partitioner.(KeyRange); ok {
+		if err := kr.Validate(); err != nil {
+			return err
+		}
+		if kr.Servers != len(c.Servers) {
+			return fmt.Errorf("ps: KeyRange for %d servers, config lists %d", kr.Servers, len(c.Servers))
+		}
+	}
+	return nil
+}
+
+// Client is the key-value API of a parameter server, in ps-lite's
+// vocabulary: Push, Pull and PushPull over sorted unique uint64 keys and
+// float32 values laid out back to back, with optional per-key lengths.
+//
+// A request is validated completely on the client (keys sorted and unique,
+// every key known with the right length) before anything is sent, and again
+// by every server before it applies anything, so a refused request changes
+// nothing. (A server that dies in the middle of a multi-server push can
+// still leave the other servers' parts applied.) Keys are known once
+// initialised (Init); the client learns keys initialised by other clients
+// from the servers on first use.
+//
+// A Client is safe for concurrent use.
+type Client struct {
+	tr      transport.Transport
+	servers []transport.NodeID
+	width   int
+	part    Partitioner
+
+	mu        sync.RWMutex
+	known     []uint64
+	knownLens []int
+
+	plans sync.Pool // *plan
+}
+
+// NewClient returns a client sending over tr.
+func NewClient(tr transport.Transport, cfg ClientConfig) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Width == 0 {
+		cfg.Width = 1
+	}
+	if cfg.Partitioner == nil {
+		cfg.Partitioner = KeyRange{Servers: len(cfg.Servers), MaxSegment: DefaultMaxSegment}
+	}
+	c := &Client{tr: tr, servers: append([]transport.NodeID(nil), cfg.Servers...), width: cfg.Width, part: cfg.Partitioner}
+	c.plans.New = func() any {
+		n := len(c.servers)
+		return &plan{per: make([][]piece, n), nvals: make([]int, n), bufs: make([][]byte, n), resp: make([][]byte, n)}
+	}
+	return c, nil
+}
+
+// Servers returns the server names.
+func (c *Client) Servers() []transport.NodeID { return append([]transport.NodeID(nil), c.servers...) }
+
+// Width returns the value length used when lens is nil.
+func (c *Client) Width() int { return c.width }
+
+// piece is one segment of a request as seen by one server.
+type piece struct {
+	key uint64
+	n   int
+	src int // offset of the segment in the caller's value slice
+}
+
+type plan struct {
+	per   [][]piece
+	nvals []int
+	lens  []int
+	segs  []Segment
+	bufs  [][]byte
+	resp  [][]byte
+}
+
+func (c *Client) getPlan() *plan {
+	p := c.plans.Get().(*plan)
+	for s := range p.per {
+		p.per[s] = p.per[s][:0]
+		p.nvals[s] = 0
+		p.resp[s] = nil
+	}
+	return p
+}
+
+type pushArgs struct {
+	mode   uint8
+	clock  int
+	scale  float64
+	weight float64
+}
+
+var plainPush = pushArgs{mode: modeApply, scale: 1, weight: 1}
+
+// Push sends updates for keys: each server runs one optimizer step on each
+// of its keys with the pushed values as the gradient. vals holds the values
+// of all keys back to back; lens gives each key's length (nil: every key has
+// Width values).
+func (c *Client) Push(ctx context.Context, keys []uint64, vals []float32, lens []int) error {
+	return c.do(ctx, opPush, keys, vals, nil, lens, plainPush)
+}
+
+// Pull fills vals with the current values of keys (laid out as in Push).
+func (c *Client) Pull(ctx context.Context, keys []uint64, vals []float32, lens []int) error {
+	return c.do(ctx, opPull, keys, nil, vals, lens, pushArgs{})
+}
+
+// PushPull pushes vals and then pulls the updated values of the same keys
+// into out, in one round trip per server. vals and out may be the same
+// slice.
+func (c *Client) PushPull(ctx context.Context, keys []uint64, vals, out []float32, lens []int) error {
+	return c.do(ctx, opPushPull, keys, vals, out, lens, plainPush)
+}
+
+// Init creates keys on their servers with the values vals (laid out as in
+// Push). Keys that already exist with the same length keep their current
+// values, so every worker may run the same Init; a different length is an
+// ErrLengthMismatch.
+func (c *Client) Init(ctx context.Context, keys []uint64, vals []float32, lens []int) error {
+	return c.do(ctx, opInit, keys, vals, nil, lens, pushArgs{})
+}
+
+// InitWith is Init with values drawn from init.
+func (c *Client) InitWith(ctx context.Context, keys []uint64, lens []int, init Initializer) error {
+	total := len(keys) * c.width
+	if lens != nil {
+		if len(lens) != len(keys) {
+			return fmt.Errorf("%w: %d lens for %d keys", ErrLengthMismatch, len(lens), len(keys))
+		}
+		total = 0
+		for _, l := range lens {
+			total += l
+		}
+	}
+	vals := make([]float32, total)
+	off := 0
+	for i, k := range keys {
+		n := c.width
+		if lens != nil {
+			n = lens[i]
+		}
+		if n > 0 {
+			init.Init(k, 0, vals[off:off+n])
+		}
+		off += n
+	}
+	return c.Init(ctx, keys, vals, lens)
+}
+
+// Flush asks every server to apply its buffered gradients of clock, scaled
+// by scale, and waits for all of them.
+func (c *Client) Flush(ctx context.Context, clock int, scale float64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for s := range c.servers {
+		g.Go(func() error {
+			e := newMsg(make([]byte, 0, 18), opFlush)
+			e.i64(int64(clock))
+			e.f64(scale)
+			_, err := c.call(gctx, s, e.b)
+			return err
+		})
+	}
+	return c.ctxErr(ctx, g.Wait())
+}
+
+// Ping checks that server s answers.
+func (c *Client) Ping(ctx context.Context, s int) error {
+	_, err := c.call(ctx, s, []byte{wireVersion, byte(opPing)})
+	return err
+}
+
+// call sends one request to server s and parses the response.
+func (c *Client) call(ctx context.Context, s int, req []byte) ([]byte, error) {
+	resp, err := c.tr.Request(ctx, c.servers[s], req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w: %s: %w", ErrServerUnavailable, c.servers[s], err)
+	}
+	return parseResponse(resp, string(c.servers[s]))
+}
+
+func (c *Client) ctxErr(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// checkShape validates the caller's arguments without looking at the
+// servers and returns the total value count.
+func (c *Client) checkShape(keys []uint64, lens []int) (int, error) {
+	if err := checkSorted(keys); err != nil {
+		return 0, err
+	}
+	if lens == nil {
+		return len(keys) * c.width, nil
+	}
+	if len(lens) != len(keys) {
+		return 0, fmt.Errorf("%w: %d lens for %d keys", ErrLengthMismatch, len(lens), len(keys))
+	}
+	total := 0
+	for i, l := range lens {
+		if l <= 0 {
+			return 0, fmt.Errorf("%w: key %d has length %d", ErrLengthMismatch, keys[i], l)
+		}
+		total += l
+	}
+	return total, nil
+}
+
+func (c *Client) do(ctx context.Context, o op, keys []uint64, vals, out []float32, lens []int, pa pushArgs) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	total, err := c.checkShape(keys, lens)
+	if err != nil {
+		return err
+	}
+	if o != opPull && len(vals) != total {
+		return fmt.Errorf("%w: %d values for lengths summing to %d", ErrLengthMismatch, len(vals), total)
+	}
+	if (o == opPull || o == opPushPull) && len(out) != total {
+		return fmt.Errorf("%w: output of %d values for lengths summing to %d", ErrLengthMismatch, len(out), total)
+	}
+	pl := c.getPlan()
+	defer c.plans.Put(pl)
+	pl.lens = resizeInts(pl.lens, len(keys))
+	if o == opInit {
+		if err := c.checkInit(ctx, keys, lens, pl.lens); err != nil {
+			return err
+		}
+	} else if err := c.resolve(ctx, keys, lens, pl.lens); err != nil {
+		return err
+	}
+	// Plan: split each key into segments, group them by server.
+	src := 0
+	for i, k := range keys {
+		n := pl.lens[i]
+		pl.segs = c.part.Locate(pl.segs[:0], k, n)
+		if err := checkSegments(pl.segs, k, n, len(c.servers)); err != nil {
+			return err
+		}
+		for _, sg := range pl.segs {
+			pl.per[sg.Server] = append(pl.per[sg.Server], piece{key: k, n: sg.Len, src: src + sg.Off})
+			pl.nvals[sg.Server] += sg.Len
+		}
+		src += n
+	}
+	active := 0
+	last := -1
+	for s := range pl.per {
+		if len(pl.per[s]) > 0 {
+			active++
+			last = s
+		}
+	}
+	send := func(ctx context.Context, s int) error {
+		pl.bufs[s] = c.encode(pl.bufs[s], o, pl.per[s], pl.nvals[s], vals, pa)
+		resp, err := c.call(ctx, s, pl.bufs[s])
+		if err != nil {
+			return err
+		}
+		if o == opPull || o == opPushPull {
+			if len(resp) != 4*pl.nvals[s] {
+				return fmt.Errorf("%w: %s answered %d bytes for %d values", ErrMalformed, c.servers[s], len(resp), pl.nvals[s])
+			}
+			off := 0
+			for _, p := range pl.per[s] {
+				getF32s(out[p.src:p.src+p.n], resp[4*off:])
+				off += p.n
+			}
+		}
+		return nil
+	}
+	switch active {
+	case 0:
+		return nil
+	case 1:
+		err = send(ctx, last)
+	default:
+		g, gctx := errgroup.WithContext(ctx)
+		for s := range pl.per {
+			if len(pl.per[s]) > 0 {
+				g.Go(func() error { return send(gctx, s) })
+			}
+		}
+		err = g.Wait()
+	}
+	if err != nil {
+		return c.ctxErr(ctx, err)
+	}
+	if o == opInit {
+		c.learn(keys, pl.lens)
+	}
+	return nil
+}
+
+// encode writes the request for one server into buf.
+func (c *Client) encode(buf []byte, o op, ps []piece, nvals int, vals []float32, pa pushArgs) []byte {
+	size := 2 + 29 + 4 + segBytes*len(ps) + 4*nvals
+	if cap(buf) < size {
+		buf = make([]byte, 0, size)
+	}
+	e := newMsg(buf, o)
+	if o == opPush || o == opPushPull {
+		e.u8(pa.mode)
+		e.i64(int64(pa.clock))
+		e.f64(pa.scale)
+		e.f64(pa.weight)
+	}
+	e.u32(uint32(len(ps)))
+	for _, p := range ps {
+		e.u64(p.key)
+		e.u32(uint32(p.n))
+	}
+	if o != opPull {
+		n := len(e.b)
+		e.b = e.b[:n+4*nvals]
+		off := n
+		for _, p := range ps {
+			putF32s(e.b[off:], vals[p.src:p.src+p.n])
+			off += 4 * p.n
+		}
+	}
+	return e.b
+}
+
+// resolve fills dst with the length of each key from the cache, fetching
+// the servers' layouts once if a key is not cached.
+func (c *Client) resolve(ctx context.Context, keys []uint64, lens []int, dst []int) error {
+	c.mu.RLock()
+	miss, err := c.lookup(keys, lens, dst)
+	c.mu.RUnlock()
+	if err != nil || miss < 0 {
+		return err
+	}
+	if err := c.refresh(ctx); err != nil {
+		return err
+	}
+	c.mu.RLock()
+	miss, err = c.lookup(keys, lens, dst)
+	c.mu.RUnlock()
+	if err != nil {
+		return err
+	}
+	if miss >= 0 {
+		return fmt.Errorf("%w: %d", ErrUnknownKey, keys[miss])
+	}
+	return nil
+}
+
+// checkInit fills dst with the requested lengths after checking them
+// against keys already known.
+func (c *Client) checkInit(ctx context.Context, keys []uint64, lens []int, dst []int) error {
+	for i := range dst {
+		if lens != nil {
+			dst[i] = lens[i]
+		} else {
+			dst[i] = c.width
+		}
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	j := 0
+	for i, k := range keys {
+		j = gallop(c.known, j, k)
+		if j < len(c.known) && c.known[j] == k && c.knownLens[j] != dst[i] {
+			return fmt.Errorf("%w: key %d has length %d, init gives %d", ErrLengthMismatch, k, c.knownLens[j], dst[i])
+		}
+	}
+	return nil
+}
+
+// lookup resolves lengths from the cache; it returns the index of the first
+// unknown key, or -1.
+func (c *Client) lookup(keys []uint64, lens []int, dst []int) (int, error) {
+	j := 0
+	for i, k := range keys {
+		j = gallop(c.known, j, k)
+		if j == len(c.known) || c.known[j] != k {
+			return i, nil
+		}
+		n := c.knownLens[j]
+		want := c.width
+		if lens != nil {
+			want = lens[i]
+		}
+		if want != n {
+			return -1, fmt.Errorf("%w: key %d has length %d, request gives %d", ErrLengthMismatch, k, n, want)
+		}
+		dst[i] = n
+	}
+	return -1, nil
+}
+
+// gallop returns the first index ≥ j with a[index] ≥ k (a sorted).
+func gallop(a []uint64, j int, k uint64) int {
+	if j >= len(a) || a[j] >= k {
+		return j
+	}
+	step := 1
+	lo := j
+	for j+step < len(a) && a[j+step] < k {
+		lo = j + step
+		step *= 2
+	}
+	hi := min(j+step, len(a))
+	return lo + sort.Search(hi-lo, func(i int) bool { return a[lo+i] >= k })
+}
+
+// learn merges initialised keys into the cache.
+func (c *Client) learn(keys []uint64, lens []int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.known, c.knownLens = mergeLayout(c.known, c.knownLens, keys, lens)
+}
+
+func mergeLayout(ak []uint64, al []int, bk []uint64, bl []int) ([]uint64, []int) {
+	ok := make([]uint64, 0, len(ak)+len(bk))
+	ol := make([]int, 0, len(ak)+len(bk))
+	i, j := 0, 0
+	for i < len(ak) || j < len(bk) {
+		switch {
+		case j == len(bk) || (i < len(ak) && ak[i] < bk[j]):
+			ok, ol = append(ok, ak[i]), append(ol, al[i])
+			i++
+		case i == len(ak) || bk[j] < ak[i]:
+			ok, ol = append(ok, bk[j]), append(ol, bl[j])
+			j++
+		default: // equal: keep the known length
+			ok, ol = append(ok, ak[i]), append(ol, al[i])
+			i++
+			j++
+		}
+	}
+	return ok, ol
+}
+
+// refresh rebuilds the cache from every server's layout: a key's length is
+// the sum of its segments' lengths.
+func (c *Client) refresh(ctx context.Context) error {
+	layouts := make([]map[uint64]int, len(c.servers))
+	g, gctx := errgroup.WithContext(ctx)
+	for s := range c.servers {
+		g.Go(func() error {
+			resp, err := c.call(gctx, s, []byte{wireVersion, byte(opLayout)})
+			if err != nil {
+				return err
+			}
+			d := decoder{b: resp}
+			n := int(d.u32())
+			if d.err == nil && n > len(d.b)/segBytes {
+				return fmt.Errorf("%w: layout of %d keys in %d bytes from %s", ErrMalformed, n, len(d.b), c.servers[s])
+			}
+			m := make(map[uint64]int, n)
+			for range n {
+				k := d.u64()
+				m[k] = int(d.u32())
+			}
+			if err := d.end(); err != nil {
+				return err
+			}
+			layouts[s] = m
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return c.ctxErr(ctx, err)
+	}
+	total := make(map[uint64]int)
+	for _, m := range layouts {
+		for k, l := range m {
+			total[k] += l
+		}
+	}
+	keys := make([]uint64, 0, len(total))
+	for k := range total {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	lens := make([]int, len(keys))
+	for i, k := range keys {
+		lens[i] = total[k]
+	}
+	c.mu.Lock()
+	c.known, c.knownLens = mergeLayout(keys, lens, c.known, c.knownLens)
+	c.mu.Unlock()
+	return nil
+}
+
+func resizeInts(v []int, n int) []int {
+	if cap(v) < n {
+		return make([]int, n)
+	}
+	return v[:n]
+}

@@ -1,0 +1,527 @@
+package ps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/transport"
+)
+
+// CoordinatorConfig configures the coordinator role.
+type CoordinatorConfig struct {
+	// EPSP is the synchronisation state's config (workers, initial batch
+	// and parallelism, control tick).
+	EPSP epsp.Config
+	// Servers names the server nodes, in partitioner order. Required.
+	Servers []transport.NodeID
+	// Workers names worker i's node. len(Workers) must equal
+	// EPSP.NumWorkers.
+	Workers []transport.NodeID
+	// StartTimeout bounds the wait for servers at Start and for workers in
+	// WaitWorkers; zero means 10 s.
+	StartTimeout time.Duration
+	// OrderTimeout bounds each flush and each order sent to a worker; zero
+	// means 30 s.
+	OrderTimeout time.Duration
+}
+
+// DefaultCoordinatorConfig returns epsp.DefaultConfig with the default
+// timeouts; Servers and Workers must be filled in.
+func DefaultCoordinatorConfig() CoordinatorConfig {
+	return CoordinatorConfig{EPSP: epsp.DefaultConfig(), StartTimeout: 10 * time.Second, OrderTimeout: 30 * time.Second}
+}
+
+// Validate checks the configuration.
+func (c *CoordinatorConfig) Validate() error {
+	if err := c.EPSP.Validate(); err != nil {
+		return err
+	}
+	if len(c.Servers) == 0 {
+		return errors.New("ps: CoordinatorConfig.Servers is empty")
+	}
+	if len(c.Workers) != c.EPSP.NumWorkers {
+		return fmt.Errorf("ps: %d worker names for %d workers", len(c.Workers), c.EPSP.NumWorkers)
+	}
+	if c.StartTimeout < 0 || c.OrderTimeout < 0 {
+		return errors.New("ps: negative timeout")
+	}
+	return nil
+}
+
+// Coordinator is the coordinator role: a thin concurrent shell around an
+// epsp.Coordinator. One goroutine owns the core and serves workers' events
+// one at a time; for every policy Output it carries out the flushes on all
+// servers and waits for them before it delivers releases, then sends
+// parallelism, batch and transfer orders. It implements transport.Handler.
+type Coordinator struct {
+	cfg    CoordinatorConfig
+	opts   options
+	core   *epsp.Coordinator
+	names  map[transport.NodeID]epsp.WorkerID
+	reqs   chan *coordReq
+	quit   chan struct{}
+	wg     sync.WaitGroup
+	closeO sync.Once
+
+	runCtx    context.Context // canceled by Close
+	runCancel context.CancelFunc
+
+	mu      sync.Mutex
+	tr      transport.Transport
+	client  *Client
+	joined  []bool
+	fatal   error
+	stats   epsp.Stats
+	started bool
+}
+
+var _ transport.Handler = (*Coordinator)(nil)
+
+type coordReq struct {
+	op     op
+	worker epsp.WorkerID
+	push   epsp.Push
+	ev     epsp.Event
+	batch  int
+	reply  chan coordResp // nil for one-way messages
+}
+
+type coordResp struct {
+	dec   epsp.PushDecision
+	hello helloInfo
+	err   error
+}
+
+// NewCoordinator returns a coordinator deciding with policy.
+func NewCoordinator(cfg CoordinatorConfig, policy epsp.Policy, opts ...Option) (*Coordinator, error) {
+	if cfg.StartTimeout == 0 {
+		cfg.StartTimeout = 10 * time.Second
+	}
+	if cfg.OrderTimeout == 0 {
+		cfg.OrderTimeout = 30 * time.Second
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	core, err := epsp.NewCoordinator(cfg.EPSP, policy)
+	if err != nil {
+		return nil, err
+	}
+	c := &Coordinator{
+		cfg:    cfg,
+		opts:   buildOptions(opts),
+		core:   core,
+		names:  make(map[transport.NodeID]epsp.WorkerID),
+		reqs:   make(chan *coordReq, 256),
+		quit:   make(chan struct{}),
+		joined: make([]bool, cfg.EPSP.NumWorkers),
+	}
+	c.runCtx, c.runCancel = context.WithCancel(context.Background())
+	for i, n := range cfg.Workers {
+		if _, dup := c.names[n]; dup {
+			return nil, fmt.Errorf("ps: worker node %q listed twice", n)
+		}
+		c.names[n] = epsp.WorkerID(i)
+	}
+	return c, nil
+}
+
+// Start attaches the transport, waits (up to StartTimeout) until every
+// server answers, and starts serving. On timeout it returns an
+// ErrStartTimeout error naming the missing servers.
+func (c *Coordinator) Start(ctx context.Context, tr transport.Transport) error {
+	cl, err := NewClient(tr, ClientConfig{Servers: c.cfg.Servers})
+	if err != nil {
+		return err
+	}
+	if err := waitServers(ctx, cl, c.cfg.StartTimeout); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if c.started {
+		c.mu.Unlock()
+		return errors.New("ps: coordinator started twice")
+	}
+	c.started = true
+	c.tr, c.client = tr, cl
+	c.mu.Unlock()
+	c.wg.Add(1)
+	go c.loop()
+	return nil
+}
+
+// Close stops the coordinator's goroutine and waits for it. Pending worker
+// requests fail with ErrClosed. It does not close the transport.
+func (c *Coordinator) Close() error {
+	c.closeO.Do(func() { close(c.quit); c.runCancel() })
+	c.wg.Wait()
+	return nil
+}
+
+// Stats returns the core's counters (updated after every event).
+func (c *Coordinator) Stats() epsp.Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats
+}
+
+// Err returns the error that stopped the coordinator (a failed flush), or nil.
+func (c *Coordinator) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fatal
+}
+
+// WaitWorkers waits until every worker has said hello, up to StartTimeout;
+// on timeout the ErrStartTimeout error lists the missing workers.
+func (c *Coordinator) WaitWorkers(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.StartTimeout)
+	defer cancel()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		c.mu.Lock()
+		var missing []string
+		for i, j := range c.joined {
+			if !j {
+				missing = append(missing, string(c.cfg.Workers[i]))
+			}
+		}
+		c.mu.Unlock()
+		if len(missing) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: waiting for %d/%d workers: %s not joined", ErrStartTimeout,
+				len(missing), len(c.joined), strings.Join(missing, ", "))
+		case <-tick.C:
+		}
+	}
+}
+
+// waitServers pings every server until all answer or the deadline passes.
+func waitServers(ctx context.Context, cl *Client, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	n := len(cl.servers)
+	last := make([]error, n)
+	ok := make([]bool, n)
+	backoff := time.Millisecond
+	for {
+		missing := 0
+		for s := range n {
+			if ok[s] {
+				continue
+			}
+			pctx, pcancel := context.WithTimeout(ctx, max(backoff*4, 20*time.Millisecond))
+			err := cl.Ping(pctx, s)
+			pcancel()
+			if err == nil {
+				ok[s] = true
+				continue
+			}
+			last[s] = err
+			missing++
+		}
+		if missing == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			var parts []string
+			for s := range n {
+				if !ok[s] {
+					parts = append(parts, fmt.Sprintf("%s unreachable (%v)", cl.servers[s], last[s]))
+				}
+			}
+			return fmt.Errorf("%w: waiting for %d/%d servers: %s", ErrStartTimeout, missing, n, strings.Join(parts, "; "))
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 200*time.Millisecond)
+	}
+}
+
+// HandleRequest serves workers' requests.
+func (c *Coordinator) HandleRequest(ctx context.Context, from transport.NodeID, req []byte) ([]byte, error) {
+	r, err := c.decode(from, req)
+	if err != nil {
+		return errResponse(err), nil
+	}
+	r.reply = make(chan coordResp, 1)
+	select {
+	case c.reqs <- r:
+	case <-c.quit:
+		return errResponse(ErrClosed), nil
+	case <-ctx.Done():
+		return errResponse(ErrClosed), nil
+	}
+	var res coordResp
+	select {
+	case res = <-r.reply:
+	case <-c.quit:
+		return errResponse(ErrClosed), nil
+	}
+	if res.err != nil {
+		return errResponse(res.err), nil
+	}
+	e := encoder{okResponse(nil)}
+	switch r.op {
+	case opHello:
+		e.i64(int64(res.hello.clock))
+		e.u64(res.hello.version)
+		e.i64(int64(res.hello.batch))
+		e.i64(int64(res.hello.par))
+	case opAdmit:
+		e.u8(uint8(res.dec.Action))
+		e.f64(res.dec.Scale)
+		e.i64(int64(res.dec.Clock))
+	}
+	return e.b, nil
+}
+
+// HandleMessage receives progress reports.
+func (c *Coordinator) HandleMessage(from transport.NodeID, msg []byte) {
+	r, err := c.decode(from, msg)
+	if err != nil || r.op != opProgress {
+		return
+	}
+	select {
+	case c.reqs <- r:
+	case <-c.quit:
+	}
+}
+
+func (c *Coordinator) decode(from transport.NodeID, b []byte) (*coordReq, error) {
+	o, body, err := header(b)
+	if err != nil {
+		return nil, err
+	}
+	w, ok := c.names[from]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q is not a worker of this cluster", ErrRejected, from)
+	}
+	d := decoder{b: body}
+	r := &coordReq{op: o, worker: w}
+	switch o {
+	case opHello:
+	case opAdmit:
+		r.push = decodePush(&d)
+		if r.push.Worker != w {
+			return nil, fmt.Errorf("%w: %q pushes as worker %d", ErrRejected, from, r.push.Worker)
+		}
+	case opClock:
+		r.ev = epsp.Event{Kind: epsp.EventClock, Worker: w, Clock: d.int(0, 1<<62, "clock")}
+	case opProgress:
+		p := decodeProgress(&d)
+		p.Worker = w
+		r.ev = epsp.Event{Kind: epsp.EventProgress, Worker: w, Clock: p.Clock, Progress: p}
+	case opTransferResult:
+		id := d.u64()
+		acc := d.u8() != 0
+		lo := d.int(0, 1<<62, "lo")
+		hi := d.int(0, 1<<62, "hi")
+		r.batch = d.int(0, 1<<62, "batch")
+		r.ev = epsp.Event{Kind: epsp.EventTransferResult, Worker: w, Transfer: epsp.TransferResult{ID: id, Accepted: acc, Lo: lo, Hi: hi}}
+	case opTransferDone:
+		r.ev = epsp.Event{Kind: epsp.EventTransferDone, Worker: w, Transfer: epsp.TransferResult{ID: d.u64()}}
+	default:
+		return nil, fmt.Errorf("%w: unknown coordinator op %d", ErrMalformed, o)
+	}
+	if err := d.end(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (c *Coordinator) loop() {
+	defer c.wg.Done()
+	var tick <-chan time.Time
+	if p := c.cfg.EPSP.TickPeriod; p > 0 {
+		t := time.NewTicker(p)
+		defer t.Stop()
+		tick = t.C
+	}
+	// transfer orders awaiting an answer: id → order (to build the taker's task)
+	orders := make(map[uint64]epsp.TransferOrder)
+	for {
+		select {
+		case <-c.quit:
+			return
+		case <-tick:
+			c.step(epsp.Event{Kind: epsp.EventTick}, orders)
+		case r := <-c.reqs:
+			res := c.serveReq(r, orders)
+			if r.reply != nil {
+				r.reply <- res
+			}
+		}
+	}
+}
+
+func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder) coordResp {
+	if err := c.Err(); err != nil {
+		return coordResp{err: err}
+	}
+	now := c.opts.clock()
+	switch r.op {
+	case opHello:
+		c.mu.Lock()
+		c.joined[r.worker] = true
+		c.mu.Unlock()
+		v := c.core.View()
+		return coordResp{hello: helloInfo{clock: v.Clock(r.worker), version: v.Version(), batch: v.Batch(r.worker), par: v.Parallelism(r.worker)}}
+	case opAdmit:
+		d, err := c.core.Admit(now, r.push)
+		if err != nil {
+			return coordResp{err: fmt.Errorf("%w: %v", ErrRejected, err)}
+		}
+		c.snapshot()
+		c.opts.emit(Event{Kind: EvPushAdmitted, Node: "coordinator", Worker: r.push.Worker, Owner: r.push.Owner, Clock: r.push.Clock, Samples: r.push.Samples, Push: r.push, Decision: d})
+		return coordResp{dec: d}
+	case opTransferResult:
+		o, ok := orders[r.ev.Transfer.ID]
+		if ok && o.From != r.worker {
+			return coordResp{err: fmt.Errorf("%w: worker %d answers transfer %d of worker %d", ErrRejected, r.worker, o.ID, o.From)}
+		}
+		delete(orders, r.ev.Transfer.ID)
+		err := c.step(r.ev, orders)
+		if err == nil && ok && r.ev.Transfer.Accepted {
+			res := r.ev.Transfer
+			c.opts.emit(Event{Kind: EvTransferResult, Node: "coordinator", Worker: o.From, Clock: o.Clock, Lo: res.Lo, Hi: res.Hi, Transfer: o, Result: res})
+			task := transferTask{id: o.ID, owner: o.From, clock: o.Clock, lo: res.Lo, hi: res.Hi, batch: r.batch, version: c.core.View().Version()}
+			e := newMsg(nil, opTransferTask)
+			e.u64(task.id)
+			e.i64(int64(task.owner))
+			e.i64(int64(task.clock))
+			e.i64(int64(task.lo))
+			e.i64(int64(task.hi))
+			e.i64(int64(task.batch))
+			e.u64(task.version)
+			if serr := c.send(o.To, e.b); serr != nil {
+				// The taker is gone: the range can never be computed.
+				c.setFatal(fmt.Errorf("ps: transfer %d to %s: %w", o.ID, c.cfg.Workers[o.To], serr))
+			}
+		} else if err == nil && ok {
+			c.opts.emit(Event{Kind: EvTransferResult, Node: "coordinator", Worker: o.From, Clock: o.Clock, Transfer: o, Result: r.ev.Transfer})
+		}
+		return coordResp{err: err}
+	case opTransferDone:
+		err := c.step(r.ev, orders)
+		if err == nil {
+			c.opts.emit(Event{Kind: EvTransferDone, Node: "coordinator", Worker: r.worker, Result: r.ev.Transfer})
+		}
+		return coordResp{err: err}
+	case opClock:
+		err := c.step(r.ev, orders)
+		if err == nil {
+			c.opts.emit(Event{Kind: EvClockDone, Node: "coordinator", Worker: r.worker, Clock: r.ev.Clock})
+		}
+		return coordResp{err: err}
+	case opProgress:
+		return coordResp{err: c.step(r.ev, orders)}
+	}
+	return coordResp{err: fmt.Errorf("%w: op %d", ErrMalformed, r.op)}
+}
+
+func (c *Coordinator) setFatal(err error) {
+	c.mu.Lock()
+	if c.fatal == nil {
+		c.fatal = err
+	}
+	c.mu.Unlock()
+}
+
+func (c *Coordinator) snapshot() {
+	s := c.core.Stats()
+	c.mu.Lock()
+	c.stats = s
+	c.mu.Unlock()
+}
+
+// step feeds an event to the core and carries out the Output.
+func (c *Coordinator) step(ev epsp.Event, orders map[uint64]epsp.TransferOrder) error {
+	out, err := c.core.Step(c.opts.clock(), ev)
+	if err != nil {
+		if errors.Is(err, epsp.ErrPolicyOutput) {
+			c.setFatal(err)
+		}
+		return fmt.Errorf("%w: %v", ErrRejected, err)
+	}
+	c.snapshot()
+	return c.execute(out, orders)
+}
+
+// execute carries out an Output: flushes (all servers, acknowledged)
+// before releases, then parallelism, batch and transfer orders.
+func (c *Coordinator) execute(out epsp.Output, orders map[uint64]epsp.TransferOrder) error {
+	for _, f := range out.Flush {
+		ctx, cancel := c.orderCtx()
+		err := c.client.Flush(ctx, f.Clock, epsp.PushDecision{Scale: f.Scale}.EffectiveScale())
+		cancel()
+		if err != nil {
+			err = fmt.Errorf("ps: flush of clock %d: %w", f.Clock, err)
+			c.setFatal(err)
+			return err
+		}
+	}
+	v := c.core.View()
+	for _, o := range out.SetParallelism {
+		e := newMsg(nil, opSetParallelism)
+		e.i64(int64(o.P))
+		c.opts.emit(Event{Kind: EvParallelism, Node: "coordinator", Worker: o.Worker, P: o.P})
+		c.send(o.Worker, e.b)
+	}
+	for _, o := range out.SetBatch {
+		e := newMsg(nil, opSetBatch)
+		e.i64(int64(o.Size))
+		c.opts.emit(Event{Kind: EvBatch, Node: "coordinator", Worker: o.Worker, Samples: o.Size})
+		c.send(o.Worker, e.b)
+	}
+	for _, w := range out.Release {
+		e := newMsg(nil, opRelease)
+		e.i64(int64(v.Clock(w)))
+		e.u64(v.Version())
+		c.opts.emit(Event{Kind: EvRelease, Node: "coordinator", Worker: w, Clock: v.Clock(w)})
+		if err := c.send(w, e.b); err != nil {
+			c.setFatal(fmt.Errorf("ps: release of %s: %w", c.cfg.Workers[w], err))
+		}
+	}
+	var refused []uint64
+	for _, o := range out.Transfers {
+		orders[o.ID] = o
+		e := newMsg(nil, opTransferOrder)
+		e.u64(o.ID)
+		e.i64(int64(o.To))
+		e.i64(int64(o.Clock))
+		e.i64(int64(o.Lo))
+		e.i64(int64(o.Hi))
+		c.opts.emit(Event{Kind: EvTransferOrdered, Node: "coordinator", Worker: o.From, Clock: o.Clock, Lo: o.Lo, Hi: o.Hi, Transfer: o})
+		if err := c.send(o.From, e.b); err != nil {
+			refused = append(refused, o.ID)
+		}
+	}
+	// An order that cannot reach its giver counts as refused.
+	for _, id := range refused {
+		delete(orders, id)
+		if err := c.step(epsp.Event{Kind: epsp.EventTransferResult, Transfer: epsp.TransferResult{ID: id}}, orders); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Coordinator) orderCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.runCtx, c.cfg.OrderTimeout)
+}
+
+func (c *Coordinator) send(w epsp.WorkerID, msg []byte) error {
+	ctx, cancel := c.orderCtx()
+	defer cancel()
+	return c.tr.Send(ctx, c.cfg.Workers[w], msg)
+}

@@ -1,0 +1,99 @@
+package ps
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors returned by the package. Check them with errors.Is; the returned
+// errors wrap them with details (the key, the server, the lengths).
+var (
+	// ErrUnsortedKeys: the keys of a request are not strictly increasing
+	// (sorted and unique).
+	ErrUnsortedKeys = errors.New("ps: keys not sorted and unique")
+	// ErrUnknownKey: a key was never initialised on the server that owns it.
+	ErrUnknownKey = errors.New("ps: unknown key")
+	// ErrLengthMismatch: a value length disagrees with the key's length, or
+	// len(vals) disagrees with the lengths.
+	ErrLengthMismatch = errors.New("ps: length mismatch")
+	// ErrServerUnavailable: a server could not be reached or did not answer;
+	// the wrapped error names the server and carries the transport error.
+	ErrServerUnavailable = errors.New("ps: server unavailable")
+	// ErrCoordinatorUnavailable: the coordinator could not be reached.
+	ErrCoordinatorUnavailable = errors.New("ps: coordinator unavailable")
+	// ErrMalformed: a message could not be decoded (bad length, bad field).
+	ErrMalformed = errors.New("ps: malformed message")
+	// ErrWireVersion: a message carries a wire version this build does not speak.
+	ErrWireVersion = errors.New("ps: unsupported wire version")
+	// ErrStartTimeout: a role could not reach its peers before its start
+	// deadline; the message says who is missing.
+	ErrStartTimeout = errors.New("ps: start timed out")
+	// ErrClosed: the role was closed.
+	ErrClosed = errors.New("ps: closed")
+	// ErrRejected: the coordinator refused a request (for example an
+	// out-of-order clock); the message carries the coordinator's reason.
+	ErrRejected = errors.New("ps: rejected by coordinator")
+	// ErrRemote: a peer failed in a way no other sentinel describes.
+	ErrRemote = errors.New("ps: remote error")
+)
+
+// errCode is how an error travels on the wire: one byte, mapped back to a
+// sentinel by the receiver.
+type errCode uint8
+
+const (
+	codeOK errCode = iota
+	codeMalformed
+	codeUnknownKey
+	codeLengthMismatch
+	codeUnsortedKeys
+	codeWireVersion
+	codeRejected
+	codeClosed
+	codeInternal
+)
+
+var codeErrors = [...]error{
+	codeMalformed:      ErrMalformed,
+	codeUnknownKey:     ErrUnknownKey,
+	codeLengthMismatch: ErrLengthMismatch,
+	codeUnsortedKeys:   ErrUnsortedKeys,
+	codeWireVersion:    ErrWireVersion,
+	codeRejected:       ErrRejected,
+	codeClosed:         ErrClosed,
+	codeInternal:       ErrRemote,
+}
+
+// codeOf maps an error to its wire code.
+func codeOf(err error) errCode {
+	for c, e := range codeErrors {
+		if e != nil && errors.Is(err, e) {
+			return errCode(c)
+		}
+	}
+	return codeInternal
+}
+
+// errorOf maps a wire code and message back to an error wrapping the
+// matching sentinel.
+func errorOf(c errCode, from, msg string) error {
+	sentinel := ErrRemote
+	if int(c) < len(codeErrors) && codeErrors[c] != nil {
+		sentinel = codeErrors[c]
+	}
+	if msg == "" || msg == sentinel.Error() {
+		return fmt.Errorf("%w (from %s)", sentinel, from)
+	}
+	return &remoteErr{sentinel: sentinel, from: from, msg: msg}
+}
+
+// remoteErr is an error received from a peer: its text is the peer's, and it
+// matches the sentinel of its code under errors.Is.
+type remoteErr struct {
+	sentinel error
+	from     string
+	msg      string
+}
+
+func (e *remoteErr) Error() string { return e.msg + " (from " + e.from + ")" }
+func (e *remoteErr) Unwrap() error { return e.sentinel }

@@ -1,0 +1,111 @@
+package ps
+
+import (
+	"time"
+
+	"github.com/falconml/falcon/epsp"
+)
+
+// EventKind tells what an observed Event reports.
+type EventKind uint8
+
+const (
+	// EvPushAdmitted: the coordinator admitted a push (Push, Decision).
+	EvPushAdmitted EventKind = iota + 1
+	// EvApplied: a server applied a push (Clock, Action = ApplyNow) or
+	// buffered one (Action = Accumulate); Samples is the push weight.
+	EvApplied
+	// EvFlushed: a server applied the buffered gradients of Clock.
+	EvFlushed
+	// EvClockStart: Worker started computing Clock.
+	EvClockStart
+	// EvClockDone: Worker's pushes of Clock are stored; it waits for release.
+	EvClockDone
+	// EvRelease: the coordinator released Worker into Clock.
+	EvRelease
+	// EvParallelism: Worker's parallelism was set to P.
+	EvParallelism
+	// EvBatch: Worker's batch was set to Samples.
+	EvBatch
+	// EvTransferOrdered: the coordinator ordered Transfer.
+	EvTransferOrdered
+	// EvTransferResult: the giver answered (Accepted, Lo, Hi in Result).
+	EvTransferResult
+	// EvTransferDone: the taker pushed the transferred range.
+	EvTransferDone
+	// EvChunk: Worker computed samples [Lo, Hi) of Owner's batch of Clock.
+	EvChunk
+)
+
+func (k EventKind) String() string {
+	names := [...]string{"", "push-admitted", "applied", "flushed", "clock-start", "clock-done", "release",
+		"parallelism", "batch", "transfer-ordered", "transfer-result", "transfer-done", "chunk"}
+	if int(k) < len(names) && k > 0 {
+		return names[k]
+	}
+	return "event?"
+}
+
+// Event is what an Observer sees. Only the fields its Kind names are set.
+type Event struct {
+	Kind     EventKind
+	At       time.Duration // time since the role started
+	Node     string        // the node reporting
+	Worker   epsp.WorkerID
+	Owner    epsp.WorkerID
+	Clock    int
+	Lo, Hi   int
+	Samples  int
+	P        int
+	Push     epsp.Push
+	Decision epsp.PushDecision
+	Transfer epsp.TransferOrder
+	Result   epsp.TransferResult
+}
+
+// Observer receives events from servers, the coordinator and workers. It is
+// called synchronously from the role's goroutines, possibly concurrently,
+// so it must be safe for concurrent use and return quickly.
+type Observer interface {
+	Observe(Event)
+}
+
+// ObserverFunc adapts a function to Observer.
+type ObserverFunc func(Event)
+
+// Observe calls f(e).
+func (f ObserverFunc) Observe(e Event) { f(e) }
+
+// Option configures a role with an injected dependency.
+type Option func(*options)
+
+type options struct {
+	obs   Observer
+	clock func() time.Duration
+}
+
+// WithObserver sets the observer of a role.
+func WithObserver(o Observer) Option { return func(p *options) { p.obs = o } }
+
+// WithClock sets the role's time source (the duration since the cluster
+// started); the default measures from the role's construction.
+func WithClock(now func() time.Duration) Option { return func(p *options) { p.clock = now } }
+
+func buildOptions(opts []Option) options {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.clock == nil {
+		start := time.Now()
+		o.clock = func() time.Duration { return time.Since(start) }
+	}
+	return o
+}
+
+func (o *options) emit(e Event) {
+	if o.obs != nil {
+		e.At = o.clock()
+		o.obs.Observe(e)
+	}
+}

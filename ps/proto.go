@@ -1,0 +1,72 @@
+package ps
+
+import (
+	"time"
+
+	"github.com/falconml/falcon/epsp"
+)
+
+// Coordinator ↔ worker messages. Workers send requests (hello, admit,
+// clock, transfer result, transfer done) and one-way progress reports; the
+// coordinator sends one-way orders (release, parallelism, batch, transfer
+// order, transfer task).
+
+type helloInfo struct {
+	clock   int
+	version uint64
+	batch   int
+	par     int
+}
+
+func encodePush(e *encoder, p epsp.Push) {
+	e.i64(int64(p.Worker))
+	e.i64(int64(p.Owner))
+	e.i64(int64(p.Clock))
+	e.u64(p.BaseVersion)
+	e.i64(int64(p.Samples))
+	e.i64(int64(p.BatchSamples))
+}
+
+const maxInt32 = 1<<31 - 1
+
+func decodePush(d *decoder) epsp.Push {
+	return epsp.Push{
+		Worker:       epsp.WorkerID(d.int(0, maxInt32, "worker")),
+		Owner:        epsp.WorkerID(d.int(0, maxInt32, "owner")),
+		Clock:        d.int(0, 1<<62, "clock"),
+		BaseVersion:  d.u64(),
+		Samples:      d.int(0, 1<<62, "samples"),
+		BatchSamples: d.int(0, 1<<62, "batch samples"),
+	}
+}
+
+func encodeProgress(e *encoder, r epsp.ProgressReport) {
+	e.i64(int64(r.Worker))
+	e.i64(int64(r.Clock))
+	e.i64(int64(r.Done))
+	e.i64(int64(r.Assigned))
+	e.i64(int64(r.Parallelism))
+	e.i64(int64(r.Elapsed))
+}
+
+func decodeProgress(d *decoder) epsp.ProgressReport {
+	return epsp.ProgressReport{
+		Worker:      epsp.WorkerID(d.int(0, maxInt32, "worker")),
+		Clock:       d.int(0, 1<<62, "clock"),
+		Done:        d.int(0, 1<<62, "done"),
+		Assigned:    d.int(0, 1<<62, "assigned"),
+		Parallelism: d.int(0, maxInt32, "parallelism"),
+		Elapsed:     time.Duration(d.i64()),
+	}
+}
+
+// transferTask tells a taker to compute [Lo, Hi) of Owner's batch (of
+// Batch samples) for Clock.
+type transferTask struct {
+	id      uint64
+	owner   epsp.WorkerID
+	clock   int
+	lo, hi  int
+	batch   int
+	version uint64
+}

@@ -1,0 +1,214 @@
+// Package pstest starts in-process parameter-server clusters for tests:
+// a coordinator, servers and workers joined over one
+// transport.InmemNetwork, shut down (without leaked goroutines) by
+// t.Cleanup.
+package pstest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps"
+	"github.com/falconml/falcon/transport"
+)
+
+// Option configures NewCluster.
+type Option func(*config)
+
+type config struct {
+	servers, workers int
+	policy           epsp.Policy
+	epsp             epsp.Config
+	store            ps.StoreConfig
+	width            int
+	part             ps.Partitioner
+	obs              ps.Observer
+	netOpts          []transport.InmemOption
+	chunk            int
+	progress         int
+	startTimeout     time.Duration
+}
+
+// Servers sets the number of servers (default 2).
+func Servers(n int) Option { return func(c *config) { c.servers = n } }
+
+// Workers sets the number of workers (default 2; 0 starts no coordinator).
+func Workers(n int) Option { return func(c *config) { c.workers = n } }
+
+// Policy sets the synchronisation policy (default BSP).
+func Policy(p epsp.Policy) Option { return func(c *config) { c.policy = p } }
+
+// Batch sets every worker's initial batch size (default 8).
+func Batch(b int) Option { return func(c *config) { c.epsp.Batch = b } }
+
+// Parallelism sets every worker's initial parallelism (default 1).
+func Parallelism(p int) Option { return func(c *config) { c.epsp.Parallelism = p } }
+
+// TickPeriod sets the coordinator's control tick (default none).
+func TickPeriod(d time.Duration) Option { return func(c *config) { c.epsp.TickPeriod = d } }
+
+// Optimizer sets the servers' optimizer (default SGD with rate 0.01).
+func Optimizer(o ps.Optimizer) Option { return func(c *config) { c.store.Optimizer = o } }
+
+// Width sets the clients' fixed value width (default 1).
+func Width(w int) Option { return func(c *config) { c.width = w } }
+
+// Partitioner sets the clients' partitioner.
+func Partitioner(p ps.Partitioner) Option { return func(c *config) { c.part = p } }
+
+// Observer sets the observer of every role.
+func Observer(o ps.Observer) Option { return func(c *config) { c.obs = o } }
+
+// Network passes options to the in-process network (delays, drops, lz4).
+func Network(opts ...transport.InmemOption) Option {
+	return func(c *config) { c.netOpts = append(c.netOpts, opts...) }
+}
+
+// Chunk sets the workers' chunk size (samples claimed at a time).
+func Chunk(n int) Option { return func(c *config) { c.chunk = n } }
+
+// ProgressEvery sets the chunks between the workers' progress reports.
+func ProgressEvery(n int) Option { return func(c *config) { c.progress = n } }
+
+// Cluster is a running in-process cluster.
+type Cluster struct {
+	Net         *transport.InmemNetwork
+	Coordinator *ps.Coordinator // nil with Workers(0)
+	Servers     []*ps.Server
+	Workers     []*ps.Worker
+	ServerIDs   []transport.NodeID
+	WorkerIDs   []transport.NodeID
+	ClientCfg   ps.ClientConfig
+	clients     int
+}
+
+// CoordinatorID is the coordinator's node name.
+const CoordinatorID transport.NodeID = "coordinator"
+
+// NewCluster starts a cluster and registers its shutdown with t.Cleanup.
+// It fails the test if any role does not start.
+func NewCluster(t testing.TB, opts ...Option) *Cluster {
+	t.Helper()
+	cfg := config{servers: 2, workers: 2, epsp: epsp.Config{Batch: 8, Parallelism: 1}, store: ps.DefaultStoreConfig(), width: 1, startTimeout: 5 * time.Second}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.policy == nil {
+		cfg.policy = epsp.NewBSP()
+	}
+	c := &Cluster{Net: transport.NewInmemNetwork(cfg.netOpts...)}
+	var closers []func()
+	t.Cleanup(func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+		c.Net.Close()
+	})
+	for i := range cfg.servers {
+		c.ServerIDs = append(c.ServerIDs, transport.NodeID(fmt.Sprintf("server-%d", i)))
+	}
+	for i := range cfg.workers {
+		c.WorkerIDs = append(c.WorkerIDs, transport.NodeID(fmt.Sprintf("worker-%d", i)))
+	}
+	c.ClientCfg = ps.ClientConfig{Servers: c.ServerIDs, Width: cfg.width, Partitioner: cfg.part}
+	var ro []ps.Option
+	if cfg.obs != nil {
+		ro = append(ro, ps.WithObserver(cfg.obs))
+	}
+	for i, id := range c.ServerIDs {
+		s, err := ps.NewServer(string(id), ps.ServerConfig{Store: cfg.store}, ro...)
+		if err != nil {
+			t.Fatalf("pstest: server %d: %v", i, err)
+		}
+		if _, err := c.Net.Join(id, s); err != nil {
+			t.Fatalf("pstest: join %s: %v", id, err)
+		}
+		c.Servers = append(c.Servers, s)
+	}
+	if cfg.workers == 0 {
+		return c
+	}
+	ecfg := cfg.epsp
+	ecfg.NumWorkers = cfg.workers
+	cc := ps.CoordinatorConfig{EPSP: ecfg, Servers: c.ServerIDs, Workers: c.WorkerIDs, StartTimeout: cfg.startTimeout}
+	co, err := ps.NewCoordinator(cc, cfg.policy, ro...)
+	if err != nil {
+		t.Fatalf("pstest: coordinator: %v", err)
+	}
+	ctr, err := c.Net.Join(CoordinatorID, co)
+	if err != nil {
+		t.Fatalf("pstest: join coordinator: %v", err)
+	}
+	ctx := context.Background()
+	if err := co.Start(ctx, ctr); err != nil {
+		t.Fatalf("pstest: start coordinator: %v", err)
+	}
+	closers = append(closers, func() { co.Close() })
+	c.Coordinator = co
+	for i, id := range c.WorkerIDs {
+		wc := ps.WorkerConfig{ID: epsp.WorkerID(i), Coordinator: CoordinatorID, Client: c.ClientCfg,
+			StartTimeout: cfg.startTimeout, Chunk: cfg.chunk, ProgressEvery: cfg.progress}
+		w, err := ps.NewWorker(string(id), wc, ro...)
+		if err != nil {
+			t.Fatalf("pstest: worker %d: %v", i, err)
+		}
+		wtr, err := c.Net.Join(id, w)
+		if err != nil {
+			t.Fatalf("pstest: join %s: %v", id, err)
+		}
+		if err := w.Start(ctx, wtr); err != nil {
+			t.Fatalf("pstest: start %s: %v", id, err)
+		}
+		closers = append(closers, func() { w.Close() })
+		c.Workers = append(c.Workers, w)
+	}
+	if err := co.WaitWorkers(ctx); err != nil {
+		t.Fatalf("pstest: %v", err)
+	}
+	return c
+}
+
+// NewClient joins a fresh client node (client-N) and returns its client.
+func (c *Cluster) NewClient(t testing.TB) *ps.Client {
+	t.Helper()
+	id := transport.NodeID(fmt.Sprintf("client-%d", c.clients))
+	c.clients++
+	tr, err := c.Net.Join(id, nopHandler{})
+	if err != nil {
+		t.Fatalf("pstest: join %s: %v", id, err)
+	}
+	cl, err := ps.NewClient(tr, c.ClientCfg)
+	if err != nil {
+		t.Fatalf("pstest: client: %v", err)
+	}
+	return cl
+}
+
+type nopHandler struct{}
+
+func (nopHandler) HandleRequest(context.Context, transport.NodeID, []byte) ([]byte, error) {
+	return nil, fmt.Errorf("pstest: client node serves no requests")
+}
+func (nopHandler) HandleMessage(transport.NodeID, []byte) {}
+
+// Train runs Train on every worker at once and returns their stats.
+func (c *Cluster) Train(ctx context.Context, model ps.Model, sampler ps.Sampler, tc ps.TrainConfig) ([]ps.TrainStats, error) {
+	stats := make([]ps.TrainStats, len(c.Workers))
+	g, gctx := errgroup.WithContext(ctx)
+	for i, w := range c.Workers {
+		g.Go(func() error {
+			s, err := w.Train(gctx, model, sampler, tc)
+			stats[i] = s
+			if err != nil {
+				return fmt.Errorf("%s: %w", c.WorkerIDs[i], err)
+			}
+			return nil
+		})
+	}
+	return stats, g.Wait()
+}

@@ -1,0 +1,222 @@
+package ps
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/transport"
+)
+
+// ServerConfig configures a Server.
+type ServerConfig struct {
+	// Store configures the server's shard (its optimizer).
+	Store StoreConfig
+}
+
+// DefaultServerConfig returns the default: SGD with learning rate 0.01.
+func DefaultServerConfig() ServerConfig { return ServerConfig{Store: DefaultStoreConfig()} }
+
+// Validate checks the configuration.
+func (c *ServerConfig) Validate() error { return c.Store.Validate() }
+
+// Server is the server role: a thin concurrent shell around one Store. It
+// implements transport.Handler; join it to a transport under its node name
+// (it never sends anything itself). Requests are served concurrently; pulls
+// share a read lock, updates take the write lock, and each request is
+// validated completely before anything is applied.
+type Server struct {
+	opts  options
+	name  string
+	mu    sync.RWMutex
+	store *Store
+	pool  sync.Pool // *scratch
+}
+
+var _ transport.Handler = (*Server)(nil)
+
+type scratch struct {
+	keys []uint64
+	lens []int
+	vals []float32
+}
+
+// NewServer returns a server with an empty store. name is used in events.
+func NewServer(name string, cfg ServerConfig, opts ...Option) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	st, err := NewStore(cfg.Store)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{opts: buildOptions(opts), name: name, store: st}
+	s.pool.New = func() any { return new(scratch) }
+	return s, nil
+}
+
+// View calls f with the store under the server's read lock (for tests and
+// inspection). f must not keep the store.
+func (s *Server) View(f func(*Store)) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	f(s.store)
+}
+
+// HandleMessage ignores one-way messages: servers only serve requests.
+func (s *Server) HandleMessage(transport.NodeID, []byte) {}
+
+// HandleRequest serves one ps request. Errors travel in the response as
+// codes; it never returns a transport-level error.
+func (s *Server) HandleRequest(_ context.Context, _ transport.NodeID, req []byte) ([]byte, error) {
+	resp, err := s.serve(req)
+	if err != nil {
+		return errResponse(err), nil
+	}
+	return resp, nil
+}
+
+func (s *Server) serve(req []byte) ([]byte, error) {
+	o, body, err := header(req)
+	if err != nil {
+		return nil, err
+	}
+	d := decoder{b: body}
+	switch o {
+	case opPing:
+		return okResponse(nil), d.end()
+	case opLayout:
+		if err := d.end(); err != nil {
+			return nil, err
+		}
+		s.mu.RLock()
+		keys, lens := s.store.Keys()
+		s.mu.RUnlock()
+		e := encoder{okResponse(make([]byte, 0, 6+segBytes*len(keys)))}
+		e.u32(uint32(len(keys)))
+		for i, k := range keys {
+			e.u64(k)
+			e.u32(uint32(lens[i]))
+		}
+		return e.b, nil
+	case opFlush:
+		clock := d.int(-1<<62, 1<<62, "clock")
+		scale := d.f64()
+		if err := d.end(); err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		n := s.store.Flush(clock, float32(scale))
+		s.mu.Unlock()
+		s.opts.emit(Event{Kind: EvFlushed, Node: s.name, Clock: clock, Samples: n})
+		return okResponse(nil), nil
+	case opInit, opPull:
+		sc := s.pool.Get().(*scratch)
+		defer s.pool.Put(sc)
+		total, err := readSegs(&d, sc)
+		if err != nil {
+			return nil, err
+		}
+		if o == opPull {
+			if err := d.end(); err != nil {
+				return nil, err
+			}
+			return s.pull(sc, total)
+		}
+		vb := d.bytes(4 * total)
+		if err := d.end(); err != nil {
+			return nil, err
+		}
+		sc.vals = resize(sc.vals, total)
+		getF32s(sc.vals, vb)
+		s.mu.Lock()
+		err = s.store.InitValues(sc.keys, sc.lens, sc.vals)
+		s.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		return okResponse(nil), nil
+	case opPush, opPushPull:
+		mode := d.u8()
+		clock := d.int(-1<<62, 1<<62, "clock")
+		scale := d.f64()
+		weight := d.f64()
+		sc := s.pool.Get().(*scratch)
+		defer s.pool.Put(sc)
+		total, err := readSegs(&d, sc)
+		if err != nil {
+			return nil, err
+		}
+		vb := d.bytes(4 * total)
+		if err := d.end(); err != nil {
+			return nil, err
+		}
+		if mode != modeApply && mode != modeAccumulate {
+			return nil, fmt.Errorf("%w: push mode %d", ErrMalformed, mode)
+		}
+		sc.vals = resize(sc.vals, total)
+		getF32s(sc.vals, vb)
+		s.mu.Lock()
+		if mode == modeApply {
+			err = s.store.Apply(sc.keys, sc.lens, sc.vals, float32(scale))
+		} else {
+			err = s.store.Accumulate(clock, sc.keys, sc.lens, sc.vals, weight)
+		}
+		s.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		act := epsp.ApplyNow
+		if mode == modeAccumulate {
+			act = epsp.Accumulate
+		}
+		s.opts.emit(Event{Kind: EvApplied, Node: s.name, Clock: clock, Samples: int(weight), Decision: epsp.PushDecision{Action: act, Scale: scale, Clock: clock}})
+		if o == opPush {
+			return okResponse(nil), nil
+		}
+		return s.pull(sc, total)
+	}
+	return nil, fmt.Errorf("%w: unknown server op %d", ErrMalformed, o)
+}
+
+func (s *Server) pull(sc *scratch, total int) ([]byte, error) {
+	resp := make([]byte, 2+4*total)
+	okResponse(resp)
+	s.mu.RLock()
+	err := s.store.pullBytes(sc.keys, sc.lens, resp[2:])
+	s.mu.RUnlock()
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// readSegs decodes a (key, len) list into sc and returns Σ len.
+func readSegs(d *decoder, sc *scratch) (int, error) {
+	n := int(d.u32())
+	if d.err == nil && n > len(d.b)/segBytes {
+		return 0, fmt.Errorf("%w: %d segments in %d bytes", ErrMalformed, n, len(d.b))
+	}
+	sc.keys = sc.keys[:0]
+	sc.lens = sc.lens[:0]
+	total := 0
+	for range n {
+		k := d.u64()
+		l := int(d.u32())
+		if l <= 0 {
+			return 0, fmt.Errorf("%w: key %d with length %d", ErrMalformed, k, l)
+		}
+		sc.keys = append(sc.keys, k)
+		sc.lens = append(sc.lens, l)
+		total += l
+	}
+	return total, d.err
+}
+
+func resize(v []float32, n int) []float32 {
+	if cap(v) < n {
+		return make([]float32, n)
+	}
+	return v[:n]
+}

@@ -1,0 +1,393 @@
+package ps
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// StoreConfig configures a Store.
+type StoreConfig struct {
+	// Optimizer applies updates; nil means SGD{LR: 0.01}.
+	Optimizer Optimizer
+}
+
+// DefaultStoreConfig returns the default store configuration: SGD with
+// learning rate 0.01.
+func DefaultStoreConfig() StoreConfig { return StoreConfig{Optimizer: SGD{LR: 0.01}} }
+
+// Validate checks the configuration.
+func (c *StoreConfig) Validate() error {
+	if c.Optimizer != nil && c.Optimizer.Slots() < 0 {
+		return errors.New("ps: optimizer with negative Slots")
+	}
+	return nil
+}
+
+// Store is the parameter shard of one server: keys, their values, the
+// optimizer state and the per-clock gradient buffers. It is the pure apply
+// step shared by the live Server and the ps/sim simulator: no goroutines,
+// no locks, no clocks; not safe for concurrent use (the Server serialises
+// calls).
+//
+// Every mutating call validates the whole request first and changes nothing
+// when it returns an error.
+//
+// Gradient buffers (Accumulate/Flush) implement the sample-weighted merge of
+// enforced synchronisation: for a clock c and a key k,
+//
+//	g_k = Σ_i w_i·g_{i,k} / Σ_i w_i
+//
+// over the pushes i of clock c that carry k, w_i being the push weight
+// (its sample count), and Flush applies g_k with one optimizer step.
+type Store struct {
+	opt   Optimizer
+	slots int
+	index map[uint64]int32
+	ents  []entry
+	vals  []float32
+	state []float32
+	bufs  map[int]*accBuf
+	free  []*accBuf
+	idx   []int32 // scratch: entry indices of the request being served
+	tmp   []float32
+}
+
+type entry struct {
+	key  uint64
+	off  int // offset of the value in vals (and of slot 0 in state / slots)
+	n    int
+	step int64 // updates applied to this key
+}
+
+type accBuf struct {
+	sum     []float32 // indexed like vals
+	weight  []float64 // per entry; 0 means untouched
+	touched []int32
+}
+
+// NewStore returns an empty store.
+func NewStore(cfg StoreConfig) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Optimizer == nil {
+		cfg.Optimizer = DefaultStoreConfig().Optimizer
+	}
+	return &Store{
+		opt:   cfg.Optimizer,
+		slots: cfg.Optimizer.Slots(),
+		index: make(map[uint64]int32),
+		bufs:  make(map[int]*accBuf),
+	}, nil
+}
+
+// Optimizer returns the store's optimizer.
+func (s *Store) Optimizer() Optimizer { return s.opt }
+
+// NumKeys is the number of keys held.
+func (s *Store) NumKeys() int { return len(s.ents) }
+
+// Size is the number of values held.
+func (s *Store) Size() int { return len(s.vals) }
+
+// Keys returns the held keys in increasing order and their lengths.
+func (s *Store) Keys() (keys []uint64, lens []int) {
+	keys = make([]uint64, 0, len(s.ents))
+	for _, e := range s.ents {
+		keys = append(keys, e.key)
+	}
+	slices.Sort(keys)
+	lens = make([]int, len(keys))
+	for i, k := range keys {
+		lens[i] = s.ents[s.index[k]].n
+	}
+	return keys, lens
+}
+
+// Len returns the length of key's value, or false if the key is unknown.
+func (s *Store) Len(key uint64) (int, bool) {
+	i, ok := s.index[key]
+	if !ok {
+		return 0, false
+	}
+	return s.ents[i].n, true
+}
+
+// Value appends key's current value to dst.
+func (s *Store) Value(dst []float32, key uint64) ([]float32, bool) {
+	i, ok := s.index[key]
+	if !ok {
+		return dst, false
+	}
+	e := s.ents[i]
+	return append(dst, s.vals[e.off:e.off+e.n]...), true
+}
+
+// Steps returns how many optimizer updates key has received.
+func (s *Store) Steps(key uint64) int64 {
+	if i, ok := s.index[key]; ok {
+		return s.ents[i].step
+	}
+	return 0
+}
+
+// checkInit validates an initialisation: keys sorted and unique, lens given
+// and positive, a key already held must keep its length.
+func (s *Store) checkInit(keys []uint64, lens []int, nvals int) error {
+	if err := checkSorted(keys); err != nil {
+		return err
+	}
+	if len(lens) != len(keys) {
+		return fmt.Errorf("%w: %d lens for %d keys", ErrLengthMismatch, len(lens), len(keys))
+	}
+	total := 0
+	for i, k := range keys {
+		if lens[i] <= 0 {
+			return fmt.Errorf("%w: key %d has length %d", ErrLengthMismatch, k, lens[i])
+		}
+		if j, ok := s.index[k]; ok && s.ents[j].n != lens[i] {
+			return fmt.Errorf("%w: key %d has length %d, init gives %d", ErrLengthMismatch, k, s.ents[j].n, lens[i])
+		}
+		total += lens[i]
+	}
+	if nvals >= 0 && nvals != total {
+		return fmt.Errorf("%w: %d values for lengths summing to %d", ErrLengthMismatch, nvals, total)
+	}
+	return nil
+}
+
+// Init creates the keys that are not yet held, with lengths lens, filled by
+// init (nil means Zeros). Keys already held with the same length keep their
+// values (so every worker may call Init with the same arguments); a key held
+// with a different length is an ErrLengthMismatch.
+func (s *Store) Init(keys []uint64, lens []int, init Initializer) error {
+	if err := s.checkInit(keys, lens, -1); err != nil {
+		return err
+	}
+	if init == nil {
+		init = Zeros{}
+	}
+	for i, k := range keys {
+		if _, ok := s.index[k]; ok {
+			continue
+		}
+		v := s.add(k, lens[i])
+		init.Init(k, 0, v)
+	}
+	return nil
+}
+
+// InitValues is Init with explicit values: vals holds the values of all keys
+// back to back (len(vals) = Σ lens). Held keys keep their values.
+func (s *Store) InitValues(keys []uint64, lens []int, vals []float32) error {
+	if err := s.checkInit(keys, lens, len(vals)); err != nil {
+		return err
+	}
+	off := 0
+	for i, k := range keys {
+		n := lens[i]
+		if _, ok := s.index[k]; !ok {
+			copy(s.add(k, n), vals[off:off+n])
+		}
+		off += n
+	}
+	return nil
+}
+
+func (s *Store) add(k uint64, n int) []float32 {
+	off := len(s.vals)
+	s.index[k] = int32(len(s.ents))
+	s.ents = append(s.ents, entry{key: k, off: off, n: n})
+	s.vals = slices.Grow(s.vals, n)[:off+n]
+	if s.slots > 0 {
+		s.state = slices.Grow(s.state, n*s.slots)[:len(s.state)+n*s.slots]
+	}
+	for _, b := range s.bufs {
+		b.grow(len(s.vals), len(s.ents))
+	}
+	for _, b := range s.free {
+		b.grow(len(s.vals), len(s.ents))
+	}
+	return s.vals[off : off+n]
+}
+
+func (b *accBuf) grow(nvals, nents int) {
+	b.sum = append(b.sum, make([]float32, nvals-len(b.sum))...)
+	b.weight = append(b.weight, make([]float64, nents-len(b.weight))...)
+}
+
+// resolve validates a request (keys sorted and unique and held, lens match,
+// nvals = Σ lens) and leaves the entry indices in s.idx. lens nil means the
+// held lengths.
+func (s *Store) resolve(keys []uint64, lens []int, nvals int) error {
+	if err := checkSorted(keys); err != nil {
+		return err
+	}
+	if lens != nil && len(lens) != len(keys) {
+		return fmt.Errorf("%w: %d lens for %d keys", ErrLengthMismatch, len(lens), len(keys))
+	}
+	s.idx = s.idx[:0]
+	total := 0
+	for i, k := range keys {
+		j, ok := s.index[k]
+		if !ok {
+			return fmt.Errorf("%w: %d", ErrUnknownKey, k)
+		}
+		n := s.ents[j].n
+		if lens != nil && lens[i] != n {
+			return fmt.Errorf("%w: key %d has length %d, request gives %d", ErrLengthMismatch, k, n, lens[i])
+		}
+		total += n
+		s.idx = append(s.idx, j)
+	}
+	if nvals != total {
+		return fmt.Errorf("%w: %d values for lengths summing to %d", ErrLengthMismatch, nvals, total)
+	}
+	return nil
+}
+
+// Apply runs one optimizer step on each key with the gradient in grads
+// (all keys' gradients back to back) multiplied by scale:
+// w_k ← opt(w_k, scale·g_k).
+func (s *Store) Apply(keys []uint64, lens []int, grads []float32, scale float32) error {
+	if err := s.resolve(keys, lens, len(grads)); err != nil {
+		return err
+	}
+	off := 0
+	for _, j := range s.idx {
+		e := &s.ents[j]
+		s.step(e, grads[off:off+e.n], scale)
+		off += e.n
+	}
+	return nil
+}
+
+func (s *Store) step(e *entry, g []float32, scale float32) {
+	e.step++
+	var st []float32
+	if s.slots > 0 {
+		st = s.state[e.off*s.slots : (e.off+e.n)*s.slots]
+		// The state of a key is laid out slot after slot over its n values.
+	}
+	s.opt.Update(s.vals[e.off:e.off+e.n], g, scale, st, e.step)
+}
+
+// Accumulate adds weight·g_k to the buffer of clock for each key and weight
+// to the key's buffered weight; nothing is applied until Flush(clock).
+// weight must be positive (normally the push's sample count).
+func (s *Store) Accumulate(clock int, keys []uint64, lens []int, grads []float32, weight float64) error {
+	if !(weight > 0) {
+		return fmt.Errorf("%w: accumulate weight %v", ErrMalformed, weight)
+	}
+	if err := s.resolve(keys, lens, len(grads)); err != nil {
+		return err
+	}
+	b := s.bufs[clock]
+	if b == nil {
+		b = s.newBuf()
+		s.bufs[clock] = b
+	}
+	w := float32(weight)
+	off := 0
+	for _, j := range s.idx {
+		e := s.ents[j]
+		if b.weight[j] == 0 {
+			b.touched = append(b.touched, j)
+		}
+		b.weight[j] += weight
+		sum := b.sum[e.off : e.off+e.n]
+		g := grads[off : off+e.n]
+		for i := range sum {
+			sum[i] += w * g[i]
+		}
+		off += e.n
+	}
+	return nil
+}
+
+func (s *Store) newBuf() *accBuf {
+	if n := len(s.free); n > 0 {
+		b := s.free[n-1]
+		s.free = s.free[:n-1]
+		return b
+	}
+	return &accBuf{sum: make([]float32, len(s.vals)), weight: make([]float64, len(s.ents))}
+}
+
+// Pending lists the clocks with buffered gradients, in increasing order.
+func (s *Store) Pending() []int {
+	var cs []int
+	for c := range s.bufs {
+		cs = append(cs, c)
+	}
+	slices.Sort(cs)
+	return cs
+}
+
+// Flush applies the buffer of clock: for every key pushed in that clock one
+// optimizer step with the weighted mean gradient Σ w_i·g_i / Σ w_i
+// multiplied by scale. It reports how many keys were updated; a clock with
+// no buffered gradients updates nothing.
+func (s *Store) Flush(clock int, scale float32) int {
+	b := s.bufs[clock]
+	if b == nil {
+		return 0
+	}
+	delete(s.bufs, clock)
+	slices.Sort(b.touched) // entry order: deterministic
+	for _, j := range b.touched {
+		e := &s.ents[j]
+		sum := b.sum[e.off : e.off+e.n]
+		inv := float32(1 / b.weight[j])
+		for i := range sum {
+			sum[i] *= inv
+		}
+		s.step(e, sum, scale)
+		clear(sum)
+		b.weight[j] = 0
+	}
+	n := len(b.touched)
+	b.touched = b.touched[:0]
+	s.free = append(s.free, b)
+	return n
+}
+
+// Pull copies the values of keys, back to back, into out
+// (len(out) must be Σ lens).
+func (s *Store) Pull(keys []uint64, lens []int, out []float32) error {
+	if err := s.resolve(keys, lens, len(out)); err != nil {
+		return err
+	}
+	off := 0
+	for _, j := range s.idx {
+		e := s.ents[j]
+		copy(out[off:off+e.n], s.vals[e.off:e.off+e.n])
+		off += e.n
+	}
+	return nil
+}
+
+// pullBytes is Pull encoding straight into wire bytes (len(dst) = 4·Σ lens).
+func (s *Store) pullBytes(keys []uint64, lens []int, dst []byte) error {
+	if err := s.resolve(keys, lens, len(dst)/4); err != nil {
+		return err
+	}
+	off := 0
+	for _, j := range s.idx {
+		e := s.ents[j]
+		putF32s(dst[4*off:], s.vals[e.off:e.off+e.n])
+		off += e.n
+	}
+	return nil
+}
+
+// checkSorted reports ErrUnsortedKeys unless keys are strictly increasing.
+func checkSorted(keys []uint64) error {
+	for i := 1; i < len(keys); i++ {
+		if keys[i] <= keys[i-1] {
+			return fmt.Errorf("%w: key %d at index %d follows %d", ErrUnsortedKeys, keys[i], i, keys[i-1])
+		}
+	}
+	return nil
+}

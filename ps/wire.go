@@ -1,0 +1,218 @@
+package ps
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// The ps wire format. Every message starts with two bytes: the wire version
+// and the operation. Integers and floats are little-endian; float32 values
+// travel as their IEEE-754 bits, back to back. Responses start with the wire
+// version and an error code (0 = ok); a failed response carries the error
+// text after the code.
+//
+//	push, pushpull: mode u8 | clock i64 | scale f64 | weight f64 | n u32 | n × (key u64, len u32) | values
+//	pull:           n u32 | n × (key u64, len u32)
+//	init:           n u32 | n × (key u64, len u32) | values
+//	flush:          clock i64 | scale f64
+//	layout:         (empty); response n u32 | n × (key u64, len u32)
+const wireVersion = 1
+
+type op uint8
+
+const (
+	// server requests
+	opPing op = iota + 1
+	opInit
+	opPush
+	opPull
+	opPushPull
+	opFlush
+	opLayout
+	// coordinator requests and messages
+	opHello
+	opAdmit
+	opClock
+	opProgress
+	opTransferResult
+	opTransferDone
+	opVersion
+	// worker messages
+	opRelease
+	opSetParallelism
+	opSetBatch
+	opTransferOrder
+	opTransferTask
+)
+
+const (
+	modeApply      = 0
+	modeAccumulate = 1
+)
+
+// segBytes is the wire size of one (key, len) pair.
+const segBytes = 12
+
+type encoder struct{ b []byte }
+
+func newMsg(b []byte, o op) encoder { return encoder{append(b[:0], wireVersion, byte(o))} }
+
+func (e *encoder) u8(v uint8)    { e.b = append(e.b, v) }
+func (e *encoder) u32(v uint32)  { e.b = binary.LittleEndian.AppendUint32(e.b, v) }
+func (e *encoder) u64(v uint64)  { e.b = binary.LittleEndian.AppendUint64(e.b, v) }
+func (e *encoder) i64(v int64)   { e.u64(uint64(v)) }
+func (e *encoder) f64(v float64) { e.u64(math.Float64bits(v)) }
+func (e *encoder) str(s string)  { e.u32(uint32(len(s))); e.b = append(e.b, s...) }
+
+// f32s appends vals as little-endian float32 bits.
+func (e *encoder) f32s(vals []float32) {
+	n := len(e.b)
+	e.b = growLen(e.b, 4*len(vals))
+	putF32s(e.b[n:], vals)
+}
+
+// growLen extends b by n bytes (contents of the new bytes undefined).
+func growLen(b []byte, n int) []byte {
+	if cap(b)-len(b) < n {
+		nb := make([]byte, len(b), 2*cap(b)+n)
+		copy(nb, b)
+		b = nb
+	}
+	return b[:len(b)+n]
+}
+
+// putF32s writes vals into b (len(b) ≥ 4·len(vals)).
+func putF32s(b []byte, vals []float32) {
+	b = b[:4*len(vals)]
+	for i, v := range vals {
+		binary.LittleEndian.PutUint32(b[4*i:4*i+4], math.Float32bits(v))
+	}
+}
+
+// getF32s reads len(dst) float32s from b (len(b) ≥ 4·len(dst)).
+func getF32s(dst []float32, b []byte) {
+	b = b[:4*len(dst)]
+	for i := range dst {
+		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i : 4*i+4]))
+	}
+}
+
+// decoder reads a message; the first short read sets err and every later
+// read returns zero, so callers check err once at the end.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) need(n int) bool {
+	if d.err != nil {
+		return false
+	}
+	if n < 0 || len(d.b) < n {
+		d.err = fmt.Errorf("%w: truncated (need %d bytes, have %d)", ErrMalformed, n, len(d.b))
+		return false
+	}
+	return true
+}
+
+func (d *decoder) u8() uint8 {
+	if !d.need(1) {
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
+func (d *decoder) u32() uint32 {
+	if !d.need(4) {
+		return 0
+	}
+	v := binary.LittleEndian.Uint32(d.b)
+	d.b = d.b[4:]
+	return v
+}
+
+func (d *decoder) u64() uint64 {
+	if !d.need(8) {
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(d.b)
+	d.b = d.b[8:]
+	return v
+}
+
+func (d *decoder) i64() int64   { return int64(d.u64()) }
+func (d *decoder) f64() float64 { return math.Float64frombits(d.u64()) }
+
+func (d *decoder) str() string {
+	n := d.u32()
+	if !d.need(int(n)) {
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
+
+// bytes takes the next n bytes.
+func (d *decoder) bytes(n int) []byte {
+	if !d.need(n) {
+		return nil
+	}
+	v := d.b[:n]
+	d.b = d.b[n:]
+	return v
+}
+
+// int reads an i64 that must fit an int in [lo, hi].
+func (d *decoder) int(lo, hi int64, what string) int {
+	v := d.i64()
+	if d.err == nil && (v < lo || v > hi) {
+		d.err = fmt.Errorf("%w: %s %d out of range [%d,%d]", ErrMalformed, what, v, lo, hi)
+	}
+	return int(v)
+}
+
+// end reports trailing bytes as malformed.
+func (d *decoder) end() error {
+	if d.err == nil && len(d.b) != 0 {
+		d.err = fmt.Errorf("%w: %d trailing bytes", ErrMalformed, len(d.b))
+	}
+	return d.err
+}
+
+// header checks the version and returns the op of a message.
+func header(b []byte) (op, []byte, error) {
+	if len(b) < 2 {
+		return 0, nil, fmt.Errorf("%w: %d-byte message", ErrMalformed, len(b))
+	}
+	if b[0] != wireVersion {
+		return 0, nil, fmt.Errorf("%w: version %d, want %d", ErrWireVersion, b[0], wireVersion)
+	}
+	return op(b[1]), b[2:], nil
+}
+
+// okResponse starts a successful response.
+func okResponse(b []byte) []byte { return append(b[:0], wireVersion, byte(codeOK)) }
+
+// errResponse encodes err as a failed response.
+func errResponse(err error) []byte {
+	return append([]byte{wireVersion, byte(codeOf(err))}, err.Error()...)
+}
+
+// parseResponse checks a response's version and code, returning the
+// payload or the error it carries (from names the peer).
+func parseResponse(b []byte, from string) ([]byte, error) {
+	if len(b) < 2 {
+		return nil, fmt.Errorf("%w: %d-byte response from %s", ErrMalformed, len(b), from)
+	}
+	if b[0] != wireVersion {
+		return nil, fmt.Errorf("%w: response version %d from %s", ErrWireVersion, b[0], from)
+	}
+	if c := errCode(b[1]); c != codeOK {
+		return nil, errorOf(c, from, string(b[2:]))
+	}
+	return b[2:], nil
+}

@@ -1,0 +1,573 @@
+package ps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/transport"
+)
+
+// Model is the user's model: a gradient function over a set of samples.
+//
+// Gradient adds to grad the sum over samples of the per-sample gradient of
+// the loss at params, and returns the summed loss. The runtime calls it
+// concurrently from several goroutines, each with its own grad buffer
+// (len(grad) = len(params)); it must not modify params.
+type Model interface {
+	Gradient(params []float32, samples []int, grad []float32) (loss float64)
+}
+
+// Sampler assigns data to workers: Batch returns the global sample ids of
+// owner's batch of size samples for clock. It must be deterministic and the
+// same on every worker, because a worker that takes over part of another's
+// batch computes that batch's sample ids itself.
+type Sampler interface {
+	Batch(owner epsp.WorkerID, clock, size int) []int
+}
+
+// ShardSampler is the default data assignment over N samples and Workers
+// workers: worker w owns the samples s with s mod Workers = w, and its
+// batch of clock c is the next size of them in order, starting at position
+// c·size of its shard (wrapping).
+type ShardSampler struct {
+	N, Workers int
+}
+
+var _ Sampler = ShardSampler{}
+
+// Batch implements Sampler.
+func (s ShardSampler) Batch(owner epsp.WorkerID, clock, size int) []int {
+	w := max(s.Workers, 1)
+	shard := (s.N - int(owner) + w - 1) / w // samples owner, owner+w, … below N
+	ids := make([]int, size)
+	if shard <= 0 {
+		return ids
+	}
+	start := clock * size
+	for i := range ids {
+		ids[i] = int(owner) + ((start+i)%shard)*w
+	}
+	return ids
+}
+
+// WorkerConfig configures a worker.
+type WorkerConfig struct {
+	// ID is the worker's index in the coordinator's worker list.
+	ID epsp.WorkerID
+	// Coordinator names the coordinator node. Required.
+	Coordinator transport.NodeID
+	// Client configures the worker's key-value client (servers, width,
+	// partitioner).
+	Client ClientConfig
+	// StartTimeout bounds the wait for servers and the coordinator at
+	// Start; zero means 10 s.
+	StartTimeout time.Duration
+	// Chunk is how many samples a compute goroutine claims at a time;
+	// zero means 4. Transfers can only move samples not yet claimed.
+	Chunk int
+	// ProgressEvery is the number of chunks between progress reports;
+	// zero means 2.
+	ProgressEvery int
+}
+
+// Validate checks the configuration.
+func (c *WorkerConfig) Validate() error {
+	if c.ID < 0 {
+		return fmt.Errorf("ps: worker ID %d", c.ID)
+	}
+	if c.Coordinator == "" {
+		return errors.New("ps: WorkerConfig.Coordinator is empty")
+	}
+	if c.StartTimeout < 0 || c.Chunk < 0 || c.ProgressEvery < 0 {
+		return errors.New("ps: negative WorkerConfig field")
+	}
+	return c.Client.Validate()
+}
+
+// TrainConfig says what Worker.Train trains.
+type TrainConfig struct {
+	// Keys and Lens are the model's parameters; the Model sees their values
+	// back to back in this order. Lens nil means the client's Width.
+	Keys []uint64
+	Lens []int
+	// Init, if not nil, initialises the keys first (every worker may do it:
+	// Init keeps existing keys).
+	Init Initializer
+	// Clocks is the number of clocks (iterations) to run.
+	Clocks int
+}
+
+// TrainStats summarises one worker's Train.
+type TrainStats struct {
+	// Loss[c] is the mean loss over the samples this worker computed of its
+	// own batch in clock c (NaN if it computed none).
+	Loss []float64
+	// Samples counts samples of its own batches it computed; Given those it
+	// gave away; Taken those of other workers' batches it computed.
+	Samples, Given, Taken int
+}
+
+// Worker is the worker role: it pulls parameters, computes gradients of
+// its mini-batch with p goroutines (p set by the coordinator), pushes them
+// as the coordinator's policy decides, reports progress, and gives away or
+// takes over sample ranges when a transfer is ordered. It implements
+// transport.Handler.
+type Worker struct {
+	cfg    WorkerConfig
+	opts   options
+	name   string
+	quit   chan struct{}
+	closeO sync.Once
+	wg     sync.WaitGroup
+	ctx    context.Context // canceled by Close
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	changed  chan struct{} // closed and replaced on every state change
+	tr       transport.Transport
+	client   *Client
+	released int // the clock the worker may compute
+	version  uint64
+	batch    int
+	par      int
+	cur      *job
+	model    Model
+	sampler  Sampler
+	train    *TrainConfig
+	params   []float32
+	pversion uint64
+	stats    TrainStats
+	fatal    error
+}
+
+var _ transport.Handler = (*Worker)(nil)
+
+// NewWorker returns a worker; Start connects it.
+func NewWorker(name string, cfg WorkerConfig, opts ...Option) (*Worker, error) {
+	if cfg.StartTimeout == 0 {
+		cfg.StartTimeout = 10 * time.Second
+	}
+	if cfg.Chunk == 0 {
+		cfg.Chunk = 4
+	}
+	if cfg.ProgressEvery == 0 {
+		cfg.ProgressEvery = 2
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	w := &Worker{cfg: cfg, opts: buildOptions(opts), name: name, quit: make(chan struct{}), changed: make(chan struct{}), released: -1}
+	w.ctx, w.cancel = context.WithCancel(context.Background())
+	return w, nil
+}
+
+// ID returns the worker's index.
+func (w *Worker) ID() epsp.WorkerID { return w.cfg.ID }
+
+// Client returns the worker's key-value client (nil before Start).
+func (w *Worker) Client() *Client {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.client
+}
+
+// Start attaches the transport and waits, up to StartTimeout, for every
+// server and then the coordinator to answer. On timeout the
+// ErrStartTimeout error names who is missing.
+func (w *Worker) Start(ctx context.Context, tr transport.Transport) error {
+	cl, err := NewClient(tr, w.cfg.Client)
+	if err != nil {
+		return err
+	}
+	if err := waitServers(ctx, cl, w.cfg.StartTimeout); err != nil {
+		return fmt.Errorf("%s: %w", w.name, err)
+	}
+	w.mu.Lock()
+	w.tr, w.client = tr, cl
+	w.mu.Unlock()
+	hctx, cancel := context.WithTimeout(ctx, w.cfg.StartTimeout)
+	defer cancel()
+	var resp []byte
+	backoff := time.Millisecond
+	for {
+		resp, err = w.coordCall(hctx, newMsg(nil, opHello).b)
+		if err == nil || !errors.Is(err, ErrCoordinatorUnavailable) {
+			break
+		}
+		select {
+		case <-hctx.Done():
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("%w: %s waiting for coordinator: %s unreachable (%v)", ErrStartTimeout, w.name, w.cfg.Coordinator, err)
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 100*time.Millisecond)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: hello: %w", w.name, err)
+	}
+	d := decoder{b: resp}
+	h := helloInfo{clock: d.int(0, 1<<62, "clock"), version: d.u64(), batch: d.int(1, 1<<40, "batch"), par: d.int(1, maxInt32, "parallelism")}
+	if err := d.end(); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.batch, w.par = h.batch, h.par
+	w.setReleasedLocked(h.clock, h.version)
+	w.mu.Unlock()
+	return nil
+}
+
+// Close stops the worker's goroutines and waits for them; a running Train
+// returns ErrClosed. It does not close the transport.
+func (w *Worker) Close() error {
+	w.closeO.Do(func() {
+		close(w.quit)
+		w.cancel()
+	})
+	w.wg.Wait()
+	return nil
+}
+
+// Err returns the error that broke the worker's background work, if any.
+func (w *Worker) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.fatal
+}
+
+func (w *Worker) setFatal(err error) {
+	w.mu.Lock()
+	if w.fatal == nil {
+		w.fatal = err
+	}
+	w.broadcastLocked()
+	w.mu.Unlock()
+}
+
+func (w *Worker) broadcastLocked() {
+	close(w.changed)
+	w.changed = make(chan struct{})
+}
+
+// setReleasedLocked moves the worker into clock c with a fresh job.
+func (w *Worker) setReleasedLocked(c int, version uint64) {
+	if c <= w.released {
+		return
+	}
+	w.released, w.version = c, version
+	w.cur = w.newJob(w.cfg.ID, c, w.batch, 0, w.batch, true)
+	w.broadcastLocked()
+}
+
+// waitFor blocks until cond (checked under w.mu) holds.
+func (w *Worker) waitFor(ctx context.Context, cond func() bool) error {
+	for {
+		w.mu.Lock()
+		ok, ch, fatal := cond(), w.changed, w.fatal
+		w.mu.Unlock()
+		if ok {
+			return nil
+		}
+		if fatal != nil {
+			return fatal
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-w.quit:
+			return ErrClosed
+		}
+	}
+}
+
+func (w *Worker) coordCall(ctx context.Context, req []byte) ([]byte, error) {
+	resp, err := w.tr.Request(ctx, w.cfg.Coordinator, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w: %s: %w", ErrCoordinatorUnavailable, w.cfg.Coordinator, err)
+	}
+	return parseResponse(resp, string(w.cfg.Coordinator))
+}
+
+// HandleRequest refuses requests: workers only receive one-way orders.
+func (w *Worker) HandleRequest(context.Context, transport.NodeID, []byte) ([]byte, error) {
+	return errResponse(fmt.Errorf("%w: workers serve no requests", ErrMalformed)), nil
+}
+
+// HandleMessage receives the coordinator's orders.
+func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
+	if from != w.cfg.Coordinator {
+		return
+	}
+	o, body, err := header(msg)
+	if err != nil {
+		return
+	}
+	d := decoder{b: body}
+	switch o {
+	case opRelease:
+		c := d.int(0, 1<<62, "clock")
+		v := d.u64()
+		if d.end() != nil {
+			return
+		}
+		w.mu.Lock()
+		w.setReleasedLocked(c, v)
+		w.mu.Unlock()
+	case opSetParallelism:
+		p := d.int(1, maxInt32, "parallelism")
+		if d.end() != nil {
+			return
+		}
+		w.mu.Lock()
+		w.par = p
+		j := w.cur
+		w.mu.Unlock()
+		if j != nil {
+			j.setP(p)
+		}
+		w.opts.emit(Event{Kind: EvParallelism, Node: w.name, Worker: w.cfg.ID, P: p})
+	case opSetBatch:
+		b := d.int(1, 1<<40, "batch")
+		if d.end() != nil {
+			return
+		}
+		w.mu.Lock()
+		w.batch = b
+		w.mu.Unlock()
+		w.opts.emit(Event{Kind: EvBatch, Node: w.name, Worker: w.cfg.ID, Samples: b})
+	case opTransferOrder:
+		ord := epsp.TransferOrder{ID: d.u64(), From: w.cfg.ID, To: epsp.WorkerID(d.int(0, maxInt32, "to")),
+			Clock: d.int(0, 1<<62, "clock"), Lo: d.int(0, 1<<62, "lo"), Hi: d.int(0, 1<<62, "hi")}
+		if d.end() != nil {
+			return
+		}
+		w.goBackground(func() { w.answerTransfer(ord) })
+	case opTransferTask:
+		t := transferTask{id: d.u64(), owner: epsp.WorkerID(d.int(0, maxInt32, "owner")), clock: d.int(0, 1<<62, "clock"),
+			lo: d.int(0, 1<<62, "lo"), hi: d.int(0, 1<<62, "hi"), batch: d.int(1, 1<<40, "batch"), version: d.u64()}
+		if d.end() != nil || t.lo >= t.hi || t.hi > t.batch {
+			return
+		}
+		w.goBackground(func() { w.takeOver(t) })
+	}
+}
+
+// goBackground runs f in a goroutine Close waits for.
+func (w *Worker) goBackground(f func()) {
+	select {
+	case <-w.quit:
+		return
+	default:
+	}
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		f()
+	}()
+}
+
+// answerTransfer is the giver's side of a transfer: give [Lo,Hi) (possibly
+// trimmed at the front) if no goroutine has claimed it yet.
+func (w *Worker) answerTransfer(o epsp.TransferOrder) {
+	w.mu.Lock()
+	j := w.cur
+	w.mu.Unlock()
+	acc, lo, hi, batch := false, 0, 0, 0
+	if j != nil && j.clock == o.Clock {
+		acc, lo, hi = j.giveAway(o.Lo, o.Hi)
+		batch = j.size
+	}
+	if acc {
+		w.mu.Lock()
+		w.stats.Given += hi - lo
+		w.mu.Unlock()
+	}
+	e := newMsg(nil, opTransferResult)
+	e.u64(o.ID)
+	if acc {
+		e.u8(1)
+	} else {
+		e.u8(0)
+	}
+	e.i64(int64(lo))
+	e.i64(int64(hi))
+	e.i64(int64(batch))
+	if _, err := w.coordCall(w.ctx, e.b); err != nil && w.ctx.Err() == nil {
+		w.setFatal(fmt.Errorf("ps: %s answering transfer %d: %w", w.name, o.ID, err))
+	}
+}
+
+// takeOver is the taker's side: compute [lo,hi) of the owner's batch and
+// push it with Owner = the giver.
+func (w *Worker) takeOver(t transferTask) {
+	err := w.waitFor(w.ctx, func() bool { return w.model != nil && w.params != nil })
+	if err != nil {
+		if w.ctx.Err() == nil {
+			w.setFatal(fmt.Errorf("ps: %s cannot take over transfer %d: %w", w.name, t.id, err))
+		}
+		return
+	}
+	w.mu.Lock()
+	params, version, par := w.params, w.pversion, w.par
+	w.mu.Unlock()
+	if version > t.version {
+		version = t.version
+	}
+	j := w.newJob(t.owner, t.clock, t.batch, t.lo, t.hi, false)
+	j.start(params, version, par)
+	select {
+	case <-j.doneCh:
+	case <-w.quit:
+		return
+	}
+	if j.done == 0 {
+		return
+	}
+	push := epsp.Push{Worker: w.cfg.ID, Owner: t.owner, Clock: t.clock, BaseVersion: version, Samples: j.done, BatchSamples: t.batch}
+	if err := w.pushGrad(w.ctx, push, j.grad); err != nil {
+		if w.ctx.Err() == nil {
+			w.setFatal(fmt.Errorf("ps: %s pushing transfer %d: %w", w.name, t.id, err))
+		}
+		return
+	}
+	w.mu.Lock()
+	w.stats.Taken += j.done
+	w.mu.Unlock()
+	e := newMsg(nil, opTransferDone)
+	e.u64(t.id)
+	if _, err := w.coordCall(w.ctx, e.b); err != nil && w.ctx.Err() == nil {
+		w.setFatal(fmt.Errorf("ps: %s finishing transfer %d: %w", w.name, t.id, err))
+	}
+}
+
+// pushGrad admits a push and sends it to the servers: grad holds the sum
+// of per-sample gradients over push.Samples samples.
+func (w *Worker) pushGrad(ctx context.Context, push epsp.Push, grad []float32) error {
+	e := newMsg(nil, opAdmit)
+	encodePush(&e, push)
+	resp, err := w.coordCall(ctx, e.b)
+	if err != nil {
+		return err
+	}
+	d := decoder{b: resp}
+	dec := epsp.PushDecision{Action: epsp.PushAction(d.u8()), Scale: d.f64(), Clock: d.int(-1<<62, 1<<62, "clock")}
+	if err := d.end(); err != nil {
+		return err
+	}
+	inv := 1 / float32(push.Samples)
+	for i := range grad {
+		grad[i] *= inv // the mean gradient over the push's samples
+	}
+	tc := w.train
+	var pa pushArgs
+	switch dec.Action {
+	case epsp.Drop:
+		return nil
+	case epsp.ApplyNow:
+		pa = pushArgs{mode: modeApply, clock: push.Clock, scale: dec.EffectiveScale() * float64(push.Samples) / float64(push.BatchSamples), weight: float64(push.Samples)}
+	case epsp.Accumulate:
+		pa = pushArgs{mode: modeAccumulate, clock: dec.Clock, scale: 1, weight: float64(push.Samples)}
+	default:
+		return fmt.Errorf("%w: push action %d", ErrMalformed, dec.Action)
+	}
+	return w.client.do(ctx, opPush, tc.Keys, grad, nil, tc.Lens, pa)
+}
+
+// Train runs tc.Clocks clocks of data-parallel training of model on the
+// batches sampler assigns, following the coordinator's orders. It returns
+// when this worker's last clock is released (the worker keeps serving
+// transfers until Close).
+func (w *Worker) Train(ctx context.Context, model Model, sampler Sampler, tc TrainConfig) (TrainStats, error) {
+	w.mu.Lock()
+	if w.client == nil {
+		w.mu.Unlock()
+		return TrainStats{}, errors.New("ps: Train before Start")
+	}
+	if w.train != nil {
+		w.mu.Unlock()
+		return TrainStats{}, errors.New("ps: Train called twice")
+	}
+	w.model, w.sampler, w.train = model, sampler, &tc
+	w.mu.Unlock()
+	total, err := w.client.checkShape(tc.Keys, tc.Lens)
+	if err != nil {
+		return TrainStats{}, err
+	}
+	if tc.Init != nil {
+		if err := w.client.InitWith(ctx, tc.Keys, tc.Lens, tc.Init); err != nil {
+			return TrainStats{}, err
+		}
+	}
+	loss := make([]float64, 0, tc.Clocks)
+	for range tc.Clocks {
+		w.mu.Lock()
+		c, j, version := w.released, w.cur, w.version
+		w.mu.Unlock()
+		w.opts.emit(Event{Kind: EvClockStart, Node: w.name, Worker: w.cfg.ID, Clock: c})
+		params := make([]float32, total)
+		if err := w.client.Pull(ctx, tc.Keys, params, tc.Lens); err != nil {
+			return w.statsWith(loss), err
+		}
+		w.mu.Lock()
+		w.params, w.pversion = params, version
+		par := w.par
+		w.broadcastLocked()
+		w.mu.Unlock()
+		j.start(params, version, par)
+		select {
+		case <-j.doneCh:
+		case <-ctx.Done():
+			return w.statsWith(loss), ctx.Err()
+		case <-w.quit:
+			return w.statsWith(loss), ErrClosed
+		}
+		n := j.done
+		if n > 0 {
+			loss = append(loss, j.loss/float64(n))
+			push := epsp.Push{Worker: w.cfg.ID, Owner: w.cfg.ID, Clock: c, BaseVersion: version, Samples: n, BatchSamples: j.size}
+			if err := w.pushGrad(ctx, push, j.grad); err != nil {
+				return w.statsWith(loss), err
+			}
+		} else {
+			loss = append(loss, nanLoss())
+		}
+		w.mu.Lock()
+		w.stats.Samples += n
+		w.mu.Unlock()
+		e := newMsg(nil, opClock)
+		e.i64(int64(c))
+		if _, err := w.coordCall(ctx, e.b); err != nil {
+			return w.statsWith(loss), err
+		}
+		if err := w.waitFor(ctx, func() bool { return w.released > c }); err != nil {
+			return w.statsWith(loss), err
+		}
+	}
+	return w.statsWith(loss), nil
+}
+
+func (w *Worker) statsWith(loss []float64) TrainStats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := w.stats
+	s.Loss = loss
+	return s
+}
+
+func (w *Worker) sendProgress(r epsp.ProgressReport) {
+	e := newMsg(nil, opProgress)
+	encodeProgress(&e, r)
+	ctx, cancel := context.WithTimeout(w.ctx, time.Second)
+	defer cancel()
+	_ = w.tr.Send(ctx, w.cfg.Coordinator, e.b) // best effort: a lost report only delays control
+}
