@@ -1,6 +1,7 @@
 package transport_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -454,5 +455,74 @@ func TestTCP_TLS(t *testing.T) {
 	defer plain.Close()
 	if _, err := plain.Request(ctx, nodes[1].LocalID(), []byte("x")); err == nil {
 		t.Fatal("plaintext Request to a TLS server succeeded")
+	}
+}
+
+func TestTCP_InFlightFailsWhenConnectionDrops(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	started := make(chan struct{}, 1)
+	h := transporttest.Funcs{Request: func(ctx context.Context, _ transport.NodeID, req []byte) ([]byte, error) {
+		if string(req) == "block" {
+			started <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		return req, nil
+	}}
+	nodes := tcpCluster(t, transport.TCPConfig{}, []transport.Handler{transporttest.Echo{}, h})
+	a, b := nodes[0], nodes[1]
+	proxy := newProxy(t, b.Addr().String())
+	a.AddPeer(b.LocalID(), proxy.addr())
+	ctx := testCtx(t)
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Request(ctx, b.LocalID(), []byte("block"))
+		done <- err
+	}()
+	<-started
+	proxy.cutAll()
+	select {
+	case err := <-done:
+		if !errors.Is(err, transport.ErrUnreachable) {
+			t.Fatalf("in-flight request on a dropped connection: err = %v, want ErrUnreachable", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("in-flight request did not fail after its connection dropped")
+	}
+	if got, err := a.Request(ctx, b.LocalID(), []byte("again")); err != nil || string(got) != "again" {
+		t.Fatalf("Request after the drop = %q, %v", got, err)
+	}
+}
+
+func TestTCP_CompressionObserved(t *testing.T) {
+	obs := &observingPolicy{CompressionPolicy: transport.Always(transport.CodecSnappy), obs: make(chan observation, 16)}
+	nodes := tcpCluster(t, transport.TCPConfig{Compression: obs}, []transport.Handler{transporttest.Echo{}, transporttest.Echo{}})
+	msg := gradientBytes(10_000, 9)
+	sparse := make([]byte, 40_000) // mostly zeros: compresses well
+	for i := 0; i < len(sparse); i += 97 {
+		sparse[i] = byte(i)
+	}
+	ctx := testCtx(t)
+	for _, m := range [][]byte{msg, sparse} {
+		got, err := nodes[0].Request(ctx, nodes[1].LocalID(), m)
+		if err != nil || !bytes.Equal(got, m) {
+			t.Fatalf("compressed echo: err = %v, equal = %v", err, bytes.Equal(got, m))
+		}
+	}
+	want := []struct {
+		to     transport.NodeID
+		shrank bool
+	}{{"node1", false}, {"node0", false}, {"node1", true}, {"node0", true}}
+	for _, w := range want {
+		o := <-obs.obs
+		if o.to != w.to || o.c != transport.CodecSnappy || o.wire <= 0 {
+			t.Fatalf("observation %+v, want to=%s with snappy", o, w.to)
+		}
+		if shrank := o.wire < o.raw/4; shrank != w.shrank {
+			t.Fatalf("observation %+v: shrank by 4x = %v, want %v", o, shrank, w.shrank)
+		}
 	}
 }
