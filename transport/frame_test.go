@@ -82,7 +82,7 @@ func FuzzDecodeFrame(f *testing.F) {
 	f.Add(appendFrame(f, nil, kindMessage, CodecNone, 0, nil))
 	f.Add(appendFrame(f, nil, kindRequest, CodecLZ4, 4, nil))
 	lz := appendFrame(f, nil, kindRequest, CodecLZ4, 5, body)
-	f.Add(lz[:len(lz)-3])                       // truncated
+	f.Add(lz[:len(lz)-3])                         // truncated
 	f.Add(rawHeader(1<<31, 1, 0, 0, 0, 1, 1<<31)) // oversized
 	f.Add(rawHeader(16+4, 1, 1, 0, 0, 1, 900))    // lz4 body missing
 	f.Add(append(rawHeader(16+4, 1, 1, 0, 0, 1, 900), 0xff, 0xff, 0xff, 0xff))
