@@ -7,6 +7,7 @@ package pstest
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -198,11 +199,16 @@ func (nopHandler) HandleMessage(transport.NodeID, []byte) {}
 
 // Train runs Train on every worker at once and returns their stats.
 func (c *Cluster) Train(ctx context.Context, model ps.Model, sampler ps.Sampler, tc ps.TrainConfig) ([]ps.TrainStats, error) {
+	return c.TrainWith(ctx, func(int) ps.Model { return model }, sampler, tc)
+}
+
+// TrainWith is Train with a model per worker (for injected slowdowns).
+func (c *Cluster) TrainWith(ctx context.Context, modelFor func(worker int) ps.Model, sampler ps.Sampler, tc ps.TrainConfig) ([]ps.TrainStats, error) {
 	stats := make([]ps.TrainStats, len(c.Workers))
 	g, gctx := errgroup.WithContext(ctx)
 	for i, w := range c.Workers {
 		g.Go(func() error {
-			s, err := w.Train(gctx, model, sampler, tc)
+			s, err := w.Train(gctx, modelFor(i), sampler, tc)
 			stats[i] = s
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.WorkerIDs[i], err)
@@ -211,4 +217,24 @@ func (c *Cluster) Train(ctx context.Context, model ps.Model, sampler ps.Sampler,
 		})
 	}
 	return stats, g.Wait()
+}
+
+// Recorder is an Observer that keeps every event in arrival order.
+type Recorder struct {
+	mu     sync.Mutex
+	events []ps.Event
+}
+
+// Observe records e.
+func (r *Recorder) Observe(e ps.Event) {
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
+
+// Events returns a copy of the events recorded so far.
+func (r *Recorder) Events() []ps.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]ps.Event(nil), r.events...)
 }

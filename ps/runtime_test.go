@@ -1,0 +1,282 @@
+package ps_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps"
+	"github.com/falconml/falcon/ps/pstest"
+)
+
+// idSampler encodes (owner, clock) in the sample ids: id = (owner·C + clock)·1000 + i.
+type idSampler struct{ clocks int }
+
+func (s idSampler) Batch(owner epsp.WorkerID, clock, size int) []int {
+	ids := make([]int, size)
+	for i := range ids {
+		ids[i] = (int(owner)*s.clocks+clock)*1000 + i
+	}
+	return ids
+}
+
+// idModel has one parameter per (owner, clock); each sample's gradient is
+// −1 on its (owner, clock) parameter, so with SGD(lr=1) a clock's complete
+// update raises that parameter by exactly the weight the policy gives it.
+// It checks every read against the SSP guarantee and sleeps to simulate
+// speed differences.
+type idModel struct {
+	workers, clocks int
+	staleness       int // -1: do not check reads
+	sleep           func(owner epsp.WorkerID, clock int) time.Duration
+	full            float32 // value of a complete (owner, clock) update
+
+	mu         sync.Mutex
+	violations []string
+}
+
+func (m *idModel) Gradient(params []float32, samples []int, grad []float32) float64 {
+	idx := samples[0] / 1000
+	owner, clock := idx/m.clocks, idx%m.clocks
+	if m.staleness >= 0 {
+		m.checkRead(params, owner, clock)
+	}
+	for _, s := range samples {
+		grad[s/1000]--
+	}
+	if m.sleep != nil {
+		time.Sleep(m.sleep(epsp.WorkerID(owner), clock))
+	}
+	return float64(len(samples))
+}
+
+// checkRead: a worker at clock c reads every update of clocks ≤ c−s−1 and
+// its own updates of clocks < c.
+// Reference: Ho et al. NIPS 2013 (SSP read guarantee); falcon.md §5.
+func (m *idModel) checkRead(params []float32, owner, c int) {
+	for j := range m.workers {
+		for k := 0; k < m.clocks; k++ {
+			need := k <= c-m.staleness-1 || (j == owner && k < c)
+			if need && math.Abs(float64(params[j*m.clocks+k]-m.full)) > 1e-5 {
+				m.mu.Lock()
+				m.violations = append(m.violations, fmt.Sprintf("worker %d at clock %d read update (%d,%d) = %v", owner, c, j, k, params[j*m.clocks+k]))
+				m.mu.Unlock()
+			}
+		}
+	}
+}
+
+// sleepFor returns a seeded pseudo-random per-(owner, clock) delay up to max.
+func sleepFor(seed uint64, max time.Duration) func(epsp.WorkerID, int) time.Duration {
+	return func(o epsp.WorkerID, c int) time.Duration {
+		h := seed*0x9e3779b97f4a7c15 ^ uint64(o)*0xbf58476d1ce4e5b9 ^ uint64(c)*0x94d049bb133111eb
+		h ^= h >> 29
+		h *= 0xbf58476d1ce4e5b9
+		h ^= h >> 32
+		return time.Duration(h % uint64(max))
+	}
+}
+
+func finalParams(t *testing.T, c *pstest.Cluster, n int) []float32 {
+	t.Helper()
+	out := make([]float32, n)
+	if err := c.NewClient(t).Pull(context.Background(), []uint64{0}, out, []int{n}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestBSP_Barrier records server flush events and worker clock starts: no
+// worker starts clock c+1 before every server has applied clock c, and the
+// final parameters are the sample-weighted averages.
+// Reference: falcon.md §5 (BSP).
+func TestBSP_Barrier(t *testing.T) {
+	const workers, clocks, batch = 3, 5, 6
+	rec := &pstest.Recorder{}
+	c := pstest.NewCluster(t, pstest.Servers(2), pstest.Workers(workers), pstest.Batch(batch), pstest.Chunk(2),
+		pstest.Optimizer(ps.SGD{LR: 1}), pstest.Observer(rec), pstest.Policy(epsp.NewBSP()),
+		pstest.Partitioner(ps.KeyRange{Servers: 2, MaxSegment: 4}))
+	m := &idModel{workers: workers, clocks: clocks, staleness: 0, full: 1.0 / workers, sleep: sleepFor(1, 2*time.Millisecond)}
+	n := workers * clocks
+	_, err := c.Train(context.Background(), m, idSampler{clocks}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{n}, Init: ps.Zeros{}, Clocks: clocks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.violations) > 0 {
+		t.Errorf("reads missed updates: %v", m.violations[:min(5, len(m.violations))])
+	}
+	// Order check over the recorded trace.
+	flushed := map[int]int{} // clock → servers that flushed it
+	for _, e := range rec.Events() {
+		switch e.Kind {
+		case ps.EvFlushed:
+			flushed[e.Clock]++
+		case ps.EvClockStart:
+			if e.Clock > 0 && flushed[e.Clock-1] != len(c.Servers) {
+				t.Errorf("worker %d started clock %d after %d/%d servers flushed clock %d", e.Worker, e.Clock, flushed[e.Clock-1], len(c.Servers), e.Clock-1)
+			}
+		case ps.EvApplied:
+			if flushed[e.Clock] > 0 {
+				t.Errorf("push of clock %d buffered after the clock was flushed", e.Clock)
+			}
+		}
+	}
+	// The split key (15 values, MaxSegment 4) holds 1/W for every (w, c).
+	for i, v := range finalParams(t, c, n) {
+		if math.Abs(float64(v)-1.0/workers) > 1e-6 {
+			t.Errorf("param %d = %v, want %v", i, v, 1.0/workers)
+		}
+	}
+	if st := c.Coordinator.Stats(); st.Flushes != clocks || st.MaxLead > 1 {
+		t.Errorf("stats: %d flushes (want %d), max lead %d", st.Flushes, clocks, st.MaxLead)
+	}
+}
+
+// TestSSP_StalenessBound is a property test over seeds: with random worker
+// speeds, no worker runs more than s clocks ahead of the slowest, and every
+// read includes all updates of clocks ≤ c−s−1 plus the reader's own.
+// Reference: Ho et al. NIPS 2013; falcon.md §5 (SSP).
+func TestSSP_StalenessBound(t *testing.T) {
+	const workers, clocks = 3, 7
+	for _, s := range []int{0, 1, 3} {
+		for seed := range uint64(3) {
+			t.Run(fmt.Sprintf("s=%d/seed=%d", s, seed), func(t *testing.T) {
+				c := pstest.NewCluster(t, pstest.Servers(2), pstest.Workers(workers), pstest.Batch(4), pstest.Chunk(4),
+					pstest.Optimizer(ps.SGD{LR: 1}), pstest.Policy(epsp.NewSSP(s)))
+				m := &idModel{workers: workers, clocks: clocks, staleness: s, full: 1, sleep: sleepFor(seed, 3*time.Millisecond)}
+				n := workers * clocks
+				keys := make([]uint64, n) // one key per (owner, clock), spread over both servers
+				for i := range keys {
+					keys[i] = uint64(i) << 59
+				}
+				_, err := c.Train(context.Background(), m, idSampler{clocks}, ps.TrainConfig{Keys: keys, Init: ps.Zeros{}, Clocks: clocks})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(m.violations) > 0 {
+					t.Errorf("%d stale reads, e.g. %v", len(m.violations), m.violations[0])
+				}
+				if st := c.Coordinator.Stats(); st.MaxLead > s {
+					t.Errorf("max lead %d exceeds staleness %d", st.MaxLead, s)
+				}
+			})
+		}
+	}
+}
+
+// transferPolicy is BSP plus task transfer: when a worker waits at the
+// barrier of clock c while another still computes c with work left, half
+// of the other's remaining tail goes to the waiting worker (one transfer
+// per giver per clock). The slow worker also gets parallelism 2 at clock 1.
+type transferPolicy struct {
+	flushed int
+	ordered map[[2]int]bool
+}
+
+func (p *transferPolicy) Name() string { return "test-transfer" }
+
+func (p *transferPolicy) Admit(_ time.Duration, _ epsp.View, push epsp.Push) epsp.PushDecision {
+	return epsp.PushDecision{Action: epsp.Accumulate, Clock: push.Clock}
+}
+
+func (p *transferPolicy) Step(_ time.Duration, v epsp.View, e epsp.Event) epsp.Output {
+	out := epsp.Barrier(v, &p.flushed, 1)
+	if e.Kind == epsp.EventClock && e.Clock == 0 && e.Worker != 0 {
+		out.SetParallelism = append(out.SetParallelism, epsp.ParallelismOrder{Worker: 0, P: 2})
+	}
+	for taker := range epsp.WorkerID(v.NumWorkers()) {
+		if !v.Waiting(taker) {
+			continue
+		}
+		c := v.Clock(taker) - 1 // the clock the taker finished
+		for giver := range epsp.WorkerID(v.NumWorkers()) {
+			if v.Waiting(giver) || v.Clock(giver) != c || p.ordered[[2]int{int(giver), c}] {
+				continue
+			}
+			pr := v.Progress(giver)
+			rem := pr.Remaining()
+			if pr.Clock != c || rem < 4 {
+				continue
+			}
+			b := v.Batch(giver)
+			p.ordered[[2]int{int(giver), c}] = true
+			out.Transfers = append(out.Transfers, epsp.TransferOrder{From: giver, To: taker, Clock: c, Lo: b - rem/2, Hi: b})
+			break
+		}
+	}
+	return out
+}
+
+var _ epsp.Policy = (*transferPolicy)(nil)
+
+// TestTransfer_ExactlyOnce runs a slow worker among fast ones under a
+// policy that moves work to waiting workers: every sample of every clock
+// is computed exactly once (from the chunk trace), transfers happen, and
+// the parameters equal the no-transfer result.
+// Reference: falcon.md §3 (task transfer, exactly-once sample accounting).
+func TestTransfer_ExactlyOnce(t *testing.T) {
+	const workers, clocks, batch = 3, 6, 24
+	rec := &pstest.Recorder{}
+	pol := &transferPolicy{ordered: map[[2]int]bool{}}
+	c := pstest.NewCluster(t, pstest.Servers(2), pstest.Workers(workers), pstest.Batch(batch), pstest.Chunk(2), pstest.ProgressEvery(1),
+		pstest.Optimizer(ps.SGD{LR: 1}), pstest.Observer(rec), pstest.Policy(pol))
+	n := workers * clocks
+	models := make([]*idModel, workers)
+	for i := range models {
+		delay := 100 * time.Microsecond
+		if i == 0 {
+			delay = 3 * time.Millisecond // the straggler: injected slowdown per chunk
+		}
+		models[i] = &idModel{workers: workers, clocks: clocks, staleness: -1, full: 1.0 / workers,
+			sleep: func(epsp.WorkerID, int) time.Duration { return delay }}
+	}
+	// The slowdown belongs to the computing worker, whoever owns the samples.
+	stats, err := c.TrainWith(context.Background(), func(i int) ps.Model { return models[i] }, idSampler{clocks},
+		ps.TrainConfig{Keys: []uint64{0}, Lens: []int{n}, Init: ps.Zeros{}, Clocks: clocks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every sample exactly once.
+	count := map[[3]int]int{} // (owner, clock, sample) → times computed
+	for _, e := range rec.Events() {
+		if e.Kind == ps.EvChunk {
+			for s := e.Lo; s < e.Hi; s++ {
+				count[[3]int{int(e.Owner), e.Clock, s}]++
+			}
+		}
+	}
+	for o := range workers {
+		for k := range clocks {
+			for s := range batch {
+				if got := count[[3]int{o, k, s}]; got != 1 {
+					t.Errorf("sample %d of worker %d clock %d computed %d times", s, o, k, got)
+				}
+			}
+		}
+	}
+	if len(count) != workers*clocks*batch {
+		t.Errorf("%d distinct samples computed, want %d", len(count), workers*clocks*batch)
+	}
+	st := c.Coordinator.Stats()
+	given, taken := 0, 0
+	for _, s := range stats {
+		given += s.Given
+		taken += s.Taken
+	}
+	if st.TransfersAccepted == 0 || given == 0 || given != taken || given != st.SamplesTransferred {
+		t.Errorf("transfers: accepted %d, samples %d; workers gave %d, took %d", st.TransfersAccepted, st.SamplesTransferred, given, taken)
+	}
+	if st.ParallelismChanges == 0 {
+		t.Errorf("no parallelism change recorded")
+	}
+	for i, v := range finalParams(t, c, n) {
+		if math.Abs(float64(v)-1.0/workers) > 1e-6 {
+			t.Errorf("param %d = %v, want %v (transferred parts must merge sample-weighted)", i, v, 1.0/workers)
+		}
+	}
+	t.Logf("transfers ordered %d accepted %d refused %d, samples moved %d", st.TransfersOrdered, st.TransfersAccepted, st.TransfersRefused, st.SamplesTransferred)
+}
