@@ -307,3 +307,15 @@ func (p *Planner) pendingFor(k ledgerKey) bool {
 	}
 	return false
 }
+
+// PendingFrom returns the pending assignment whose giver is w, if any (a
+// giver has at most one). A runtime that renumbers orders (epsp's
+// Coordinator assigns its own ids) finds the planner's assignment this way.
+func (p *Planner) PendingFrom(w int) (Assignment, bool) {
+	for _, a := range p.pending {
+		if a.From == w {
+			return a, true
+		}
+	}
+	return Assignment{}, false
+}
