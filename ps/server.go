@@ -40,6 +40,7 @@ type scratch struct {
 	keys []uint64
 	lens []int
 	vals []float32
+	idx  []int32
 }
 
 // NewServer returns a server with an empty store. name is used in events.
@@ -184,7 +185,8 @@ func (s *Server) pull(sc *scratch, total int) ([]byte, error) {
 	resp := make([]byte, 2+4*total)
 	okResponse(resp)
 	s.mu.RLock()
-	err := s.store.pullBytes(sc.keys, sc.lens, resp[2:])
+	var err error
+	sc.idx, err = s.store.pullBytes(sc.idx, sc.keys, sc.lens, resp[2:])
 	s.mu.RUnlock()
 	if err != nil {
 		return nil, err

@@ -221,30 +221,37 @@ func (b *accBuf) grow(nvals, nents int) {
 // nvals = Σ lens) and leaves the entry indices in s.idx. lens nil means the
 // held lengths.
 func (s *Store) resolve(keys []uint64, lens []int, nvals int) error {
+	idx, err := s.resolveInto(s.idx[:0], keys, lens, nvals)
+	s.idx = idx
+	return err
+}
+
+// resolveInto is resolve appending the entry indices to idx; it does not
+// modify the store.
+func (s *Store) resolveInto(idx []int32, keys []uint64, lens []int, nvals int) ([]int32, error) {
 	if err := checkSorted(keys); err != nil {
-		return err
+		return idx, err
 	}
 	if lens != nil && len(lens) != len(keys) {
-		return fmt.Errorf("%w: %d lens for %d keys", ErrLengthMismatch, len(lens), len(keys))
+		return idx, fmt.Errorf("%w: %d lens for %d keys", ErrLengthMismatch, len(lens), len(keys))
 	}
-	s.idx = s.idx[:0]
 	total := 0
 	for i, k := range keys {
 		j, ok := s.index[k]
 		if !ok {
-			return fmt.Errorf("%w: %d", ErrUnknownKey, k)
+			return idx, fmt.Errorf("%w: %d", ErrUnknownKey, k)
 		}
 		n := s.ents[j].n
 		if lens != nil && lens[i] != n {
-			return fmt.Errorf("%w: key %d has length %d, request gives %d", ErrLengthMismatch, k, n, lens[i])
+			return idx, fmt.Errorf("%w: key %d has length %d, request gives %d", ErrLengthMismatch, k, n, lens[i])
 		}
 		total += n
-		s.idx = append(s.idx, j)
+		idx = append(idx, j)
 	}
 	if nvals != total {
-		return fmt.Errorf("%w: %d values for lengths summing to %d", ErrLengthMismatch, nvals, total)
+		return idx, fmt.Errorf("%w: %d values for lengths summing to %d", ErrLengthMismatch, nvals, total)
 	}
-	return nil
+	return idx, nil
 }
 
 // Apply runs one optimizer step on each key with the gradient in grads
@@ -354,13 +361,15 @@ func (s *Store) Flush(clock int, scale float32) int {
 }
 
 // Pull copies the values of keys, back to back, into out
-// (len(out) must be Σ lens).
+// (len(out) must be Σ lens). Pull does not modify the store, so concurrent
+// Pulls are safe with each other (not with updates).
 func (s *Store) Pull(keys []uint64, lens []int, out []float32) error {
-	if err := s.resolve(keys, lens, len(out)); err != nil {
+	idx, err := s.resolveInto(nil, keys, lens, len(out))
+	if err != nil {
 		return err
 	}
 	off := 0
-	for _, j := range s.idx {
+	for _, j := range idx {
 		e := s.ents[j]
 		copy(out[off:off+e.n], s.vals[e.off:e.off+e.n])
 		off += e.n
@@ -369,17 +378,19 @@ func (s *Store) Pull(keys []uint64, lens []int, out []float32) error {
 }
 
 // pullBytes is Pull encoding straight into wire bytes (len(dst) = 4·Σ lens).
-func (s *Store) pullBytes(keys []uint64, lens []int, dst []byte) error {
-	if err := s.resolve(keys, lens, len(dst)/4); err != nil {
-		return err
+// idx is scratch space; it returns it (grown) for reuse.
+func (s *Store) pullBytes(idx []int32, keys []uint64, lens []int, dst []byte) ([]int32, error) {
+	idx, err := s.resolveInto(idx[:0], keys, lens, len(dst)/4)
+	if err != nil {
+		return idx, err
 	}
 	off := 0
-	for _, j := range s.idx {
+	for _, j := range idx {
 		e := s.ents[j]
 		putF32s(dst[4*off:], s.vals[e.off:e.off+e.n])
 		off += e.n
 	}
-	return nil
+	return idx, nil
 }
 
 // checkSorted reports ErrUnsortedKeys unless keys are strictly increasing.
