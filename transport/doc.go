@@ -2,17 +2,142 @@
 //
 // # Overview
 //
-// [Transport] offers request/response calls and one-way messages between
-// nodes named by [NodeID]; incoming traffic is served by a [Handler].
-// [InmemNetwork] is an in-process implementation with fault seams
-// (disconnect, partition, drop, delay, kill) driven by a seeded random
-// source; every package's tests use it. Message bodies may be compressed
-// per message with a [Codec] chosen by a [CompressionPolicy].
+// A [Transport] offers two kinds of traffic between nodes named by
+// [NodeID]: request/response calls ([Transport.Request]), correlated by an
+// id the transport assigns, and one-way messages ([Transport.Send]).
+// Incoming traffic is served by the node's [Handler]. Two implementations
+// pass the same conformance suite, [github.com/falconml/falcon/transport/transporttest.Run]:
+//
+//   - [InmemNetwork] and its [Inmem] nodes run in one process, with fault
+//     seams driven by one seeded random source: [InmemNetwork.Disconnect],
+//     [InmemNetwork.Partition], [InmemNetwork.SetDropRate],
+//     [InmemNetwork.SetDelay] (fixed plus uniform jitter) and
+//     [InmemNetwork.Kill]. Every package's tests use it.
+//   - [TCP] speaks a small framed protocol over TCP, optionally inside TLS
+//     and behind a shared-secret handshake.
+//
+// Each message body may be compressed with a [Codec] (none, an LZ4 block,
+// a snappy block) that a [CompressionPolicy] picks per message: [Never],
+// [Always], [AboveSize], or a learning policy (package fvdf) that also
+// implements [CompressionObserver] to see each outcome. A compressed body
+// that is not smaller than the raw one is sent raw. [Compress] and
+// [Decompress] are the codecs themselves; Decompress never allocates more
+// than the declared decoded size, refuses sizes above a maximum
+// ([ErrFrameTooLarge]) and refuses input that cannot decode to exactly the
+// declared size ([ErrCorruptFrame]).
+//
+// # Ordering and concurrency
+//
+// All Transport methods are safe for concurrent use, and many callers may
+// have requests in flight to one peer at once: TCP multiplexes them on one
+// connection per peer and matches responses by correlation id.
+//
+// One-way messages from one sender to one receiver are handled in the
+// order they were sent, one at a time ([Handler.HandleMessage] is called
+// sequentially per sender), as long as the link stays up; a message sent
+// just before a connection breaks may be lost. Requests are delivered in
+// order too but handled concurrently, each in its own goroutine (TCP bounds
+// them per connection with [TCPConfig.MaxConcurrentRequests]).
+//
+// A Handler's byte slices are valid only until it returns (TCP reuses
+// pooled buffers); a response may alias its request. The context a
+// handler gets ends when its transport closes or, for TCP, when the
+// connection the request came on dies. A caller's cancellation is not sent
+// to the peer: the caller returns ctx.Err() at once and the late response
+// is dropped.
+//
+// Failures, checked with errors.Is: [ErrClosed] after Close;
+// [ErrUnknownPeer] for a name with no address or that never joined;
+// [ErrUnreachable] when a peer cannot be reached, has crashed, or its
+// connection broke with the call in flight (such calls fail promptly, not
+// at their deadline); [ErrUnauthorized] when the handshake fails;
+// [ErrFrameTooLarge] for a body over the maximum; a [*RemoteError] when the
+// peer's handler returned an error.
+//
+// # TCP wire format
+//
+// A connection starts with a handshake (below), then carries frames in both
+// directions. Every frame is a 20-byte header and a body; integers are
+// big-endian:
+//
+//	offset size field
+//	0      4    length: bytes after this field = 16 + len(body)
+//	4      1    kind: 1 request, 2 response, 3 error, 4 one-way message
+//	5      1    codec of the body: 0 none, 1 LZ4 block, 2 snappy block
+//	6      2    reserved, zero
+//	8      8    correlation id: nonzero for request/response/error, 0 for one-way
+//	16     4    raw length: the body's length after decoding
+//	20     ...  body
+//
+// The dialer sends requests and one-way messages; the acceptor answers each
+// request with a response or an error frame (body: the handler's error
+// text, uncompressed) carrying the request's id. A receiver checks the
+// header before reading the body: a length or raw length above
+// [TCPConfig.MaxFrameSize], an unknown kind or codec, nonzero reserved
+// bytes, an id that does not fit the kind, or a raw length the codec
+// cannot produce from that many bytes (LZ4 expands at most about 255x,
+// snappy about 21x) is refused before any allocation and the connection is
+// closed. The codec then decodes into exactly the raw length.
+//
+// Writes are serialized per connection: small frames are copied with their
+// header into one write, large ones go out as a two-element writev. Reads
+// go through a 64 KiB bufio.Reader; bodies land in pooled buffers on the
+// serving side, and in a fresh slice the caller owns on the calling side.
+//
+// # Handshake and security
+//
+// Before any frame, the dialer sends a hello ("FLCN", version 1, flags,
+// its node name, a 32-byte random nonce) and the acceptor answers with a
+// status byte and its own hello. With [TCPConfig.Secret] set, each side
+// then proves the secret with HMAC-SHA256 over both hellos (role-tagged,
+// so neither proof can be replayed as the other), and the acceptor sends a
+// final status byte. A peer without the secret, with a different one, or
+// with a mismatched setting is refused with [ErrUnauthorized] and cannot
+// get a single frame to the handler. The dialer also checks that the node
+// answering at an address has the name it dialed. Without a secret the
+// peer's name is taken on trust, so use a secret (and TLS against
+// eavesdroppers, [TCPConfig.TLS]) on any network not fully trusted. The
+// handshake protocol is ours (no published spec), built from standard
+// parts. Unauthenticated connections are bounded in time by
+// [TCPConfig.HandshakeTimeout]; an authenticated peer is trusted not to
+// exhaust memory (it may have MaxConcurrentRequests frames of
+// MaxFrameSize in flight).
+//
+// # Reconnection and Close
+//
+// A connection that dies (peer crash, network cut, corrupt frame) fails
+// the calls in flight on it and is replaced by a fresh dial on the next
+// call. After a failed dial, calls to that peer fail at once with the dial
+// error for [TCPConfig.ReconnectBackoff], doubling per consecutive failure
+// up to MaxReconnectBackoff. Close stops the listener, closes every
+// connection, cancels the handlers' context and returns only once every
+// goroutine the transport started has ended, handlers included (a handler
+// must honour its ctx).
 //
 // # Usage
 //
-//	net := transport.NewInmemNetwork()
-//	a, _ := net.Join("a", handlerA)
-//	b, _ := net.Join("b", handlerB)
-//	resp, err := a.Request(ctx, "b", req)
+// In tests, an in-process network:
+//
+//	net := transport.NewInmemNetwork(transport.WithRand(rand.New(rand.NewPCG(1, 2))))
+//	defer net.Close()
+//	srv, _ := net.Join("server", handler)
+//	wrk, _ := net.Join("worker", transporttest.Echo{})
+//	net.SetDelay(time.Millisecond, 500*time.Microsecond)
+//	resp, err := wrk.Request(ctx, "server", req)
+//
+// Across processes, TCP:
+//
+//	cfg := transport.DefaultTCPConfig()
+//	cfg.ID = "worker-3"
+//	cfg.ListenAddr = "10.0.0.7:7000"
+//	cfg.Peers = map[transport.NodeID]string{"server-0": "10.0.0.2:7000"}
+//	cfg.Secret = sharedSecret
+//	cfg.Compression = transport.AboveSize(64<<10, transport.CodecLZ4)
+//	t, err := transport.NewTCP(cfg, handler)
+//	...
+//	defer t.Close()
+//	resp, err := t.Request(ctx, "server-0", req)
+//
+// To test a Transport of your own, call [github.com/falconml/falcon/transport/transporttest.Run] with a factory
+// that builds connected nodes.
 package transport

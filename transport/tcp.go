@@ -398,6 +398,11 @@ func (t *TCP) conn(ctx context.Context, to NodeID) (*conn, error) {
 			c.fail(ErrClosed)
 			return nil, ErrClosed
 		}
+		if t.out[to] != ps { // RemovePeer ran during the dial
+			t.mu.Unlock()
+			c.fail(fmt.Errorf("%w: peer %q removed", ErrUnreachable, to))
+			continue
+		}
 		ps.conn, ps.failures, ps.lastErr = c, 0, nil
 		t.wg.Add(1)
 		t.mu.Unlock()
@@ -840,8 +845,10 @@ const maxErrorMsg = 64 << 10
 func (c *conn) serveRequest(id uint64, body []byte, ret *[]byte, sem chan struct{}) {
 	defer c.t.wg.Done()
 	defer func() { <-sem }()
+	// The request buffer goes back to the pool only after the response is
+	// written, so a handler may answer with (a slice of) its request.
+	defer putBuf(ret)
 	resp, herr := c.t.h.HandleRequest(c.ctx, c.peer, body)
-	putBuf(ret)
 	if c.isDead() {
 		return
 	}

@@ -15,7 +15,9 @@ type NodeID string
 // sender sent the messages.
 //
 // The byte slices passed in are valid only until the call returns; a handler
-// that keeps data must copy it.
+// that keeps data must copy it. A response may alias the request (an echo
+// may return req itself): the transport is done with both once the
+// response is sent. The transport does not modify a response.
 type Handler interface {
 	// HandleRequest serves one request and returns its response. A non-nil
 	// error is delivered to the caller as a *RemoteError.

@@ -1,0 +1,159 @@
+package transport_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"testing"
+
+	"github.com/falconml/falcon/transport"
+)
+
+// Payload ladder: 1e3, 1e5 and 1e6 float32 values (4 KB, 400 KB, 4 MB),
+// the sizes of a small layer's, a mid layer's and a whole small model's
+// gradient. Every benchmark below reports b.SetBytes(payload) per
+// operation, so the MB/s columns compare directly:
+//
+//   - BenchmarkRequest: one Request carrying the payload and its echoed
+//     response, over Inmem and over TCP on 127.0.0.1, codec none and lz4.
+//   - BenchmarkCeilingRawTCP: the same echo as a bare TCP stream (write n
+//     bytes, read n bytes back), no framing, no correlation: the loopback
+//     ceiling for TCP.
+//   - BenchmarkCeilingCopy: one copy() of the payload: the memory ceiling.
+//
+// Run side by side, e.g.
+//
+//	go test -run '^$' -bench 'Request|Ceiling' -benchtime 2s ./transport
+var benchSizes = []struct {
+	name   string
+	floats int
+}{
+	{"floats=1e3", 1_000},
+	{"floats=1e5", 100_000},
+	{"floats=1e6", 1_000_000},
+}
+
+// echoNoCopy answers with the request itself (allowed: see Handler).
+type echoNoCopy struct{}
+
+func (echoNoCopy) HandleRequest(_ context.Context, _ transport.NodeID, req []byte) ([]byte, error) {
+	return req, nil
+}
+func (echoNoCopy) HandleMessage(transport.NodeID, []byte) {}
+
+func benchRequest(b *testing.B, client transport.Transport, to transport.NodeID, payload []byte) {
+	ctx := context.Background()
+	b.SetBytes(int64(len(payload)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		resp, err := client.Request(ctx, to, payload)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(resp) != len(payload) {
+			b.Fatalf("response of %d bytes, want %d", len(resp), len(payload))
+		}
+	}
+}
+
+func BenchmarkRequest(b *testing.B) {
+	codecs := []struct {
+		name   string
+		policy transport.CompressionPolicy
+	}{
+		{"codec=none", nil},
+		{"codec=lz4", transport.Always(transport.CodecLZ4)},
+	}
+	for _, cd := range codecs {
+		for _, sz := range benchSizes {
+			payload := gradientBytes(sz.floats, 1)
+			b.Run("inmem/"+cd.name+"/"+sz.name, func(b *testing.B) {
+				var opts []transport.InmemOption
+				if cd.policy != nil {
+					opts = append(opts, transport.WithCompression(cd.policy))
+				}
+				n := transport.NewInmemNetwork(opts...)
+				defer n.Close()
+				a, err := n.Join("a", echoNoCopy{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := n.Join("b", echoNoCopy{}); err != nil {
+					b.Fatal(err)
+				}
+				benchRequest(b, a, "b", payload)
+			})
+			b.Run("tcp/"+cd.name+"/"+sz.name, func(b *testing.B) {
+				nodes := tcpCluster(b, transport.TCPConfig{Compression: cd.policy}, []transport.Handler{echoNoCopy{}, echoNoCopy{}})
+				benchRequest(b, nodes[0], nodes[1].LocalID(), payload)
+			})
+		}
+	}
+}
+
+func BenchmarkCeilingCopy(b *testing.B) {
+	for _, sz := range benchSizes {
+		b.Run(sz.name, func(b *testing.B) {
+			src := gradientBytes(sz.floats, 1)
+			dst := make([]byte, len(src))
+			b.SetBytes(int64(len(src)))
+			b.ResetTimer()
+			for b.Loop() {
+				copy(dst, src)
+			}
+		})
+	}
+}
+
+func BenchmarkCeilingRawTCP(b *testing.B) {
+	for _, sz := range benchSizes {
+		b.Run(sz.name, func(b *testing.B) {
+			payload := gradientBytes(sz.floats, 1)
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			srvDone := make(chan struct{})
+			go func() {
+				defer close(srvDone)
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				c.(*net.TCPConn).SetNoDelay(true)
+				buf := make([]byte, len(payload))
+				for {
+					if _, err := io.ReadFull(c, buf); err != nil {
+						return
+					}
+					if _, err := c.Write(buf); err != nil {
+						return
+					}
+				}
+			}()
+			c, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				b.Fatal(err)
+			}
+			c.(*net.TCPConn).SetNoDelay(true)
+			buf := make([]byte, len(payload))
+			b.SetBytes(int64(len(payload)))
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := c.Write(payload); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(c, buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			c.Close()
+			ln.Close()
+			<-srvDone
+		})
+	}
+}
+
