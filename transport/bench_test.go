@@ -156,4 +156,3 @@ func BenchmarkCeilingRawTCP(b *testing.B) {
 		})
 	}
 }
-
