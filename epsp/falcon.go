@@ -144,6 +144,7 @@ type EPSP struct {
 	last     []ProgressReport
 	cores    []int // per host budget, fixed at the first control round
 	hosts    []int
+	taking   map[WorkerID]int
 	refused  map[[2]int]int // (giver, taker) -> clock of a refusal: not asked again this clock
 	stats    EPSPStats
 }
@@ -227,6 +228,7 @@ func (p *EPSP) init(v View) {
 	p.start = make([]time.Duration, p.n)
 	p.reportAt = make([]time.Duration, p.n)
 	p.last = make([]ProgressReport, p.n)
+	p.taking = map[WorkerID]int{}
 	for w := range p.n {
 		p.last[w] = v.Progress(WorkerID(w))
 		p.tracker.SetParallelism(w, v.Parallelism(WorkerID(w)))
@@ -236,7 +238,7 @@ func (p *EPSP) init(v View) {
 // Step implements [Policy].
 func (p *EPSP) Step(now time.Duration, v View, e Event) Output {
 	p.init(v)
-	st := polState{tracker: p.tracker, planner: p.planner, start: p.start, reportAt: p.reportAt, last: p.last}
+	st := polState{tracker: p.tracker, planner: p.planner, start: p.start, reportAt: p.reportAt, last: p.last, taking: p.taking}
 	st.observe(now, v, e)
 	if e.Kind == EventTransferResult && !e.Transfer.Accepted {
 		p.stats.TransfersRefused++
@@ -318,6 +320,9 @@ type polState struct {
 	start    []time.Duration
 	reportAt []time.Duration
 	last     []ProgressReport
+	// taking counts, per taker, the transfers ordered and not yet refused
+	// or done: the taker is computing (or about to compute) them.
+	taking map[WorkerID]int
 }
 
 // observe folds an event into speeds and the transfer ledger.
@@ -354,6 +359,19 @@ func (s polState) observe(now time.Duration, v View, e Event) {
 		if a, ok := s.planner.PendingFrom(int(e.Transfer.From)); ok && a.Clock == e.Transfer.Clock && a.To == int(e.Transfer.To) {
 			s.planner.Resolve(a.ID, e.Transfer.Accepted, e.Transfer.Lo, a.Hi)
 		}
+		if !e.Transfer.Accepted {
+			s.untake(e.Transfer.To)
+		}
+	case EventTransferDone:
+		s.untake(e.Transfer.To)
+	}
+}
+
+func (s polState) untake(w WorkerID) {
+	if s.taking[w] > 1 {
+		s.taking[w]--
+	} else {
+		delete(s.taking, w)
 	}
 }
 
@@ -367,7 +385,7 @@ func (s polState) markStarts(now time.Duration, rel []WorkerID) {
 
 // dropBusyTakers removes workers still computing a transferred range.
 func (s polState) dropBusyTakers(rel []WorkerID) []WorkerID {
-	return slices.DeleteFunc(rel, func(w WorkerID) bool { return s.planner.TakerBusy(int(w)) })
+	return slices.DeleteFunc(rel, func(w WorkerID) bool { return s.taking[w] > 0 })
 }
 
 // speed returns w's speed estimate, or the median of the known ones.
@@ -431,7 +449,7 @@ func (s polState) plan(now time.Duration, v View, released []WorkerID, blocks, s
 	var takers []straggler.Taker
 	for i := range v.NumWorkers() {
 		w := WorkerID(i)
-		if v.Waiting(w) && !slices.Contains(released, w) && !s.planner.TakerBusy(i) {
+		if v.Waiting(w) && !slices.Contains(released, w) && s.taking[w] == 0 {
 			takers = append(takers, straggler.Taker{Worker: i, Speed: s.speed(i)})
 		}
 	}
@@ -449,6 +467,7 @@ func (s polState) plan(now time.Duration, v View, released []WorkerID, blocks, s
 		}
 		for _, a := range s.planner.Plan(gs, []straggler.Taker{t}) {
 			out = append(out, TransferOrder{From: WorkerID(a.From), To: WorkerID(a.To), Clock: a.Clock, Lo: a.Lo, Hi: a.Hi})
+			s.taking[WorkerID(a.To)]++
 		}
 	}
 	return out

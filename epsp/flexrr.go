@@ -115,7 +115,7 @@ func (p *FlexRR) Step(now time.Duration, v View, e Event) Output {
 	if p.tracker == nil {
 		n := v.NumWorkers()
 		p.tracker, _ = straggler.NewTracker(n, straggler.TrackerConfig{Alpha: p.cfg.Alpha})
-		p.st = polState{tracker: p.tracker, planner: p.planner, start: make([]time.Duration, n), reportAt: make([]time.Duration, n), last: make([]ProgressReport, n)}
+		p.st = polState{tracker: p.tracker, planner: p.planner, start: make([]time.Duration, n), reportAt: make([]time.Duration, n), last: make([]ProgressReport, n), taking: map[WorkerID]int{}}
 		for w := range n {
 			p.st.last[w] = v.Progress(WorkerID(w))
 		}

@@ -55,6 +55,8 @@ type LoopResult struct {
 	Stats  epsp.Stats    // the coordinator's counters
 	// Pushes counts pushes by action.
 	Pushes map[epsp.PushAction]int
+	// Parallelism and Batch are every worker's final settings.
+	Parallelism, Batch []int
 }
 
 type loopWorker struct {
@@ -248,6 +250,10 @@ func (l *Loop) step(e epsp.Event) error {
 	if err != nil {
 		return err
 	}
+	for _, o := range out.Transfers {
+		l.open[o.ID] = o
+		l.schedule(loopEvent{at: l.now, kind: evAnswer, o: o})
+	}
 	if l.cfg.Check != nil {
 		if err := l.cfg.Check(l, l.now, out); err != nil {
 			return err
@@ -255,10 +261,6 @@ func (l *Loop) step(e epsp.Event) error {
 	}
 	for _, w := range out.Release {
 		l.startClock(int(w))
-	}
-	for _, o := range out.Transfers {
-		l.open[o.ID] = o
-		l.schedule(loopEvent{at: l.now, kind: evAnswer, o: o})
 	}
 	return nil
 }
@@ -281,7 +283,6 @@ func (l *Loop) Run() (*LoopResult, error) {
 	if l.cfg.Tick > 0 {
 		l.schedule(loopEvent{at: l.cfg.Tick, kind: evTick})
 	}
-	pendingTransfers := 0
 	for l.q.Len() > 0 {
 		e := heap.Pop(&l.q).(loopEvent)
 		if e.at > l.cfg.Horizon {
@@ -352,7 +353,6 @@ func (l *Loop) Run() (*LoopResult, error) {
 				from := max(l.now, t.busy)
 				rate := l.cfg.Model.Rate(int(o.To), v.Parallelism(o.To), from)
 				t.busy = from + l.span(o.Samples(), rate)
-				pendingTransfers++
 				l.schedule(loopEvent{at: t.busy, kind: evTaken, o: o, base: v.Version()})
 			}
 			if err := l.step(epsp.Event{Kind: epsp.EventTransferResult, Transfer: res}); err != nil {
@@ -360,12 +360,11 @@ func (l *Loop) Run() (*LoopResult, error) {
 			}
 		case evTaken:
 			o := e.o
-			pendingTransfers--
-			delete(l.open, o.ID)
 			b := l.batch[[2]int{int(o.From), o.Clock}]
 			if err := l.admit(epsp.Push{Worker: o.To, Owner: o.From, Clock: o.Clock, BaseVersion: e.base, Samples: o.Samples(), BatchSamples: b}); err != nil {
 				return nil, err
 			}
+			delete(l.open, o.ID) // done as the policy sees it
 			if err := l.step(epsp.Event{Kind: epsp.EventTransferDone, Transfer: epsp.TransferResult{ID: o.ID}}); err != nil {
 				return nil, err
 			}
@@ -384,6 +383,10 @@ func (l *Loop) Run() (*LoopResult, error) {
 		l.res.End = l.now
 	}
 	l.res.Clocks = l.clocks()
+	for w := range l.ws {
+		l.res.Parallelism = append(l.res.Parallelism, v.Parallelism(epsp.WorkerID(w)))
+		l.res.Batch = append(l.res.Batch, v.Batch(epsp.WorkerID(w)))
+	}
 	l.res.Stats = l.C.Stats()
 	return &l.res, nil
 }
