@@ -264,9 +264,12 @@ func (d *Driver) Run(script string) error {
 			if err != nil {
 				return err
 			}
-			_, err = d.Clock(w)
+			out, err := d.Clock(w)
 			if err != nil {
 				return fmt.Errorf("line %d: %w", ln, err)
+			}
+			for _, t := range out.Transfers {
+				orders[t.ID] = t
 			}
 			continue
 		}
