@@ -9,14 +9,16 @@ import (
 // update, from one goroutine at a time, so implementations need no locking.
 //
 // Update applies one step to the parameters w given the gradient g (the same
-// length as w), multiplied by scale before anything else: g' = scale·g. state
-// holds Slots()·len(w) values owned by the optimizer for these parameters,
-// zero before the first update (laid out slot after slot: state[k·n:(k+1)·n]
-// is slot k). step is the 1-based number of this update for the key.
+// length as w), multiplied by scale before anything else: g' = scale·g.
+// state holds Slots() slices, each len(w) long, owned by the optimizer for
+// these parameters and zero before the first update. step is the 1-based
+// number of this update for the key. The Store may call Update on
+// consecutive pieces of a key's value within one step (same step, matching
+// pieces of state), so an update must be element-wise.
 type Optimizer interface {
 	Name() string
 	Slots() int
-	Update(w, g []float32, scale float32, state []float32, step int64)
+	Update(w, g []float32, scale float32, state [][]float32, step int64)
 }
 
 // SGD is plain stochastic gradient descent:
@@ -34,7 +36,7 @@ func (o SGD) Name() string { return fmt.Sprintf("sgd(lr=%g)", o.LR) }
 func (SGD) Slots() int     { return 0 }
 
 // Update applies w ← w − η·scale·g.
-func (o SGD) Update(w, g []float32, scale float32, _ []float32, _ int64) {
+func (o SGD) Update(w, g []float32, scale float32, _ [][]float32, _ int64) {
 	a := o.LR * scale
 	g = g[:len(w)]
 	for i := range w {
@@ -59,8 +61,8 @@ func (o Momentum) Name() string { return fmt.Sprintf("momentum(lr=%g,mu=%g)", o.
 func (Momentum) Slots() int     { return 1 }
 
 // Update applies one momentum step.
-func (o Momentum) Update(w, g []float32, scale float32, state []float32, _ int64) {
-	v := state[:len(w)]
+func (o Momentum) Update(w, g []float32, scale float32, state [][]float32, _ int64) {
+	v := state[0][:len(w)]
 	g = g[:len(w)]
 	for i := range w {
 		v[i] = o.Mu*v[i] + scale*g[i]
@@ -102,10 +104,10 @@ func (o Adam) params() (b1, b2, eps float32) {
 }
 
 // Update applies one Adam step.
-func (o Adam) Update(w, g []float32, scale float32, state []float32, step int64) {
+func (o Adam) Update(w, g []float32, scale float32, state [][]float32, step int64) {
 	b1, b2, eps := o.params()
 	n := len(w)
-	m, v := state[:n], state[n:2*n]
+	m, v := state[0][:n], state[1][:n]
 	g = g[:n]
 	t := float64(step)
 	c1 := float32(1 - math.Pow(float64(b1), t))

@@ -156,13 +156,11 @@ func (s *Server) serve(req []byte) ([]byte, error) {
 		if mode != modeApply && mode != modeAccumulate {
 			return nil, fmt.Errorf("%w: push mode %d", ErrMalformed, mode)
 		}
-		sc.vals = resize(sc.vals, total)
-		getF32s(sc.vals, vb)
 		s.mu.Lock()
 		if mode == modeApply {
-			err = s.store.Apply(sc.keys, sc.lens, sc.vals, float32(scale))
+			err = s.store.applyBytes(sc.keys, sc.lens, vb, float32(scale))
 		} else {
-			err = s.store.Accumulate(clock, sc.keys, sc.lens, sc.vals, weight)
+			err = s.store.accumulateBytes(clock, sc.keys, sc.lens, vb, weight)
 		}
 		s.mu.Unlock()
 		if err != nil {

@@ -51,6 +51,7 @@ type Store struct {
 	free  []*accBuf
 	idx   []int32 // scratch: entry indices of the request being served
 	tmp   []float32
+	slot  [][]float32 // scratch: state slices passed to the optimizer
 }
 
 type entry struct {
@@ -272,12 +273,96 @@ func (s *Store) Apply(keys []uint64, lens []int, grads []float32, scale float32)
 
 func (s *Store) step(e *entry, g []float32, scale float32) {
 	e.step++
-	var st []float32
-	if s.slots > 0 {
-		st = s.state[e.off*s.slots : (e.off+e.n)*s.slots]
-		// The state of a key is laid out slot after slot over its n values.
+	s.update(e, 0, e.n, g, scale)
+}
+
+// update runs the optimizer on elements [a,b) of e's value with gradient g
+// (len b−a), at step e.step.
+func (s *Store) update(e *entry, a, b int, g []float32, scale float32) {
+	// The state of a key is laid out slot after slot over its n values.
+	s.slot = s.slot[:0]
+	base := e.off * s.slots
+	for k := range s.slots {
+		s.slot = append(s.slot, s.state[base+k*e.n+a:base+k*e.n+b])
 	}
-	s.opt.Update(s.vals[e.off:e.off+e.n], g, scale, st, e.step)
+	s.opt.Update(s.vals[e.off+a:e.off+b], g, scale, s.slot, e.step)
+}
+
+// chunk is the number of gradient values decoded at a time when applying
+// straight from wire bytes: 16 KiB of float32s stays in L1.
+const chunk = 4096
+
+// applyBytes is Apply with the gradients as little-endian wire bytes
+// (len(gb) = 4·Σ lens), decoded in chunks (SGD fused with the decode).
+func (s *Store) applyBytes(keys []uint64, lens []int, gb []byte, scale float32) error {
+	if err := s.resolve(keys, lens, len(gb)/4); err != nil {
+		return err
+	}
+	if len(gb)%4 != 0 {
+		return fmt.Errorf("%w: %d gradient bytes", ErrMalformed, len(gb))
+	}
+	sgd, isSGD := s.opt.(SGD)
+	if cap(s.tmp) < chunk {
+		s.tmp = make([]float32, chunk)
+	}
+	off := 0
+	for _, j := range s.idx {
+		e := &s.ents[j]
+		e.step++
+		if isSGD {
+			subF32s(s.vals[e.off:e.off+e.n], gb[4*off:], sgd.LR*scale)
+		} else {
+			for a := 0; a < e.n; a += chunk {
+				b := min(a+chunk, e.n)
+				g := s.tmp[:b-a]
+				getF32s(g, gb[4*(off+a):])
+				s.update(e, a, b, g, scale)
+			}
+		}
+		off += e.n
+	}
+	return nil
+}
+
+// accumulateBytes is Accumulate with the gradients as wire bytes.
+func (s *Store) accumulateBytes(clock int, keys []uint64, lens []int, gb []byte, weight float64) error {
+	if !(weight > 0) {
+		return fmt.Errorf("%w: accumulate weight %v", ErrMalformed, weight)
+	}
+	if err := s.resolve(keys, lens, len(gb)/4); err != nil {
+		return err
+	}
+	if len(gb)%4 != 0 {
+		return fmt.Errorf("%w: %d gradient bytes", ErrMalformed, len(gb))
+	}
+	b := s.bufs[clock]
+	if b == nil {
+		b = s.newBuf()
+		s.bufs[clock] = b
+	}
+	if cap(s.tmp) < chunk {
+		s.tmp = make([]float32, chunk)
+	}
+	w := float32(weight)
+	off := 0
+	for _, j := range s.idx {
+		e := s.ents[j]
+		if b.weight[j] == 0 {
+			b.touched = append(b.touched, j)
+		}
+		b.weight[j] += weight
+		for a := 0; a < e.n; a += chunk {
+			end := min(a+chunk, e.n)
+			g := s.tmp[:end-a]
+			getF32s(g, gb[4*(off+a):])
+			sum := b.sum[e.off+a : e.off+end]
+			for i := range sum {
+				sum[i] += w * g[i]
+			}
+		}
+		off += e.n
+	}
+	return nil
 }
 
 // Accumulate adds weight·g_k to the buffer of clock for each key and weight

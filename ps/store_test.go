@@ -50,7 +50,10 @@ func TestOptimizer_Update(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := slices.Clone(tt.w)
-			state := make([]float32, tt.opt.Slots()*len(w))
+			state := make([][]float32, tt.opt.Slots())
+			for k := range state {
+				state[k] = make([]float32, len(w))
+			}
 			for i, g := range tt.steps {
 				tt.opt.Update(w, g, tt.scale, state, int64(i+1))
 			}

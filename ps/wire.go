@@ -82,19 +82,73 @@ func growLen(b []byte, n int) []byte {
 	return b[:len(b)+n]
 }
 
-// putF32s writes vals into b (len(b) ≥ 4·len(vals)).
+// putF32s writes vals into b (len(b) ≥ 4·len(vals)), eight values per
+// iteration as four 64-bit little-endian stores.
 func putF32s(b []byte, vals []float32) {
-	b = b[:4*len(vals)]
+	for len(vals) >= 8 && len(b) >= 32 {
+		v := vals[:8:8]
+		bb := b[:32:32]
+		binary.LittleEndian.PutUint64(bb[0:8], uint64(math.Float32bits(v[0]))|uint64(math.Float32bits(v[1]))<<32)
+		binary.LittleEndian.PutUint64(bb[8:16], uint64(math.Float32bits(v[2]))|uint64(math.Float32bits(v[3]))<<32)
+		binary.LittleEndian.PutUint64(bb[16:24], uint64(math.Float32bits(v[4]))|uint64(math.Float32bits(v[5]))<<32)
+		binary.LittleEndian.PutUint64(bb[24:32], uint64(math.Float32bits(v[6]))|uint64(math.Float32bits(v[7]))<<32)
+		vals = vals[8:]
+		b = b[32:]
+	}
 	for i, v := range vals {
-		binary.LittleEndian.PutUint32(b[4*i:4*i+4], math.Float32bits(v))
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
 	}
 }
 
-// getF32s reads len(dst) float32s from b (len(b) ≥ 4·len(dst)).
+// getF32s reads len(dst) float32s from b (len(b) ≥ 4·len(dst)), eight per
+// iteration from four 64-bit little-endian loads.
 func getF32s(dst []float32, b []byte) {
-	b = b[:4*len(dst)]
+	for len(dst) >= 8 && len(b) >= 32 {
+		d := dst[:8:8]
+		bb := b[:32:32]
+		x0 := binary.LittleEndian.Uint64(bb[0:8])
+		x1 := binary.LittleEndian.Uint64(bb[8:16])
+		x2 := binary.LittleEndian.Uint64(bb[16:24])
+		x3 := binary.LittleEndian.Uint64(bb[24:32])
+		d[0] = math.Float32frombits(uint32(x0))
+		d[1] = math.Float32frombits(uint32(x0 >> 32))
+		d[2] = math.Float32frombits(uint32(x1))
+		d[3] = math.Float32frombits(uint32(x1 >> 32))
+		d[4] = math.Float32frombits(uint32(x2))
+		d[5] = math.Float32frombits(uint32(x2 >> 32))
+		d[6] = math.Float32frombits(uint32(x3))
+		d[7] = math.Float32frombits(uint32(x3 >> 32))
+		dst = dst[8:]
+		b = b[32:]
+	}
 	for i := range dst {
-		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i : 4*i+4]))
+		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+}
+
+// subF32s computes w[i] −= a·g[i] with g read from little-endian bytes
+// (the SGD step fused with the decode).
+func subF32s(w []float32, b []byte, a float32) {
+	for len(w) >= 8 && len(b) >= 32 {
+		d := w[:8:8]
+		bb := b[:32:32]
+		x0 := binary.LittleEndian.Uint64(bb[0:8])
+		x1 := binary.LittleEndian.Uint64(bb[8:16])
+		x2 := binary.LittleEndian.Uint64(bb[16:24])
+		x3 := binary.LittleEndian.Uint64(bb[24:32])
+		d[0] -= a * math.Float32frombits(uint32(x0))
+		d[1] -= a * math.Float32frombits(uint32(x0>>32))
+		d[2] -= a * math.Float32frombits(uint32(x1))
+		d[3] -= a * math.Float32frombits(uint32(x1>>32))
+		d[4] -= a * math.Float32frombits(uint32(x2))
+		d[5] -= a * math.Float32frombits(uint32(x2>>32))
+		d[6] -= a * math.Float32frombits(uint32(x3))
+		d[7] -= a * math.Float32frombits(uint32(x3>>32))
+		w = w[8:]
+		b = b[32:]
+	}
+	for i := range w {
+		w[i] -= a * math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}
 }
 

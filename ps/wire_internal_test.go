@@ -3,6 +3,7 @@ package ps
 import (
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -95,5 +96,83 @@ func TestErrorCodesRoundTrip(t *testing.T) {
 	_, err := parseResponse(errResponse(errors.New("boom")), "peer")
 	if !errors.Is(err, ErrRemote) {
 		t.Errorf("unknown error came back as %v", err)
+	}
+}
+
+func TestF32sRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{0, 1, 7, 8, 9, 31, 1000} {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		b := make([]byte, 4*n)
+		putF32s(b, v)
+		for i := range v { // little-endian IEEE bits, element by element
+			if got := uint32(b[4*i]) | uint32(b[4*i+1])<<8 | uint32(b[4*i+2])<<16 | uint32(b[4*i+3])<<24; got != math.Float32bits(v[i]) {
+				t.Fatalf("n=%d: element %d encoded as %08x", n, i, got)
+			}
+		}
+		got := make([]float32, n)
+		getF32s(got, b)
+		for i := range v {
+			if got[i] != v[i] {
+				t.Fatalf("n=%d: element %d decoded %v, want %v", n, i, got[i], v[i])
+			}
+		}
+		w := make([]float32, n)
+		copy(w, v)
+		subF32s(w, b, 0.5)
+		for i := range w {
+			if w[i] != v[i]-0.5*v[i] {
+				t.Fatalf("n=%d: fused SGD element %d = %v", n, i, w[i])
+			}
+		}
+	}
+}
+
+// TestStore_BytesPathsMatch: the wire-byte apply/accumulate paths (chunked,
+// fused for SGD) give bit-identical results to the float32 API, for keys
+// longer than one chunk.
+func TestStore_BytesPathsMatch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	keys := []uint64{1, 2, 3}
+	lens := []int{3*chunk + 5, 17, chunk}
+	total := 0
+	for _, l := range lens {
+		total += l
+	}
+	init := make([]float32, total)
+	g := make([]float32, total)
+	for i := range init {
+		init[i], g[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+	}
+	gb := make([]byte, 4*total)
+	putF32s(gb, g)
+	for _, opt := range []Optimizer{SGD{LR: 0.1}, Momentum{LR: 0.1, Mu: 0.9}, Adam{LR: 0.01}} {
+		a, _ := NewStore(StoreConfig{Optimizer: opt})
+		b, _ := NewStore(StoreConfig{Optimizer: opt})
+		a.InitValues(keys, lens, init)
+		b.InitValues(keys, lens, init)
+		for range 3 {
+			if err := a.Apply(keys, nil, g, 0.7); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.applyBytes(keys, nil, gb, 0.7); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a.Accumulate(4, keys, nil, g, 3)
+		b.accumulateBytes(4, keys, nil, gb, 3)
+		a.Flush(4, 1)
+		b.Flush(4, 1)
+		va, vb := make([]float32, total), make([]float32, total)
+		a.Pull(keys, nil, va)
+		b.Pull(keys, nil, vb)
+		for i := range va {
+			if va[i] != vb[i] {
+				t.Fatalf("%s: value %d: %v (floats) vs %v (bytes)", opt.Name(), i, va[i], vb[i])
+			}
+		}
 	}
 }

@@ -1,0 +1,207 @@
+package ps_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/falconml/falcon/ps"
+	"github.com/falconml/falcon/transport"
+)
+
+// benchWidth is the value length per key in the benchmarks: 1e3 float32s
+// (a layer-sized tensor chunk), so 1e6 values are 1e3 keys.
+const benchWidth = 1000
+
+var benchSizes = []struct {
+	name string
+	n    int
+}{{"n=1e3", 1e3}, {"n=1e5", 1e5}, {"n=1e6", 1e6}}
+
+type benchEnv struct {
+	clients []*ps.Client
+	close   func()
+}
+
+// newInmemEnv starts one server and `workers` clients over the in-process
+// transport.
+func newInmemEnv(b *testing.B, workers int, codec transport.Codec) benchEnv {
+	var opts []transport.InmemOption
+	if codec != transport.CodecNone {
+		opts = append(opts, transport.WithCompression(transport.Always(codec)))
+	}
+	net := transport.NewInmemNetwork(opts...)
+	srv, err := ps.NewServer("server-0", ps.ServerConfig{Store: ps.StoreConfig{Optimizer: ps.SGD{LR: 1e-3}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := net.Join("server-0", srv); err != nil {
+		b.Fatal(err)
+	}
+	env := benchEnv{close: func() { net.Close() }}
+	for i := range workers {
+		tr, err := net.Join(transport.NodeID(fmt.Sprintf("worker-%d", i)), nopHandler{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cl, err := ps.NewClient(tr, ps.ClientConfig{Servers: []transport.NodeID{"server-0"}, Width: benchWidth})
+		if err != nil {
+			b.Fatal(err)
+		}
+		env.clients = append(env.clients, cl)
+	}
+	return env
+}
+
+// newTCPEnv is newInmemEnv over the TCP transport on 127.0.0.1.
+func newTCPEnv(b *testing.B, workers int, codec transport.Codec) benchEnv {
+	pol := transport.Always(codec)
+	srv, err := ps.NewServer("server-0", ps.ServerConfig{Store: ps.StoreConfig{Optimizer: ps.SGD{LR: 1e-3}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	scfg := transport.DefaultTCPConfig()
+	scfg.ID, scfg.Compression = "server-0", pol
+	st, err := transport.NewTCP(scfg, srv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	trs := []*transport.TCP{st}
+	env := benchEnv{close: func() {
+		for _, t := range trs {
+			t.Close()
+		}
+	}}
+	for i := range workers {
+		cfg := transport.DefaultTCPConfig()
+		cfg.ID = transport.NodeID(fmt.Sprintf("worker-%d", i))
+		cfg.Compression = pol
+		cfg.Peers = map[transport.NodeID]string{"server-0": st.Addr().String()}
+		tr, err := transport.NewTCP(cfg, nopHandler{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		trs = append(trs, tr)
+		cl, err := ps.NewClient(tr, ps.ClientConfig{Servers: []transport.NodeID{"server-0"}, Width: benchWidth})
+		if err != nil {
+			b.Fatal(err)
+		}
+		env.clients = append(env.clients, cl)
+	}
+	return env
+}
+
+func benchKeys(n int) []uint64 {
+	keys := make([]uint64, n/benchWidth)
+	for i := range keys {
+		keys[i] = uint64(i)
+	}
+	return keys
+}
+
+// BenchmarkPushPull measures one Push followed by one Pull of n float32
+// values per worker per iteration, all workers at once, against one server
+// applying SGD. Bytes per iteration: 8·n·workers (n floats up, n down).
+// Compare with BenchmarkCopyCeiling at the same n.
+func BenchmarkPushPull(b *testing.B) {
+	type envFn func(*testing.B, int, transport.Codec) benchEnv
+	for _, tp := range []struct {
+		name string
+		mk   envFn
+	}{{"inmem", newInmemEnv}, {"tcp", newTCPEnv}} {
+		for _, codec := range []transport.Codec{transport.CodecNone, transport.CodecLZ4} {
+			for _, workers := range []int{1, 4} {
+				for _, sz := range benchSizes {
+					name := fmt.Sprintf("%s/codec=%s/workers=%d/%s", tp.name, codec, workers, sz.name)
+					b.Run(name, func(b *testing.B) {
+						env := tp.mk(b, workers, codec)
+						defer env.close()
+						runPushPull(b, env, sz.n)
+					})
+				}
+			}
+		}
+	}
+}
+
+func runPushPull(b *testing.B, env benchEnv, n int) {
+	ctx := context.Background()
+	keys := benchKeys(n)
+	rng := rand.New(rand.NewPCG(1, 2))
+	init := make([]float32, n)
+	for i := range init {
+		init[i] = float32(rng.NormFloat64())
+	}
+	if err := env.clients[0].Init(ctx, keys, init, nil); err != nil {
+		b.Fatal(err)
+	}
+	grads := make([][]float32, len(env.clients))
+	outs := make([][]float32, len(env.clients))
+	for i := range env.clients {
+		grads[i] = make([]float32, n)
+		for j := range grads[i] {
+			grads[i][j] = float32(rng.NormFloat64())
+		}
+		outs[i] = make([]float32, n)
+		// warm up: learn the layout, size the buffers
+		if err := env.clients[i].Pull(ctx, keys, outs[i], nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(int64(8 * n * len(env.clients)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	round := func(i int) error {
+		cl := env.clients[i]
+		if err := cl.Push(ctx, keys, grads[i], nil); err != nil {
+			return err
+		}
+		return cl.Pull(ctx, keys, outs[i], nil)
+	}
+	if len(env.clients) == 1 {
+		for range b.N {
+			if err := round(0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(env.clients))
+	for range b.N {
+		for i := range env.clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = round(i)
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkCopyCeiling is the ceiling for BenchmarkPushPull: the same
+// bytes moved by copy() alone (gradients into a server buffer and the
+// values back), 8·n bytes per iteration.
+func BenchmarkCopyCeiling(b *testing.B) {
+	for _, sz := range benchSizes {
+		b.Run(sz.name, func(b *testing.B) {
+			src := make([]float32, sz.n)
+			srv := make([]float32, sz.n)
+			dst := make([]float32, sz.n)
+			b.SetBytes(int64(8 * sz.n))
+			b.ResetTimer()
+			for range b.N {
+				copy(srv, src)
+				copy(dst, srv)
+			}
+		})
+	}
+}
