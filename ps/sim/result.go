@@ -59,11 +59,15 @@ type TransferRecord struct {
 type Result struct {
 	Policy string
 	Model  string
-	// Target is the accuracy target; Reached tells whether an evaluation
-	// reached it, first at TimeToTarget.
-	Target        float64
-	Reached       bool
-	TimeToTarget  time.Duration
+	// Target is the accuracy target; Reached tells whether the smoothed
+	// accuracy (Config.TargetWindow) reached it, first at TimeToTarget.
+	Target       float64
+	Reached      bool
+	TimeToTarget time.Duration
+	// Crossed tells whether any single evaluation reached Target, first
+	// at FirstCrossing (no smoothing).
+	Crossed       bool
+	FirstCrossing time.Duration
 	End           time.Duration
 	FinalLoss     float64
 	FinalAccuracy float64

@@ -71,7 +71,14 @@ type Config struct {
 	// Target is the test accuracy whose first crossing defines the time to
 	// target; zero means none.
 	Target float64
-	// StopAtTarget ends the run at the first evaluation reaching Target.
+	// TargetWindow smooths the target test: the time to target is the
+	// first evaluation at which the mean accuracy of the last TargetWindow
+	// evaluations (this one included) reaches Target, so that one lucky
+	// evaluation of a noisy run does not count as convergence. Zero means
+	// 1: the first raw crossing. Result.FirstCrossing always records the
+	// raw crossing.
+	TargetWindow int
+	// StopAtTarget ends the run when the target is reached.
 	StopAtTarget bool
 	// Network models pulls, pushes and control messages.
 	Network Network
@@ -111,7 +118,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: LR = %v", ErrConfig, c.LR)
 	case c.TickPeriod < 0 || c.EvalEvery < 0 || c.StallTimeout < 0:
 		return fmt.Errorf("%w: negative period", ErrConfig)
-	case c.ProgressEvery < 0 || c.EvalSamples < 0 || c.KeyLen < 0:
+	case c.ProgressEvery < 0 || c.EvalSamples < 0 || c.KeyLen < 0 || c.TargetWindow < 0:
 		return fmt.Errorf("%w: negative size", ErrConfig)
 	case c.Duration <= 0:
 		return fmt.Errorf("%w: Duration = %v", ErrConfig, c.Duration)
@@ -142,6 +149,9 @@ func (c *Config) fill() {
 	if c.StallTimeout == 0 {
 		c.StallTimeout = 60 * time.Second
 	}
+	if c.TargetWindow == 0 {
+		c.TargetWindow = 1
+	}
 }
 
 // Job is what is trained: a model, its data, the heterogeneity of the
@@ -156,6 +166,9 @@ type Job struct {
 	// Policy is the synchronization policy. A policy value carries state:
 	// give each run a fresh one.
 	Policy epsp.Policy
+	// OnEval, if not nil, is called after every evaluation (from the
+	// simulation loop; it must not block long). Use it to show progress.
+	OnEval func(EvalPoint)
 }
 
 // worker states
@@ -802,12 +815,25 @@ func (s *Sim) evaluate() {
 	loss, acc := s.job.Model.Evaluate(s.evalParam, s.job.Test, s.evalIdx)
 	v := s.coord.View()
 	s.res.Evals = append(s.res.Evals, EvalPoint{Time: now, Loss: loss, Accuracy: acc, Version: v.Version(), MinClock: v.MinClock(), MaxClock: v.MaxClock()})
-	if s.cfg.Target > 0 && !s.res.Reached && acc >= s.cfg.Target {
-		s.res.Reached = true
-		s.res.TimeToTarget = now
-		if s.cfg.StopAtTarget {
-			s.done = true
-			return
+	if s.job.OnEval != nil {
+		s.job.OnEval(s.res.Evals[len(s.res.Evals)-1])
+	}
+	if s.cfg.Target > 0 && !s.res.Crossed && acc >= s.cfg.Target {
+		s.res.Crossed = true
+		s.res.FirstCrossing = now
+	}
+	if s.cfg.Target > 0 && !s.res.Reached && len(s.res.Evals) >= s.cfg.TargetWindow {
+		var sum float64
+		for _, e := range s.res.Evals[len(s.res.Evals)-s.cfg.TargetWindow:] {
+			sum += e.Accuracy
+		}
+		if sum/float64(s.cfg.TargetWindow) >= s.cfg.Target {
+			s.res.Reached = true
+			s.res.TimeToTarget = now
+			if s.cfg.StopAtTarget {
+				s.done = true
+				return
+			}
 		}
 	}
 	if next := now + s.cfg.EvalEvery; next <= s.cfg.Duration {

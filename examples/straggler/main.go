@@ -1,0 +1,307 @@
+// Command straggler is Falcon's convergence study: it trains a classifier
+// on MNIST under a heterogeneous cluster scenario with each synchronization
+// policy (BSP, ASP, SSP, FlexRR, Sync-opt, ConSGD, DynSGD, LB-BSP, DSSP and
+// EPSP in its enforced and slack modes), in the virtual-time simulator
+// ps/sim, and reports the time each needs to reach a target test accuracy.
+//
+//	go run ./examples/straggler                   # the mixed scenario
+//	go run ./examples/straggler -scenario all     # the whole suite
+//	go run ./examples/straggler -live             # real goroutines
+//
+// For each policy it prints one line
+//
+//	policy=<name> scenario=<name> time_to_target_s=<s|inf> final_acc=<0..1> blocked_frac=<0..1> transfers=<n>
+//
+// plus a table, and writes <out>/straggler_<scenario>.csv (every result in
+// ps/sim's CSV form) and <out>/straggler_<scenario>.png (test accuracy
+// against time).
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/falconml/falcon/model"
+	"github.com/falconml/falcon/model/mnist"
+	"github.com/falconml/falcon/ps/sim"
+)
+
+type options struct {
+	scenario  string
+	policies  string
+	data      string
+	modelName string
+	hidden    int
+	train     int
+	test      int
+	batch     int
+	lr        float64
+	target    float64
+	window    int
+	duration  time.Duration
+	evalEvery time.Duration
+	seed      uint64
+	out       string
+	live      bool
+	quiet     bool
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.scenario, "scenario", "mixed", "scenario name, or \"all\" for the suite (homogeneous, static, straggler, transient, mixed)")
+	flag.StringVar(&o.policies, "policies", "all", "comma-separated policies to run")
+	flag.StringVar(&o.data, "data", "auto", "mnist, synthetic, or auto (MNIST if its files are found, else synthetic)")
+	flag.StringVar(&o.modelName, "model", "softmax", "softmax or mlp")
+	flag.IntVar(&o.hidden, "hidden", 64, "hidden units of -model mlp")
+	flag.IntVar(&o.train, "train", 20000, "training rows used (a seeded sample of MNIST's 60000)")
+	flag.IntVar(&o.test, "test", 2000, "test rows used for evaluation")
+	flag.IntVar(&o.batch, "batch", 64, "batch size per worker per clock")
+	flag.Float64Var(&o.lr, "lr", 1.0, "server-side SGD learning rate (the same for every policy)")
+	flag.Float64Var(&o.target, "target", 0.9, "test accuracy that defines convergence")
+	flag.IntVar(&o.window, "window", 5, "evaluations averaged for the target test (smoothed accuracy must reach -target)")
+	flag.DurationVar(&o.duration, "duration", 6*time.Second, "virtual time simulated per run")
+	flag.DurationVar(&o.evalEvery, "eval", 50*time.Millisecond, "virtual time between evaluations")
+	flag.Uint64Var(&o.seed, "seed", 1, "seed of data order, model init and slowdowns")
+	flag.StringVar(&o.out, "out", ".", "directory for the CSV and PNG files")
+	flag.BoolVar(&o.live, "live", false, "run with real goroutines and injected slowdowns on the wall clock instead of the simulator")
+	flag.BoolVar(&o.quiet, "q", false, "no progress on stderr")
+	flag.Parse()
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "straggler:", err)
+		os.Exit(1)
+	}
+}
+
+// loadData returns the training and test sets and a label for them.
+func loadData(o options) (train, test *model.Dataset, label string, err error) {
+	rng := rand.New(rand.NewPCG(o.seed, 0xd474))
+	if o.data == "mnist" || o.data == "auto" {
+		dir, lerr := mnist.Locate()
+		if lerr == nil {
+			train, test, lerr = mnist.Load(dir)
+		}
+		if lerr == nil {
+			train = train.Shuffled(rng).Head(o.train)
+			test = test.Shuffled(rng).Head(o.test)
+			return train, test, fmt.Sprintf("MNIST (%d train / %d test rows)", train.N, test.N), nil
+		}
+		if o.data == "mnist" {
+			return nil, nil, "", lerr
+		}
+		fmt.Fprintf(os.Stderr, "straggler: MNIST not available (%v);\n  falling back to the synthetic Gaussian-cluster dataset. Results are NOT MNIST results.\n", lerr)
+	} else if o.data != "synthetic" {
+		return nil, nil, "", fmt.Errorf("unknown -data %q", o.data)
+	}
+	train, test, err = model.Synthetic(model.SyntheticConfig{Train: o.train, Test: o.test, Dim: 50, Classes: 10, Separation: 0.6, Seed: o.seed})
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return train, test, fmt.Sprintf("synthetic clusters (%d train / %d test rows)", train.N, test.N), nil
+}
+
+func newModel(o options, d *model.Dataset) (model.Model, error) {
+	switch o.modelName {
+	case "softmax":
+		return model.NewSoftmax(d.D, d.Classes), nil
+	case "mlp":
+		return model.NewMLP(d.D, o.hidden, d.Classes), nil
+	}
+	return nil, fmt.Errorf("unknown -model %q", o.modelName)
+}
+
+func run(o options) error {
+	specs, err := selectPolicies(o.policies)
+	if err != nil {
+		return err
+	}
+	var scenarios []sim.Scenario
+	if o.scenario == "all" {
+		scenarios = sim.Scenarios(o.seed)
+	} else {
+		sc, err := sim.ScenarioByName(o.scenario, o.seed)
+		if err != nil {
+			return err
+		}
+		scenarios = []sim.Scenario{sc}
+	}
+	train, test, dataLabel, err := loadData(o)
+	if err != nil {
+		return err
+	}
+	m, err := newModel(o, train)
+	if err != nil {
+		return err
+	}
+	if o.live {
+		return runLive(o, scenarios, specs, m, train, test)
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	fmt.Printf("data: %s; model: %s; %d workers, batch %d/worker, lr %g, target acc %.3f (mean of %d evaluations every %v), %v virtual per run\n",
+		dataLabel, m.Name(), sim.SuiteWorkers, o.batch, o.lr, o.target, o.window, o.evalEvery, o.duration)
+	fmt.Printf("command: %s\n\n", strings.Join(os.Args, " "))
+
+	type row struct {
+		scenario string
+		spec     policySpec
+		res      *sim.Result
+	}
+	var rows []row
+	total := len(scenarios) * len(specs)
+	k := 0
+	for _, sc := range scenarios {
+		var results []*sim.Result
+		for _, spec := range specs {
+			k++
+			res, err := runOne(o, sc, spec, m, train, test, k, total)
+			if err != nil {
+				return fmt.Errorf("scenario %s, policy %s: %w", sc.Name, spec.Name, err)
+			}
+			res.Policy = spec.Name
+			results = append(results, res)
+			rows = append(rows, row{sc.Name, spec, res})
+		}
+		if err := writeOutputs(o, sc, results); err != nil {
+			return err
+		}
+	}
+
+	// Result lines, one per policy and scenario.
+	fmt.Println()
+	for _, r := range rows {
+		fmt.Printf("policy=%s scenario=%s time_to_target_s=%s final_acc=%.4f blocked_frac=%.4f transfers=%d\n",
+			r.spec.Name, r.scenario, fmtT(r.res.TimeToTargetSeconds()), r.res.FinalAccuracy, r.res.BlockedFraction(), r.res.AcceptedTransfers())
+	}
+
+	// Table with the reduction of EPSP's better mode against each policy.
+	fmt.Println()
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tpolicy\ttime_to_target_s\tepsp_reduction\tfirst_crossing_s\tfinal_acc\tblocked\ttransfers\tdropped\tp_changes\t")
+	for _, sc := range scenarios {
+		best := math.Inf(1)
+		for _, r := range rows {
+			if r.scenario == sc.Name && strings.HasPrefix(r.spec.Name, "epsp") {
+				best = min(best, r.res.TimeToTargetSeconds())
+			}
+		}
+		for _, r := range rows {
+			if r.scenario != sc.Name {
+				continue
+			}
+			t := r.res.TimeToTargetSeconds()
+			fc := math.Inf(1)
+			if r.res.Crossed {
+				fc = r.res.FirstCrossing.Seconds()
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.4f\t%.3f\t%d\t%d\t%d\t\n", sc.Name, r.spec.Name, fmtT(t), reduction(best, t), fmtT(fc),
+				r.res.FinalAccuracy, r.res.BlockedFraction(), r.res.AcceptedTransfers(), r.res.Dropped, r.res.Stats.ParallelismChanges)
+		}
+	}
+	tw.Flush()
+	fmt.Println("\nepsp_reduction = (T_policy - T_epsp)/T_policy with T_epsp the faster EPSP mode; negative means EPSP is slower.")
+	return nil
+}
+
+func fmtT(t float64) string {
+	if math.IsInf(t, 1) {
+		return "inf"
+	}
+	return fmt.Sprintf("%.3f", t)
+}
+
+func reduction(epsp, t float64) string {
+	switch {
+	case math.IsInf(epsp, 1) && math.IsInf(t, 1):
+		return "n/a"
+	case math.IsInf(t, 1):
+		return "100% (policy never)"
+	case math.IsInf(epsp, 1):
+		return "-inf (epsp never)"
+	}
+	return fmt.Sprintf("%.2f%%", 100*(t-epsp)/t)
+}
+
+func simConfig(o options, sc sim.Scenario) sim.Config {
+	c := sim.DefaultConfig()
+	c.Workers = sim.SuiteWorkers
+	c.Batch = o.batch
+	c.Parallelism = sc.Parallelism
+	c.LR = float32(o.lr)
+	c.Duration = o.duration
+	c.EvalEvery = o.evalEvery
+	c.Target = o.target
+	c.TargetWindow = o.window
+	c.Seed = o.seed
+	return c
+}
+
+func runOne(o options, sc sim.Scenario, spec policySpec, m model.Model, train, test *model.Dataset, k, total int) (*sim.Result, error) {
+	speed, err := sc.Speed()
+	if err != nil {
+		return nil, err
+	}
+	pol, err := spec.New(speed, sim.SuiteWorkers)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	job := sim.Job{Model: m.Clone(), Train: train, Test: test, Speed: speed, Policy: pol}
+	prefix := fmt.Sprintf("[%d/%d] %-11s %-14s", k, total, sc.Name, spec.Name)
+	if !o.quiet {
+		lastBar := -1
+		job.OnEval = func(e sim.EvalPoint) {
+			frac := e.Time.Seconds() / o.duration.Seconds()
+			bar := int(frac * 30)
+			if bar == lastBar {
+				return
+			}
+			lastBar = bar
+			fmt.Fprintf(os.Stderr, "\r%s [%-30s] t=%5.1fs acc=%.3f", prefix, strings.Repeat("#", min(bar, 30)), e.Time.Seconds(), e.Accuracy)
+		}
+	}
+	res, err := sim.Run(simConfig(o, sc), job)
+	if err != nil {
+		if !o.quiet {
+			fmt.Fprintln(os.Stderr)
+		}
+		return nil, err
+	}
+	if !o.quiet {
+		fmt.Fprintf(os.Stderr, "\r%s time_to_target=%ss final_acc=%.3f (%.1fs wall)%s\n", prefix, fmtT(res.TimeToTargetSeconds()), res.FinalAccuracy, time.Since(start).Seconds(), strings.Repeat(" ", 20))
+	}
+	return res, nil
+}
+
+func writeOutputs(o options, sc sim.Scenario, results []*sim.Result) error {
+	base := filepath.Join(o.out, "straggler_"+sc.Name)
+	f, err := os.Create(base + ".csv")
+	if err != nil {
+		return err
+	}
+	for _, r := range results {
+		if err := r.WriteCSV(f); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	title := fmt.Sprintf("scenario %s: test accuracy vs virtual time", sc.Name)
+	if err := plotAccuracy(base+".png", title, o.target, results); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s.csv and %s.png\n", base, base)
+	return nil
+}
+
+var errLiveUnavailable = errors.New("-live: ps's live runtime is not available in this build")
