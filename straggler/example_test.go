@@ -60,3 +60,20 @@ func ExamplePlanner() {
 	// {ID:1 From:1 To:3 Clock:7 Lo:78 Hi:128}
 	// worker 1 keeps [0,78), worker 3 computes [78,128)
 }
+
+// The controller moves a core from a fast worker to a slow one on the
+// same host; a host without a slow worker is left alone.
+func ExampleController() {
+	ctl, _ := straggler.NewController(straggler.ParallelismConfig{
+		Curve: func(int) straggler.Speedup { return straggler.Amdahl{Serial: 0} },
+	})
+	loads := []straggler.WorkerLoad{
+		{Host: 0, P: 2, Speed: 50, Batch: 100},  // 2 s per clock: slow
+		{Host: 0, P: 2, Speed: 200, Batch: 100}, // 0.5 s
+		{Host: 1, P: 2, Speed: 200, Batch: 100},
+		{Host: 1, P: 2, Speed: 200, Batch: 100},
+	}
+	fmt.Println(ctl.Plan(loads, []int{4, 4}))
+	// Output:
+	// [3 1 2 2]
+}

@@ -163,6 +163,30 @@ func Project(now time.Duration, ws []WorkerState, cfg ProjectConfig) Snapshot {
 			p.Speed = med
 		}
 	}
+	// top(k) holds the two largest reach_j(k) (and the argmax), so that
+	// max over j != i costs O(1); there are few distinct k.
+	type top2 struct {
+		v1, v2 float64
+		i1     int
+	}
+	tops := map[int]top2{}
+	top := func(k int) top2 {
+		if t, ok := tops[k]; ok {
+			return t
+		}
+		t := top2{i1: -1}
+		for j := range ws {
+			switch r := reach(j, k); {
+			case t.i1 < 0 || r > t.v1:
+				t.v2 = t.v1
+				t.v1, t.i1 = r, j
+			case r > t.v2:
+				t.v2 = r
+			}
+		}
+		tops[k] = t
+		return t
+	}
 	lags := make([]float64, len(ws))
 	for i, w := range ws {
 		p := &snap.Workers[i]
@@ -174,12 +198,10 @@ func Project(now time.Duration, ws []WorkerState, cfg ProjectConfig) Snapshot {
 		}
 		p.Finish = dur(fin)
 		if cfg.Staleness >= 0 {
-			need := next - cfg.Staleness
-			block := 0.0
-			for j := range ws {
-				if j != i {
-					block = max(block, reach(j, need))
-				}
+			t := top(next - cfg.Staleness)
+			block := t.v1
+			if t.i1 == i {
+				block = t.v2
 			}
 			p.Blocked = dur(max(block-fin, 0))
 		}

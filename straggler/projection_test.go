@@ -1,6 +1,7 @@
 package straggler
 
 import (
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -84,5 +85,46 @@ func TestProject_UnknownSpeedUsesMedianAndEqualIsNormal(t *testing.T) {
 	}
 	if s.Workers[1].Known {
 		t.Error("worker 1 marked known")
+	}
+}
+
+// Project's O(n) blocked-time computation agrees with the naive O(n²)
+// definition Blocked_i = max(0, max_{j≠i} reach_j(c'_i − s) − Finish_i).
+func TestProject_BlockedAgreesWithNaive(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	for range 300 {
+		n := 1 + rng.IntN(8)
+		ws := make([]WorkerState, n)
+		for i := range ws {
+			ws[i] = WorkerState{Clock: rng.IntN(4), Waiting: rng.IntN(3) == 0, Remaining: rng.IntN(50), Batch: 50, Speed: 10 + 90*rng.Float64()}
+		}
+		s := rng.IntN(3)
+		snap := Project(0, ws, ProjectConfig{Staleness: s})
+		reach := func(j, k int) float64 {
+			w := ws[j]
+			if k <= w.Clock {
+				return 0
+			}
+			if w.Waiting {
+				return float64(k-w.Clock) * float64(w.Batch) / w.Speed
+			}
+			return (float64(w.Remaining) + float64(k-w.Clock-1)*float64(w.Batch)) / w.Speed
+		}
+		for i, w := range ws {
+			fin, next := 0.0, w.Clock
+			if !w.Waiting {
+				fin, next = reach(i, w.Clock+1), w.Clock+1
+			}
+			block := 0.0
+			for j := range ws {
+				if j != i {
+					block = max(block, reach(j, next-s))
+				}
+			}
+			want := dur(max(block-fin, 0))
+			if d := snap.Workers[i].Blocked - want; d > 1 || d < -1 { // 1 ns rounding
+				t.Fatalf("worker %d of %+v (s=%d): blocked %v, naive %v", i, ws, s, snap.Workers[i].Blocked, want)
+			}
+		}
 	}
 }

@@ -195,7 +195,11 @@ func (p *Planner) Remaining(g Giver) int {
 // remaining >= max(MinChunk, MinRemaining·Batch) with a chunk of at least
 // MinChunk.
 func (p *Planner) Eligible(g Giver) bool {
-	if p.GiverBusy(g.Worker) || g.Batch <= 0 {
+	return !p.GiverBusy(g.Worker) && p.eligible(g)
+}
+
+func (p *Planner) eligible(g Giver) bool {
+	if g.Batch <= 0 {
 		return false
 	}
 	r := p.Remaining(g)
@@ -221,31 +225,47 @@ func (p *Planner) chunk(g Giver, t Taker, r int) int {
 // pending until [Planner.Resolve].
 func (p *Planner) Plan(givers []Giver, takers []Taker) []Assignment {
 	var out []Assignment
-	used := map[int]bool{}
-	for _, t := range takers {
-		if p.TakerBusy(t.Worker) {
+	busyGiver, busyTaker := map[int]bool{}, map[int]bool{}
+	for _, a := range p.pending {
+		busyGiver[a.From], busyTaker[a.To] = true, true
+	}
+	// Eligibility and ranking of each giver do not depend on the taker
+	// (except Proportional's chunk size), so compute them once.
+	type cand struct {
+		g   Giver
+		key float64
+	}
+	var cands []cand
+	for _, g := range givers {
+		if busyGiver[g.Worker] || !p.eligible(g) {
 			continue
 		}
-		best, bestKey := -1, -1.0
-		for gi, g := range givers {
-			if used[g.Worker] || g.Worker == t.Worker || !p.Eligible(g) {
+		r := float64(p.Remaining(g))
+		key := r
+		if g.Speed > 0 {
+			key = r / g.Speed
+		}
+		cands = append(cands, cand{g, key})
+	}
+	used := map[int]bool{}
+	for _, t := range takers {
+		if busyTaker[t.Worker] {
+			continue
+		}
+		best := -1
+		for ci, c := range cands {
+			if used[c.g.Worker] || c.g.Worker == t.Worker {
 				continue
 			}
-			r := float64(p.Remaining(g))
-			key := r
-			if g.Speed > 0 {
-				key = r / g.Speed
-			}
-			if key > bestKey || (key == bestKey && g.Worker < givers[best].Worker) {
-				best, bestKey = gi, key
+			if best < 0 || c.key > cands[best].key || (c.key == cands[best].key && c.g.Worker < cands[best].g.Worker) {
+				best = ci
 			}
 		}
 		if best < 0 {
 			continue
 		}
-		g := givers[best]
-		r := p.Remaining(g)
-		n := p.chunk(g, t, r)
+		g := cands[best].g
+		n := p.chunk(g, t, p.Remaining(g))
 		if n < p.cfg.MinChunk {
 			continue
 		}
@@ -256,6 +276,7 @@ func (p *Planner) Plan(givers []Giver, takers []Taker) []Assignment {
 		l.given = append(l.given, [2]int{a.Lo, a.Hi})
 		p.pending[a.ID] = a
 		used[g.Worker] = true
+		busyTaker[t.Worker] = true
 		out = append(out, a)
 	}
 	return out
