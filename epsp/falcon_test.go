@@ -388,3 +388,26 @@ func TestEPSP_IdleWorkerNeverLeftWaitingWithTransferableWork(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkEPSP_Step measures one progress event (projection and transfer
+// planning included) with a quarter of the workers blocked at the barrier.
+func BenchmarkEPSP_Step(b *testing.B) {
+	for _, n := range []int{16, 64, 256} {
+		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
+			p := polEPSP(b, nil)
+			v := epsptest.NewFakeView(n, 128)
+			for w := range n / 4 {
+				v.Finish(epsp.WorkerID(w))
+			}
+			i := 0
+			for b.Loop() {
+				w := epsp.WorkerID(n/4 + i%(n-n/4))
+				i++
+				r := epsp.ProgressReport{Worker: w, Clock: 0, Done: min(127, i%128), Assigned: 128, Elapsed: time.Duration(i) * time.Millisecond}
+				v.SetProgress(r)
+				out := p.Step(time.Duration(i)*time.Millisecond, v, epsp.Event{Kind: epsp.EventProgress, Progress: r})
+				v.Apply(out)
+			}
+		})
+	}
+}
