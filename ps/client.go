@@ -549,3 +549,17 @@ func resizeInts(v []int, n int) []int {
 	}
 	return v[:n]
 }
+
+// ClientHandler is the transport.Handler of a node that only runs Clients:
+// it refuses requests and ignores messages.
+type ClientHandler struct{}
+
+var _ transport.Handler = ClientHandler{}
+
+// HandleRequest refuses the request.
+func (ClientHandler) HandleRequest(context.Context, transport.NodeID, []byte) ([]byte, error) {
+	return errResponse(fmt.Errorf("%w: a client node serves no requests", ErrMalformed)), nil
+}
+
+// HandleMessage ignores the message.
+func (ClientHandler) HandleMessage(transport.NodeID, []byte) {}

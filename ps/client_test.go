@@ -281,3 +281,33 @@ func TestWorker_StartTimeoutNamesMissingServer(t *testing.T) {
 		t.Fatalf("err = %v, want a start timeout naming the coordinator", err)
 	}
 }
+
+// TestWorker_StartTimeoutTCP: over TCP, a missing server is named with
+// its address.
+func TestWorker_StartTimeoutTCP(t *testing.T) {
+	// A port nobody listens on: listen, note the address, close.
+	probe, err := transport.NewTCP(transport.TCPConfig{ID: "probe"}, ps.ClientHandler{})
+	must(t, err)
+	dead := probe.Addr().String()
+	probe.Close()
+
+	srv, err := ps.NewServer("server-0", ps.DefaultServerConfig())
+	must(t, err)
+	stcp, err := transport.NewTCP(transport.TCPConfig{ID: "server-0"}, srv)
+	must(t, err)
+	defer stcp.Close()
+
+	w, err := ps.NewWorker("worker-0", ps.WorkerConfig{Coordinator: "coordinator", StartTimeout: 300 * time.Millisecond,
+		Client: ps.ClientConfig{Servers: []transport.NodeID{"server-0", "server-1"}}})
+	must(t, err)
+	defer w.Close()
+	wtcp, err := transport.NewTCP(transport.TCPConfig{ID: "worker-0", Peers: map[transport.NodeID]string{
+		"server-0": stcp.Addr().String(), "server-1": dead}}, w)
+	must(t, err)
+	defer wtcp.Close()
+	err = w.Start(context.Background(), wtcp)
+	if !errors.Is(err, ps.ErrStartTimeout) || !strings.Contains(err.Error(), "server-1") || !strings.Contains(err.Error(), dead) {
+		t.Fatalf("err = %v, want a start timeout naming server-1 at %s", err, dead)
+	}
+	t.Log(err)
+}

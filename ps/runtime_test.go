@@ -2,8 +2,10 @@ package ps_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps"
 	"github.com/falconml/falcon/ps/pstest"
+	"github.com/falconml/falcon/transport"
 )
 
 // idSampler encodes (owner, clock) in the sample ids: id = (owner·C + clock)·1000 + i.
@@ -279,4 +282,95 @@ func TestTransfer_ExactlyOnce(t *testing.T) {
 		}
 	}
 	t.Logf("transfers ordered %d accepted %d refused %d, samples moved %d", st.TransfersOrdered, st.TransfersAccepted, st.TransfersRefused, st.SamplesTransferred)
+}
+
+// batchPolicy is BSP that gives worker 1 a batch of 4 after its first clock.
+type batchPolicy struct{ flushed int }
+
+func (p *batchPolicy) Name() string { return "test-batch" }
+func (p *batchPolicy) Admit(_ time.Duration, _ epsp.View, push epsp.Push) epsp.PushDecision {
+	return epsp.PushDecision{Action: epsp.Accumulate, Clock: push.Clock}
+}
+func (p *batchPolicy) Step(_ time.Duration, v epsp.View, e epsp.Event) epsp.Output {
+	out := epsp.Barrier(v, &p.flushed, 1)
+	if e.Kind == epsp.EventClock && e.Worker == 1 && e.Clock == 0 {
+		out.SetBatch = append(out.SetBatch, epsp.BatchOrder{Worker: 1, Size: 4})
+	}
+	return out
+}
+
+// TestWorker_HonoursSetBatch: after the order, worker 1 computes batches of
+// 4 samples, pushes them as such, and the server weights them by samples.
+func TestWorker_HonoursSetBatch(t *testing.T) {
+	const workers, clocks = 2, 3
+	rec := &pstest.Recorder{}
+	c := pstest.NewCluster(t, pstest.Servers(1), pstest.Workers(workers), pstest.Batch(8), pstest.Chunk(2),
+		pstest.Optimizer(ps.SGD{LR: 1}), pstest.Observer(rec), pstest.Policy(&batchPolicy{}))
+	m := &idModel{workers: workers, clocks: clocks, staleness: -1}
+	_, err := c.Train(context.Background(), m, idSampler{clocks}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{workers * clocks}, Init: ps.Zeros{}, Clocks: clocks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples := map[[2]int]int{}
+	for _, e := range rec.Events() {
+		switch e.Kind {
+		case ps.EvChunk:
+			samples[[2]int{int(e.Owner), e.Clock}] += e.Hi - e.Lo
+		case ps.EvPushAdmitted:
+			want := 8
+			if e.Push.Owner == 1 && e.Push.Clock > 0 {
+				want = 4
+			}
+			if e.Push.BatchSamples != want {
+				t.Errorf("push of worker %d clock %d says batch %d, want %d", e.Push.Owner, e.Push.Clock, e.Push.BatchSamples, want)
+			}
+		}
+	}
+	for k := range clocks {
+		want1 := 8
+		if k > 0 {
+			want1 = 4
+		}
+		if samples[[2]int{0, k}] != 8 || samples[[2]int{1, k}] != want1 {
+			t.Errorf("clock %d: computed %d and %d samples, want 8 and %d", k, samples[[2]int{0, k}], samples[[2]int{1, k}], want1)
+		}
+	}
+	// Σ n·g / Σ n per clock: each worker's mean gradient is −1 on its own
+	// parameter, so each gets n_w/(n_0+n_1): 1/2 in clock 0, then 8/12 and 4/12.
+	p := finalParams(t, c, workers*clocks)
+	want := []float32{0.5, 8.0 / 12, 8.0 / 12, 0.5, 4.0 / 12, 4.0 / 12}
+	if !nearAll(p, want) {
+		t.Errorf("params = %v, want %v", p, want)
+	}
+}
+
+func TestCoordinator_WaitWorkersNamesMissing(t *testing.T) {
+	c := pstest.NewCluster(t, pstest.Servers(1), pstest.Workers(0))
+	co, err := ps.NewCoordinator(ps.CoordinatorConfig{EPSP: epsp.Config{NumWorkers: 2, Batch: 4}, Servers: c.ServerIDs,
+		Workers: []transport.NodeID{"worker-0", "worker-1"}, StartTimeout: 100 * time.Millisecond}, epsp.NewBSP())
+	must(t, err)
+	defer co.Close()
+	tr, err := c.Net.Join("coordinator", co)
+	must(t, err)
+	must(t, co.Start(context.Background(), tr))
+	w, err := ps.NewWorker("worker-0", ps.WorkerConfig{Coordinator: "coordinator", Client: c.ClientCfg})
+	must(t, err)
+	defer w.Close()
+	wtr, err := c.Net.Join("worker-0", w)
+	must(t, err)
+	must(t, w.Start(context.Background(), wtr))
+	err = co.WaitWorkers(context.Background())
+	if !errors.Is(err, ps.ErrStartTimeout) || !strings.Contains(err.Error(), "1/2 workers") || !strings.Contains(err.Error(), "worker-1") || strings.Contains(err.Error(), "worker-0") {
+		t.Fatalf("err = %v, want a timeout naming only worker-1", err)
+	}
+	// A coordinator whose server is missing fails Start and says so.
+	co2, err := ps.NewCoordinator(ps.CoordinatorConfig{EPSP: epsp.Config{NumWorkers: 1, Batch: 4}, Servers: []transport.NodeID{"server-0", "server-9"},
+		Workers: []transport.NodeID{"worker-9"}, StartTimeout: 100 * time.Millisecond}, epsp.NewBSP())
+	must(t, err)
+	defer co2.Close()
+	tr2, err := c.Net.Join("coordinator-2", co2)
+	must(t, err)
+	if err := co2.Start(context.Background(), tr2); !errors.Is(err, ps.ErrStartTimeout) || !strings.Contains(err.Error(), "server-9 unreachable") {
+		t.Fatalf("Start err = %v, want a timeout naming server-9", err)
+	}
 }

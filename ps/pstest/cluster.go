@@ -179,7 +179,7 @@ func (c *Cluster) NewClient(t testing.TB) *ps.Client {
 	t.Helper()
 	id := transport.NodeID(fmt.Sprintf("client-%d", c.clients))
 	c.clients++
-	tr, err := c.Net.Join(id, nopHandler{})
+	tr, err := c.Net.Join(id, ps.ClientHandler{})
 	if err != nil {
 		t.Fatalf("pstest: join %s: %v", id, err)
 	}
@@ -189,13 +189,6 @@ func (c *Cluster) NewClient(t testing.TB) *ps.Client {
 	}
 	return cl
 }
-
-type nopHandler struct{}
-
-func (nopHandler) HandleRequest(context.Context, transport.NodeID, []byte) ([]byte, error) {
-	return nil, fmt.Errorf("pstest: client node serves no requests")
-}
-func (nopHandler) HandleMessage(transport.NodeID, []byte) {}
 
 // Train runs Train on every worker at once and returns their stats.
 func (c *Cluster) Train(ctx context.Context, model ps.Model, sampler ps.Sampler, tc ps.TrainConfig) ([]ps.TrainStats, error) {
