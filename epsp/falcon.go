@@ -123,7 +123,10 @@ func (c *EPSPConfig) Validate() error {
 //     pioneer's minus s) and whose remaining work is at least the
 //     threshold (10 % of its batch). A taker is released only after its
 //     transfer is done; a giver answers each order (a refusal returns the
-//     range), and a giver has at most one order outstanding.
+//     range, and that giver is not asked for that taker again in the same
+//     clock), and a giver has at most one order outstanding. An accepted
+//     range may start later than ordered but must end at the ordered Hi
+//     (the policy's ledger keeps each owner's part contiguous).
 //
 // With all workers equally fast, no worker has transferable work when
 // another finishes and no worker is slow, so EPSP orders exactly what BSP

@@ -411,3 +411,27 @@ func BenchmarkEPSP_Step(b *testing.B) {
 		})
 	}
 }
+
+// Reference: falcon.md §3 [reconstruction]: "claimed with a confirm/cancel
+// handshake". A giver that refuses (it already passed Lo) keeps its range;
+// the blocked pioneer is offered another straggler's tail at once, and is
+// not asked to take from the refuser again in that clock.
+func TestEPSP_RefusalReplans(t *testing.T) {
+	p := polEPSP(t, func(c *epsp.EPSPConfig) { c.Elastic = false; c.NoExtrapolate = true })
+	v := epsptest.NewFakeView(3, 100)
+	p.Step(time.Second, v, polProgress(v, 1, 10)) // 90 left: the longest
+	p.Step(time.Second, v, polProgress(v, 2, 40)) // 60 left
+	out := p.Step(time.Second, v, v.Finish(0))
+	if len(out.Transfers) != 1 || out.Transfers[0].From != 1 || out.Transfers[0].Lo != 55 {
+		t.Fatalf("first order %+v, want worker 1's tail [55,100)", out.Transfers)
+	}
+	ts := v.Apply(out)
+	v.SetPending(0, 0)
+	out = p.Step(time.Second, v, epsp.Event{Kind: epsp.EventTransferResult, Transfer: epsp.TransferResult{ID: ts[0].ID, From: 1, To: 0, Clock: 0}})
+	if len(out.Transfers) != 1 || out.Transfers[0].From != 2 || out.Transfers[0].Lo != 70 || len(out.Release) != 0 {
+		t.Fatalf("after refusal %+v, want worker 2's tail [70,100) and no release", out)
+	}
+	if st := p.Stats(); st.TransfersRefused != 1 || st.TransfersPlanned != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+}
