@@ -244,7 +244,7 @@ func (c *Coordinator) Step(now time.Duration, e Event) (Output, error) {
 		}
 		r := e.Transfer
 		o := t.order
-		if r.Accepted && (r.Lo < o.Lo || r.Hi > o.Hi || r.Lo >= r.Hi) {
+		if r.Accepted && (r.Lo < o.Lo || r.Hi != o.Hi || r.Lo >= r.Hi) {
 			return Output{}, fmt.Errorf("%w: transfer %d accepted range [%d,%d) outside ordered [%d,%d)", ErrBadEvent, r.ID, r.Lo, r.Hi, o.Lo, o.Hi)
 		}
 		r.From, r.To, r.Clock = o.From, o.To, o.Clock

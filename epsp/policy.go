@@ -192,7 +192,8 @@ func (t TransferOrder) Samples() int { return t.Hi - t.Lo }
 
 // TransferResult is the giver's answer to a TransferOrder. When Accepted,
 // [Lo, Hi) is the range actually handed over (it may start later than
-// ordered, never earlier, and never end later).
+// ordered, never earlier; it always ends at the ordered Hi, so the giver
+// keeps one contiguous range).
 //
 // The runtime sets ID, Accepted, Lo and Hi; the Coordinator fills From, To
 // and Clock from the order before the policy sees the event.
