@@ -216,6 +216,11 @@ func TestBSP_BarrierWaitsForTransfers(t *testing.T) {
 		t.Fatalf("Transfers = %+v, want one with an ID", out.Transfers)
 	}
 	id := out.Transfers[0].ID
+	for _, bad := range []epsp.TransferResult{{ID: id, Accepted: true, Lo: 5, Hi: 10}, {ID: id, Accepted: true, Lo: 7, Hi: 9}, {ID: id, Accepted: true, Lo: 10, Hi: 10}} {
+		if _, err := c.Step(0, epsp.Event{Kind: epsp.EventTransferResult, Transfer: bad}); !errors.Is(err, epsp.ErrBadEvent) {
+			t.Fatalf("accepted range [%d,%d) of ordered [6,10): got %v, want ErrBadEvent", bad.Lo, bad.Hi, err)
+		}
+	}
 	out = step(t, c, epsp.Event{Kind: epsp.EventTransferResult, Transfer: epsp.TransferResult{ID: id, Accepted: true, Lo: 7, Hi: 10}})
 	if got := c.View().Progress(1).Assigned; got != 7 {
 		t.Fatalf("giver's assigned samples = %d, want 7", got)
