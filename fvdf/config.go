@@ -29,10 +29,11 @@ type Config struct {
 	// more than MinGain·t (resource conservation: never spend CPU that buys
 	// no time). Zero means 1e-9 (strictly shorter up to rounding).
 	MinGain float64
-	// EventDriven makes the driver call Schedule only on coflow arrivals,
-	// completions and starvation-guard timers (Varys' rule), not on every
-	// flow completion. Zero (false) means called on every event.
-	EventDriven bool
+	// EveryFlowEvent asks the driver to call Schedule on every flow
+	// completion too. Zero (false) means Varys' rule: Schedule is called only
+	// on coflow arrivals and completions (and starvation-guard timers), and
+	// capacity freed by a flow that finishes early stays idle until then.
+	EveryFlowEvent bool
 }
 
 // DefaultConfig returns the default configuration.

@@ -178,7 +178,9 @@ func Run(name string, cfs []coflow.Coflow, ports int, cfg ReplayConfig) (Metrics
 		}
 		sched = s
 	case "sebf":
-		sched = newSEBF()
+		if sched, err = newSEBF(); err != nil {
+			return Metrics{}, err
+		}
 	default:
 		return Metrics{}, fmt.Errorf("%w: scheduler %q (known: %v)", ErrBadInput, name, SchedulerNames())
 	}

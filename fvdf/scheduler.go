@@ -3,6 +3,7 @@ package fvdf
 import (
 	"container/heap"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -55,7 +56,8 @@ func (Nominal) Estimate(_ time.Duration, f *coflow.Fabric, k int) coflow.CodecPr
 //     leftover cores: a raw flow with a rate is switched to a codec when the
 //     free cores let it dispose strictly faster at the same wire rate.
 //  5. Starvation freedom (Varys' T/δ): during [kT, kT+δ) every flow of every
-//     active coflow gets an equal share of its ports (raw), then backfill.
+//     active coflow gets a per-flow max-min fair share, raw (coflow.Fair),
+//     so no active coflow goes unserved for longer than T − δ.
 //
 // With compression disabled, or no codec with ratio < 1, steps 1–4 are
 // SEBF + MADD + backfilling.
@@ -68,6 +70,7 @@ type Scheduler struct {
 	// scratch, reused across calls
 	allocs []coflow.Allocation
 	pl     planner
+	fair   *coflow.Fair
 }
 
 var (
@@ -85,7 +88,7 @@ func New(cfg Config, est Estimator) (*Scheduler, error) {
 	if est == nil {
 		est = Nominal{}
 	}
-	return &Scheduler{cfg: cfg, est: est}, nil
+	return &Scheduler{cfg: cfg, est: est, fair: coflow.NewFair()}, nil
 }
 
 // Name returns "fvdf", or "fvdf-raw" with compression disabled.
@@ -100,7 +103,7 @@ func (s *Scheduler) Name() string {
 func (s *Scheduler) Config() Config { return s.cfg }
 
 // OnlyOnArrivalsAndCompletions implements coflow.EventDriven.
-func (s *Scheduler) OnlyOnArrivalsAndCompletions() bool { return s.cfg.EventDriven }
+func (s *Scheduler) OnlyOnArrivalsAndCompletions() bool { return !s.cfg.EveryFlowEvent }
 
 // NextWakeup implements coflow.Timer: the next start or end of a fair
 // slice of the starvation guard.
@@ -128,6 +131,11 @@ func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Alloc
 	if len(st.Coflows) == 0 {
 		return s.allocs
 	}
+	if s.inFairSlice(now) {
+		// Step 5: the starvation guard's fair slice: per-flow max-min
+		// sharing, raw (package coflow's Fair, as in its SEBF guard).
+		return s.fair.Schedule(now, st)
+	}
 	pl := &s.pl
 	pl.reset(st.Fabric, s.cfg, s.codecProfiles(now, st.Fabric))
 
@@ -139,12 +147,15 @@ func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Alloc
 		order[i] = i
 		gamma[i], _ = pl.plan(&st.Coflows[i], pl.capIn, pl.capOut, pl.capCores, nil)
 	}
-	sort.SliceStable(order, func(a, b int) bool {
+	sort.Slice(order, func(a, b int) bool {
 		ca, cb := order[a], order[b]
 		if gamma[ca] != gamma[cb] {
 			return gamma[ca] < gamma[cb]
 		}
-		return st.Coflows[ca].Arrival < st.Coflows[cb].Arrival
+		if x, y := st.Coflows[ca].Arrival, st.Coflows[cb].Arrival; x != y {
+			return x < y
+		}
+		return st.Coflows[ca].Index < st.Coflows[cb].Index
 	})
 
 	// Flattened per-flow allocations, indexed by (coflow slot, flow slot).
@@ -158,13 +169,12 @@ func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Alloc
 			al[base[i]+j].Flow = f.Ref
 		}
 	}
+	given := make([]int, 0, len(al))
 	remIn := append([]float64(nil), pl.capIn...)
 	remOut := append([]float64(nil), pl.capOut...)
 	cores := append([]float64(nil), pl.capCores...)
 
-	if s.inFairSlice(now) {
-		s.fairShare(st, al, base, remIn, remOut)
-	} else {
+	{
 		// Step 3: MADD in FVDF order on what is left.
 		var choice []int
 		for _, ci := range order {
@@ -204,6 +214,7 @@ func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Alloc
 					continue
 				}
 				take(a, f, remIn, remOut, cores)
+				given = append(given, base[ci]+j)
 			}
 		}
 	}
@@ -212,55 +223,31 @@ func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Alloc
 		c := &st.Coflows[ci]
 		for j, f := range c.Flows {
 			if f.Remaining > 0 {
-				pl.backfillBandwidth(&al[base[ci]+j], f, remIn, remOut, cores)
-			}
-		}
-	}
-	if !s.inFairSlice(now) {
-		for _, ci := range order {
-			c := &st.Coflows[ci]
-			for j, f := range c.Flows {
-				if f.Remaining > 0 {
-					pl.backfillCores(&al[base[ci]+j], f, cores)
+				a := &al[base[ci]+j]
+				was := a.Rate
+				pl.backfillBandwidth(a, f, remIn, remOut, cores)
+				if was == 0 && a.Rate > 0 {
+					given = append(given, base[ci]+j)
 				}
 			}
 		}
 	}
-	for i := range al {
-		if al[i].Rate > 0 {
-			s.allocs = append(s.allocs, al[i])
+	for _, ci := range order {
+		c := &st.Coflows[ci]
+		for j, f := range c.Flows {
+			if f.Remaining > 0 {
+				pl.backfillCores(&al[base[ci]+j], f, cores)
+			}
+		}
+	}
+	// Emit in the order flows first got a rate (priority order), as package
+	// coflow's ordering schedulers do, so the driver sees identical input.
+	for _, k := range given {
+		if al[k].Rate > 0 {
+			s.allocs = append(s.allocs, al[k])
 		}
 	}
 	return s.allocs
-}
-
-// fairShare gives every unfinished flow an equal share of its source's
-// ingress and its destination's egress (raw).
-func (s *Scheduler) fairShare(st *coflow.State, al []coflow.Allocation, base []int, remIn, remOut []float64) {
-	nIn := make([]int, len(remIn))
-	nOut := make([]int, len(remOut))
-	for i := range st.Coflows {
-		for _, f := range st.Coflows[i].Flows {
-			if f.Remaining > 0 {
-				nIn[f.Src]++
-				nOut[f.Dst]++
-			}
-		}
-	}
-	capIn := append([]float64(nil), remIn...)
-	capOut := append([]float64(nil), remOut...)
-	for i := range st.Coflows {
-		for j, f := range st.Coflows[i].Flows {
-			if f.Remaining <= 0 {
-				continue
-			}
-			r := math.Min(capIn[f.Src]/float64(nIn[f.Src]), capOut[f.Dst]/float64(nOut[f.Dst]))
-			a := &al[base[i]+j]
-			a.Rate = r
-			remIn[f.Src] = math.Max(0, remIn[f.Src]-r)
-			remOut[f.Dst] = math.Max(0, remOut[f.Dst]-r)
-		}
-	}
 }
 
 // take subtracts a's wire rate and cores from the remaining resources.
@@ -405,14 +392,31 @@ func (pl *planner) plan(c *coflow.CoflowState, in, out, cores []float64, choice 
 			pl.touched = append(pl.touched, p)
 		}
 	}
-	for _, f := range c.Flows {
-		if f.Remaining <= 0 {
-			continue
+	if c.Send != nil || c.Recv != nil {
+		// Per-port loads aggregated by the driver: use them as they are, so
+		// that Γ is bit-for-bit the one package coflow's SEBF computes.
+		for _, l := range c.Send {
+			if l.Flows > 0 && l.Bytes > 0 {
+				touch(l.Port)
+				pl.win[l.Port] = l.Bytes
+			}
 		}
-		touch(f.Src)
-		touch(f.Dst)
-		pl.win[f.Src] += f.Remaining
-		pl.wout[f.Dst] += f.Remaining
+		for _, l := range c.Recv {
+			if l.Flows > 0 && l.Bytes > 0 {
+				touch(l.Port)
+				pl.wout[l.Port] = l.Bytes
+			}
+		}
+	} else {
+		for _, f := range c.Flows {
+			if f.Remaining <= 0 {
+				continue
+			}
+			touch(f.Src)
+			touch(f.Dst)
+			pl.win[f.Src] += f.Remaining
+			pl.wout[f.Dst] += f.Remaining
+		}
 	}
 	nf := len(c.Flows)
 	if choice != nil || len(pl.codecs) > 0 {
@@ -458,7 +462,15 @@ func (pl *planner) greedy(c *coflow.CoflowState, in, out, cores []float64, choic
 	}
 	for _, p := range pl.touched {
 		lst := pl.byPort[p]
-		sort.SliceStable(lst, func(a, b int) bool { return c.Flows[lst[a]].Remaining > c.Flows[lst[b]].Remaining })
+		slices.SortFunc(lst, func(a, b int) int {
+			if ra, rb := c.Flows[a].Remaining, c.Flows[b].Remaining; ra != rb {
+				if ra > rb {
+					return -1
+				}
+				return 1
+			}
+			return a - b
+		})
 	}
 	pl.h = pl.h[:0]
 	for _, p := range pl.touched {

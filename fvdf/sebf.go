@@ -2,9 +2,8 @@ package fvdf
 
 import "github.com/falconml/falcon/coflow"
 
-// newSEBF returns the SEBF baseline. Until package coflow ships its own
-// (Varys) SEBF, FVDF with compression disabled stands in.
-func newSEBF() coflow.Scheduler {
-	s, _ := New(Config{DisableCompression: true, StarvationPeriod: -1}, nil)
-	return s
+// newSEBF returns package coflow's Varys SEBF with its defaults
+// (event-driven, MADD, backfilling, no starvation guard).
+func newSEBF() (coflow.Scheduler, error) {
+	return coflow.NewSEBF(coflow.DefaultOrderedConfig())
 }

@@ -145,4 +145,3 @@ func fail(err error) {
 	fmt.Fprintln(os.Stderr, "fvdf:", err)
 	os.Exit(1)
 }
-
