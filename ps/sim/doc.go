@@ -1,0 +1,71 @@
+// Package sim is Falcon's virtual-time training simulator: a deterministic
+// discrete-event simulation of a parameter-server cluster that runs the
+// same epsp.Coordinator and policy values, and the same ps.Store apply
+// step, as the live runtime, on a model that really trains, with compute
+// time taken from a straggler.Model instead of the wall clock.
+//
+// # Overview
+//
+// A [Queue] orders events by (virtual time, insertion sequence); there are
+// no goroutines, so the same [Config] and [Job] give the same [Result] bit
+// for bit. Each worker goes through the runtime contract of package epsp:
+//
+//  1. on release it pulls: the store is read at release time, the
+//     response arrives after Network.Delay(4·params bytes), and
+//     BaseVersion is the coordinator's Version() at the read;
+//  2. it computes its batch in chunks of ProgressEvery samples, each
+//     taking the time to integrate the worker's rate
+//     Rate(w, p, t) samples/s (piecewise constant; integrated exactly
+//     across the model's NextChange points, and with core contention
+//     among the workers of a host when the model offers RateAll), and
+//     sends an EventProgress after every chunk but the last;
+//  3. it computes the real mean gradient of the rows it processed at its
+//     pulled parameters, pushes it (Admit; ApplyNow applies
+//     g·Scale·Samples/BatchSamples, Accumulate adds it to the clock's
+//     buffer weighted by Samples, Drop discards it), and after the push's
+//     network delay sends EventClock and waits;
+//  4. orders are carried out in the order Flush, SetParallelism, SetBatch
+//     (read at the worker's next release), Transfers, Release; a tick
+//     (EventTick) fires every TickPeriod.
+//
+// A TransferOrder reaches its giver after Network.Latency. The giver hands
+// over the part of [Lo, Hi) it has not started (the chunk in progress is
+// started; the last contiguous piece of the rest is given) and answers
+// after another Latency (EventTransferResult). The taker receives the task
+// one Latency later and computes it with its cached parameters as soon as
+// it is not computing its own batch (a worker that is released while it
+// still has transfer work starts its next clock after it); it pushes with
+// Owner = the giver and the giver's clock, then EventTransferDone is sent.
+// The simulator checks that no (owner, clock) ever receives more samples
+// than its batch ([ErrInvariant]), so a sample computed twice is caught.
+// SetParallelism re-plans every segment in progress on the worker's host.
+//
+// Time is charged per worker to busy (computing), blocked (clocked and
+// waiting for release) and network (pull and push in flight); the three
+// add up to the run's length. The model is evaluated on the test rows
+// every EvalEvery; the time to target is the first evaluation at which the
+// mean accuracy over the last TargetWindow evaluations reaches Target.
+//
+// What the simulator does not model: contention on the network (each
+// message takes latency + size/bandwidth independently), server CPU, the
+// cost of the coordinator, and a communication window of local steps
+// (epsp.LocalSteps; every clock pushes once). Compute time comes only from
+// the heterogeneity model: the real gradient math is done, but its own
+// duration on the machine running the simulation is not measured.
+//
+// [Scenarios] is the fixed scenario suite of the convergence study
+// (examples/straggler).
+//
+// # Usage
+//
+//	sp, _ := straggler.NewHetero(straggler.DefaultHeteroConfig(8))
+//	train, test, _ := model.Synthetic(model.SyntheticConfig{Seed: 1})
+//	cfg := sim.DefaultConfig()
+//	cfg.Target = 0.7
+//	res, err := sim.Run(cfg, sim.Job{
+//		Model: model.NewSoftmax(train.D, train.Classes), Train: train, Test: test,
+//		Speed: sp, Policy: epsp.NewBSP(),
+//	})
+//	fmt.Println(res.TimeToTargetSeconds(), res.BlockedFraction())
+//	res.WriteCSV(os.Stdout)
+package sim
