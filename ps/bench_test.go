@@ -118,7 +118,7 @@ func BenchmarkPushPull(b *testing.B) {
 					b.Run(name, func(b *testing.B) {
 						env := tp.mk(b, workers, codec)
 						defer env.close()
-						runPushPull(b, env, sz.n)
+						runPushPull(b, env, sz.n, false)
 					})
 				}
 			}
@@ -126,7 +126,26 @@ func BenchmarkPushPull(b *testing.B) {
 	}
 }
 
-func runPushPull(b *testing.B, env benchEnv, n int) {
+// BenchmarkPushPullRound is BenchmarkPushPull with one PushPull call (one
+// round trip, the reply written over the request) instead of Push then Pull.
+func BenchmarkPushPullRound(b *testing.B) {
+	for _, tp := range []struct {
+		name string
+		mk   func(*testing.B, int, transport.Codec) benchEnv
+	}{{"inmem", newInmemEnv}, {"tcp", newTCPEnv}} {
+		for _, workers := range []int{1, 4} {
+			for _, sz := range benchSizes {
+				b.Run(fmt.Sprintf("%s/workers=%d/%s", tp.name, workers, sz.name), func(b *testing.B) {
+					env := tp.mk(b, workers, transport.CodecNone)
+					defer env.close()
+					runPushPull(b, env, sz.n, true)
+				})
+			}
+		}
+	}
+}
+
+func runPushPull(b *testing.B, env benchEnv, n int, oneCall bool) {
 	ctx := context.Background()
 	keys := benchKeys(n)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -155,6 +174,9 @@ func runPushPull(b *testing.B, env benchEnv, n int) {
 	b.ResetTimer()
 	round := func(i int) error {
 		cl := env.clients[i]
+		if oneCall {
+			return cl.PushPull(ctx, keys, grads[i], outs[i], nil)
+		}
 		if err := cl.Push(ctx, keys, grads[i], nil); err != nil {
 			return err
 		}

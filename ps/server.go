@@ -156,11 +156,22 @@ func (s *Server) serve(req []byte) ([]byte, error) {
 		if mode != modeApply && mode != modeAccumulate {
 			return nil, fmt.Errorf("%w: push mode %d", ErrMalformed, mode)
 		}
+		// For pushpull the response aliases the request (the transport
+		// allows it): the pulled values overwrite the applied gradients in
+		// place, after a response header written over the end of the
+		// already-decoded segment list. Apply and read happen under one
+		// lock, so the reply shows exactly this push's result.
+		var resp []byte
 		s.mu.Lock()
 		if mode == modeApply {
 			err = s.store.applyBytes(sc.keys, sc.lens, vb, float32(scale))
 		} else {
 			err = s.store.accumulateBytes(clock, sc.keys, sc.lens, vb, weight)
+		}
+		if err == nil && o == opPushPull {
+			resp = req[len(req)-4*total-2:]
+			okResponse(resp)
+			sc.idx, err = s.store.pullBytes(sc.idx, sc.keys, sc.lens, resp[2:])
 		}
 		s.mu.Unlock()
 		if err != nil {
@@ -174,7 +185,7 @@ func (s *Server) serve(req []byte) ([]byte, error) {
 		if o == opPush {
 			return okResponse(nil), nil
 		}
-		return s.pull(sc, total)
+		return resp, nil
 	}
 	return nil, fmt.Errorf("%w: unknown server op %d", ErrMalformed, o)
 }

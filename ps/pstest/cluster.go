@@ -1,7 +1,3 @@
-// Package pstest starts in-process parameter-server clusters for tests:
-// a coordinator, servers and workers joined over one
-// transport.InmemNetwork, shut down (without leaked goroutines) by
-// t.Cleanup.
 package pstest
 
 import (

@@ -1,0 +1,22 @@
+// Package pstest starts in-process parameter-server clusters for tests.
+//
+// # Overview
+//
+// NewCluster joins a coordinator, servers and workers to one
+// transport.InmemNetwork, starts them (failing the test if any role does not
+// start) and registers their shutdown with t.Cleanup: workers, then the
+// coordinator, then the network, so that no goroutine outlives the test
+// (check with goleak). Options choose the policy, the optimizer, batch,
+// chunk and progress settings, the partitioner, an Observer, and the
+// network's fault options (delay, drops, compression).
+//
+// # Usage
+//
+//	c := pstest.NewCluster(t, pstest.Workers(3), pstest.Policy(epsp.NewSSP(1)))
+//	stats, err := c.Train(ctx, model, ps.ShardSampler{N: 600, Workers: 3},
+//		ps.TrainConfig{Keys: keys, Init: ps.Zeros{}, Clocks: 10})
+//
+// Recorder collects the cluster's events for order checks (barriers,
+// exactly-once sample accounting). Workers(0) starts servers only, for
+// key-value tests with NewClient.
+package pstest
