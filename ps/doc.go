@@ -9,44 +9,80 @@
 // (ErrUnsortedKeys otherwise) and their values back to back; lens gives
 // each key's value length, or nil for the client's fixed Width:
 //
-//	cl.Push(ctx, keys, grads, lens)    // one optimizer step per key on its server
-//	cl.Pull(ctx, keys, vals, lens)     // fills the caller's buffer
-//	cl.PushPull(ctx, keys, grads, vals, lens)
+//	cl.Push(ctx, keys, grads, lens)           // one optimizer step per key, on its server
+//	cl.Pull(ctx, keys, vals, lens)            // fills the caller's buffer
+//	cl.PushPull(ctx, keys, grads, vals, lens) // both, one round trip per server
 //
 // Servers own key ranges chosen by a Partitioner (KeyRange by default, as in
 // ps-lite; Hash spreads dense small keys); a value longer than MaxSegment is
-// split across servers. The Client validates a request completely before it
-// sends anything (every key must be known — Init creates keys — with the
-// right length), and every server validates its part again before applying
-// it, so a refused request changes nothing anywhere.
+// split across servers (ps-lite#156). The Client fans a request out to the
+// servers with errgroup and merges the replies. It validates a request
+// completely before sending anything — every key known (Init creates keys;
+// keys created by other clients are learned from the servers) with the right
+// length — and every server validates its part again before applying it, so
+// a refused request changes nothing. (A server that dies in the middle of a
+// multi-server push can still leave the other servers' parts applied.)
+// Errors are sentinels: ErrUnknownKey, ErrLengthMismatch, ErrUnsortedKeys,
+// ErrServerUnavailable (naming the server and wrapping the transport error);
+// a cancelled context returns ctx.Err().
 //
 // The Store is one server's shard: values, optimizer state (SGD, Momentum,
 // Adam behind the Optimizer interface) and per-clock gradient buffers for
 // barrier-style policies (Accumulate, then Flush applies the sample-weighted
-// mean). It is pure and deterministic, and the ps/sim simulator runs the
-// same apply step in virtual time.
+// mean Σ n_i·g_i / Σ n_i with one optimizer step). It is pure and
+// deterministic, and the ps/sim simulator runs the same apply step in
+// virtual time.
 //
-// The Coordinator role wraps an epsp.Coordinator: workers ask it to admit
-// pushes and tell it when they finish a clock; it carries out the policy's
-// orders (flushes on every server before releases, parallelism and batch
-// changes, task transfers). The Worker role runs the training loop:
-// pull, compute the mini-batch with p goroutines (p set by the coordinator,
-// "parallelism as an infrastructure"), push, clock, wait for release; it
-// reports progress and gives away or takes over sample ranges so that every
-// sample of a clock is computed exactly once.
+// # Roles
+//
+// The Server role wraps a Store. The Coordinator role wraps an
+// epsp.Coordinator in one goroutine: workers ask it to admit their pushes
+// (apply now with a scale, accumulate for a clock, or drop) and tell it when
+// a clock's pushes are stored; it carries out the policy's orders, flushing
+// on every server and waiting for all acknowledgements before it releases
+// anyone, then sending parallelism, batch and transfer orders.
+//
+// The Worker role runs the training loop of Worker.Train for a user Model
+// (a gradient function over sample ids) and a Sampler (which sample ids form
+// a worker's batch of a clock; deterministic, so any worker can compute any
+// other's batch):
+//
+//	for each clock c:
+//	    pull the parameters (BaseVersion = the version the release carried)
+//	    compute the batch with p goroutines claiming chunks of samples;
+//	    p follows the coordinator's SetParallelism orders, live
+//	    ("parallelism as an infrastructure"); report progress every few chunks
+//	    push the mean gradient with its sample count, as the coordinator admits it
+//	    tell the coordinator clock c is done; wait for release into c+1
+//
+// Task transfer (falcon.md §3, a reconstruction: the paper's protocol is
+// not public): a giver accepts an order only for samples no goroutine has
+// claimed yet (trimming the front of the range), so it never computes what
+// it gave; the taker computes the range with its own latest parameters and
+// pushes it with Owner = the giver; servers merge the parts sample-weighted
+// (ApplyNow scales each part by Samples/BatchSamples; Accumulate weights by
+// Samples), so every sample of a clock counts exactly once. The chunk size
+// (4 samples) and progress cadence (every 2 chunks) are our defaults, in
+// WorkerConfig.
+//
+// An Observer sees pushes, applies and flushes, clock starts and ends,
+// releases, parallelism and batch changes, transfers and computed chunks.
 //
 // # Wire format
 //
 // One binary format for every ps message: a version byte, an op byte, then
-// little-endian fields and float32 values as IEEE-754 bits (see wire.go).
-// Errors travel as one-byte codes and come back as the package's sentinel
-// errors. Start-up is bounded: Start waits at most StartTimeout and says who
-// is missing (ErrStartTimeout).
+// little-endian fields and float32 values as IEEE-754 bits, eight at a time
+// (see wire.go). Servers apply pushes straight from the wire bytes. Errors
+// travel as one-byte codes and come back as this package's sentinels.
+// Start-up is bounded: Start waits at most StartTimeout and the
+// ErrStartTimeout error says who is missing, e.g.
+//
+//	ps: start timed out: waiting for 1/2 servers: server-1 unreachable (… dial "server-1" at 127.0.0.1:37093 …)
 //
 // # Usage
 //
-// pstest.NewCluster starts a whole cluster in-process for tests. A
-// multi-process deployment joins each role to a TCP transport under its
-// node name: NewServer + Join, NewCoordinator + Start, NewWorker + Start,
-// then Worker.Train with a Model and a Sampler.
+// pstest.NewCluster starts a whole cluster in-process for tests. Elsewhere,
+// join each role to a transport under its node name: a Server is just a
+// transport.Handler; NewCoordinator + Start; NewWorker + Start, then
+// Worker.Train. Example_training shows the whole wiring in one process.
 package ps

@@ -66,17 +66,14 @@ func (j *job) start(params []float32, version uint64, p int) {
 
 func (j *job) spawnLocked(n int) {
 	for range n {
-		select {
-		case <-j.w.quit:
+		if !j.w.track() {
 			if j.active == 0 && !j.finished {
 				j.finished = true
 				close(j.doneCh)
 			}
 			return
-		default:
 		}
 		j.active++
-		j.w.wg.Add(1)
 		go j.run()
 	}
 }

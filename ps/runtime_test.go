@@ -388,3 +388,27 @@ func TestCoordinator_WaitWorkersNamesMissing(t *testing.T) {
 		t.Fatalf("Start err = %v, want a timeout naming server-9", err)
 	}
 }
+
+// TestTrain_CancelReturnsPromptly: cancelling the context stops every
+// worker's Train with ctx.Err() within a bound, and shutdown leaks no
+// goroutine (TestMain runs goleak).
+func TestTrain_CancelReturnsPromptly(t *testing.T) {
+	c := pstest.NewCluster(t, pstest.Workers(3), pstest.Batch(8), pstest.Chunk(1), pstest.Parallelism(2))
+	m := &idModel{workers: 3, clocks: 1000, staleness: -1, sleep: func(epsp.WorkerID, int) time.Duration { return time.Millisecond }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Train(ctx, m, idSampler{1000}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{3000}, Init: ps.Zeros{}, Clocks: 1000})
+		done <- err
+	}()
+	time.Sleep(30 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Train err = %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Train did not return within 5s of cancel")
+	}
+}

@@ -142,6 +142,7 @@ type Worker struct {
 	pversion uint64
 	stats    TrainStats
 	fatal    error
+	closed   bool // set by Close before it waits for wg
 }
 
 var _ transport.Handler = (*Worker)(nil)
@@ -227,6 +228,9 @@ func (w *Worker) Start(ctx context.Context, tr transport.Transport) error {
 // returns ErrClosed. It does not close the transport.
 func (w *Worker) Close() error {
 	w.closeO.Do(func() {
+		w.mu.Lock()
+		w.closed = true
+		w.mu.Unlock()
 		close(w.quit)
 		w.cancel()
 	})
@@ -362,14 +366,23 @@ func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
 	}
 }
 
-// goBackground runs f in a goroutine Close waits for.
-func (w *Worker) goBackground(f func()) {
-	select {
-	case <-w.quit:
-		return
-	default:
+// track adds one goroutine to the set Close waits for, unless Close has
+// begun; it reports whether the goroutine may start.
+func (w *Worker) track() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return false
 	}
 	w.wg.Add(1)
+	return true
+}
+
+// goBackground runs f in a goroutine Close waits for.
+func (w *Worker) goBackground(f func()) {
+	if !w.track() {
+		return
+	}
 	go func() {
 		defer w.wg.Done()
 		f()
