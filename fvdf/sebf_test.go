@@ -125,7 +125,6 @@ func TestScheduler_CompressionHelpsOnSlowLinks(t *testing.T) {
 	}
 }
 
-
 // TestScheduler_SameAllocationsAsSEBF compares, at every call of a run, the
 // allocation FVDF (compression disabled) returns with the one package
 // coflow's SEBF returns for the same state: flows, order, rates, bit for bit.

@@ -1,0 +1,171 @@
+package fvdf
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/falconml/falcon/coflow"
+)
+
+// adversarial returns one 20 MB coflow on ports 0→1 at t=0 followed by a
+// stream of 5 MB coflows on the same ports, one every 40 ms for 60 s: each
+// takes exactly 40 ms at 1 Gbit/s, so the stream alone fills the link and
+// each of its coflows always has a smaller bottleneck than the big one.
+// Under SEBF the big coflow waits until the stream ends.
+func adversarial() []coflow.Coflow {
+	cfs := []coflow.Coflow{{ID: 0, Flows: []coflow.Flow{{Src: 0, Dst: 1, Bytes: 20e6}}}}
+	for i := 1; i <= 1500; i++ {
+		cfs = append(cfs, coflow.Coflow{ID: i, Arrival: time.Duration(i) * 40 * time.Millisecond,
+			Flows: []coflow.Flow{{Src: 0, Dst: 1, Bytes: 5e6}}})
+	}
+	return cfs
+}
+
+// TestScheduler_StarvationBound checks that with the T/δ guard no coflow
+// waits more than T for service under an adversarial stream, that the
+// big coflow does finish long before the stream ends, and that SEBF
+// (no guard) indeed starves it (so the test can fail).
+//
+// Reference: Varys §5.3 (starvation freedom, T ≫ δ); Swallow abstract
+// ("starvation freedom").
+func TestScheduler_StarvationBound(t *testing.T) {
+	const T, delta = 2 * time.Second, 100 * time.Millisecond
+	cfs := adversarial()
+	fab := coflow.NewFabric(2, coflow.GigabitBytesPerSec).SetCores(2)
+	fab.Codecs = []coflow.CodecProfile{{Name: "lz4", CompressSpeed: 600e6, DecompressSpeed: 4.9e9, Ratio: 0.4}}
+	for _, comp := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compression=%v", comp), func(t *testing.T) {
+			fv, err := New(Config{DisableCompression: !comp, StarvationPeriod: T, StarvationSlice: delta}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wt := &WaitTracker{Inner: fv}
+			res := runSim(t, fab, wt, cfs, nil)
+			t.Logf("max wait %v, big coflow finished at %v", wt.MaxWait(), res.Coflows[0].Finish)
+			if wt.MaxWait() > T {
+				t.Errorf("max wait %v exceeds T = %v", wt.MaxWait(), T)
+			}
+			if f := res.Coflows[0].Finish; f > 30*time.Second {
+				t.Errorf("big coflow finished at %v, starved by the stream", f)
+			}
+		})
+	}
+	sebf, err := coflow.NewSEBF(coflow.DefaultOrderedConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt := &WaitTracker{Inner: sebf}
+	res := runSim(t, fab, wt, cfs, nil)
+	t.Logf("sebf: max wait %v, big coflow finished at %v", wt.MaxWait(), res.Coflows[0].Finish)
+	if f := res.Coflows[0].Finish; f < 60*time.Second || wt.MaxWait() < 10*T {
+		t.Errorf("sebf: big coflow finished at %v, max wait %v: the stream does not starve it, test is void", f, wt.MaxWait())
+	}
+}
+
+// TestScheduler_CPUBudget checks, at every decision, that FVDF reserves at
+// most CPUFraction of each machine's free cores, and that compressed flows
+// reserve cores at both ends.
+func TestScheduler_CPUBudget(t *testing.T) {
+	cfs, fab := synth(t, 16, 80, 5)
+	fab.SetCores(4)
+	for p := range fab.Ports {
+		fab.Ports[p].Background = float64(p % 3) // 0, 1 or 2 cores busy
+	}
+	fab.Codecs = []coflow.CodecProfile{
+		{Name: "lz4", CompressSpeed: 600e6, DecompressSpeed: 4.9e9, Ratio: 0.36},
+		{Name: "snappy", CompressSpeed: 680e6, DecompressSpeed: 1.5e9, Ratio: 0.36},
+	}
+	for _, frac := range []float64{1, 0.5, 0.1} {
+		t.Run(fmt.Sprintf("fraction=%v", frac), func(t *testing.T) {
+			fv, err := New(Config{CPUFraction: frac}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			compressed := 0
+			check := func(now time.Duration, st *coflow.State, al []coflow.Allocation) error {
+				used := make([]float64, len(fab.Ports))
+				src := map[coflow.FlowRef][2]int{}
+				for i := range st.Coflows {
+					for _, f := range st.Coflows[i].Flows {
+						src[f.Ref] = [2]int{f.Src, f.Dst}
+					}
+				}
+				for _, a := range al {
+					if a.Codec != coflow.Raw {
+						compressed++
+						if a.SendCores <= 0 || a.RecvCores <= 0 {
+							return fmt.Errorf("flow %v compressed without cores at both ends", a.Flow)
+						}
+					}
+					sd := src[a.Flow]
+					used[sd[0]] += a.SendCores
+					used[sd[1]] += a.RecvCores
+				}
+				for p, u := range used {
+					budget := frac * fab.Ports[p].FreeCores()
+					if u > budget*(1+1e-9)+1e-12 {
+						return fmt.Errorf("t=%v port %d uses %.6g cores, budget %.6g", now, p, u, budget)
+					}
+				}
+				return nil
+			}
+			runSim(t, fab, fv, cfs, check)
+			if compressed == 0 {
+				t.Fatal("nothing was compressed: the budget check is void")
+			}
+		})
+	}
+}
+
+// TestScheduler_ResourceConservation checks that FVDF compresses a flow
+// only when that makes it dispose strictly faster than sending the same wire
+// rate raw (D = min(k_s·s, r/ρ, k_r·u) > r), and never with a codec that
+// does not shrink data.
+func TestScheduler_ResourceConservation(t *testing.T) {
+	cfs, fab := synth(t, 12, 40, 3)
+	fab.SetCores(1)
+	tests := []struct {
+		name  string
+		codec coflow.CodecProfile
+		// some: the codec must be used at least once (else the check is void).
+		some bool
+	}{
+		{"slow codec", coflow.CodecProfile{Name: "slow", CompressSpeed: 50e6, DecompressSpeed: 50e6, Ratio: 0.3}, true},
+		{"fast codec", coflow.CodecProfile{Name: "fast", CompressSpeed: 600e6, DecompressSpeed: 4.9e9, Ratio: 0.3}, true},
+		{"no shrink", coflow.CodecProfile{Name: "noshrink", CompressSpeed: 5e9, DecompressSpeed: 5e9, Ratio: 1}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := *fab
+			f.Codecs = []coflow.CodecProfile{tc.codec}
+			fv, err := New(Config{}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			used := 0
+			check := func(now time.Duration, _ *coflow.State, al []coflow.Allocation) error {
+				for _, a := range al {
+					if a.Codec == coflow.Raw {
+						continue
+					}
+					used++
+					c := tc.codec
+					d := math.Min(a.SendCores*c.CompressSpeed, math.Min(a.Rate/c.Ratio, a.RecvCores*c.DecompressSpeed))
+					if !(d > a.Rate) {
+						return fmt.Errorf("t=%v: flow %v compressed but disposes %.6g ≤ wire rate %.6g", now, a.Flow, d, a.Rate)
+					}
+				}
+				return nil
+			}
+			runSim(t, &f, fv, cfs, check)
+			if tc.some && used == 0 {
+				t.Fatalf("%s never used: check is void", tc.codec.Name)
+			}
+			if !tc.some && used > 0 {
+				t.Fatalf("%s used %d times", tc.codec.Name, used)
+			}
+		})
+	}
+}
