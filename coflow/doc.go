@@ -35,9 +35,30 @@
 //
 // # Usage
 //
-//	tr, err := coflow.ReadTrace(f)
+//	tr, err := coflow.ReadTrace(f)          // or coflow.Synthetic(cfg, rng)
 //	cfs, err := tr.ToCoflows()
-//	sim, err := coflow.NewSim(coflow.DefaultConfig(), tr.Fabric(coflow.CoflowsimBytesPerSec), coflow.NewSEBF(coflow.DefaultSEBFConfig()))
+//	sebf, err := coflow.NewSEBF(coflow.DefaultOrderedConfig())
+//	sim, err := coflow.NewSim(coflow.DefaultConfig(), tr.Fabric(coflow.CoflowsimBytesPerSec), sebf)
 //	res, err := sim.Run(cfs)
 //	fmt.Println(coflow.Summarize(res).Mean)
+//
+// A custom scheduler is any value with Name and Schedule; test it with
+// package coflowtest (CheckAllocation, Driver).
+//
+// # Built-in schedulers
+//
+// FIFO, SCF, NCF, LCF and SEBF (Ordered: an order plus Varys' MADD and
+// backfilling), per-flow Fair (max-min) and PFP (shortest remaining flow
+// first), D-CLAS (Aalo) and Sincronia (BSSI order, greedy allocation).
+// NewScheduler builds any of them by name with default settings.
+//
+// # Simulation semantics
+//
+// Sim is exact for the fluid model: rates are constant between events and
+// each event time is computed in closed form, so there is no time step. An
+// EventDriven scheduler (the default for the ordering baselines, D-CLAS and
+// Sincronia, following Varys) is called on coflow arrivals and completions,
+// on its timers, and when the last running flow ends; capacity freed by a
+// flow that finishes early stays idle until then. Other schedulers are also
+// called on every flow completion.
 package coflow

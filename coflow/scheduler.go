@@ -104,6 +104,57 @@ type CoflowState struct {
 	WireSent float64
 	// Flows are the unfinished flows, in Coflow.Flows order.
 	Flows []FlowState
+	// Send and Recv aggregate the remaining raw bytes of Flows per source
+	// port (ingress side) and per destination port (egress side), in order
+	// of first appearance. Entries whose Flows count is 0 are finished and
+	// must be ignored. Drivers fill them; a hand-built State may leave both
+	// nil and call (*State).ComputePortLoads.
+	Send, Recv []PortLoad
+}
+
+// PortLoad is a coflow's remaining raw bytes at one port side.
+type PortLoad struct {
+	Port int
+	// Bytes is the remaining raw bytes of the coflow's unfinished flows at
+	// this port side; Flows counts those flows.
+	Bytes float64
+	Flows int
+}
+
+// ComputePortLoads recomputes Send and Recv from Flows.
+func (c *CoflowState) ComputePortLoads() {
+	c.Send, c.Recv = c.Send[:0], c.Recv[:0]
+	idx := make(map[int]int)
+	for i := range c.Flows {
+		f := &c.Flows[i]
+		k, ok := idx[f.Src]
+		if !ok {
+			k = len(c.Send)
+			idx[f.Src] = k
+			c.Send = append(c.Send, PortLoad{Port: f.Src})
+		}
+		c.Send[k].Bytes += f.Remaining
+		c.Send[k].Flows++
+	}
+	clear(idx)
+	for i := range c.Flows {
+		f := &c.Flows[i]
+		k, ok := idx[f.Dst]
+		if !ok {
+			k = len(c.Recv)
+			idx[f.Dst] = k
+			c.Recv = append(c.Recv, PortLoad{Port: f.Dst})
+		}
+		c.Recv[k].Bytes += f.Remaining
+		c.Recv[k].Flows++
+	}
+}
+
+// ComputePortLoads calls CoflowState.ComputePortLoads on every coflow.
+func (s *State) ComputePortLoads() {
+	for i := range s.Coflows {
+		s.Coflows[i].ComputePortLoads()
+	}
 }
 
 // Remaining returns Bytes - Sent.

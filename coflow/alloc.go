@@ -1,0 +1,341 @@
+package coflow
+
+import (
+	"math"
+	"sort"
+)
+
+// rateBook is the scratch space the built-in schedulers share: free
+// capacity per port, a rate per flow of the State (flattened in State
+// order), the flows given a rate, and per-port byte sums. It is reused
+// across calls.
+type rateBook struct {
+	freeIn, freeOut []float64
+	capIn, capOut   []float64
+	off             []int // off[i] = flat index of coflow i's first flow
+	rates           []float64
+	given           []int32 // flat indices with a positive rate
+	out             []Allocation
+	sendTmp         []PortLoad
+	recvTmp         []PortLoad
+	mark            []int32
+}
+
+// zeroCap is the relative capacity below which a port counts as full.
+const zeroCap = 1e-12
+
+func (b *rateBook) reset(s *State) {
+	n := s.Fabric.NumPorts()
+	if len(b.freeIn) != n {
+		b.freeIn, b.freeOut = make([]float64, n), make([]float64, n)
+		b.capIn, b.capOut = make([]float64, n), make([]float64, n)
+		b.mark = make([]int32, n)
+		for p := range b.mark {
+			b.mark[p] = -1
+		}
+	}
+	for p, pt := range s.Fabric.Ports {
+		b.freeIn[p], b.freeOut[p] = pt.Ingress, pt.Egress
+		b.capIn[p], b.capOut[p] = pt.Ingress, pt.Egress
+	}
+	b.off = b.off[:0]
+	k := 0
+	for i := range s.Coflows {
+		b.off = append(b.off, k)
+		k += len(s.Coflows[i].Flows)
+	}
+	b.off = append(b.off, k)
+	if cap(b.rates) < k {
+		b.rates = make([]float64, k)
+	} else {
+		for _, g := range b.given {
+			if int(g) < len(b.rates) {
+				b.rates[g] = 0
+			}
+		}
+		b.rates = b.rates[:k]
+	}
+	b.given = b.given[:0]
+}
+
+// loads returns the coflow's per-port remaining bytes, computing them into
+// scratch space when the driver left Send and Recv nil.
+func (b *rateBook) loads(c *CoflowState) (send, recv []PortLoad) {
+	if c.Send != nil || c.Recv != nil || len(c.Flows) == 0 {
+		return c.Send, c.Recv
+	}
+	b.sendTmp, b.recvTmp = b.sendTmp[:0], b.recvTmp[:0]
+	for i := range c.Flows {
+		f := &c.Flows[i]
+		if b.mark[f.Src] < 0 {
+			b.mark[f.Src] = int32(len(b.sendTmp))
+			b.sendTmp = append(b.sendTmp, PortLoad{Port: f.Src})
+		}
+		pl := &b.sendTmp[b.mark[f.Src]]
+		pl.Bytes += f.Remaining
+		pl.Flows++
+	}
+	for _, pl := range b.sendTmp {
+		b.mark[pl.Port] = -1
+	}
+	for i := range c.Flows {
+		f := &c.Flows[i]
+		if b.mark[f.Dst] < 0 {
+			b.mark[f.Dst] = int32(len(b.recvTmp))
+			b.recvTmp = append(b.recvTmp, PortLoad{Port: f.Dst})
+		}
+		pl := &b.recvTmp[b.mark[f.Dst]]
+		pl.Bytes += f.Remaining
+		pl.Flows++
+	}
+	for _, pl := range b.recvTmp {
+		b.mark[pl.Port] = -1
+	}
+	return b.sendTmp, b.recvTmp
+}
+
+func (b *rateBook) full(p int, in bool) bool {
+	if in {
+		return b.freeIn[p] <= b.capIn[p]*zeroCap
+	}
+	return b.freeOut[p] <= b.capOut[p]*zeroCap
+}
+
+// spare returns min(free ingress at src, free egress at dst), 0 if either
+// is full.
+func (b *rateBook) spare(src, dst int) float64 {
+	if b.full(src, true) || b.full(dst, false) {
+		return 0
+	}
+	return math.Min(b.freeIn[src], b.freeOut[dst])
+}
+
+// add gives flat flow k (ports src, dst) r more bytes/s.
+func (b *rateBook) add(k, src, dst int, r float64) {
+	if b.rates[k] == 0 {
+		b.given = append(b.given, int32(k))
+	}
+	b.rates[k] += r
+	b.freeIn[src] = math.Max(0, b.freeIn[src]-r)
+	b.freeOut[dst] = math.Max(0, b.freeOut[dst]-r)
+}
+
+// credit records rate r for flat flow k without touching capacities.
+func (b *rateBook) credit(k int, r float64) {
+	if r <= 0 {
+		return
+	}
+	if b.rates[k] == 0 {
+		b.given = append(b.given, int32(k))
+	}
+	b.rates[k] += r
+}
+
+// bottleneck returns Γ = max over the coflow's ports of its remaining bytes
+// there divided by the port's full capacity (useFree false) or its free
+// capacity (useFree true). ok is false when Γ is 0 or, with useFree, when a
+// port the coflow needs has no free capacity. Cost O(ports of the coflow).
+func (b *rateBook) bottleneck(c *CoflowState, useFree bool) (gamma float64, ok bool) {
+	send, recv := b.loads(c)
+	for _, pl := range send {
+		if pl.Flows == 0 || pl.Bytes <= 0 {
+			continue
+		}
+		if useFree {
+			if b.full(pl.Port, true) {
+				return 0, false
+			}
+			gamma = math.Max(gamma, pl.Bytes/b.freeIn[pl.Port])
+		} else {
+			gamma = math.Max(gamma, pl.Bytes/b.capIn[pl.Port])
+		}
+	}
+	for _, pl := range recv {
+		if pl.Flows == 0 || pl.Bytes <= 0 {
+			continue
+		}
+		if useFree {
+			if b.full(pl.Port, false) {
+				return 0, false
+			}
+			gamma = math.Max(gamma, pl.Bytes/b.freeOut[pl.Port])
+		} else {
+			gamma = math.Max(gamma, pl.Bytes/b.capOut[pl.Port])
+		}
+	}
+	return gamma, gamma > 0
+}
+
+// blocked reports whether every source port or every destination port of
+// the coflow is full, so no flow of it can get capacity. Cost O(ports).
+func (b *rateBook) blocked(c *CoflowState) bool {
+	send, recv := b.loads(c)
+	open := false
+	for _, pl := range send {
+		if pl.Flows > 0 && !b.full(pl.Port, true) {
+			open = true
+			break
+		}
+	}
+	if !open {
+		return true
+	}
+	for _, pl := range recv {
+		if pl.Flows > 0 && !b.full(pl.Port, false) {
+			return false
+		}
+	}
+	return true
+}
+
+// madd gives each flow of coflow i the rate remaining/Γ, Γ computed on free
+// capacity, so all its flows finish together (Varys' MADD). It returns false
+// (allocating nothing) when a port the coflow needs is full.
+func (b *rateBook) madd(s *State, i int) bool {
+	c := &s.Coflows[i]
+	gamma, ok := b.bottleneck(c, true)
+	if !ok {
+		return false
+	}
+	for j := range c.Flows {
+		f := &c.Flows[j]
+		r := math.Min(f.Remaining/gamma, math.Min(b.freeIn[f.Src], b.freeOut[f.Dst]))
+		if r > 0 {
+			b.add(b.off[i]+j, f.Src, f.Dst, r)
+		}
+	}
+	return true
+}
+
+// greedy gives each flow of coflow i, in flow order, all the spare
+// capacity on its path (backfilling / greedy priority allocation).
+func (b *rateBook) greedy(s *State, i int) {
+	c := &s.Coflows[i]
+	if b.blocked(c) {
+		return
+	}
+	for j := range c.Flows {
+		f := &c.Flows[j]
+		if r := b.spare(f.Src, f.Dst); r > 0 {
+			b.add(b.off[i]+j, f.Src, f.Dst, r)
+		}
+	}
+}
+
+// coflowAt returns the coflow position holding flat flow k.
+func (b *rateBook) coflowAt(k int) int {
+	return sort.Search(len(b.off)-1, func(i int) bool { return b.off[i+1] > k })
+}
+
+// emit returns raw allocations for every flow given a positive rate, in
+// the order rates were first given.
+func (b *rateBook) emit(s *State) []Allocation {
+	b.out = b.out[:0]
+	for _, k := range b.given {
+		i := b.coflowAt(int(k))
+		if r := b.rates[k]; r > 0 {
+			b.out = append(b.out, Allocation{Flow: s.Coflows[i].Flows[int(k)-b.off[i]].Ref, Rate: r})
+		}
+	}
+	return b.out
+}
+
+// waterFill runs weighted max-min fair sharing (progressive filling) over
+// the flows sel (indices into the flattened flow list) with ports src[x],
+// dst[x] and weights w[x] > 0, on the currently free capacity, and adds the
+// result to b.rates. Every selected flow ends bottlenecked at a full port.
+//
+// Cost: O(F + I·P) for F flows, P ports and I ≤ 2P filling rounds.
+func (b *rateBook) waterFill(sel, src, dst []int32, w []float64) {
+	n := len(b.freeIn)
+	wIn, wOut := make([]float64, n), make([]float64, n)
+	cIn, cOut := make([]int, n), make([]int, n)
+	byIn, byOut := make([][]int32, n), make([][]int32, n)
+	for x := range sel {
+		wIn[src[x]] += w[x]
+		wOut[dst[x]] += w[x]
+		cIn[src[x]]++
+		cOut[dst[x]]++
+		byIn[src[x]] = append(byIn[src[x]], int32(x))
+		byOut[dst[x]] = append(byOut[dst[x]], int32(x))
+	}
+	frozen := make([]bool, len(sel))
+	level := 0.0
+	left := len(sel)
+	freeze := func(x int32) {
+		if frozen[x] {
+			return
+		}
+		frozen[x] = true
+		left--
+		s, d := src[x], dst[x]
+		if cIn[s]--; cIn[s] == 0 {
+			wIn[s] = 0
+		} else {
+			wIn[s] -= w[x]
+		}
+		if cOut[d]--; cOut[d] == 0 {
+			wOut[d] = 0
+		} else {
+			wOut[d] -= w[x]
+		}
+		b.credit(int(sel[x]), level*w[x])
+	}
+	saturate := func(p int, in bool) {
+		if in {
+			b.freeIn[p] = 0
+			for _, x := range byIn[p] {
+				freeze(x)
+			}
+		} else {
+			b.freeOut[p] = 0
+			for _, x := range byOut[p] {
+				freeze(x)
+			}
+		}
+	}
+	for p := range n {
+		if cIn[p] > 0 && b.full(p, true) {
+			saturate(p, true)
+		}
+		if cOut[p] > 0 && b.full(p, false) {
+			saturate(p, false)
+		}
+	}
+	for left > 0 {
+		inc, arg, argIn := math.Inf(1), -1, false
+		for p := range n {
+			if cIn[p] > 0 {
+				if v := b.freeIn[p] / wIn[p]; v < inc {
+					inc, arg, argIn = v, p, true
+				}
+			}
+			if cOut[p] > 0 {
+				if v := b.freeOut[p] / wOut[p]; v < inc {
+					inc, arg, argIn = v, p, false
+				}
+			}
+		}
+		if arg < 0 {
+			break
+		}
+		level += inc
+		for p := range n {
+			if cIn[p] > 0 {
+				b.freeIn[p] = math.Max(0, b.freeIn[p]-inc*wIn[p])
+			}
+			if cOut[p] > 0 {
+				b.freeOut[p] = math.Max(0, b.freeOut[p]-inc*wOut[p])
+			}
+		}
+		saturate(arg, argIn)
+		for p := range n {
+			if cIn[p] > 0 && b.full(p, true) {
+				saturate(p, true)
+			}
+			if cOut[p] > 0 && b.full(p, false) {
+				saturate(p, false)
+			}
+		}
+	}
+}

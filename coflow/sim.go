@@ -1,0 +1,843 @@
+package coflow
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+)
+
+// Config configures Sim. The zero value is usable (sequential stages, no
+// chunking, fabric codec speeds, default tolerance); DefaultConfig turns
+// pipelining on.
+type Config struct {
+	// Pipelining selects pipelined stages for compressed flows (chunked
+	// compress → transmit → decompress, disposal rate min of the three
+	// stage rates) instead of sequential stages (the three stage times add).
+	Pipelining bool
+	// ChunkBytes is the raw size of one pipeline chunk. When a compressed
+	// flow starts (or changes codec) in pipelined mode it first spends the
+	// fill/drain time of one chunk, min(ChunkBytes, remaining) = b:
+	//
+	//	L = b/(k_s·s) + ρ·b/r + b/(k_r·u) − b/D
+	//
+	// so a flow of V raw bytes alone takes V/D + L, the closed form "max
+	// stage time plus one chunk through the other stages". Zero means an
+	// ideal fluid pipeline (L = 0). Ignored in sequential mode.
+	ChunkBytes float64
+	// CodecSpeed, if not nil, gives the true per-core compression and
+	// decompression speed (raw bytes/s) of codec k ≥ 1 at a port at a time,
+	// replacing Fabric.CompressSpeed/DecompressSpeed (SpeedFactor is not
+	// applied on top). The scheduler still sees only the Fabric's profiles,
+	// so prediction error shows in the results. Speeds are sampled when an
+	// allocation takes effect and held until the flow's next allocation;
+	// a scheduler that wants them resampled asks for a Timer.
+	CodecSpeed func(port, codec int, now time.Duration) (compress, decompress float64)
+	// Check, if not nil, is called after every scheduling decision has been
+	// validated, with the state the scheduler saw and its allocation. A
+	// non-nil error stops the run and is returned (wrapped). Tests use it to
+	// assert invariants (see coflowtest.CheckAllocation).
+	Check func(now time.Duration, s *State, allocs []Allocation) error
+	// Tolerance is the relative slack when checking port capacities and
+	// cores (sum ≤ capacity·(1+Tolerance)). Zero means 1e-9.
+	Tolerance float64
+	// MaxCalls bounds the number of Schedule calls. Zero means no bound.
+	MaxCalls int
+}
+
+// DefaultChunkBytes is DefaultConfig's pipeline chunk, 64 KiB (our choice:
+// the block size of common lz4/snappy framings).
+const DefaultChunkBytes = 64 << 10
+
+// DefaultConfig returns pipelined stages with 64 KiB chunks.
+func DefaultConfig() Config {
+	return Config{Pipelining: true, ChunkBytes: DefaultChunkBytes}
+}
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	if !(c.ChunkBytes >= 0) || math.IsInf(c.ChunkBytes, 0) {
+		return fmt.Errorf("%w: chunk bytes %v must be finite and non-negative", ErrInvalidConfig, c.ChunkBytes)
+	}
+	if !(c.Tolerance >= 0) || c.Tolerance >= 1 {
+		return fmt.Errorf("%w: tolerance %v must be in [0, 1)", ErrInvalidConfig, c.Tolerance)
+	}
+	if c.MaxCalls < 0 {
+		return fmt.Errorf("%w: negative MaxCalls", ErrInvalidConfig)
+	}
+	return nil
+}
+
+// Result is what a simulation run produced.
+type Result struct {
+	// Scheduler is the scheduler's Name.
+	Scheduler string
+	// Coflows holds one entry per input coflow, in input order.
+	Coflows []CoflowResult
+	// RawBytes is the total raw volume delivered; WireBytes the bytes put on
+	// the wire (ρ·raw for compressed flows).
+	RawBytes, WireBytes float64
+	// CPUSeconds is the core-time spent compressing and decompressing
+	// (raw bytes processed / per-core speed, summed over both ends).
+	CPUSeconds float64
+	// ReservedCoreSeconds is the core-time reserved by allocations
+	// (cores × duration), ≥ CPUSeconds.
+	ReservedCoreSeconds float64
+	// Makespan is the last coflow's finish time.
+	Makespan time.Duration
+	// Calls counts Schedule calls; Events counts distinct event times.
+	Calls, Events int
+}
+
+// CoflowResult is the outcome for one coflow.
+type CoflowResult struct {
+	Index, ID int
+	Arrival   time.Duration
+	// Start is when the first of its flows first got a positive rate.
+	Start time.Duration
+	// Finish is when its last flow completed; CCT = Finish - Arrival.
+	Finish, CCT time.Duration
+	// Width is the number of flows; Bytes the raw total; MaxFlowBytes the
+	// largest flow; WireBytes the bytes it put on the wire.
+	Width                          int
+	Bytes, MaxFlowBytes, WireBytes float64
+}
+
+// Sim is the exact event-driven fluid simulator. Rates are constant between
+// events; events are coflow arrivals, flow completions and scheduler timers.
+// The scheduler is called at every event time that has an arrival, a coflow
+// completion or its timer; on every flow completion too unless it is
+// EventDriven; and, for an EventDriven scheduler, when its last running
+// flow ends while coflows are still active. Everything is computed in float64 seconds internally and
+// reported rounded to nanoseconds.
+//
+// Sim is not safe for concurrent use; it runs no goroutines and reads no
+// clock, so a run is deterministic.
+//
+// Cost: with A active coflows, R running flows and P ports, one scheduling
+// step costs O(A + R + P + len(allocation)) in the simulator (settling the
+// running flows, building the State from persistent per-coflow slices,
+// validating and applying the allocation) plus the scheduler's own work.
+// For a scheduler that is not EventDriven each flow completion is a heap
+// event, O(log R); an EventDriven run keeps no per-flow events at all and
+// completes finished flows lazily at the next scheduling point. Compacting
+// a coflow's flow list after some of its flows finished costs O(its flows).
+type Sim struct {
+	cfg    Config
+	fabric *Fabric
+	sched  Scheduler
+	tol    float64
+
+	fl      []flowRec   // per flow, global index
+	cf      []coflowRec // per coflow
+	flowOff []int
+	running []int32 // flows with a positive rate
+	runPos  []int32 // position in running, -1 if not running
+	active  []int32 // active coflows in arrival order
+	events  eventHeap
+	now     float64
+	ed      bool    // scheduler is EventDriven: no per-flow events
+	edNext  float64 // next coflow completion or all-idle time (ed mode)
+
+	// scratch
+	st      State
+	csBuf   []CoflowState
+	seen    []uint32
+	seenGen uint32
+	portIn  []float64
+	portOut []float64
+	portCPU []float64
+	changed []int32
+
+	res *Result
+}
+
+type flowRec struct {
+	src, dst   int32
+	ci         int32 // coflow index
+	slot       int32 // index in cf[ci].fs
+	sIdx, rIdx int32 // index in cf[ci].send / recv
+	codec      int32
+	ver        uint32
+	done       bool
+	bytes      float64
+	rem        float64 // raw remaining at t0
+	t0         float64 // settle time
+	lagEnd     float64 // disposal starts at max(t0, lagEnd)
+	disp       float64 // raw disposal rate
+	rate       float64 // wire rate
+	ks, kr     float64
+	ratio      float64 // wire bytes per raw byte (1 for raw)
+	cs, ds     float64 // true per-core speeds in use (compressed flows)
+	tEnd       float64 // completion time under the current allocation
+}
+
+type coflowRec struct {
+	arrival    float64
+	weight     float64
+	bytes      float64
+	maxFlow    float64
+	sent, wire float64 // raw disposed and wire bytes, as of the last settle
+	fs         []FlowState
+	send, recv []PortLoad
+	dirty      bool
+	hole       int32 // lowest slot of a flow finished since the last compaction
+	left       int
+	started    bool
+	activated  bool
+	start      float64
+	finish     float64
+	lastEnd    float64 // latest completion time of its flows
+	runCnt     int     // scratch for computeEDNext
+	runMax     float64
+}
+
+type event struct {
+	t   float64
+	g   int32
+	ver uint32
+}
+
+// eventHeap is a binary min-heap on (t, g).
+type eventHeap []event
+
+func (h eventHeap) less(i, j int) bool {
+	if h[i].t != h[j].t {
+		return h[i].t < h[j].t
+	}
+	return h[i].g < h[j].g
+}
+
+func (h eventHeap) down(i int) {
+	n := len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && h.less(r, l) {
+			m = r
+		}
+		if !h.less(m, i) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+func (h *eventHeap) push(e event) {
+	*h = append(*h, e)
+	a := *h
+	i := len(a) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !a.less(i, p) {
+			break
+		}
+		a[i], a[p] = a[p], a[i]
+		i = p
+	}
+}
+
+func (h *eventHeap) pop() {
+	a := *h
+	n := len(a) - 1
+	a[0] = a[n]
+	*h = a[:n]
+	(*h).down(0)
+}
+
+func (h eventHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+// NewSim validates cfg and fabric and returns a simulator for sched.
+func NewSim(cfg Config, fabric *Fabric, sched Scheduler) (*Sim, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := fabric.Validate(); err != nil {
+		return nil, err
+	}
+	if sched == nil {
+		return nil, fmt.Errorf("%w: nil scheduler", ErrInvalidConfig)
+	}
+	tol := cfg.Tolerance
+	if tol == 0 {
+		tol = 1e-9
+	}
+	return &Sim{cfg: cfg, fabric: fabric, sched: sched, tol: tol}, nil
+}
+
+// timeEps is the window within which event times are merged: 1 ns, the
+// resolution of reported times.
+const timeEps = 1e-9
+
+func dur(t float64) time.Duration { return time.Duration(math.Round(t * 1e9)) }
+
+// Run simulates the coflows (in any arrival order) to completion and
+// returns per-coflow results in input order. Coflows are validated against
+// the fabric first. A scheduler decision that breaks a port's capacity or
+// core budget stops the run with an error wrapping ErrBadAllocation.
+func (s *Sim) Run(coflows []Coflow) (*Result, error) {
+	n := s.fabric.NumPorts()
+	total := 0
+	for i := range coflows {
+		if err := coflows[i].Validate(n); err != nil {
+			return nil, fmt.Errorf("coflow index %d: %w", i, err)
+		}
+		total += len(coflows[i].Flows)
+	}
+	if total > math.MaxInt32 {
+		return nil, fmt.Errorf("%w: %d flows exceed the simulator's limit", ErrInvalidCoflow, total)
+	}
+	s.reset(coflows, total)
+	order := make([]int32, len(coflows))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	sort.SliceStable(order, func(a, b int) bool { return coflows[order[a]].Arrival < coflows[order[b]].Arrival })
+
+	s.ed = false
+	if ed, ok := s.sched.(EventDriven); ok {
+		s.ed = ed.OnlyOnArrivalsAndCompletions()
+	}
+	s.edNext = math.Inf(1)
+	timer, hasTimer := s.sched.(Timer)
+	nextTimer := math.Inf(1)
+	nextArr := 0
+	finished := 0
+	for finished < len(coflows) {
+		// Next event time.
+		t := math.Inf(1)
+		if nextArr < len(order) {
+			t = s.cf[order[nextArr]].arrival
+		}
+		if s.ed {
+			t = math.Min(t, s.edNext)
+		} else {
+			for len(s.events) > 0 {
+				e := s.events[0]
+				if e.ver != s.fl[e.g].ver || s.fl[e.g].done {
+					s.events.pop()
+					continue
+				}
+				t = math.Min(t, e.t)
+				break
+			}
+		}
+		t = math.Min(t, nextTimer)
+		idle := false
+		if math.IsInf(t, 1) {
+			// Nothing pending: give the scheduler a chance at the current
+			// time.
+			if len(s.running) > 0 {
+				return nil, fmt.Errorf("%w: running flows without completion events", ErrStalled)
+			}
+			t, idle = s.now, true
+		}
+		if t < s.now {
+			t = s.now
+		}
+		s.now = t
+		s.res.Events++
+		call := idle
+		if s.ed {
+			// Every event-driven event is a scheduling point; flows that
+			// finished since the last one are completed here (lazily).
+			call = true
+			s.edNext = math.Inf(1)
+			for i := 0; i < len(s.running); {
+				g := s.running[i]
+				if s.fl[g].tEnd > t+timeEps {
+					i++
+					continue
+				}
+				if ci := s.complete(g, s.fl[g].tEnd); s.cf[ci].left == 0 {
+					s.finishCoflow(ci)
+					finished++
+				}
+			}
+		} else {
+			for len(s.events) > 0 {
+				e := s.events[0]
+				if e.ver != s.fl[e.g].ver || s.fl[e.g].done {
+					s.events.pop()
+					continue
+				}
+				if e.t > t+timeEps {
+					break
+				}
+				s.events.pop()
+				call = true
+				if ci := s.complete(e.g, e.t); s.cf[ci].left == 0 {
+					s.finishCoflow(ci)
+					finished++
+				}
+			}
+		}
+		for nextArr < len(order) && s.cf[order[nextArr]].arrival <= t+timeEps {
+			ci := order[nextArr]
+			nextArr++
+			s.cf[ci].activated = true
+			s.active = append(s.active, ci)
+			call = true
+		}
+		if nextTimer <= t+timeEps {
+			nextTimer = math.Inf(1)
+			call = true
+		}
+		if !call || len(s.active) == 0 {
+			continue
+		}
+		if s.cfg.MaxCalls > 0 && s.res.Calls >= s.cfg.MaxCalls {
+			return nil, fmt.Errorf("%w: MaxCalls %d reached at %v", ErrStalled, s.cfg.MaxCalls, dur(t))
+		}
+		if err := s.step(coflows); err != nil {
+			return nil, err
+		}
+		if s.ed {
+			s.computeEDNext()
+		}
+		if hasTimer {
+			if at, ok := timer.NextWakeup(dur(t)); ok {
+				if at2 := at.Seconds(); at2 > t+timeEps/2 {
+					nextTimer = at2
+				}
+			}
+		}
+		if idle && len(s.running) == 0 && math.IsInf(nextTimer, 1) && nextArr == len(order) {
+			return nil, fmt.Errorf("%w at %v: %d active coflows, scheduler %q allocated nothing", ErrStalled, dur(t), len(s.active), s.sched.Name())
+		}
+	}
+	return s.finishResult(coflows), nil
+}
+
+func (s *Sim) reset(coflows []Coflow, total int) {
+	n := s.fabric.NumPorts()
+	s.fl = make([]flowRec, total)
+	s.cf = make([]coflowRec, len(coflows))
+	s.flowOff = make([]int, len(coflows)+1)
+	s.running = s.running[:0]
+	s.runPos = make([]int32, total)
+	s.active = s.active[:0]
+	s.events = s.events[:0]
+	s.now = 0
+	s.seen = make([]uint32, total)
+	s.seenGen = 0
+	s.portIn = make([]float64, n)
+	s.portOut = make([]float64, n)
+	s.portCPU = make([]float64, n)
+	s.res = &Result{Scheduler: s.sched.Name(), Coflows: make([]CoflowResult, len(coflows))}
+	sIdx := make([]int32, n)
+	rIdx := make([]int32, n)
+	for p := range sIdx {
+		sIdx[p], rIdx[p] = -1, -1
+	}
+	g := 0
+	for i := range coflows {
+		c := &coflows[i]
+		s.flowOff[i] = g
+		r := &s.cf[i]
+		r.arrival = c.Arrival.Seconds()
+		r.weight = c.EffectiveWeight()
+		r.left = len(c.Flows)
+		r.fs = make([]FlowState, len(c.Flows))
+		for j, f := range c.Flows {
+			if sIdx[f.Src] < 0 {
+				sIdx[f.Src] = int32(len(r.send))
+				r.send = append(r.send, PortLoad{Port: f.Src})
+			}
+			if rIdx[f.Dst] < 0 {
+				rIdx[f.Dst] = int32(len(r.recv))
+				r.recv = append(r.recv, PortLoad{Port: f.Dst})
+			}
+			si, ri := sIdx[f.Src], rIdx[f.Dst]
+			r.send[si].Bytes += f.Bytes
+			r.send[si].Flows++
+			r.recv[ri].Bytes += f.Bytes
+			r.recv[ri].Flows++
+			r.bytes += f.Bytes
+			r.maxFlow = math.Max(r.maxFlow, f.Bytes)
+			r.fs[j] = FlowState{Ref: FlowRef{Coflow: i, Flow: j}, Src: f.Src, Dst: f.Dst, Bytes: f.Bytes, Remaining: f.Bytes}
+			s.fl[g] = flowRec{src: int32(f.Src), dst: int32(f.Dst), ci: int32(i), slot: int32(j), sIdx: si, rIdx: ri,
+				bytes: f.Bytes, rem: f.Bytes, ratio: 1}
+			s.runPos[g] = -1
+			g++
+		}
+		for _, pl := range r.send {
+			sIdx[pl.Port] = -1
+		}
+		for _, pl := range r.recv {
+			rIdx[pl.Port] = -1
+		}
+	}
+	s.flowOff[len(coflows)] = g
+}
+
+// remAt returns the flow's raw remaining at time t.
+func (f *flowRec) remAt(t float64) float64 {
+	if f.disp == 0 {
+		return f.rem
+	}
+	from := math.Max(f.t0, f.lagEnd)
+	if t <= from {
+		return f.rem
+	}
+	return math.Max(0, f.rem-f.disp*(t-from))
+}
+
+// settle brings flow g's counters to time t, accounting what it disposed
+// since its last settle; its completion time does not change.
+func (s *Sim) settle(g int32, t float64) {
+	f := &s.fl[g]
+	if t <= f.t0 {
+		return
+	}
+	r := f.remAt(t)
+	s.dispose(f, f.rem-r, t-f.t0)
+	f.rem = r
+	s.cf[f.ci].fs[f.slot].Remaining = r
+	f.t0 = t
+}
+
+// dispose accounts x raw bytes disposed by f over dt seconds.
+func (s *Sim) dispose(f *flowRec, x, dt float64) {
+	c := &s.cf[f.ci]
+	w := x * f.ratio
+	s.res.WireBytes += w
+	c.wire += w
+	c.sent += x
+	c.send[f.sIdx].Bytes = math.Max(0, c.send[f.sIdx].Bytes-x)
+	c.recv[f.rIdx].Bytes = math.Max(0, c.recv[f.rIdx].Bytes-x)
+	if f.codec != Raw && x > 0 {
+		s.res.CPUSeconds += x/f.cs + x/f.ds
+	}
+	s.res.ReservedCoreSeconds += (f.ks + f.kr) * dt
+}
+
+// complete finishes flow g, whose last byte was disposed of at tEnd.
+func (s *Sim) complete(g int32, tEnd float64) int32 {
+	f := &s.fl[g]
+	s.dispose(f, f.rem, math.Max(0, tEnd-f.t0))
+	c := &s.cf[f.ci]
+	c.lastEnd = math.Max(c.lastEnd, tEnd)
+	sp, rp := &c.send[f.sIdx], &c.recv[f.rIdx]
+	sp.Flows--
+	rp.Flows--
+	if sp.Flows == 0 {
+		sp.Bytes = 0
+	}
+	if rp.Flows == 0 {
+		rp.Bytes = 0
+	}
+	f.rem = 0
+	f.t0 = s.now
+	f.done = true
+	f.ver++
+	s.res.RawBytes += f.bytes
+	s.stopRunning(g)
+	c.left--
+	if !c.dirty || f.slot < c.hole {
+		c.hole = f.slot
+	}
+	c.dirty = true
+	return f.ci
+}
+
+func (s *Sim) stopRunning(g int32) {
+	p := s.runPos[g]
+	if p < 0 {
+		return
+	}
+	last := s.running[len(s.running)-1]
+	s.running[p] = last
+	s.runPos[last] = p
+	s.running = s.running[:len(s.running)-1]
+	s.runPos[g] = -1
+}
+
+func (s *Sim) finishCoflow(ci int32) {
+	c := &s.cf[ci]
+	c.finish = c.lastEnd
+	c.fs, c.send, c.recv = nil, nil, nil
+	for i, a := range s.active {
+		if a == ci {
+			s.active = append(s.active[:i], s.active[i+1:]...)
+			break
+		}
+	}
+}
+
+// buildState settles the running flows and fills s.st. Cost O(A + R) plus
+// compaction of coflows that lost flows since the last call.
+func (s *Sim) buildState(coflows []Coflow) {
+	t := s.now
+	for _, g := range s.running {
+		s.settle(g, t)
+	}
+	s.csBuf = s.csBuf[:0]
+	for _, ci := range s.active {
+		c := &s.cf[ci]
+		if c.dirty {
+			k := int(c.hole)
+			off := s.flowOff[ci]
+			for _, fs := range c.fs[k:] {
+				g := off + fs.Ref.Flow
+				if !s.fl[g].done {
+					s.fl[g].slot = int32(k)
+					c.fs[k] = fs
+					k++
+				}
+			}
+			clear(c.fs[k:])
+			c.fs = c.fs[:k]
+			c.dirty = false
+		}
+		s.csBuf = append(s.csBuf, CoflowState{
+			Index: int(ci), ID: coflows[ci].ID, Arrival: coflows[ci].Arrival, Weight: c.weight,
+			Width: len(coflows[ci].Flows), Bytes: c.bytes, Sent: c.sent, WireSent: c.wire,
+			Flows: c.fs[:len(c.fs):len(c.fs)], Send: c.send[:len(c.send):len(c.send)], Recv: c.recv[:len(c.recv):len(c.recv)],
+		})
+	}
+	s.st = State{Now: dur(t), Fabric: s.fabric, Coflows: s.csBuf}
+}
+
+// step calls the scheduler at s.now and applies its allocation.
+func (s *Sim) step(coflows []Coflow) error {
+	s.buildState(coflows)
+	s.res.Calls++
+	allocs := s.sched.Schedule(s.st.Now, &s.st)
+	if err := s.validate(allocs); err != nil {
+		return fmt.Errorf("scheduler %q at %v: %w", s.sched.Name(), s.st.Now, err)
+	}
+	if s.cfg.Check != nil {
+		if err := s.cfg.Check(s.st.Now, &s.st, allocs); err != nil {
+			return fmt.Errorf("check at %v: %w", s.st.Now, err)
+		}
+	}
+	s.apply(allocs)
+	return nil
+}
+
+func (s *Sim) validate(allocs []Allocation) error {
+	s.seenGen++
+	if s.seenGen == 0 {
+		clear(s.seen)
+		s.seenGen = 1
+	}
+	clear(s.portIn)
+	clear(s.portOut)
+	clear(s.portCPU)
+	nc := len(s.fabric.Codecs)
+	for i := range allocs {
+		a := &allocs[i]
+		ci, fi := a.Flow.Coflow, a.Flow.Flow
+		if ci < 0 || ci >= len(s.cf) || !s.cf[ci].activated || s.cf[ci].left == 0 {
+			return fmt.Errorf("%w: flow %v: coflow index not active", ErrBadAllocation, a.Flow)
+		}
+		if fi < 0 || fi >= s.flowOff[ci+1]-s.flowOff[ci] {
+			return fmt.Errorf("%w: flow %v: no such flow", ErrBadAllocation, a.Flow)
+		}
+		g := s.flowOff[ci] + fi
+		f := &s.fl[g]
+		if f.done {
+			return fmt.Errorf("%w: flow %v already finished", ErrBadAllocation, a.Flow)
+		}
+		if s.seen[g] == s.seenGen {
+			return fmt.Errorf("%w: flow %v allocated twice", ErrBadAllocation, a.Flow)
+		}
+		s.seen[g] = s.seenGen
+		if !(a.Rate >= 0) || math.IsInf(a.Rate, 0) {
+			return fmt.Errorf("%w: flow %v: rate %v must be finite and non-negative", ErrBadAllocation, a.Flow, a.Rate)
+		}
+		if a.Codec < 0 || a.Codec > nc {
+			return fmt.Errorf("%w: flow %v: codec %d not in [0,%d]", ErrBadAllocation, a.Flow, a.Codec, nc)
+		}
+		if !(a.SendCores >= 0) || !(a.RecvCores >= 0) || math.IsInf(a.SendCores, 0) || math.IsInf(a.RecvCores, 0) {
+			return fmt.Errorf("%w: flow %v: cores %v/%v must be finite and non-negative", ErrBadAllocation, a.Flow, a.SendCores, a.RecvCores)
+		}
+		if a.Codec == Raw && (a.SendCores != 0 || a.RecvCores != 0) {
+			return fmt.Errorf("%w: flow %v: raw flow reserves cores %v/%v", ErrBadAllocation, a.Flow, a.SendCores, a.RecvCores)
+		}
+		if a.Codec != Raw && a.Rate > 0 && (a.SendCores == 0 || a.RecvCores == 0) {
+			return fmt.Errorf("%w: flow %v: compressed flow needs cores at both ends (got %v/%v)", ErrBadAllocation, a.Flow, a.SendCores, a.RecvCores)
+		}
+		s.portIn[f.src] += a.Rate
+		s.portOut[f.dst] += a.Rate
+		s.portCPU[f.src] += a.SendCores
+		s.portCPU[f.dst] += a.RecvCores
+	}
+	for p := range s.fabric.Ports {
+		pt := &s.fabric.Ports[p]
+		if s.portIn[p] > pt.Ingress*(1+s.tol) {
+			return fmt.Errorf("%w: port %d ingress %.6g B/s over capacity %.6g B/s", ErrBadAllocation, p, s.portIn[p], pt.Ingress)
+		}
+		if s.portOut[p] > pt.Egress*(1+s.tol) {
+			return fmt.Errorf("%w: port %d egress %.6g B/s over capacity %.6g B/s", ErrBadAllocation, p, s.portOut[p], pt.Egress)
+		}
+		if s.portCPU[p] > pt.FreeCores()*(1+s.tol)+1e-12 {
+			return fmt.Errorf("%w: port %d uses %.6g cores, %.6g free", ErrBadAllocation, p, s.portCPU[p], pt.FreeCores())
+		}
+	}
+	return nil
+}
+
+func (s *Sim) stopFlow(g int32) {
+	f := &s.fl[g]
+	f.rate, f.disp, f.ks, f.kr, f.codec, f.ratio = 0, 0, 0, 0, Raw, 1
+	f.ver++
+	s.cf[f.ci].fs[f.slot].Current = Allocation{}
+	s.stopRunning(g)
+}
+
+// apply installs a validated allocation at s.now. Running flows were
+// settled to s.now by buildState. Cost O(R + len(allocs)), plus O(log R)
+// per changed flow or one O(R) heap rebuild when most flows changed.
+func (s *Sim) apply(allocs []Allocation) {
+	t := s.now
+	for i := 0; i < len(s.running); {
+		g := s.running[i]
+		if s.seen[g] == s.seenGen {
+			i++
+			continue
+		}
+		s.stopFlow(g) // moves another flow into slot i
+	}
+	s.changed = s.changed[:0]
+	for i := range allocs {
+		a := &allocs[i]
+		g := int32(s.flowOff[a.Flow.Coflow] + a.Flow.Flow)
+		f := &s.fl[g]
+		wasRunning := s.runPos[g] >= 0
+		if wasRunning && f.rate == a.Rate && int(f.codec) == a.Codec && f.ks == a.SendCores && f.kr == a.RecvCores {
+			continue // unchanged: its completion event stays valid
+		}
+		if a.Rate == 0 {
+			if wasRunning {
+				s.stopFlow(g)
+			}
+			continue
+		}
+		prevCodec := f.codec
+		f.ver++
+		f.rate, f.codec, f.ks, f.kr = a.Rate, int32(a.Codec), a.SendCores, a.RecvCores
+		if a.Codec == Raw {
+			f.lagEnd = t
+			f.ratio, f.disp = 1, a.Rate
+		} else {
+			s.setCompressed(f, a, t, !wasRunning || prevCodec != f.codec)
+		}
+		s.cf[f.ci].fs[f.slot].Current = *a
+		if !wasRunning {
+			s.runPos[g] = int32(len(s.running))
+			s.running = append(s.running, g)
+		}
+		if c := &s.cf[f.ci]; !c.started {
+			c.started, c.start = true, t
+		}
+		f.tEnd = s.eventOf(g).t
+		s.changed = append(s.changed, g)
+	}
+	if s.ed {
+		return
+	}
+	if len(s.changed)*2 > len(s.events) {
+		// Rebuild: drops stale entries too.
+		s.events = s.events[:0]
+		for _, g := range s.running {
+			s.events = append(s.events, s.eventOf(g))
+		}
+		s.events.init()
+		return
+	}
+	for _, g := range s.changed {
+		s.events.push(s.eventOf(g))
+	}
+}
+
+// computeEDNext sets edNext, the next event of an event-driven run: the
+// earliest completion of a coflow whose unfinished flows are all running, or
+// the time the last running flow ends (the fabric goes idle). Cost O(R + A).
+func (s *Sim) computeEDNext() {
+	s.edNext = math.Inf(1)
+	if len(s.running) == 0 {
+		return
+	}
+	allDone := 0.0
+	for _, ci := range s.active {
+		s.cf[ci].runCnt, s.cf[ci].runMax = 0, 0
+	}
+	for _, g := range s.running {
+		f := &s.fl[g]
+		c := &s.cf[f.ci]
+		c.runCnt++
+		c.runMax = math.Max(c.runMax, f.tEnd)
+		allDone = math.Max(allDone, f.tEnd)
+	}
+	next := allDone
+	for _, ci := range s.active {
+		if c := &s.cf[ci]; c.runCnt == c.left {
+			next = math.Min(next, c.runMax)
+		}
+	}
+	s.edNext = next
+}
+
+func (s *Sim) eventOf(g int32) event {
+	f := &s.fl[g]
+	from := math.Max(f.t0, f.lagEnd)
+	return event{t: from + f.rem/f.disp, g: g, ver: f.ver}
+}
+
+// setCompressed sets the disposal rate, ratio, speeds and pipeline lag of a
+// compressed flow.
+func (s *Sim) setCompressed(f *flowRec, a *Allocation, t float64, restart bool) {
+	k := a.Codec
+	prof := s.fabric.Codecs[k-1]
+	cs, ds := s.fabric.CompressSpeed(int(f.src), k), s.fabric.DecompressSpeed(int(f.dst), k)
+	if s.cfg.CodecSpeed != nil {
+		now := dur(t)
+		cs, _ = s.cfg.CodecSpeed(int(f.src), k, now)
+		_, ds = s.cfg.CodecSpeed(int(f.dst), k, now)
+		// A hook returning a non-positive speed would stall the flow;
+		// clamp to a tiny positive speed so the run reports a huge CCT
+		// instead of dividing by zero.
+		cs, ds = math.Max(cs, 1e-9), math.Max(ds, 1e-9)
+	}
+	f.cs, f.ds, f.ratio = cs, ds, prof.Ratio
+	cRate, tRate, dRate := a.SendCores*cs, a.Rate/prof.Ratio, a.RecvCores*ds
+	if restart {
+		f.lagEnd = t
+	}
+	if s.cfg.Pipelining {
+		f.disp = math.Min(cRate, math.Min(tRate, dRate))
+		if restart && s.cfg.ChunkBytes > 0 {
+			b := math.Min(s.cfg.ChunkBytes, f.rem)
+			lag := b/cRate + b/tRate + b/dRate - b/f.disp
+			f.lagEnd = t + math.Max(0, lag)
+		}
+	} else {
+		f.lagEnd = t
+		f.disp = 1 / (1/cRate + 1/tRate + 1/dRate)
+	}
+}
+
+func (s *Sim) finishResult(coflows []Coflow) *Result {
+	var mk float64
+	for i := range coflows {
+		c := &s.cf[i]
+		mk = math.Max(mk, c.finish)
+		s.res.Coflows[i] = CoflowResult{
+			Index: i, ID: coflows[i].ID, Arrival: coflows[i].Arrival,
+			Start: dur(c.start), Finish: dur(c.finish), CCT: dur(c.finish) - coflows[i].Arrival,
+			Width: len(coflows[i].Flows), Bytes: c.bytes, MaxFlowBytes: c.maxFlow, WireBytes: c.wire,
+		}
+	}
+	s.res.Makespan = dur(mk)
+	return s.res
+}
