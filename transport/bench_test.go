@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/falconml/falcon/transport"
 )
@@ -153,6 +154,95 @@ func BenchmarkCeilingRawTCP(b *testing.B) {
 			c.Close()
 			ln.Close()
 			<-srvDone
+		})
+	}
+}
+
+// rawEcho is a bare TCP echo on loopback: the client writes n bytes and
+// reads n bytes back.
+type rawEcho struct {
+	ln   net.Listener
+	c    net.Conn
+	buf  []byte
+	done chan struct{}
+}
+
+func newRawEcho(b *testing.B, n int) *rawEcho {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := &rawEcho{ln: ln, buf: make([]byte, n), done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.(*net.TCPConn).SetNoDelay(true)
+		buf := make([]byte, n)
+		for {
+			if _, err := io.ReadFull(c, buf); err != nil {
+				return
+			}
+			if _, err := c.Write(buf); err != nil {
+				return
+			}
+		}
+	}()
+	if r.c, err = net.Dial("tcp", ln.Addr().String()); err != nil {
+		b.Fatal(err)
+	}
+	r.c.(*net.TCPConn).SetNoDelay(true)
+	b.Cleanup(func() {
+		r.c.Close()
+		ln.Close()
+		<-r.done
+	})
+	return r
+}
+
+func (r *rawEcho) roundTrip(b *testing.B, payload []byte) {
+	if _, err := r.c.Write(payload); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := io.ReadFull(r.c, r.buf); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkPairedTCPvsRaw alternates, iteration by iteration, one TCP
+// transport Request (payload out, echo back) and one raw TCP stream echo
+// of the same bytes, so both see the same machine load; it reports each
+// side's throughput and their ratio (tcp/raw, the project's goal is
+// >= 0.6) and the transport's mean round trip in µs.
+func BenchmarkPairedTCPvsRaw(b *testing.B) {
+	for _, sz := range benchSizes {
+		b.Run(sz.name, func(b *testing.B) {
+			payload := gradientBytes(sz.floats, 1)
+			nodes := tcpCluster(b, transport.TCPConfig{}, []transport.Handler{echoNoCopy{}, echoNoCopy{}})
+			raw := newRawEcho(b, len(payload))
+			ctx, to := context.Background(), nodes[1].LocalID()
+			var tTCP, tRaw time.Duration
+			n := 0
+			for b.Loop() {
+				t0 := time.Now()
+				resp, err := nodes[0].Request(ctx, to, payload)
+				if err != nil || len(resp) != len(payload) {
+					b.Fatalf("Request: %d bytes, %v", len(resp), err)
+				}
+				t1 := time.Now()
+				raw.roundTrip(b, payload)
+				tRaw += time.Since(t1)
+				tTCP += t1.Sub(t0)
+				n++
+			}
+			mb := float64(len(payload)) * float64(n) / 1e6
+			b.ReportMetric(mb/tTCP.Seconds(), "tcp-MB/s")
+			b.ReportMetric(mb/tRaw.Seconds(), "raw-MB/s")
+			b.ReportMetric(tRaw.Seconds()/tTCP.Seconds(), "tcp/raw")
+			b.ReportMetric(tTCP.Seconds()*1e6/float64(n), "tcp-µs/op")
 		})
 	}
 }

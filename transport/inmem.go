@@ -285,14 +285,16 @@ func (n *InmemNetwork) encode(to NodeID, msg []byte) (inmemMsg, error) {
 	if len(msg) > n.maxSize {
 		return inmemMsg{}, fmt.Errorf("%w: %d bytes, maximum %d", ErrFrameTooLarge, len(msg), n.maxSize)
 	}
-	c, wire, _, err := encodeBody(n.policy, to, msg, nil)
+	if n.policy == nil {
+		return inmemMsg{body: append([]byte(nil), msg...), raw: len(msg)}, nil
+	}
+	sp := getBuf(max(MaxCompressedLen(CodecLZ4, len(msg)), MaxCompressedLen(CodecSnappy, len(msg))))
+	defer putBuf(sp)
+	c, wire, _, err := encodeBody(n.policy, to, msg, (*sp)[:0])
 	if err != nil {
 		return inmemMsg{}, err
 	}
-	if c == CodecNone {
-		wire = append([]byte(nil), msg...)
-	}
-	return inmemMsg{codec: c, body: wire, raw: len(msg)}, nil
+	return inmemMsg{codec: c, body: append([]byte(nil), wire...), raw: len(msg)}, nil
 }
 
 // decode returns the receiver's owned copy of m.
