@@ -380,6 +380,18 @@ func (c *Client) encode(buf []byte, o op, ps []piece, nvals int, vals []float32,
 	return e.b
 }
 
+// validate checks a push of nvals values for keys without sending it.
+func (c *Client) validate(ctx context.Context, keys []uint64, lens []int, nvals int) error {
+	total, err := c.checkShape(keys, lens)
+	if err != nil {
+		return err
+	}
+	if nvals != total {
+		return fmt.Errorf("%w: %d values for lengths summing to %d", ErrLengthMismatch, nvals, total)
+	}
+	return c.resolve(ctx, keys, lens, make([]int, len(keys)))
+}
+
 // resolve fills dst with the length of each key from the cache, fetching
 // the servers' layouts once if a key is not cached.
 func (c *Client) resolve(ctx context.Context, keys []uint64, lens []int, dst []int) error {

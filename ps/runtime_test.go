@@ -412,3 +412,55 @@ func TestTrain_CancelReturnsPromptly(t *testing.T) {
 		t.Fatal("Train did not return within 5s of cancel")
 	}
 }
+
+// TestWorker_ManualLoop drives the Bösen-style loop (Pull, compute,
+// PushGradient, Clock) under SSP(1) and checks the clocks and the result.
+func TestWorker_ManualLoop(t *testing.T) {
+	c := pstest.NewCluster(t, pstest.Servers(1), pstest.Workers(2), pstest.Optimizer(ps.SGD{LR: 1}), pstest.Policy(epsp.NewSSP(1)))
+	ctx := context.Background()
+	keys := []uint64{0, 1}
+	must(t, c.Workers[0].Client().Init(ctx, keys, []float32{0, 0}, nil))
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, w := range c.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			vals := make([]float32, 2)
+			for k := range 5 {
+				if err := w.Client().Pull(ctx, keys, vals, nil); err != nil {
+					errs[i] = err
+					return
+				}
+				grad := []float32{0, 0}
+				grad[i] = -1 // each worker raises its own key by 1 per clock
+				if err := w.PushGradient(ctx, keys, grad, nil, 4); err != nil {
+					errs[i] = err
+					return
+				}
+				next, err := w.Clock(ctx)
+				if err != nil || next != k+1 {
+					errs[i] = fmt.Errorf("clock %d: next %d, err %v", k, next, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		must(t, err)
+	}
+	got := make([]float32, 2)
+	must(t, c.NewClient(t).Pull(ctx, keys, got, nil))
+	if got[0] != 5 || got[1] != 5 {
+		t.Errorf("params = %v, want [5 5]", got)
+	}
+	// A push naming an unknown key is refused before the coordinator counts it.
+	before := c.Coordinator.Stats().Applied
+	if err := c.Workers[0].PushGradient(ctx, []uint64{7}, []float32{1}, nil, 1); !errors.Is(err, ps.ErrUnknownKey) {
+		t.Errorf("err = %v, want ErrUnknownKey", err)
+	}
+	if after := c.Coordinator.Stats().Applied; after != before {
+		t.Errorf("refused push was admitted: %d -> %d", before, after)
+	}
+}

@@ -466,6 +466,15 @@ func (w *Worker) takeOver(t transferTask) {
 // pushGrad admits a push and sends it to the servers: grad holds the sum
 // of per-sample gradients over push.Samples samples.
 func (w *Worker) pushGrad(ctx context.Context, push epsp.Push, grad []float32) error {
+	tc := w.train
+	return w.pushGradTo(ctx, push, tc.Keys, tc.Lens, grad)
+}
+
+func (w *Worker) pushGradTo(ctx context.Context, push epsp.Push, keys []uint64, lens []int, grad []float32) error {
+	// Validate before the coordinator counts the push.
+	if err := w.client.validate(ctx, keys, lens, len(grad)); err != nil {
+		return err
+	}
 	e := newMsg(nil, opAdmit)
 	encodePush(&e, push)
 	resp, err := w.coordCall(ctx, e.b)
@@ -481,7 +490,6 @@ func (w *Worker) pushGrad(ctx context.Context, push epsp.Push, grad []float32) e
 	for i := range grad {
 		grad[i] *= inv // the mean gradient over the push's samples
 	}
-	tc := w.train
 	var pa pushArgs
 	switch dec.Action {
 	case epsp.Drop:
@@ -493,7 +501,7 @@ func (w *Worker) pushGrad(ctx context.Context, push epsp.Push, grad []float32) e
 	default:
 		return fmt.Errorf("%w: push action %d", ErrMalformed, dec.Action)
 	}
-	return w.client.do(ctx, opPush, tc.Keys, grad, nil, tc.Lens, pa)
+	return w.client.do(ctx, opPush, keys, grad, nil, lens, pa)
 }
 
 // Train runs tc.Clocks clocks of data-parallel training of model on the
@@ -583,4 +591,47 @@ func (w *Worker) sendProgress(r epsp.ProgressReport) {
 	ctx, cancel := context.WithTimeout(w.ctx, time.Second)
 	defer cancel()
 	_ = w.tr.Send(ctx, w.cfg.Coordinator, e.b) // best effort: a lost report only delays control
+}
+
+// CurrentClock returns the clock the worker may compute now and the model
+// version its release carried (use it as the BaseVersion of its pushes).
+func (w *Worker) CurrentClock() (clock int, version uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.released, w.version
+}
+
+// PushGradient is the manual-loop counterpart of Train (Bösen style: Pull,
+// compute, PushGradient, Clock): it asks the coordinator to admit a push of
+// grad — the mean gradient over samples samples of this worker's current
+// clock — and sends it to the servers as decided. grad is laid out as keys
+// and lens in Push. Do not mix with Train.
+func (w *Worker) PushGradient(ctx context.Context, keys []uint64, grad []float32, lens []int, samples int) error {
+	if samples <= 0 {
+		return fmt.Errorf("%w: push of %d samples", ErrLengthMismatch, samples)
+	}
+	c, version := w.CurrentClock()
+	sum := make([]float32, len(grad))
+	for i, g := range grad {
+		sum[i] = g * float32(samples) // pushGrad divides by the sample count
+	}
+	push := epsp.Push{Worker: w.cfg.ID, Owner: w.cfg.ID, Clock: c, BaseVersion: version, Samples: samples, BatchSamples: samples}
+	return w.pushGradTo(ctx, push, keys, lens, sum)
+}
+
+// Clock ends the worker's current clock (its pushes must be stored) and
+// blocks until the coordinator's policy releases it into the next one;
+// it returns the new clock.
+func (w *Worker) Clock(ctx context.Context) (int, error) {
+	c, _ := w.CurrentClock()
+	e := newMsg(nil, opClock)
+	e.i64(int64(c))
+	if _, err := w.coordCall(ctx, e.b); err != nil {
+		return c, err
+	}
+	if err := w.waitFor(ctx, func() bool { return w.released > c }); err != nil {
+		return c, err
+	}
+	c, _ = w.CurrentClock()
+	return c, nil
 }
