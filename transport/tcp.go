@@ -160,6 +160,14 @@ type TCP struct {
 	peers   map[NodeID]string
 	out     map[NodeID]*peerState
 	inbound map[*conn]struct{}
+	// msgLocks serializes HandleMessage per sender across the sender's
+	// connections (an old one may still be draining when a new one starts).
+	msgLocks map[NodeID]*msgLock
+}
+
+type msgLock struct {
+	mu   sync.Mutex
+	refs int
 }
 
 var _ Transport = (*TCP)(nil)
@@ -195,6 +203,8 @@ func NewTCP(cfg TCPConfig, h Handler) (*TCP, error) {
 		peers:   make(map[NodeID]string, len(cfg.Peers)),
 		out:     make(map[NodeID]*peerState),
 		inbound: make(map[*conn]struct{}),
+
+		msgLocks: make(map[NodeID]*msgLock),
 	}
 	for id, addr := range cfg.Peers {
 		t.peers[id] = addr
@@ -543,10 +553,19 @@ func (t *TCP) serveConn(raw net.Conn) {
 		return
 	}
 	t.inbound[c] = struct{}{}
+	ml := t.msgLocks[from]
+	if ml == nil {
+		ml = &msgLock{}
+		t.msgLocks[from] = ml
+	}
+	ml.refs++
 	t.mu.Unlock()
-	c.serverLoop()
+	c.serverLoop(&ml.mu)
 	t.mu.Lock()
 	delete(t.inbound, c)
+	if ml.refs--; ml.refs == 0 {
+		delete(t.msgLocks, from)
+	}
 	t.mu.Unlock()
 }
 
@@ -802,7 +821,7 @@ func (c *conn) clientLoop() {
 // dies. Messages are handled inline, one at a time, in arrival order;
 // requests each in their own goroutine, at most MaxConcurrentRequests at
 // once.
-func (c *conn) serverLoop() {
+func (c *conn) serverLoop(msgMu *sync.Mutex) {
 	defer c.fail(fmt.Errorf("%w: connection from %q closed", ErrUnreachable, c.peer))
 	max := c.t.cfg.MaxFrameSize
 	sem := make(chan struct{}, c.t.cfg.MaxConcurrentRequests)
@@ -818,7 +837,9 @@ func (c *conn) serverLoop() {
 			if err != nil {
 				return
 			}
+			msgMu.Lock()
 			c.t.h.HandleMessage(c.peer, body)
+			msgMu.Unlock()
 			putBuf(ret)
 		case kindRequest:
 			select {

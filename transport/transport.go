@@ -12,7 +12,9 @@ type NodeID string
 // Handler serves what a transport receives. Implementations must be safe for
 // concurrent use: HandleRequest may be called from many goroutines at once,
 // while HandleMessage is called sequentially for each sender, in the order the
-// sender sent the messages.
+// sender sent the messages. HandleMessage should return promptly: while it
+// runs, later traffic from the same sender waits. A transport's Close waits
+// for running handler calls, so handlers must honour their ctx.
 //
 // The byte slices passed in are valid only until the call returns; a handler
 // that keeps data must copy it. A response may alias the request (an echo
