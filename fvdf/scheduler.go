@@ -289,6 +289,7 @@ type planner struct {
 	touched         []int
 	byPort          [][]int // candidate flow slots per touched port
 	cursor          []int
+	sorted          []bool
 	tried, compress []bool
 	h               tHeap
 }
@@ -322,6 +323,7 @@ func (pl *planner) reset(f *coflow.Fabric, cfg Config, prof []coflow.CodecProfil
 		pl.cpu = make([]float64, n)
 		pl.byPort = make([][]int, n)
 		pl.cursor = make([]int, n)
+		pl.sorted = make([]bool, n)
 		pl.gen = 0
 	}
 }
@@ -461,16 +463,7 @@ func (pl *planner) greedy(c *coflow.CoflowState, in, out, cores []float64, choic
 		return
 	}
 	for _, p := range pl.touched {
-		lst := pl.byPort[p]
-		slices.SortFunc(lst, func(a, b int) int {
-			if ra, rb := c.Flows[a].Remaining, c.Flows[b].Remaining; ra != rb {
-				if ra > rb {
-					return -1
-				}
-				return 1
-			}
-			return a - b
-		})
+		pl.sorted[p] = false
 	}
 	pl.h = pl.h[:0]
 	for _, p := range pl.touched {
@@ -490,6 +483,19 @@ func (pl *planner) greedy(c *coflow.CoflowState, in, out, cores []float64, choic
 		}
 		accepted := false
 		lst := pl.byPort[p]
+		if !pl.sorted[p] {
+			// Sorted lazily: most machines never become the bottleneck.
+			pl.sorted[p] = true
+			slices.SortFunc(lst, func(a, b int) int {
+				if ra, rb := c.Flows[a].Remaining, c.Flows[b].Remaining; ra != rb {
+					if ra > rb {
+						return -1
+					}
+					return 1
+				}
+				return a - b
+			})
+		}
 		for pl.cursor[p] < len(lst) {
 			j := lst[pl.cursor[p]]
 			if choice[j] != coflow.Raw || pl.tried[j] {

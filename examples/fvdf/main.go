@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -43,8 +44,19 @@ func main() {
 		static     = flag.Bool("static", false, "constant true codec speeds (no contention drift)")
 		sweep      = flag.Bool("sweep", false, "sweep bandwidth 1,10,40 × cores 1,4,16 and each data class alone")
 		sequential = flag.Bool("sequential", false, "sequential (non-pipelined) compression stages in the simulator")
+		cpuprofile = flag.String("cpuprofile", "", "write a CPU profile to this file")
 	)
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fail(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fail(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if *calibrate {
 		ps, err := codecprof.Calibrate(context.Background(), codecprof.DefaultCalibrateConfig())
 		if err != nil {
