@@ -201,8 +201,8 @@ var factories = map[string]func(Config) (Predictor, error){
 	NameLastValue: func(c Config) (Predictor, error) { return NewLastValue(c.Default), nil },
 	NameEWMA:      func(c Config) (Predictor, error) { return NewEWMA(c.Alpha, c.Default), nil },
 	NameAR:        func(c Config) (Predictor, error) { return NewAR(c) },
-	// NameLSTM
-	// NameGRU
+	NameLSTM:      func(c Config) (Predictor, error) { c.RNN.Cell = CellLSTM; return NewRNN(c) },
+	NameGRU:       func(c Config) (Predictor, error) { c.RNN.Cell = CellGRU; return NewRNN(c) },
 }
 
 // Names returns the names New accepts, sorted.

@@ -66,7 +66,7 @@ type RNNConfig struct {
 	// Model, if not nil, is a trained network (from Fit or Load) the
 	// predictor starts from (it is cloned; the shape fields above are then
 	// ignored).
-	// Model *Network (added with the RNN)
+	Model *Network
 }
 
 // DefaultRNNConfig returns the RNN configuration with every default filled in.

@@ -20,13 +20,16 @@ type Record struct {
 	Contention      float64       // background busy threads per core while measuring
 	RawBytes        int           // uncompressed chunk size
 	CompressedBytes int           // compressed size
-	CompressNs      int64         // wall time of one compression, ns
-	DecompressNs    int64         // wall time of one decompression, ns
+	CompressNs      int64         // CPU time of one compression, ns
+	DecompressNs    int64         // CPU time of one decompression, ns
+	// Wall-clock times of the same operations (they include time the
+	// measuring thread was descheduled).
+	CompressWallNs   int64
+	DecompressWallNs int64
 }
 
-// Measurement converts r: speed = raw bytes / time (bytes per second on one
-// core, the measuring goroutine being single-threaded); ratio = compressed /
-// raw.
+// Measurement converts r: speed = raw bytes / CPU time (bytes per second on
+// one core); ratio = compressed / raw.
 func (r Record) Measurement() Measurement {
 	m := Measurement{At: r.At, Contention: r.Contention, Class: r.Class}
 	if r.CompressNs > 0 {
@@ -50,15 +53,17 @@ func (r Record) Measurement() Measurement {
 //	contention       background busy threads per core while measuring (0 = idle)
 //	raw_bytes        chunk size before compression
 //	compressed_bytes chunk size after compression
-//	compress_ns      wall time of one compression of the chunk, ns
-//	decompress_ns    wall time of one decompression of the chunk, ns
+//	compress_ns      CPU time of one compression of the chunk (measuring thread), ns
+//	decompress_ns    CPU time of one decompression of the chunk, ns
+//	compress_wall_ns wall time of the same compression, ns
+//	decompress_wall_ns wall time of the same decompression, ns
 //	compress_Bps     raw_bytes / compress_ns · 1e9 (derived, bytes/s per core)
 //	decompress_Bps   raw_bytes / decompress_ns · 1e9 (derived, bytes/s per core)
 //	ratio            compressed_bytes / raw_bytes (derived)
 //
 // The derived columns are written for readers of the file; ReadCSV
 // recomputes them from the primary columns.
-const CSVHeader = "time_ns,codec,class,class_name,contention,raw_bytes,compressed_bytes,compress_ns,decompress_ns,compress_Bps,decompress_Bps,ratio"
+const CSVHeader = "time_ns,codec,class,class_name,contention,raw_bytes,compressed_bytes,compress_ns,decompress_ns,compress_wall_ns,decompress_wall_ns,compress_Bps,decompress_Bps,ratio"
 
 // WriteCSVHeader writes CSVHeader and a newline.
 func WriteCSVHeader(w io.Writer) error {
@@ -70,10 +75,10 @@ func WriteCSVHeader(w io.Writer) error {
 // contain commas or newlines.
 func WriteCSVRow(w io.Writer, r Record) error {
 	m := r.Measurement()
-	_, err := fmt.Fprintf(w, "%d,%s,%d,%s,%s,%d,%d,%d,%d,%.6g,%.6g,%.6g\n",
+	_, err := fmt.Fprintf(w, "%d,%s,%d,%s,%s,%d,%d,%d,%d,%d,%d,%.6g,%.6g,%.6g\n",
 		r.At.Nanoseconds(), r.Codec, r.Class, r.ClassName,
 		strconv.FormatFloat(r.Contention, 'g', -1, 64),
-		r.RawBytes, r.CompressedBytes, r.CompressNs, r.DecompressNs,
+		r.RawBytes, r.CompressedBytes, r.CompressNs, r.DecompressNs, r.CompressWallNs, r.DecompressWallNs,
 		m.CompressSpeed, m.DecompressSpeed, m.Ratio)
 	return err
 }
@@ -115,8 +120,8 @@ func ReadCSV(r io.Reader) ([]Record, error) {
 
 func parseRow(s string) (Record, error) {
 	f := strings.Split(s, ",")
-	if len(f) != 12 {
-		return Record{}, fmt.Errorf("%d columns, want 12", len(f))
+	if len(f) != 14 {
+		return Record{}, fmt.Errorf("%d columns, want 14", len(f))
 	}
 	var r Record
 	var err error
@@ -138,6 +143,8 @@ func parseRow(s string) (Record, error) {
 	r.CompressedBytes = int(ints(6, "compressed_bytes", 0))
 	r.CompressNs = ints(7, "compress_ns", 1)
 	r.DecompressNs = ints(8, "decompress_ns", 1)
+	r.CompressWallNs = ints(9, "compress_wall_ns", 1)
+	r.DecompressWallNs = ints(10, "decompress_wall_ns", 1)
 	if err != nil {
 		return Record{}, err
 	}
@@ -149,7 +156,7 @@ func parseRow(s string) (Record, error) {
 		return Record{}, fmt.Errorf("column contention: %q is not a finite number >= 0", f[4])
 	}
 	r.Contention = c
-	for i := 9; i < 12; i++ {
+	for i := 11; i < 14; i++ {
 		if _, e := strconv.ParseFloat(f[i], 64); e != nil {
 			return Record{}, fmt.Errorf("column %d: %q is not a number", i+1, f[i])
 		}
