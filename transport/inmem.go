@@ -323,6 +323,8 @@ type Inmem struct {
 	ctx    context.Context // canceled on Close; passed to handlers
 	cancel context.CancelFunc
 
+	stats  counters
+
 	mu     sync.Mutex
 	closed bool
 	wg     sync.WaitGroup
@@ -333,6 +335,10 @@ var _ Transport = (*Inmem)(nil)
 
 // LocalID returns the node's name.
 func (t *Inmem) LocalID() NodeID { return t.id }
+
+// Stats returns the traffic counters (see Stats). A dropped message counts
+// as sent, not received.
+func (t *Inmem) Stats() Stats { return t.stats.snapshot() }
 
 // Network returns the network t belongs to.
 func (t *Inmem) Network() *InmemNetwork { return t.net }
@@ -379,6 +385,7 @@ func (t *Inmem) Send(ctx context.Context, to NodeID, msg []byte) error {
 	if err != nil {
 		return err
 	}
+	t.stats.sent(m.raw, len(m.body))
 	if dropped {
 		return nil
 	}
@@ -436,6 +443,7 @@ func (t *Inmem) deliver(q chan inmemMsg) {
 			if err != nil {
 				continue // cannot happen for bodies our own encoder made
 			}
+			t.stats.received(m.raw, len(m.body))
 			t.h.HandleMessage(m.from, body)
 		}
 	}
@@ -463,6 +471,7 @@ func (t *Inmem) Request(ctx context.Context, to NodeID, req []byte) ([]byte, err
 	if err != nil {
 		return nil, err
 	}
+	t.stats.sent(m.raw, len(m.body))
 	m.from = t.id
 	res := make(chan inmemResult, 1)
 	if !dropped {
@@ -510,12 +519,16 @@ func (t *Inmem) serve(from *Inmem, m inmemMsg, delay time.Duration, res chan<- i
 			res <- inmemResult{err: err}
 			return
 		}
+		t.stats.received(m.raw, len(m.body))
 		resp, herr := t.h.HandleRequest(t.ctx, from.id, body)
 		if t.ctx.Err() != nil {
 			return // the node closed under the handler: no response leaves it
 		}
 		if herr != nil {
-			res <- inmemResult{err: &RemoteError{Node: t.id, Msg: herr.Error()}}
+			msg := herr.Error()
+			t.stats.sent(len(msg), len(msg))
+			from.stats.received(len(msg), len(msg))
+			res <- inmemResult{err: &RemoteError{Node: t.id, Msg: msg}}
 			return
 		}
 		rm, err := t.net.encode(from.id, resp)
@@ -523,6 +536,7 @@ func (t *Inmem) serve(from *Inmem, m inmemMsg, delay time.Duration, res chan<- i
 			res <- inmemResult{err: fmt.Errorf("transport: response from %q: %w", t.id, err)}
 			return
 		}
+		t.stats.sent(rm.raw, len(rm.body))
 		if !sleepFor(t.net.sampleDelay(), t.done(), from.done()) {
 			return
 		}
@@ -531,6 +545,9 @@ func (t *Inmem) serve(from *Inmem, m inmemMsg, delay time.Duration, res chan<- i
 			return
 		}
 		out, err := t.net.decode(rm)
+		if err == nil {
+			from.stats.received(rm.raw, len(rm.body))
+		}
 		res <- inmemResult{body: out, err: err}
 	}()
 	return nil

@@ -282,3 +282,34 @@ func TestInmem_MaxMessageSize(t *testing.T) {
 		t.Fatalf("request at the limit: %v", err)
 	}
 }
+
+// statsCase sends one compressible request (echoed) and one message from
+// a to b and checks both nodes' counters.
+func checkStats(t *testing.T, a, b transport.Transport, wait func()) {
+	t.Helper()
+	msg := bytes.Repeat([]byte("0123456789abcdef"), 4096) // 64 KiB, compresses well
+	ctx := testCtx(t)
+	if _, err := a.Request(ctx, b.LocalID(), msg); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Send(ctx, b.LocalID(), msg[:1000]); err != nil {
+		t.Fatal(err)
+	}
+	wait()
+	sa, sb := a.(transport.StatsReporter).Stats(), b.(transport.StatsReporter).Stats()
+	if sa.FramesSent != 2 || sa.RawBytesSent != uint64(len(msg)+1000) || sa.FramesReceived != 1 || sa.RawBytesReceived != uint64(len(msg)) {
+		t.Errorf("sender stats %+v: want 2 frames / %d raw bytes sent, 1 frame / %d received", sa, len(msg)+1000, len(msg))
+	}
+	if sb.FramesReceived != 2 || sb.RawBytesReceived != sa.RawBytesSent || sb.WireBytesReceived != sa.WireBytesSent {
+		t.Errorf("receiver stats %+v do not mirror sender stats %+v", sb, sa)
+	}
+	if sa.WireBytesSent*10 > sa.RawBytesSent {
+		t.Errorf("wire bytes %d not under a tenth of raw %d with lz4 on repetitive data", sa.WireBytesSent, sa.RawBytesSent)
+	}
+}
+
+func TestInmem_Stats(t *testing.T) {
+	n := transport.NewInmemNetwork(transport.WithCompression(transport.Always(transport.CodecLZ4)))
+	nodes, recs := join(t, n, "a", "b")
+	checkStats(t, nodes[0], nodes[1], func() { recs[1].WaitMessages(testCtx(t), 1) })
+}

@@ -154,6 +154,7 @@ type TCP struct {
 	ctx    context.Context // canceled by Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	stats  counters
 
 	mu      sync.Mutex
 	closed  bool
@@ -217,6 +218,9 @@ func NewTCP(cfg TCPConfig, h Handler) (*TCP, error) {
 
 // LocalID returns the node's name.
 func (t *TCP) LocalID() NodeID { return t.cfg.ID }
+
+// Stats returns the traffic counters (see Stats).
+func (t *TCP) Stats() Stats { return t.stats.snapshot() }
 
 // Addr returns the address the transport listens on (with the real port
 // when ListenAddr asked for port 0).
@@ -768,6 +772,7 @@ func (c *conn) writeFrame(ctx context.Context, h frameHeader, body []byte) error
 		c.fail(fmt.Errorf("%w: write to %q: %v", ErrUnreachable, c.peer, err))
 		return c.deadErr()
 	}
+	c.t.stats.sent(h.rawLen, h.wireLen)
 	return nil
 }
 
@@ -809,6 +814,7 @@ func (c *conn) clientLoop() {
 			c.fail(err)
 			return
 		}
+		c.t.stats.received(h.rawLen, h.wireLen)
 		if h.kind == kindError {
 			cl.ch <- callResult{err: &RemoteError{Node: c.peer, Msg: string(body)}}
 			continue
@@ -837,6 +843,7 @@ func (c *conn) serverLoop(msgMu *sync.Mutex) {
 			if err != nil {
 				return
 			}
+			c.t.stats.received(h.rawLen, h.wireLen)
 			msgMu.Lock()
 			c.t.h.HandleMessage(c.peer, body)
 			msgMu.Unlock()
@@ -852,6 +859,7 @@ func (c *conn) serverLoop(msgMu *sync.Mutex) {
 				<-sem
 				return
 			}
+			c.t.stats.received(h.rawLen, h.wireLen)
 			c.t.wg.Add(1)
 			go c.serveRequest(h.id, body, ret, sem)
 		default:

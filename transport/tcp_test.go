@@ -526,3 +526,9 @@ func TestTCP_CompressionObserved(t *testing.T) {
 		}
 	}
 }
+
+func TestTCP_Stats(t *testing.T) {
+	rec := &transporttest.Recorder{}
+	nodes := tcpCluster(t, transport.TCPConfig{Compression: transport.Always(transport.CodecLZ4)}, []transport.Handler{transporttest.Echo{}, rec})
+	checkStats(t, nodes[0], nodes[1], func() { rec.WaitMessages(testCtx(t), 1) })
+}

@@ -13,7 +13,9 @@
 //
 // The fakes: [Echo] answers with the request; [Funcs] adapts two
 // functions; [Recorder] records messages in arrival order, counts
-// requests, and lets a test wait for n messages.
+// requests, and lets a test wait for n messages. [WithHooks] wraps any
+// Transport with fault-injection hooks (refuse or rewrite requests, drop
+// messages with [ErrDrop]), for faults the transport itself does not model.
 //
 // # Usage
 //
