@@ -323,7 +323,7 @@ type Inmem struct {
 	ctx    context.Context // canceled on Close; passed to handlers
 	cancel context.CancelFunc
 
-	stats  counters
+	stats counters
 
 	mu     sync.Mutex
 	closed bool
