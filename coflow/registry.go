@@ -32,7 +32,7 @@ func NewScheduler(name string) (Scheduler, error) {
 	case "dclas", "aalo", "dark":
 		return NewDCLAS(DefaultDCLASConfig())
 	case "sincronia", "bssi":
-		return NewSincronia(DefaultOrderedConfig())
+		return NewSincronia(DefaultSincroniaConfig())
 	}
 	return nil, fmt.Errorf("%w: unknown scheduler %q (want one of %s)", ErrInvalidConfig, name, strings.Join(SchedulerNames(), ", "))
 }

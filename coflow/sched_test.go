@@ -165,7 +165,7 @@ func TestSincronia_BSSIOrder(t *testing.T) {
 			st := coflowtest.NewState(coflow.NewFabric(2, 1)).
 				WeightedCoflow(1, 0, tc.w1, coflowtest.F(0, 1, 10)).
 				WeightedCoflow(2, 0, 1, coflowtest.F(0, 1, 1)).State()
-			x, _ := coflow.NewSincronia(coflow.DefaultOrderedConfig())
+			x, _ := coflow.NewSincronia(coflow.DefaultSincroniaConfig())
 			got := x.Order(st)
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Fatalf("order = %v, want %v", got, tc.want)
@@ -237,9 +237,9 @@ func TestSchedulers_Properties(t *testing.T) {
 			t.Fatal(err)
 		}
 		fab := tr.Fabric(coflow.CoflowsimBytesPerSec)
-		for _, name := range coflow.SchedulerNames() {
+		for _, name := range append(coflow.SchedulerNames(), variantNames...) {
 			t.Run(fmt.Sprintf("seed=%d/%s", seed, name), func(t *testing.T) {
-				res := run(t, mustSched(t, name), fab, cfs)
+				res := run(t, variant(t, name), fab, cfs)
 				var total float64
 				for i := range cfs {
 					c := &cfs[i]
@@ -259,6 +259,33 @@ func TestSchedulers_Properties(t *testing.T) {
 			})
 		}
 	}
+}
+
+// variantNames are non-default configurations covered by the property test.
+var variantNames = []string{"sebf-onflow", "sebf-starvation", "sincronia-greedy", "dclas-weighted", "dclas-onflow"}
+
+func variant(t *testing.T, name string) coflow.Scheduler {
+	t.Helper()
+	var s coflow.Scheduler
+	var err error
+	switch name {
+	case "sebf-onflow":
+		s, err = coflow.NewSEBF(coflow.OrderedConfig{OnFlowCompletion: true})
+	case "sebf-starvation":
+		s, err = coflow.NewSEBF(coflow.OrderedConfig{StarvationPeriod: 5 * time.Second, StarvationWindow: 500 * time.Millisecond})
+	case "sincronia-greedy":
+		s, err = coflow.NewSincronia(coflow.SincroniaConfig{Greedy: true, OnFlowCompletion: true})
+	case "dclas-weighted":
+		s, err = coflow.NewDCLAS(coflow.DCLASConfig{Weighted: true})
+	case "dclas-onflow":
+		s, err = coflow.NewDCLAS(coflow.DCLASConfig{OnFlowCompletion: true})
+	default:
+		return mustSched(t, name)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // isolatedBound is the coflow's bottleneck time on an empty fabric.

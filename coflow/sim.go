@@ -43,6 +43,9 @@ type Config struct {
 	Tolerance float64
 	// MaxCalls bounds the number of Schedule calls. Zero means no bound.
 	MaxCalls int
+	// RecordFlows makes Run fill CoflowResult.FlowFinish with every flow's
+	// completion time (one time.Duration per flow).
+	RecordFlows bool
 }
 
 // DefaultChunkBytes is DefaultConfig's pipeline chunk, 64 KiB (our choice:
@@ -101,6 +104,9 @@ type CoflowResult struct {
 	// largest flow; WireBytes the bytes it put on the wire.
 	Width                          int
 	Bytes, MaxFlowBytes, WireBytes float64
+	// FlowFinish holds each flow's completion time, in Coflow.Flows order,
+	// when Config.RecordFlows is set; nil otherwise.
+	FlowFinish []time.Duration
 }
 
 // Sim is the exact event-driven fluid simulator. Rates are constant between
@@ -433,6 +439,11 @@ func (s *Sim) reset(coflows []Coflow, total int) {
 	s.portOut = make([]float64, n)
 	s.portCPU = make([]float64, n)
 	s.res = &Result{Scheduler: s.sched.Name(), Coflows: make([]CoflowResult, len(coflows))}
+	if s.cfg.RecordFlows {
+		for i := range coflows {
+			s.res.Coflows[i].FlowFinish = make([]time.Duration, len(coflows[i].Flows))
+		}
+	}
 	sIdx := make([]int32, n)
 	rIdx := make([]int32, n)
 	for p := range sIdx {
@@ -526,6 +537,9 @@ func (s *Sim) complete(g int32, tEnd float64) int32 {
 	s.dispose(f, f.rem, math.Max(0, tEnd-f.t0))
 	c := &s.cf[f.ci]
 	c.lastEnd = math.Max(c.lastEnd, tEnd)
+	if s.cfg.RecordFlows {
+		s.res.Coflows[f.ci].FlowFinish[int(g)-s.flowOff[f.ci]] = dur(tEnd)
+	}
 	sp, rp := &c.send[f.sIdx], &c.recv[f.rIdx]
 	sp.Flows--
 	rp.Flows--
@@ -832,8 +846,10 @@ func (s *Sim) finishResult(coflows []Coflow) *Result {
 	for i := range coflows {
 		c := &s.cf[i]
 		mk = math.Max(mk, c.finish)
+		ff := s.res.Coflows[i].FlowFinish
 		s.res.Coflows[i] = CoflowResult{
-			Index: i, ID: coflows[i].ID, Arrival: coflows[i].Arrival,
+			FlowFinish: ff,
+			Index:      i, ID: coflows[i].ID, Arrival: coflows[i].Arrival,
 			Start: dur(c.start), Finish: dur(c.finish), CCT: dur(c.finish) - coflows[i].Arrival,
 			Width: len(coflows[i].Flows), Bytes: c.bytes, MaxFlowBytes: c.maxFlow, WireBytes: c.wire,
 		}

@@ -240,3 +240,23 @@ func TestCoflowtest_DriverCatchesOverload(t *testing.T) {
 		t.Fatal("overloaded allocation accepted")
 	}
 }
+
+func TestSim_RecordFlows(t *testing.T) {
+	cfg := coflow.DefaultConfig()
+	cfg.RecordFlows = true
+	d := coflowtest.Driver{Fabric: coflow.NewFabric(3, mb), Config: &cfg}
+	// FIFO on the Varys example: C2's flow ends at 4 s; C1's flows at 8 s.
+	res, err := d.Run(mustSched(t, "fifo"), varysExample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := [][]time.Duration{res.Coflows[0].FlowFinish, res.Coflows[1].FlowFinish}
+	want := [][]time.Duration{{8 * time.Second, 8 * time.Second}, {4 * time.Second}}
+	for i := range want {
+		for j := range want[i] {
+			if got[i][j] != want[i][j] {
+				t.Fatalf("flow finish times %v, want %v", got, want)
+			}
+		}
+	}
+}

@@ -5,12 +5,33 @@ import (
 	"time"
 )
 
+// SincroniaConfig configures Sincronia.
+type SincroniaConfig struct {
+	// Greedy selects per-flow greedy priority allocation (every flow, in
+	// coflow order, takes all spare capacity on its path — Sincronia's
+	// prototype realises this with switch priority queues). False (the
+	// default) gives each coflow, in order, MADD rates on the capacity left
+	// by its predecessors and then backfills in the same order, as Varys
+	// does; the head coflow still finishes at its bottleneck time, and
+	// flows of a coflow finish together, so event-driven rescheduling
+	// wastes less capacity. Greedy allocation should be combined with
+	// OnFlowCompletion.
+	Greedy bool
+	// OnFlowCompletion makes the scheduler recompute rates on every flow
+	// completion. False (default): only on coflow arrivals and completions.
+	OnFlowCompletion bool
+}
+
+// DefaultSincroniaConfig returns MADD allocation, event-driven.
+func DefaultSincroniaConfig() SincroniaConfig { return SincroniaConfig{} }
+
 // Sincronia orders coflows with Bottleneck-Select-Scale-Iterate (BSSI;
 // Agarwal et al., SIGCOMM'18, Algorithm 1) on their remaining bytes, then
-// allocates greedily in that order: every flow of the first coflow takes all
-// spare capacity on its path, then the next coflow's flows, and so on (a
-// work-conserving priority allocation; Sincronia proves any such one is
-// within 4× of the optimal average weighted CCT).
+// allocates rates in that order (see SincroniaConfig.Greedy). Sincronia
+// proves that any work-conserving allocation that follows the BSSI order
+// strictly is within 4× of the optimal average weighted CCT; the MADD
+// variant is our choice of a rate allocation that keeps the order for the
+// head coflow's completion time.
 //
 // BSSI, for k = n down to 1 over the unordered coflows S:
 //  1. b = the port (ingress or egress side) with the largest Σ_{j∈S} d_{j,b};
@@ -22,7 +43,7 @@ import (
 //
 // Cost of one Schedule call: O(F + A·(A + P)) time and O(A·P) memory.
 type Sincronia struct {
-	cfg   OrderedConfig
+	cfg   SincroniaConfig
 	book  rateBook
 	load  []float64 // A × 2P
 	tot   []float64
@@ -36,11 +57,8 @@ var (
 	_ EventDriven = (*Sincronia)(nil)
 )
 
-// NewSincronia returns a BSSI scheduler. Only cfg.OnFlowCompletion is used.
-func NewSincronia(cfg OrderedConfig) (*Sincronia, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
+// NewSincronia returns a BSSI scheduler.
+func NewSincronia(cfg SincroniaConfig) (*Sincronia, error) {
 	return &Sincronia{cfg: cfg}, nil
 }
 
@@ -139,6 +157,11 @@ func (x *Sincronia) Schedule(now time.Duration, s *State) []Allocation {
 	b := &x.book
 	b.reset(s)
 	order := x.Order(s)
+	if !x.cfg.Greedy {
+		for _, i := range order {
+			b.madd(s, i)
+		}
+	}
 	for _, i := range order {
 		b.greedy(s, i)
 	}
