@@ -2,28 +2,64 @@
 // Fastest-Volume-Disposal-First (FVDF) with stage pipelining, resource
 // conservation, starvation freedom and codec-speed prediction in the loop,
 // plus a live transport.CompressionPolicy that applies the same rule to
-// individual messages.
+// single messages.
 //
 // # Overview
 //
-// Swallow (Zhou et al., IPDPS 2018; IEEE Trans. Computers 2019) extends
-// Varys' SEBF to coflows whose flows may be compressed. Its full text is not
-// public; what this package implements beyond the abstract is our
-// reconstruction (research note swallow.md §1–§4), consistent with the Varys
-// model it extends. Constants that are ours are marked as such and are
+// Swallow (Zhou et al., "Swallow: Joint Online Scheduling and Coflow
+// Compression in Datacenter Networks", IPDPS 2018; "Fast Coflow Scheduling
+// via Traffic Compression and Stage Pipelining in Datacenter Networks", IEEE
+// Trans. Computers 2019) extends Varys' SEBF to coflows whose flows may be
+// compressed. Its full text is not public: everything here beyond the
+// abstract (the ordering key, the greedy compression choice, the rate and
+// core rules, the starvation parameters, the job and contention models) is
+// our reconstruction, consistent with the Varys model it extends (research
+// note swallow.md §1–§4). Constants that are ours say so and are
 // configurable.
 //
 // A compressed flow passes three stages, compress (sender cores) → transmit
-// (wire) → decompress (receiver cores). Pipelined in chunks, it disposes of
-// raw volume at D = min(k_s·s, r/ρ, k_r·u) (see [PipelinedTime],
-// [ChunkedTime], [SequentialTime]). Compression pays only when D > r.
+// (wire) → decompress (receiver cores). Pipelined in chunks it disposes of
+// raw volume at D = min(k_s·s, r/ρ, k_r·u): see [PipelinedTime],
+// [ChunkedTime] (exact flow-shop time for chunk size b, what package
+// coflow's simulator models) and [SequentialTime] (no pipelining).
+// Compression pays only when D > r.
 //
-// [Policy] applies that test per message on a live link:
-// compress when max(V/s, ρV/B, V/u) + overhead < V/B, with s, u, ρ
-// learned online from the transport's outcomes.
+// [Scheduler] is FVDF (its doc lists the five steps): order coflows by
+// ascending effective disposal bottleneck Γ' (compressing, greedily at the
+// bottleneck machine, where that is faster), MADD rates so a coflow's flows
+// finish together, cores reserved as r/(ρ·s) at the sender and r/(ρ·u) at
+// the receiver, backfilling of bandwidth then cores, a CPU budget
+// (Config.CPUFraction) and Varys' T/δ starvation guard. With compression
+// disabled, or no codec that shrinks, it returns exactly package coflow's
+// SEBF allocation (tested bit for bit).
+//
+// Prediction in the loop: the scheduler decides with an [Estimator]
+// ([Nominal], [Oracle], or [Predicted] wrapping any predictor.Predictor by
+// name), while the simulator advances with [TrueSpeeds] driven by a seeded
+// [Contention] drift; measured speeds flow back to the predictor.
+//
+// [Jobs] wraps coflows in map → shuffle → reduce jobs for JCT. [Run]
+// replays a workload under "fvdf", "sebf" or "fvdf-raw" and returns
+// [Metrics]; examples/fvdf is the command-line front end. [WaitTracker]
+// measures how long coflows go unserved.
+//
+// [Policy] applies the rule per message on a live link: compress when
+// max(V/s, ρV/B, V/u) + overhead < V/B, with s and ρ learned online from
+// the transport's outcomes (transport.CompressionObserver).
+//
+// Codec profiles (s, u, ρ per data class, measured on real data with lz4
+// and snappy) live in subpackage codecprof.
 //
 // # Usage
 //
-//	pol, err := fvdf.NewPolicy(fvdf.PolicyConfig{Bandwidth: 125e6})
-//	// pass pol as the transport's CompressionPolicy
+//	sched, err := fvdf.New(fvdf.DefaultConfig(), nil) // decide with the fabric's profiles
+//	sim, err := coflow.NewSim(coflow.DefaultConfig(), fabric, sched)
+//	res, err := sim.Run(coflows)
+//
+//	m, err := fvdf.Run("fvdf", coflows, ports, fvdf.ReplayConfig{Bandwidth: 125e6, Cores: 4, Predictor: "ewma"})
+//
+//	pol, err := fvdf.NewPolicy(fvdf.PolicyConfig{Bandwidth: 125e6}) // a transport.CompressionPolicy
+//
+// All types except Policy are single-goroutine values with no clocks and no
+// goroutines; Policy is safe for concurrent use.
 package fvdf

@@ -223,3 +223,29 @@ func (p *Predicted) Estimate(now time.Duration, f *coflow.Fabric, k int) coflow.
 	c.CompressSpeed, c.DecompressSpeed = e.CompressSpeed, e.DecompressSpeed
 	return c
 }
+
+// Train fits every codec's predictor that supports offline training
+// (predictor.Trainer, e.g. the LSTM) on a series of n measurements, one per
+// contention step, drawn from train (a drift series with another seed than
+// the one the replay runs on) times the fabric's nominal speeds. Predictors
+// without Fit are left untouched.
+func (p *Predicted) Train(f *coflow.Fabric, train *Contention, n int) error {
+	for k := 1; k <= len(f.Codecs); k++ {
+		q := p.get(f, k)
+		tr, ok := q.(predictor.Trainer)
+		if !ok {
+			continue
+		}
+		c := f.Codec(k)
+		series := make([]predictor.Measurement, n)
+		for i := range series {
+			at := time.Duration(i) * train.cfg.Step
+			x := train.Factor(at)
+			series[i] = predictor.Measurement{At: at, CompressSpeed: c.CompressSpeed * x, DecompressSpeed: c.DecompressSpeed * x}
+		}
+		if err := tr.Fit(series); err != nil {
+			return fmt.Errorf("fvdf: training %s predictor: %w", c.Name, err)
+		}
+	}
+	return nil
+}

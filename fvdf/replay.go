@@ -38,6 +38,11 @@ type ReplayConfig struct {
 	Predictor string
 	// PredictorConfig configures the predictor.
 	PredictorConfig predictor.Config
+	// TrainSamples is the length of the offline training series for
+	// predictors that can be fitted (LSTM, GRU, AR): one measurement per
+	// contention step from a drift series seeded differently from the
+	// replay's. Zero means 2000; negative means no offline training.
+	TrainSamples int
 	// Contention is the true speed drift. Zero value means
 	// DefaultContentionConfig(); set Static for constant speeds.
 	Contention ContentionConfig
@@ -168,6 +173,18 @@ func Run(name string, cfs []coflow.Coflow, ports int, cfg ReplayConfig) (Metrics
 			p, err := NewPredicted(cfg.Predictor, cfg.PredictorConfig)
 			if err != nil {
 				return Metrics{}, err
+			}
+			if n := cfg.TrainSamples; n >= 0 {
+				if n == 0 {
+					n = 2000
+				}
+				tc, err := NewContention(cfg.Contention, rand.New(rand.NewPCG(cfg.Seed^0x747261696e, 0x636f6e74)))
+				if err != nil {
+					return Metrics{}, err
+				}
+				if err := p.Train(fab, tc, n); err != nil {
+					return Metrics{}, err
+				}
 			}
 			truth.Sink = p.Observe
 			est = p
