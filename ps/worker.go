@@ -74,6 +74,13 @@ type WorkerConfig struct {
 	ProgressEvery int
 }
 
+// DefaultWorkerConfig returns the defaults: 10 s start timeout, chunks of
+// 4 samples, a progress report every 2 chunks; ID, Coordinator and
+// Client.Servers must be filled in.
+func DefaultWorkerConfig() WorkerConfig {
+	return WorkerConfig{Client: DefaultClientConfig(), StartTimeout: 10 * time.Second, Chunk: 4, ProgressEvery: 2}
+}
+
 // Validate checks the configuration.
 func (c *WorkerConfig) Validate() error {
 	if c.ID < 0 {
