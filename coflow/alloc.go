@@ -12,7 +12,8 @@ import (
 type rateBook struct {
 	freeIn, freeOut []float64
 	capIn, capOut   []float64
-	off             []int // off[i] = flat index of coflow i's first flow
+	thrIn, thrOut   []float64 // capacity·zeroCap: at or below, a port is full
+	off             []int     // off[i] = flat index of coflow i's first flow
 	rates           []float64
 	given           []int32 // flat indices with a positive rate
 	out             []Allocation
@@ -29,6 +30,7 @@ func (b *rateBook) reset(s *State) {
 	if len(b.freeIn) != n {
 		b.freeIn, b.freeOut = make([]float64, n), make([]float64, n)
 		b.capIn, b.capOut = make([]float64, n), make([]float64, n)
+		b.thrIn, b.thrOut = make([]float64, n), make([]float64, n)
 		b.mark = make([]int32, n)
 		for p := range b.mark {
 			b.mark[p] = -1
@@ -37,6 +39,7 @@ func (b *rateBook) reset(s *State) {
 	for p, pt := range s.Fabric.Ports {
 		b.freeIn[p], b.freeOut[p] = pt.Ingress, pt.Egress
 		b.capIn[p], b.capOut[p] = pt.Ingress, pt.Egress
+		b.thrIn[p], b.thrOut[p] = pt.Ingress*zeroCap, pt.Egress*zeroCap
 	}
 	b.off = b.off[:0]
 	k := 0
@@ -96,18 +99,19 @@ func (b *rateBook) loads(c *CoflowState) (send, recv []PortLoad) {
 
 func (b *rateBook) full(p int, in bool) bool {
 	if in {
-		return b.freeIn[p] <= b.capIn[p]*zeroCap
+		return b.freeIn[p] <= b.thrIn[p]
 	}
-	return b.freeOut[p] <= b.capOut[p]*zeroCap
+	return b.freeOut[p] <= b.thrOut[p]
 }
 
 // spare returns min(free ingress at src, free egress at dst), 0 if either
 // is full.
 func (b *rateBook) spare(src, dst int) float64 {
-	if b.full(src, true) || b.full(dst, false) {
+	fi, fo := b.freeIn[src], b.freeOut[dst]
+	if fi <= b.thrIn[src] || fo <= b.thrOut[dst] {
 		return 0
 	}
-	return math.Min(b.freeIn[src], b.freeOut[dst])
+	return min(fi, fo)
 }
 
 // add gives flat flow k (ports src, dst) r more bytes/s.
@@ -116,8 +120,8 @@ func (b *rateBook) add(k, src, dst int, r float64) {
 		b.given = append(b.given, int32(k))
 	}
 	b.rates[k] += r
-	b.freeIn[src] = math.Max(0, b.freeIn[src]-r)
-	b.freeOut[dst] = math.Max(0, b.freeOut[dst]-r)
+	b.freeIn[src] = max(0, b.freeIn[src]-r)
+	b.freeOut[dst] = max(0, b.freeOut[dst]-r)
 }
 
 // credit records rate r for flat flow k without touching capacities.
@@ -145,9 +149,9 @@ func (b *rateBook) bottleneck(c *CoflowState, useFree bool) (gamma float64, ok b
 			if b.full(pl.Port, true) {
 				return 0, false
 			}
-			gamma = math.Max(gamma, pl.Bytes/b.freeIn[pl.Port])
+			gamma = max(gamma, pl.Bytes/b.freeIn[pl.Port])
 		} else {
-			gamma = math.Max(gamma, pl.Bytes/b.capIn[pl.Port])
+			gamma = max(gamma, pl.Bytes/b.capIn[pl.Port])
 		}
 	}
 	for _, pl := range recv {
@@ -158,9 +162,9 @@ func (b *rateBook) bottleneck(c *CoflowState, useFree bool) (gamma float64, ok b
 			if b.full(pl.Port, false) {
 				return 0, false
 			}
-			gamma = math.Max(gamma, pl.Bytes/b.freeOut[pl.Port])
+			gamma = max(gamma, pl.Bytes/b.freeOut[pl.Port])
 		} else {
-			gamma = math.Max(gamma, pl.Bytes/b.capOut[pl.Port])
+			gamma = max(gamma, pl.Bytes/b.capOut[pl.Port])
 		}
 	}
 	return gamma, gamma > 0
@@ -199,7 +203,7 @@ func (b *rateBook) madd(s *State, i int) bool {
 	}
 	for j := range c.Flows {
 		f := &c.Flows[j]
-		r := math.Min(f.Remaining/gamma, math.Min(b.freeIn[f.Src], b.freeOut[f.Dst]))
+		r := min(f.Remaining/gamma, min(b.freeIn[f.Src], b.freeOut[f.Dst]))
 		if r > 0 {
 			b.add(b.off[i]+j, f.Src, f.Dst, r)
 		}
@@ -322,10 +326,10 @@ func (b *rateBook) waterFill(sel, src, dst []int32, w []float64) {
 		level += inc
 		for p := range n {
 			if cIn[p] > 0 {
-				b.freeIn[p] = math.Max(0, b.freeIn[p]-inc*wIn[p])
+				b.freeIn[p] = max(0, b.freeIn[p]-inc*wIn[p])
 			}
 			if cOut[p] > 0 {
-				b.freeOut[p] = math.Max(0, b.freeOut[p]-inc*wOut[p])
+				b.freeOut[p] = max(0, b.freeOut[p]-inc*wOut[p])
 			}
 		}
 		saturate(arg, argIn)

@@ -141,6 +141,7 @@ type Sim struct {
 	runPos  []int32 // position in running, -1 if not running
 	active  []int32 // active coflows in arrival order
 	events  eventHeap
+	comp    []compRec
 	now     float64
 	ed      bool    // scheduler is EventDriven: no per-flow events
 	edNext  float64 // next coflow completion or all-idle time (ed mode)
@@ -154,6 +155,8 @@ type Sim struct {
 	portOut []float64
 	portCPU []float64
 	changed []int32
+	sIdx    []int32 // port -> index in the coflow being activated
+	rIdx    []int32
 
 	res *Result
 }
@@ -164,18 +167,24 @@ type flowRec struct {
 	slot       int32 // index in cf[ci].fs
 	sIdx, rIdx int32 // index in cf[ci].send / recv
 	codec      int32
+	comp       int32 // 1 + index in Sim.comp once the flow was compressed; 0 = never
 	ver        uint32
 	done       bool
 	bytes      float64
 	rem        float64 // raw remaining at t0
 	t0         float64 // settle time
-	lagEnd     float64 // disposal starts at max(t0, lagEnd)
 	disp       float64 // raw disposal rate
 	rate       float64 // wire rate
-	ks, kr     float64
-	ratio      float64 // wire bytes per raw byte (1 for raw)
-	cs, ds     float64 // true per-core speeds in use (compressed flows)
 	tEnd       float64 // completion time under the current allocation
+}
+
+// compRec holds the compression state of a flow that was compressed at
+// least once (kept apart so raw flows stay small).
+type compRec struct {
+	ks, kr float64 // reserved cores
+	cs, ds float64 // true per-core speeds in use
+	ratio  float64 // wire bytes per raw byte
+	lagEnd float64 // disposal starts at max(t0, lagEnd)
 }
 
 type coflowRec struct {
@@ -324,7 +333,7 @@ func (s *Sim) Run(coflows []Coflow) (*Result, error) {
 			t = s.cf[order[nextArr]].arrival
 		}
 		if s.ed {
-			t = math.Min(t, s.edNext)
+			t = min(t, s.edNext)
 		} else {
 			for len(s.events) > 0 {
 				e := s.events[0]
@@ -332,11 +341,11 @@ func (s *Sim) Run(coflows []Coflow) (*Result, error) {
 					s.events.pop()
 					continue
 				}
-				t = math.Min(t, e.t)
+				t = min(t, e.t)
 				break
 			}
 		}
-		t = math.Min(t, nextTimer)
+		t = min(t, nextTimer)
 		idle := false
 		if math.IsInf(t, 1) {
 			// Nothing pending: give the scheduler a chance at the current
@@ -389,8 +398,7 @@ func (s *Sim) Run(coflows []Coflow) (*Result, error) {
 		for nextArr < len(order) && s.cf[order[nextArr]].arrival <= t+timeEps {
 			ci := order[nextArr]
 			nextArr++
-			s.cf[ci].activated = true
-			s.active = append(s.active, ci)
+			s.activate(ci, &coflows[ci])
 			call = true
 		}
 		if nextTimer <= t+timeEps {
@@ -432,74 +440,88 @@ func (s *Sim) reset(coflows []Coflow, total int) {
 	s.runPos = make([]int32, total)
 	s.active = s.active[:0]
 	s.events = s.events[:0]
+	s.comp = s.comp[:0]
 	s.now = 0
 	s.seen = make([]uint32, total)
 	s.seenGen = 0
 	s.portIn = make([]float64, n)
 	s.portOut = make([]float64, n)
 	s.portCPU = make([]float64, n)
+	s.sIdx = make([]int32, n)
+	s.rIdx = make([]int32, n)
+	for p := range n {
+		s.sIdx[p], s.rIdx[p] = -1, -1
+	}
 	s.res = &Result{Scheduler: s.sched.Name(), Coflows: make([]CoflowResult, len(coflows))}
-	if s.cfg.RecordFlows {
-		for i := range coflows {
-			s.res.Coflows[i].FlowFinish = make([]time.Duration, len(coflows[i].Flows))
-		}
-	}
-	sIdx := make([]int32, n)
-	rIdx := make([]int32, n)
-	for p := range sIdx {
-		sIdx[p], rIdx[p] = -1, -1
-	}
 	g := 0
 	for i := range coflows {
-		c := &coflows[i]
 		s.flowOff[i] = g
-		r := &s.cf[i]
-		r.arrival = c.Arrival.Seconds()
-		r.weight = c.EffectiveWeight()
-		r.left = len(c.Flows)
-		r.fs = make([]FlowState, len(c.Flows))
-		for j, f := range c.Flows {
-			if sIdx[f.Src] < 0 {
-				sIdx[f.Src] = int32(len(r.send))
-				r.send = append(r.send, PortLoad{Port: f.Src})
-			}
-			if rIdx[f.Dst] < 0 {
-				rIdx[f.Dst] = int32(len(r.recv))
-				r.recv = append(r.recv, PortLoad{Port: f.Dst})
-			}
-			si, ri := sIdx[f.Src], rIdx[f.Dst]
-			r.send[si].Bytes += f.Bytes
-			r.send[si].Flows++
-			r.recv[ri].Bytes += f.Bytes
-			r.recv[ri].Flows++
-			r.bytes += f.Bytes
-			r.maxFlow = math.Max(r.maxFlow, f.Bytes)
-			r.fs[j] = FlowState{Ref: FlowRef{Coflow: i, Flow: j}, Src: f.Src, Dst: f.Dst, Bytes: f.Bytes, Remaining: f.Bytes}
-			s.fl[g] = flowRec{src: int32(f.Src), dst: int32(f.Dst), ci: int32(i), slot: int32(j), sIdx: si, rIdx: ri,
-				bytes: f.Bytes, rem: f.Bytes, ratio: 1}
-			s.runPos[g] = -1
-			g++
-		}
-		for _, pl := range r.send {
-			sIdx[pl.Port] = -1
-		}
-		for _, pl := range r.recv {
-			rIdx[pl.Port] = -1
-		}
+		s.cf[i].arrival = coflows[i].Arrival.Seconds()
+		g += len(coflows[i].Flows)
 	}
 	s.flowOff[len(coflows)] = g
 }
 
+// activate sets up coflow ci's per-flow state when it arrives.
+func (s *Sim) activate(ci int32, c *Coflow) {
+	r := &s.cf[ci]
+	r.activated = true
+	r.weight = c.EffectiveWeight()
+	r.left = len(c.Flows)
+	r.fs = make([]FlowState, len(c.Flows))
+	if s.cfg.RecordFlows {
+		s.res.Coflows[ci].FlowFinish = make([]time.Duration, len(c.Flows))
+	}
+	off := s.flowOff[ci]
+	for j, f := range c.Flows {
+		if s.sIdx[f.Src] < 0 {
+			s.sIdx[f.Src] = int32(len(r.send))
+			r.send = append(r.send, PortLoad{Port: f.Src})
+		}
+		if s.rIdx[f.Dst] < 0 {
+			s.rIdx[f.Dst] = int32(len(r.recv))
+			r.recv = append(r.recv, PortLoad{Port: f.Dst})
+		}
+		si, ri := s.sIdx[f.Src], s.rIdx[f.Dst]
+		r.send[si].Bytes += f.Bytes
+		r.send[si].Flows++
+		r.recv[ri].Bytes += f.Bytes
+		r.recv[ri].Flows++
+		r.bytes += f.Bytes
+		r.maxFlow = max(r.maxFlow, f.Bytes)
+		r.fs[j] = FlowState{Ref: FlowRef{Coflow: int(ci), Flow: j}, Src: f.Src, Dst: f.Dst, Bytes: f.Bytes, Remaining: f.Bytes}
+		s.fl[off+j] = flowRec{src: int32(f.Src), dst: int32(f.Dst), ci: ci, slot: int32(j), sIdx: si, rIdx: ri,
+			bytes: f.Bytes, rem: f.Bytes}
+		s.runPos[off+j] = -1
+	}
+	for _, pl := range r.send {
+		s.sIdx[pl.Port] = -1
+	}
+	for _, pl := range r.recv {
+		s.rIdx[pl.Port] = -1
+	}
+	s.active = append(s.active, ci)
+}
+
+// from returns when flow f starts disposing of bytes under its current
+// allocation (after a pipeline fill for compressed flows).
+func (s *Sim) from(f *flowRec) float64 {
+	if f.codec == Raw {
+		return f.t0
+	}
+	return max(f.t0, s.comp[f.comp-1].lagEnd)
+}
+
 // remAt returns the flow's raw remaining at time t.
-func (f *flowRec) remAt(t float64) float64 {
+func (s *Sim) remAt(f *flowRec, t float64) float64 {
 	if f.disp == 0 {
 		return f.rem
 	}
-	from := math.Max(f.t0, f.lagEnd)
+	from := s.from(f)
 	if t <= from {
 		return f.rem
 	}
-	return math.Max(0, f.rem-f.disp*(t-from))
+	return max(0, f.rem-f.disp*(t-from))
 }
 
 // settle brings flow g's counters to time t, accounting what it disposed
@@ -509,7 +531,7 @@ func (s *Sim) settle(g int32, t float64) {
 	if t <= f.t0 {
 		return
 	}
-	r := f.remAt(t)
+	r := s.remAt(f, t)
 	s.dispose(f, f.rem-r, t-f.t0)
 	f.rem = r
 	s.cf[f.ci].fs[f.slot].Remaining = r
@@ -519,24 +541,26 @@ func (s *Sim) settle(g int32, t float64) {
 // dispose accounts x raw bytes disposed by f over dt seconds.
 func (s *Sim) dispose(f *flowRec, x, dt float64) {
 	c := &s.cf[f.ci]
-	w := x * f.ratio
+	w := x
+	if f.codec != Raw {
+		cr := &s.comp[f.comp-1]
+		w = x * cr.ratio
+		s.res.CPUSeconds += x/cr.cs + x/cr.ds
+		s.res.ReservedCoreSeconds += (cr.ks + cr.kr) * dt
+	}
 	s.res.WireBytes += w
 	c.wire += w
 	c.sent += x
-	c.send[f.sIdx].Bytes = math.Max(0, c.send[f.sIdx].Bytes-x)
-	c.recv[f.rIdx].Bytes = math.Max(0, c.recv[f.rIdx].Bytes-x)
-	if f.codec != Raw && x > 0 {
-		s.res.CPUSeconds += x/f.cs + x/f.ds
-	}
-	s.res.ReservedCoreSeconds += (f.ks + f.kr) * dt
+	c.send[f.sIdx].Bytes = max(0, c.send[f.sIdx].Bytes-x)
+	c.recv[f.rIdx].Bytes = max(0, c.recv[f.rIdx].Bytes-x)
 }
 
 // complete finishes flow g, whose last byte was disposed of at tEnd.
 func (s *Sim) complete(g int32, tEnd float64) int32 {
 	f := &s.fl[g]
-	s.dispose(f, f.rem, math.Max(0, tEnd-f.t0))
+	s.dispose(f, f.rem, max(0, tEnd-f.t0))
 	c := &s.cf[f.ci]
-	c.lastEnd = math.Max(c.lastEnd, tEnd)
+	c.lastEnd = max(c.lastEnd, tEnd)
 	if s.cfg.RecordFlows {
 		s.res.Coflows[f.ci].FlowFinish[int(g)-s.flowOff[f.ci]] = dur(tEnd)
 	}
@@ -703,7 +727,7 @@ func (s *Sim) validate(allocs []Allocation) error {
 
 func (s *Sim) stopFlow(g int32) {
 	f := &s.fl[g]
-	f.rate, f.disp, f.ks, f.kr, f.codec, f.ratio = 0, 0, 0, 0, Raw, 1
+	f.rate, f.disp, f.codec = 0, 0, Raw
 	f.ver++
 	s.cf[f.ci].fs[f.slot].Current = Allocation{}
 	s.stopRunning(g)
@@ -728,7 +752,8 @@ func (s *Sim) apply(allocs []Allocation) {
 		g := int32(s.flowOff[a.Flow.Coflow] + a.Flow.Flow)
 		f := &s.fl[g]
 		wasRunning := s.runPos[g] >= 0
-		if wasRunning && f.rate == a.Rate && int(f.codec) == a.Codec && f.ks == a.SendCores && f.kr == a.RecvCores {
+		if wasRunning && f.rate == a.Rate && int(f.codec) == a.Codec &&
+			(a.Codec == Raw || s.comp[f.comp-1].ks == a.SendCores && s.comp[f.comp-1].kr == a.RecvCores) {
 			continue // unchanged: its completion event stays valid
 		}
 		if a.Rate == 0 {
@@ -739,10 +764,10 @@ func (s *Sim) apply(allocs []Allocation) {
 		}
 		prevCodec := f.codec
 		f.ver++
-		f.rate, f.codec, f.ks, f.kr = a.Rate, int32(a.Codec), a.SendCores, a.RecvCores
+		f.t0 = t // paused flows hold their remaining since their last settle
+		f.rate, f.codec = a.Rate, int32(a.Codec)
 		if a.Codec == Raw {
-			f.lagEnd = t
-			f.ratio, f.disp = 1, a.Rate
+			f.disp = a.Rate
 		} else {
 			s.setCompressed(f, a, t, !wasRunning || prevCodec != f.codec)
 		}
@@ -790,13 +815,13 @@ func (s *Sim) computeEDNext() {
 		f := &s.fl[g]
 		c := &s.cf[f.ci]
 		c.runCnt++
-		c.runMax = math.Max(c.runMax, f.tEnd)
-		allDone = math.Max(allDone, f.tEnd)
+		c.runMax = max(c.runMax, f.tEnd)
+		allDone = max(allDone, f.tEnd)
 	}
 	next := allDone
 	for _, ci := range s.active {
 		if c := &s.cf[ci]; c.runCnt == c.left {
-			next = math.Min(next, c.runMax)
+			next = min(next, c.runMax)
 		}
 	}
 	s.edNext = next
@@ -804,13 +829,17 @@ func (s *Sim) computeEDNext() {
 
 func (s *Sim) eventOf(g int32) event {
 	f := &s.fl[g]
-	from := math.Max(f.t0, f.lagEnd)
-	return event{t: from + f.rem/f.disp, g: g, ver: f.ver}
+	return event{t: s.from(f) + f.rem/f.disp, g: g, ver: f.ver}
 }
 
 // setCompressed sets the disposal rate, ratio, speeds and pipeline lag of a
 // compressed flow.
 func (s *Sim) setCompressed(f *flowRec, a *Allocation, t float64, restart bool) {
+	if f.comp == 0 {
+		s.comp = append(s.comp, compRec{})
+		f.comp = int32(len(s.comp))
+	}
+	cr := &s.comp[f.comp-1]
 	k := a.Codec
 	prof := s.fabric.Codecs[k-1]
 	cs, ds := s.fabric.CompressSpeed(int(f.src), k), s.fabric.DecompressSpeed(int(f.dst), k)
@@ -821,22 +850,23 @@ func (s *Sim) setCompressed(f *flowRec, a *Allocation, t float64, restart bool) 
 		// A hook returning a non-positive speed would stall the flow;
 		// clamp to a tiny positive speed so the run reports a huge CCT
 		// instead of dividing by zero.
-		cs, ds = math.Max(cs, 1e-9), math.Max(ds, 1e-9)
+		cs, ds = max(cs, 1e-9), max(ds, 1e-9)
 	}
-	f.cs, f.ds, f.ratio = cs, ds, prof.Ratio
+	cr.ks, cr.kr = a.SendCores, a.RecvCores
+	cr.cs, cr.ds, cr.ratio = cs, ds, prof.Ratio
 	cRate, tRate, dRate := a.SendCores*cs, a.Rate/prof.Ratio, a.RecvCores*ds
 	if restart {
-		f.lagEnd = t
+		cr.lagEnd = t
 	}
 	if s.cfg.Pipelining {
-		f.disp = math.Min(cRate, math.Min(tRate, dRate))
+		f.disp = min(cRate, min(tRate, dRate))
 		if restart && s.cfg.ChunkBytes > 0 {
-			b := math.Min(s.cfg.ChunkBytes, f.rem)
+			b := min(s.cfg.ChunkBytes, f.rem)
 			lag := b/cRate + b/tRate + b/dRate - b/f.disp
-			f.lagEnd = t + math.Max(0, lag)
+			cr.lagEnd = t + max(0, lag)
 		}
 	} else {
-		f.lagEnd = t
+		cr.lagEnd = t
 		f.disp = 1 / (1/cRate + 1/tRate + 1/dRate)
 	}
 }
@@ -845,7 +875,7 @@ func (s *Sim) finishResult(coflows []Coflow) *Result {
 	var mk float64
 	for i := range coflows {
 		c := &s.cf[i]
-		mk = math.Max(mk, c.finish)
+		mk = max(mk, c.finish)
 		ff := s.res.Coflows[i].FlowFinish
 		s.res.Coflows[i] = CoflowResult{
 			FlowFinish: ff,
