@@ -29,6 +29,14 @@ type Config struct {
 	// more than MinGain·t (resource conservation: never spend CPU that buys
 	// no time). Zero means 1e-9 (strictly shorter up to rounding).
 	MinGain float64
+	// WholeCores reserves whole cores per compressed flow, ⌈d/s⌉ at the
+	// sender and ⌈d/u⌉ at the receiver for a disposal rate d = r/ρ; a flow
+	// that cannot get them is sent raw. Zero (false) means fractional
+	// reservations d/s and d/u: cores are time-shared between the flows of
+	// a machine (ours: with hundreds of flows per port in the FB trace, whole
+	// cores would cap the compressed flows of a machine at its core count).
+	// The greedy plan uses the fluid CPU model in both cases.
+	WholeCores bool
 	// EveryFlowEvent asks the driver to call Schedule on every flow
 	// completion too. Zero (false) means Varys' rule: Schedule is called only
 	// on coflow arrivals and completions (and starvation-guard timers), and

@@ -77,9 +77,13 @@ func TestScheduler_CPUBudget(t *testing.T) {
 		{Name: "lz4", CompressSpeed: 600e6, DecompressSpeed: 4.9e9, Ratio: 0.36},
 		{Name: "snappy", CompressSpeed: 680e6, DecompressSpeed: 1.5e9, Ratio: 0.36},
 	}
-	for _, frac := range []float64{1, 0.5, 0.1} {
-		t.Run(fmt.Sprintf("fraction=%v", frac), func(t *testing.T) {
-			fv, err := New(Config{CPUFraction: frac}, nil)
+	for _, tc := range []struct {
+		frac  float64
+		whole bool
+	}{{1, false}, {0.5, false}, {0.1, false}, {1, true}, {0.5, true}} {
+		frac := tc.frac
+		t.Run(fmt.Sprintf("fraction=%v/whole=%v", frac, tc.whole), func(t *testing.T) {
+			fv, err := New(Config{CPUFraction: frac, WholeCores: tc.whole}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,6 +101,9 @@ func TestScheduler_CPUBudget(t *testing.T) {
 						compressed++
 						if a.SendCores <= 0 || a.RecvCores <= 0 {
 							return fmt.Errorf("flow %v compressed without cores at both ends", a.Flow)
+						}
+						if tc.whole && (a.SendCores != math.Trunc(a.SendCores) || a.RecvCores != math.Trunc(a.RecvCores)) {
+							return fmt.Errorf("flow %v: fractional cores %v/%v", a.Flow, a.SendCores, a.RecvCores)
 						}
 					}
 					sd := src[a.Flow]

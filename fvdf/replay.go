@@ -140,11 +140,13 @@ func (c *ReplayConfig) validate() error {
 }
 
 // SchedulerNames lists the names Run accepts.
-func SchedulerNames() []string { return []string{"fvdf", "sebf", "fvdf-raw"} }
+func SchedulerNames() []string { return []string{"fvdf", "sebf", "sebf-guard", "fvdf-raw"} }
 
 // Run replays coflows on a fabric of ports ports under the scheduler
-// called name ("fvdf"; "sebf", package coflow's Varys SEBF; "fvdf-raw",
-// FVDF with compression disabled) and returns its metrics. Runs are
+// called name ("fvdf"; "sebf", package coflow's Varys SEBF with its
+// defaults, no starvation guard; "sebf-guard", the same with FVDF's T/δ
+// guard; "fvdf-raw", FVDF with compression disabled, which equals
+// sebf-guard) and returns its metrics. Runs are
 // deterministic for a config.
 func Run(name string, cfs []coflow.Coflow, ports int, cfg ReplayConfig) (Metrics, error) {
 	fab, err := cfg.Fabric(ports)
@@ -194,8 +196,18 @@ func Run(name string, cfs []coflow.Coflow, ports int, cfg ReplayConfig) (Metrics
 			return Metrics{}, err
 		}
 		sched = s
-	case "sebf":
-		if sched, err = newSEBF(); err != nil {
+	case "sebf", "sebf-guard":
+		oc := coflow.DefaultOrderedConfig()
+		if name == "sebf-guard" {
+			fc := cfg.FVDF
+			if err := fc.Validate(); err != nil {
+				return Metrics{}, err
+			}
+			if fc.StarvationPeriod > 0 {
+				oc.StarvationPeriod, oc.StarvationWindow = fc.StarvationPeriod, fc.StarvationSlice
+			}
+		}
+		if sched, err = coflow.NewSEBF(oc); err != nil {
 			return Metrics{}, err
 		}
 	default:

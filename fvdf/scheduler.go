@@ -208,6 +208,10 @@ func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Alloc
 					}
 					a.Codec = k
 					a.Rate, a.SendCores, a.RecvCores = rho*d, d/sp, d/up
+					if s.cfg.WholeCores && !pl.wholeCores(a, f, cores) {
+						// No whole cores left at an end: send raw.
+						*a = coflow.Allocation{Flow: f.Ref, Rate: math.Min(v/g, math.Min(remIn[f.Src], remOut[f.Dst]))}
+					}
 				}
 				if !(a.Rate > 0) {
 					*a = coflow.Allocation{Flow: f.Ref}
@@ -552,12 +556,41 @@ func (pl *planner) apply(f coflow.FlowState, k int) {
 	pl.cpu[f.Dst] += v / pl.uSpeed(f.Dst, k)
 }
 
+// wholeCores rounds a's core reservations up to whole cores (tolerating
+// rounding noise of 1e-9 core) and reports whether the free cores allow it.
+func (pl *planner) wholeCores(a *coflow.Allocation, f coflow.FlowState, cores []float64) bool {
+	ks := math.Max(1, math.Ceil(a.SendCores-1e-9))
+	kr := math.Max(1, math.Ceil(a.RecvCores-1e-9))
+	if f.Src == f.Dst {
+		if ks+kr > cores[f.Src]+1e-9 {
+			return false
+		}
+	} else if ks > cores[f.Src]+1e-9 || kr > cores[f.Dst]+1e-9 {
+		return false
+	}
+	a.SendCores, a.RecvCores = ks, kr
+	return true
+}
+
 // backfillBandwidth gives flow a (allocated or not) the leftover capacity of
 // its ports; a compressed flow can use more wire only as far as free cores
 // at both ends let it compress and decompress the extra.
 func (pl *planner) backfillBandwidth(a *coflow.Allocation, f coflow.FlowState, remIn, remOut, cores []float64) {
 	extra := math.Min(pl.eff(remIn[f.Src], pl.capIn[f.Src]), pl.eff(remOut[f.Dst], pl.capOut[f.Dst]))
 	if !(extra > 0) {
+		return
+	}
+	if a.Codec != coflow.Raw && pl.cfg.WholeCores {
+		// Use only the slack of the cores already reserved.
+		k := a.Codec
+		rho := pl.ratio[k]
+		extra = math.Min(extra, rho*math.Min(a.SendCores*pl.sSpeed(f.Src, k), a.RecvCores*pl.uSpeed(f.Dst, k))-a.Rate)
+		if !(extra > 0) {
+			return
+		}
+		add := coflow.Allocation{Rate: extra}
+		a.Rate += extra
+		take(&add, f, remIn, remOut, cores)
 		return
 	}
 	if a.Codec != coflow.Raw {
@@ -604,8 +637,31 @@ func (pl *planner) backfillCores(a *coflow.Allocation, f coflow.FlowState, cores
 		} else {
 			d = math.Min(r/rho, math.Min(cores[f.Src]*s, cores[f.Dst]*u))
 		}
+		ks, kr := d/s, d/u
+		if pl.cfg.WholeCores {
+			// Whole cores, as many as useful and available.
+			ks, kr = math.Ceil(r/(rho*s)-1e-9), math.Ceil(r/(rho*u)-1e-9)
+			if f.Src == f.Dst {
+				for ks+kr > cores[f.Src]+1e-9 && (ks > 1 || kr > 1) {
+					if ks >= kr {
+						ks--
+					} else {
+						kr--
+					}
+				}
+				if ks+kr > cores[f.Src]+1e-9 {
+					continue
+				}
+			} else {
+				ks, kr = math.Min(ks, math.Floor(cores[f.Src]+1e-9)), math.Min(kr, math.Floor(cores[f.Dst]+1e-9))
+				if ks < 1 || kr < 1 {
+					continue
+				}
+			}
+			d = math.Min(r/rho, math.Min(ks*s, kr*u))
+		}
 		if d > bestD {
-			bestK, bestD, bestKs, bestKr = k, d, d/s, d/u
+			bestK, bestD, bestKs, bestKr = k, d, ks, kr
 		}
 	}
 	if bestK == 0 {
