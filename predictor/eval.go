@@ -1,6 +1,9 @@
 package predictor
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // Result holds the accuracy of one predictor on the held-out part of a
 // series. Errors are of one-step-ahead predictions: the estimate made before
@@ -86,4 +89,35 @@ func Evaluate(p Predictor, series []Measurement, from, span int) Result {
 	r.DecompMAPE, r.RatioMAPE = div(sd, nd), div(sr, nr)
 	r.RegimeMAPE, r.SteadyMAPE = div(sReg, r.RegimeN), div(sSteady, nSteady)
 	return r
+}
+
+// AlphaGrid is the default grid of TuneAlpha: 0.05, 0.1, 0.2, …, 1.
+var AlphaGrid = []float64{0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1}
+
+// TuneAlpha chooses the EWMA smoothing factor from grid (AlphaGrid if nil)
+// with the lowest compress-speed MAPE on the last valFrac of train, the EWMA
+// having observed the part before it. Only train is read, so the choice
+// never sees held-out data. Ties go to the earlier grid value.
+func TuneAlpha(train []Measurement, valFrac float64, grid []float64) (float64, error) {
+	if grid == nil {
+		grid = AlphaGrid
+	}
+	from := len(train) - int(float64(len(train))*valFrac)
+	if !(valFrac > 0 && valFrac < 1) || from < 1 || from >= len(train) || len(grid) == 0 {
+		return 0, fmt.Errorf("%w: TuneAlpha with %d measurements, valFrac %v, %d grid values", ErrTooShort, len(train), valFrac, len(grid))
+	}
+	best, bestMAPE := grid[0], math.Inf(1)
+	for _, a := range grid {
+		if !(a > 0 && a <= 1) {
+			return 0, fmt.Errorf("%w: alpha %v not in (0, 1]", ErrConfig, a)
+		}
+		p := NewEWMA(a, Estimate{})
+		for _, m := range train[:from] {
+			p.Observe(m)
+		}
+		if r := Evaluate(p, train, from, 1); r.MAPE < bestMAPE {
+			best, bestMAPE = a, r.MAPE
+		}
+	}
+	return best, nil
 }

@@ -14,7 +14,14 @@ import (
 // Layout of Params, with G = 4 gates for LSTM (i, f, g, o) and 3 for GRU
 // (z, r, n), H = Hidden, I = In, O = Out, matrices row-major:
 //
-//	Wx [G·H × I] | Wh [G·H × H] | b [G·H] | Wy [O × H] | by [O]
+//	Wx [I × G·H] | Wh [H × G·H] | b [G·H] | Wy [O × H] | by [O]
+//
+// Wx and Wh are stored input-major (row k holds input k's weights to every
+// gate unit) so that the forward pass is a sum of contiguous axpy updates,
+// which skips zero inputs (the class one-hot) and has no floating-point
+// dependency chain; on hidden sizes of 8–32 this is several times faster
+// than row dot products, and than gonum/BLAS calls, whose per-call overhead
+// dominates at these sizes.
 //
 // A Network is not safe for concurrent use (its methods use internal scratch
 // buffers only through a Tape, which callers own).
@@ -133,6 +140,7 @@ type Tape struct {
 	dh    []float64 // [H]
 	dc    []float64 // [H]
 	dhn   []float64 // [H]
+	drec  []float64 // [G·H] GRU: gradient of the recurrent pre-activations
 }
 
 // NewTape returns a tape for windows of up to capSteps steps.
@@ -143,85 +151,99 @@ func (n *Network) NewTape(capSteps int) *Tape {
 		hs: make([]float64, (capSteps+1)*h), cs: make([]float64, (capSteps+1)*h),
 		tc: make([]float64, capSteps*h), ys: make([]float64, capSteps*n.Out),
 		Grad: make([]float64, len(n.Params)), da: make([]float64, gh),
-		dh: make([]float64, h), dc: make([]float64, h), dhn: make([]float64, h)}
+		dh: make([]float64, h), dc: make([]float64, h), dhn: make([]float64, h), drec: make([]float64, gh)}
 }
 
 func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 
+// tanh computes tanh(x) as 2σ(2x) − 1: one call to math.Exp instead of
+// math.Tanh's slower general path. The absolute error is a few ulps of 1,
+// which is all an activation needs.
+func tanh(x float64) float64 { return 2/(1+math.Exp(-2*x)) - 1 }
+
+// axpy computes y += a·x for len(y) == len(x).
+func axpy(a float64, x, y []float64) {
+	x = x[:len(y)]
+	for i := range y {
+		y[i] += a * x[i]
+	}
+}
+
+// dot returns x·y for len(x) == len(y), with four accumulators so the adds
+// do not form one dependency chain.
+func dot(x, y []float64) float64 {
+	y = y[:len(x)]
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		s0 += x[i] * y[i]
+		s1 += x[i+1] * y[i+1]
+		s2 += x[i+2] * y[i+2]
+		s3 += x[i+3] * y[i+3]
+	}
+	for ; i < len(x); i++ {
+		s0 += x[i] * y[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
 // Step advances one time step: from state (h, c) and input x it writes the
 // new state into (hOut, cOut), the gate activations into act (len G·H) and,
 // if y is not nil, the head output y = Wy·h + by. For a GRU, c is unused on
-// input and cOut receives Uh·h (needed by Backward). Slices must not alias
-// except h/hOut and c/cOut may not alias either.
-func (n *Network) Step(x, h, c, hOut, cOut, act, y []float64) {
+// input and cOut receives Wh_n·h (needed by Backward). hOut and cOut must
+// not alias h, c or each other. If tc is not nil (LSTM), tanh(c_t) is
+// written to it for Backward.
+func (n *Network) Step(x, h, c, hOut, cOut, act, y, tc []float64) {
 	H, I := n.Hidden, n.In
 	gh := n.gates() * H
 	wx, wh, b, wy, by := n.views(n.Params)
 	act = act[:gh]
 	x = x[:I]
 	h = h[:H]
-	if n.Cell == CellGRU {
-		// pre-activations: z, r from Wx x + Wh h + b; n from Wx x + b + r ⊙ (Wh h).
-		for j := 0; j < gh; j++ {
-			s := b[j]
-			row := wx[j*I : j*I+I]
-			for k, xv := range x {
-				s += row[k] * xv
-			}
-			act[j] = s
+	copy(act, b[:gh])
+	for k, xv := range x {
+		if xv != 0 {
+			axpy(xv, wx[k*gh:(k+1)*gh], act)
 		}
+	}
+	if n.Cell == CellGRU {
+		// z, r: Wx x + Wh h + b;  n: tanh(Wx x + b + r ⊙ (Wh_n h)).
 		un := cOut[:H]
-		for j := 0; j < gh; j++ {
-			s := 0.0
-			row := wh[j*H : j*H+H]
-			for k, hv := range h {
-				s += row[k] * hv
-			}
-			if j < 2*H {
-				act[j] += s
-			} else {
-				un[j-2*H] = s
-			}
+		clear(un)
+		for k, hv := range h {
+			row := wh[k*gh : (k+1)*gh]
+			axpy(hv, row[:2*H], act[:2*H])
+			axpy(hv, row[2*H:], un)
 		}
 		for j := 0; j < H; j++ {
 			z := sigmoid(act[j])
 			r := sigmoid(act[H+j])
-			nn := math.Tanh(act[2*H+j] + r*un[j])
+			nn := tanh(act[2*H+j] + r*un[j])
 			act[j], act[H+j], act[2*H+j] = z, r, nn
 			hOut[j] = (1-z)*nn + z*h[j]
 		}
 	} else {
-		for j := 0; j < gh; j++ {
-			s := b[j]
-			row := wx[j*I : j*I+I]
-			for k, xv := range x {
-				s += row[k] * xv
-			}
-			row = wh[j*H : j*H+H]
-			for k, hv := range h {
-				s += row[k] * hv
-			}
-			act[j] = s
+		for k, hv := range h {
+			axpy(hv, wh[k*gh:(k+1)*gh], act)
 		}
 		for j := 0; j < H; j++ {
 			i := sigmoid(act[j])
 			f := sigmoid(act[H+j])
-			g := math.Tanh(act[2*H+j])
+			g := tanh(act[2*H+j])
 			o := sigmoid(act[3*H+j])
 			act[j], act[H+j], act[2*H+j], act[3*H+j] = i, f, g, o
 			cn := f*c[j] + i*g
 			cOut[j] = cn
-			hOut[j] = o * math.Tanh(cn)
+			th := tanh(cn)
+			hOut[j] = o * th
+			if tc != nil {
+				tc[j] = th
+			}
 		}
 	}
 	if y != nil {
 		for k := 0; k < n.Out; k++ {
-			s := by[k]
-			row := wy[k*H : k*H+H]
-			for j, hv := range hOut[:H] {
-				s += row[j] * hv
-			}
-			y[k] = s
+			y[k] = by[k] + dot(wy[k*H:(k+1)*H], hOut[:H])
 		}
 	}
 }
@@ -242,12 +264,7 @@ func (t *Tape) Forward(xs []float64, steps int, h0, c0 []float64) []float64 {
 		copy(t.cs[:H], c0)
 	}
 	for s := 0; s < steps; s++ {
-		n.Step(t.xs[s*I:], t.hs[s*H:], t.cs[s*H:], t.hs[(s+1)*H:(s+2)*H], t.cs[(s+1)*H:(s+2)*H], t.act[s*gh:], t.ys[s*O:(s+1)*O])
-		if n.Cell == CellLSTM {
-			for j := 0; j < H; j++ {
-				t.tc[s*H+j] = math.Tanh(t.cs[(s+1)*H+j])
-			}
-		}
+		n.Step(t.xs[s*I:], t.hs[s*H:], t.cs[s*H:], t.hs[(s+1)*H:(s+2)*H], t.cs[(s+1)*H:(s+2)*H], t.act[s*gh:], t.ys[s*O:(s+1)*O], t.tc[s*H:(s+1)*H])
 	}
 	return t.ys[:steps*O]
 }
@@ -267,6 +284,7 @@ func (t *Tape) Backward(dys []float64) {
 	gh := n.gates() * H
 	clear(t.Grad)
 	_, wh, _, wy, _ := n.views(n.Params)
+	_ = I
 	gwx, gwh, gb, gwy, gby := n.views(t.Grad)
 	dh, dc, da, dhn := t.dh, t.dc, t.da, t.dhn
 	clear(dh)
@@ -302,51 +320,38 @@ func (t *Tape) Backward(dys []float64) {
 				da[3*H+j] = dh[j] * tc[j] * o * (1 - o)
 				dc[j] = dcj * f
 			}
-			// dh_{t−1} = Whᵀ da
-			clear(dhn)
-			for r := 0; r < gh; r++ {
-				d := da[r]
-				gb[r] += d
-				row := gwx[r*I : (r+1)*I]
-				for k, xv := range x {
-					row[k] += d * xv
-				}
-				grow := gwh[r*H : (r+1)*H]
-				wrow := wh[r*H : (r+1)*H]
-				for k := 0; k < H; k++ {
-					grow[k] += d * hPrev[k]
-					dhn[k] += d * wrow[k]
+			axpy(1, da, gb[:gh])
+			for k, xv := range x {
+				if xv != 0 {
+					axpy(xv, da, gwx[k*gh:(k+1)*gh])
 				}
 			}
+			// gWh[k,:] += h_{t−1}[k]·da;  dh_{t−1}[k] = Wh[k,:]·da.
+			for k := 0; k < H; k++ {
+				axpy(hPrev[k], da, gwh[k*gh:(k+1)*gh])
+				dhn[k] = dot(wh[k*gh:(k+1)*gh], da)
+			}
 		} else {
-			un := t.cs[(s+1)*H : (s+2)*H] // Uh·h_{t−1} of the n gate
-			// dhn accumulates ∂/∂h_{t−1}: direct path through z first.
+			un := t.cs[(s+1)*H : (s+2)*H] // Wh_n·h_{t−1}
+			drec := t.drec
 			for j := 0; j < H; j++ {
 				z, r, nn := act[j], act[H+j], act[2*H+j]
 				dnPre := dh[j] * (1 - z) * (1 - nn*nn)
 				da[j] = dh[j] * (hPrev[j] - nn) * z * (1 - z)
 				da[H+j] = dnPre * un[j] * r * (1 - r)
 				da[2*H+j] = dnPre
-				dhn[j] = dh[j] * z
+				// the recurrent part of the n gate is multiplied by r
+				drec[j], drec[H+j], drec[2*H+j] = da[j], da[H+j], dnPre*r
 			}
-			for row := 0; row < gh; row++ {
-				d := da[row]
-				gb[row] += d
-				xr := gwx[row*I : (row+1)*I]
-				for k, xv := range x {
-					xr[k] += d * xv
+			axpy(1, da, gb[:gh])
+			for k, xv := range x {
+				if xv != 0 {
+					axpy(xv, da, gwx[k*gh:(k+1)*gh])
 				}
-				// recurrent part: the n gate's Wh·h is multiplied by r.
-				dr := d
-				if row >= 2*H {
-					dr = d * act[H+row-2*H]
-				}
-				grow := gwh[row*H : (row+1)*H]
-				wrow := wh[row*H : (row+1)*H]
-				for k := 0; k < H; k++ {
-					grow[k] += dr * hPrev[k]
-					dhn[k] += dr * wrow[k]
-				}
+			}
+			for k := 0; k < H; k++ {
+				axpy(hPrev[k], drec, gwh[k*gh:(k+1)*gh])
+				dhn[k] = dh[k]*act[k] + dot(wh[k*gh:(k+1)*gh], drec)
 			}
 		}
 		dh, dhn = dhn, dh

@@ -31,9 +31,8 @@ const (
 // recurrent state across observations (one network step per Observe), and
 // fine-tunes online: every RNNConfig.OnlineEvery observations it takes
 // RNNConfig.OnlineSteps Adam steps on the latest RNNConfig.Window steps,
-// starting from the state saved before that window (truncated BPTT), and
-// then recomputes the state with the new weights. All buffers are allocated
-// up front; Observe and Predict do not allocate.
+// starting from the state saved before that window (truncated BPTT). All
+// buffers are allocated up front; Observe and Predict do not allocate.
 type RNN struct {
 	cfg      RNNConfig
 	alpha    float64
@@ -51,10 +50,10 @@ type RNN struct {
 	// online fine-tuning
 	tape       *Tape
 	adam       *Adam
-	ringX      []float64 // [W × In] input of step s at slot s%W
-	ringT      []float64 // [W × Out] target of step s (measurement s+1)
-	ringM      []float64 // [W × Out] 1 where the target is valid
-	ringH      []float64 // [W × H] state before step s
+	ringX      []float64 // [(W+1) × In] input of step s at slot s%(W+1)
+	ringT      []float64 // [(W+1) × Out] target of step s (from measurement s+1)
+	ringM      []float64 // [(W+1) × Out] 1 where the target is valid
+	ringH      []float64 // [(W+1) × H] state before step s
 	ringC      []float64
 	winX, dys  []float64
 	winT, winM []float64
@@ -104,8 +103,9 @@ func (p *RNN) alloc() {
 	p.act, p.y, p.x = make([]float64, G*H), make([]float64, O), make([]float64, I)
 	p.tape = n.NewTape(W)
 	p.adam = NewAdam(len(n.Params))
-	p.ringX, p.ringT, p.ringM = make([]float64, W*I), make([]float64, W*O), make([]float64, W*O)
-	p.ringH, p.ringC = make([]float64, W*H), make([]float64, W*H)
+	R := W + 1 // ring slots: a full window plus the latest step
+	p.ringX, p.ringT, p.ringM = make([]float64, R*I), make([]float64, R*O), make([]float64, R*O)
+	p.ringH, p.ringC = make([]float64, R*H), make([]float64, R*H)
 	p.winX, p.winT, p.winM, p.dys = make([]float64, W*I), make([]float64, W*O), make([]float64, W*O), make([]float64, W*O)
 	p.tmpH, p.tmpC = make([]float64, H), make([]float64, H)
 }
@@ -173,8 +173,9 @@ func (p *RNN) observe(m Measurement, online bool) {
 	p.fallback.Observe(m)
 	n := p.net
 	H, I, O, W := n.Hidden, n.In, n.Out, p.cfg.Window
+	R := W + 1
 	if p.count > 0 {
-		s := (p.count - 1) % W
+		s := (p.count - 1) % R
 		z, ok := n.Norm.zs(m)
 		for k := 0; k < O; k++ {
 			p.ringT[s*O+k], p.ringM[s*O+k] = z[k]-p.ringX[s*I+k], 0
@@ -183,54 +184,66 @@ func (p *RNN) observe(m Measurement, online bool) {
 			}
 		}
 		if online && p.count >= W && p.count%p.cfg.OnlineEvery == 0 {
-			p.update()
+			p.update(p.count, p.cfg.OnlineSteps)
 		}
 	}
-	s := p.count % W
+	s := p.count % R
 	p.features(m, p.x)
 	copy(p.ringX[s*I:(s+1)*I], p.x)
 	copy(p.ringH[s*H:(s+1)*H], p.h)
 	copy(p.ringC[s*H:(s+1)*H], p.c)
-	n.Step(p.x, p.h, p.c, p.hN, p.cN, p.act, p.y)
+	n.Step(p.x, p.h, p.c, p.hN, p.cN, p.act, p.y, nil)
 	p.h, p.hN = p.hN, p.h
 	p.c, p.cN = p.cN, p.c
 	p.count++
 }
 
-// update fine-tunes on the last W complete steps (count−W .. count−1).
-func (p *RNN) update() {
+// FineTune runs one online update now: max(1, RNNConfig.OnlineSteps) Adam
+// steps on the latest Window steps whose targets are known. It reports
+// whether enough observations (Window+1) were there. Observe calls the same
+// update on its own schedule; FineTune is for callers that schedule updates
+// themselves (with OnlineSteps negative) and for benchmarks. It does not
+// allocate.
+func (p *RNN) FineTune() bool {
+	if p.count < p.cfg.Window+1 {
+		return false
+	}
+	p.update(p.count-1, max(1, p.cfg.OnlineSteps))
+	return true
+}
+
+// update takes steps Adam steps on the window of steps end−W … end−1 (all
+// of which have targets), starting from the state saved before step end−W
+// (truncated BPTT). The running state is not recomputed with the new
+// weights: like the saved states inside the window, it stays as computed
+// with the weights of its time, the usual approximation of online truncated
+// BPTT (with small online learning rates the difference is small, and
+// recomputing would cost another forward pass over the window).
+func (p *RNN) update(end, steps int) {
 	n := p.net
 	H, I, O, W := n.Hidden, n.In, n.Out, p.cfg.Window
-	first := p.count - W
+	R := W + 1
+	first := end - W
 	for j := 0; j < W; j++ {
-		s := (first + j) % W
+		s := (first + j) % R
 		copy(p.winX[j*I:(j+1)*I], p.ringX[s*I:(s+1)*I])
 		copy(p.winT[j*O:(j+1)*O], p.ringT[s*O:(s+1)*O])
 		copy(p.winM[j*O:(j+1)*O], p.ringM[s*O:(s+1)*O])
 	}
-	s0 := first % W
+	s0 := first % R
 	copy(p.tmpH, p.ringH[s0*H:(s0+1)*H])
 	copy(p.tmpC, p.ringC[s0*H:(s0+1)*H])
 	lr := p.cfg.OnlineRate
 	if !p.trained {
 		lr = p.cfg.LearningRate
 	}
-	for it := 0; it < p.cfg.OnlineSteps; it++ {
+	for it := 0; it < steps; it++ {
 		ys := p.tape.Forward(p.winX, W, p.tmpH, p.tmpC)
 		lossGrad(ys, p.winT, p.winM, p.dys, W)
 		p.tape.Backward(p.dys)
 		ClipGlobalNorm(p.tape.Grad, p.cfg.ClipNorm)
 		p.adam.Step(n.Params, p.tape.Grad, lr)
 	}
-	// Recompute the current state and output with the new weights.
-	ys := p.tape.Forward(p.winX, W, p.tmpH, p.tmpC)
-	h, c := p.tape.FinalState()
-	copy(p.h, h)
-	copy(p.c, c)
-	copy(p.y, ys[(W-1)*O:W*O])
-	// The ring's saved states for the window are now slightly stale (they
-	// were computed with older weights); the next windows start from them
-	// anyway, which is the usual truncated-BPTT approximation.
 }
 
 // lossGrad writes ∂L/∂y for L = (1/(2·steps)) Σ_t Σ_k mask·(y − target)²
@@ -352,7 +365,7 @@ func (p *RNN) valMAPE(X []float64, train []Measurement, nTr int) float64 {
 	clear(c)
 	sum, cnt := 0.0, 0
 	for t := 0; t < len(train)-1; t++ {
-		n.Step(X[t*I:(t+1)*I], h, c, hN, cN, p.act, p.y)
+		n.Step(X[t*I:(t+1)*I], h, c, hN, cN, p.act, p.y, nil)
 		h, hN = hN, h
 		c, cN = cN, c
 		if t >= nTr {
