@@ -68,9 +68,11 @@ type Scheduler struct {
 	est Estimator
 
 	// scratch, reused across calls
-	allocs []coflow.Allocation
-	pl     planner
-	fair   *coflow.Fair
+	allocs  []coflow.Allocation
+	pl      planner
+	fair    *coflow.Fair
+	scratch []int
+	al      []coflow.Allocation
 }
 
 var (
@@ -145,7 +147,7 @@ func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Alloc
 	gamma := make([]float64, n)
 	for i := range st.Coflows {
 		order[i] = i
-		gamma[i], _ = pl.plan(&st.Coflows[i], pl.capIn, pl.capOut, pl.capCores, nil)
+		gamma[i], s.scratch = pl.plan(&st.Coflows[i], pl.capIn, pl.capOut, pl.capCores, s.scratch[:0])
 	}
 	sort.Slice(order, func(a, b int) bool {
 		ca, cb := order[a], order[b]
@@ -163,7 +165,11 @@ func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Alloc
 	for i := range st.Coflows {
 		base[i+1] = base[i] + len(st.Coflows[i].Flows)
 	}
-	al := make([]coflow.Allocation, base[n])
+	if cap(s.al) < base[n] {
+		s.al = make([]coflow.Allocation, base[n])
+	}
+	al := s.al[:base[n]]
+	clear(al)
 	for i := range st.Coflows {
 		for j, f := range st.Coflows[i].Flows {
 			al[base[i]+j].Flow = f.Ref
@@ -176,11 +182,10 @@ func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Alloc
 
 	{
 		// Step 3: MADD in FVDF order on what is left.
-		var choice []int
+		choice := s.scratch[:0]
 		for _, ci := range order {
 			c := &st.Coflows[ci]
-			choice = choice[:0]
-			g, ch := pl.plan(c, remIn, remOut, cores, choice)
+			g, ch := pl.plan(c, remIn, remOut, cores, choice[:0])
 			choice = ch
 			if !(g > 0) || math.IsInf(g, 0) {
 				continue
