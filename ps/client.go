@@ -96,7 +96,7 @@ func NewClient(tr transport.Transport, cfg ClientConfig) (*Client, error) {
 	c := &Client{tr: tr, servers: append([]transport.NodeID(nil), cfg.Servers...), width: cfg.Width, part: cfg.Partitioner}
 	c.plans.New = func() any {
 		n := len(c.servers)
-		return &plan{per: make([][]piece, n), nvals: make([]int, n), bufs: make([][]byte, n), resp: make([][]byte, n)}
+		return &plan{per: make([][]piece, n), nvals: make([]int, n), bufs: make([][]byte, n)}
 	}
 	return c, nil
 }
@@ -120,7 +120,6 @@ type plan struct {
 	lens  []int
 	segs  []Segment
 	bufs  [][]byte
-	resp  [][]byte
 }
 
 func (c *Client) getPlan() *plan {
@@ -128,7 +127,6 @@ func (c *Client) getPlan() *plan {
 	for s := range p.per {
 		p.per[s] = p.per[s][:0]
 		p.nvals[s] = 0
-		p.resp[s] = nil
 	}
 	return p
 }

@@ -464,3 +464,31 @@ func TestWorker_ManualLoop(t *testing.T) {
 		t.Errorf("refused push was admitted: %d -> %d", before, after)
 	}
 }
+
+func TestShardSampler_Batch(t *testing.T) {
+	s := ps.ShardSampler{N: 10, Workers: 3}
+	tests := []struct {
+		owner       epsp.WorkerID
+		clock, size int
+		want        []int
+	}{
+		{0, 0, 2, []int{0, 3}},
+		{0, 1, 2, []int{6, 9}},
+		{0, 2, 2, []int{0, 3}}, // worker 0's shard {0,3,6,9} wraps
+		{2, 0, 4, []int{2, 5, 8, 2}},
+		{1, 1, 3, []int{1, 4, 7}}, // shard {1,4,7}: clock 1 starts at position 3 ≡ 0
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("w%d/c%d", tt.owner, tt.clock), func(t *testing.T) {
+			got := s.Batch(tt.owner, tt.clock, tt.size)
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("Batch = %v, want %v", got, tt.want)
+			}
+			for _, id := range got {
+				if id%3 != int(tt.owner) || id >= 10 {
+					t.Errorf("sample %d outside worker %d's shard", id, tt.owner)
+				}
+			}
+		})
+	}
+}
