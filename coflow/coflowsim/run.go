@@ -2,6 +2,7 @@ package coflowsim
 
 import (
 	"fmt"
+	"github.com/falconml/falcon/coflow"
 	"io"
 	"strconv"
 	"strings"
@@ -77,12 +78,12 @@ func (r *Result) SumDurationsMs() float64 {
 }
 
 // Run replays tr under the named coflowsim scheduler.
-func Run(tr *Trace, sched string, cfg Config) (*Result, error) {
+func Run(tr *coflow.Trace, sched string, cfg Config) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg.zero = 1e-3
-	s := &sim{cfg: cfg, ports: tr.NumPorts, sendFree: make([]float64, tr.NumPorts), recvFree: make([]float64, tr.NumPorts)}
+	s := &sim{cfg: cfg, ports: tr.Ports, sendFree: make([]float64, tr.Ports), recvFree: make([]float64, tr.Ports)}
 	s.jobs = buildJobs(tr, cfg)
 	switch strings.ToUpper(sched) {
 	case "FIFO":
@@ -95,10 +96,15 @@ func Run(tr *Trace, sched string, cfg Config) (*Result, error) {
 		s.sched = &ordered{key: func(j *job) float64 { return float64(min(j.numMappers, j.numReducers)) }}
 	case "LCF":
 		s.sched = &ordered{key: func(j *job) float64 { return j.totalBytes - j.sent }}
+	case "FAIR":
+		s.sched = fair{}
 	default:
 		return nil, fmt.Errorf("%w: %q", ErrUnknownScheduler, sched)
 	}
 	s.run()
+	if s.stalled {
+		return nil, fmt.Errorf("%w: %d coflows can never finish", ErrStalled, len(s.active))
+	}
 	res := &Result{Scheduler: strings.ToUpper(sched), Records: make([]Record, len(s.jobs))}
 	for i, j := range s.jobs {
 		sum := 0.0

@@ -3,11 +3,29 @@ package coflowsim
 import (
 	"math"
 	"sort"
+
+	"github.com/falconml/falcon/coflow"
 )
 
 const mib = 1048576.0
 
 var debugf func(string, ...any)
+var dumpHook func(*sim)
+
+type variantT struct {
+	mapperMajor   bool
+	ignoreFull    bool
+	bfPlain       bool // backfill in sortedJobs order
+	skipFair      int  // 0 none, 1 equal split per port among skipped flows
+	noReset       bool
+	skipCheck     int
+	alphaMode     int
+	capMode       int
+	flowRecompute int
+	fairMode      int
+}
+
+var variant = variantT{skipFair: 2, flowRecompute: 2, fairMode: 1}
 
 type flow struct {
 	src, dst int
@@ -32,6 +50,8 @@ type job struct {
 	start       int64
 	finish      int64
 	flows       []*flow
+	mapPorts    []int
+	redPorts    []int
 	redActive   []int
 	redFinish   []int64
 	active      int
@@ -48,6 +68,9 @@ type sim struct {
 	recvFree []float64
 	sched    policy
 	now      int64
+	progress bool
+	flowDone bool
+	stalled  bool
 }
 
 type policy interface {
@@ -57,17 +80,22 @@ type policy interface {
 	allocate(s *sim)
 }
 
-func buildJobs(tr *Trace, cfg Config) []*job {
+func buildJobs(tr *coflow.Trace, cfg Config) []*job {
 	rng := newJavaRand(cfg.Seed)
 	portBytes := cfg.PortBps / 8
 	jobs := make([]*job, len(tr.Coflows))
 	for i, c := range tr.Coflows {
-		j := &job{idx: i, id: c.ID, arrival: c.ArrivalMs, numMappers: len(c.Mappers), numReducers: len(c.Reducers)}
+		j := &job{idx: i, id: c.ID, arrival: c.ArrivalMS, numMappers: len(c.Mappers), numReducers: len(c.Reducers)}
 		send := map[int]float64{}
 		recv := map[int]float64{}
 		nm := float64(len(c.Mappers))
 		j.redActive = make([]int, len(c.Reducers))
 		j.redFinish = make([]int64, len(c.Reducers))
+		j.mapPorts = c.Mappers
+		for _, r := range c.Reducers {
+			j.redPorts = append(j.redPorts, r.Port)
+		}
+		pers := make([]float64, len(c.Reducers))
 		for ri, r := range c.Reducers {
 			perFlowMB := math.Ceil(r.MB / nm)
 			if perFlowMB < 1 {
@@ -76,13 +104,28 @@ func buildJobs(tr *Trace, cfg Config) []*job {
 			bytes := perFlowMB * nm * mib
 			j.totalBytes += bytes
 			j.maxBytes = math.Max(j.maxBytes, bytes)
-			per := bytes / nm
+			pers[ri] = bytes / nm
+		}
+		add := func(ri, m int) {
+			r := c.Reducers[ri]
+			per := pers[ri]
+			f := &flow{src: m, dst: r.Port, size: per, rem: per, job: j, red: ri}
+			j.flows = append(j.flows, f)
+			send[m] += per
+			recv[r.Port] += per
+			j.redActive[ri]++
+		}
+		if variant.mapperMajor {
 			for _, m := range c.Mappers {
-				f := &flow{src: m, dst: r.Port, size: per, rem: per, job: j, red: ri}
-				j.flows = append(j.flows, f)
-				send[m] += per
-				recv[r.Port] += per
-				j.redActive[ri]++
+				for ri := range c.Reducers {
+					add(ri, m)
+				}
+			}
+		} else {
+			for ri := range c.Reducers {
+				for _, m := range c.Mappers {
+					add(ri, m)
+				}
 			}
 		}
 		for _, v := range send {
@@ -114,12 +157,23 @@ func (s *sim) run() {
 		s.now = epoch
 		if added > 0 {
 			s.sched.allocate(s)
+			if dumpHook != nil {
+				dumpHook(s)
+			}
 		}
+		s.progress = false
 		for q := int64(0); q < E; q += Q {
-			if s.step(epoch+q) {
+			if s.step(epoch+q) || (variant.flowRecompute == 1 && s.flowDone) || variant.flowRecompute == 2 {
 				s.now = epoch + q + Q
 				s.sched.allocate(s)
+				if dumpHook != nil {
+					dumpHook(s)
+				}
 			}
+		}
+		if !s.progress && added == 0 && next >= len(s.jobs) && len(s.active) > 0 {
+			s.stalled = true
+			return
 		}
 	}
 }
@@ -130,6 +184,7 @@ func (s *sim) step(t int64) bool {
 	Q := s.cfg.QuantumMs
 	frac := float64(Q) / float64(s.cfg.SecondMs)
 	departed := false
+	s.flowDone = false
 	for _, j := range s.active {
 		for _, f := range j.flows {
 			if f.done {
@@ -141,8 +196,12 @@ func (s *sim) step(t int64) bool {
 			}
 			f.rem -= b
 			j.sent += b
+			if b > 0 {
+				s.progress = true
+			}
 			if f.rem <= s.cfg.zero {
 				f.done = true
+				s.flowDone = true
 				j.active--
 				j.redActive[f.red]--
 				if j.redActive[f.red] == 0 {
@@ -207,7 +266,9 @@ func (o *ordered) allocate(s *sim) {
 			send[i], recv[i] = 0, 0
 		}
 		for _, f := range j.flows {
-			f.rate = 0
+			if !variant.noReset {
+				f.rate = 0
+			}
 			if f.done {
 				continue
 			}
@@ -216,25 +277,54 @@ func (o *ordered) allocate(s *sim) {
 		}
 		alpha := 0.0
 		unknown := false
-		for i := range send {
-			if send[i] > 0 {
-				if s.sendFree[i] <= s.cfg.zero {
+		switch variant.skipCheck {
+		case 0:
+			for i := range send {
+				if (send[i] > 0 && s.sendFree[i] <= s.cfg.zero) || (recv[i] > 0 && s.recvFree[i] <= s.cfg.zero) {
 					unknown = true
-					break
 				}
-				alpha = math.Max(alpha, send[i]*8/s.sendFree[i])
 			}
-			if recv[i] > 0 {
-				if s.recvFree[i] <= s.cfg.zero {
+		case 1, 2:
+			for _, p := range j.redPorts {
+				if s.recvFree[p] <= s.cfg.zero {
 					unknown = true
-					break
 				}
-				alpha = math.Max(alpha, recv[i]*8/s.recvFree[i])
+			}
+			if variant.skipCheck == 2 {
+				for _, p := range j.mapPorts {
+					if s.sendFree[p] <= s.cfg.zero {
+						unknown = true
+					}
+				}
+			}
+		case 3: // reducer ports with bytes only
+			for i := range recv {
+				if recv[i] > 0 && s.recvFree[i] <= s.cfg.zero {
+					unknown = true
+				}
 			}
 		}
 		if unknown {
 			skipped = append(skipped, j)
 			continue
+		}
+		for i := range send {
+			if recv[i] > 0 {
+				alpha = math.Max(alpha, recv[i]*8/s.recvFree[i])
+			}
+			if send[i] > 0 {
+				switch variant.alphaMode {
+				case 0:
+					alpha = math.Max(alpha, send[i]*8/s.sendFree[i])
+				case 1:
+				case 2:
+					alpha = math.Max(alpha, send[i]*8/s.cfg.PortBps)
+				case 3:
+					if s.sendFree[i] > s.cfg.zero {
+						alpha = math.Max(alpha, send[i]*8/s.sendFree[i])
+					}
+				}
+			}
 		}
 		if debugf != nil {
 			debugf("now=%d job %d alpha=%v\n", s.now, j.id, alpha)
@@ -244,18 +334,112 @@ func (o *ordered) allocate(s *sim) {
 				continue
 			}
 			r := f.rem * 8 / alpha
-			r = math.Min(r, math.Min(s.sendFree[f.src], s.recvFree[f.dst]))
+			if variant.capMode == 0 {
+				r = math.Min(r, math.Min(s.sendFree[f.src], s.recvFree[f.dst]))
+			}
 			f.rate = r
 			s.sendFree[f.src] -= r
 			s.recvFree[f.dst] -= r
 		}
 	}
-	_ = skipped
+	if variant.skipFair == 1 && len(skipped) > 0 {
+		ns := make([]int, s.ports)
+		nr := make([]int, s.ports)
+		for _, j := range skipped {
+			for _, f := range j.flows {
+				if !f.done {
+					ns[f.src]++
+					nr[f.dst]++
+				}
+			}
+		}
+		ss := append([]float64(nil), s.sendFree...)
+		rr := append([]float64(nil), s.recvFree...)
+		for _, j := range skipped {
+			for _, f := range j.flows {
+				if f.done {
+					continue
+				}
+				r := math.Min(ss[f.src]/float64(ns[f.src]), rr[f.dst]/float64(nr[f.dst]))
+				f.rate = r
+				s.sendFree[f.src] -= r
+				s.recvFree[f.dst] -= r
+			}
+		}
+	}
+	if (variant.skipFair == 3 || variant.skipFair == 5) && len(skipped) > 0 {
+		ns := make([]int, s.ports)
+		nr := make([]int, s.ports)
+		for _, j := range s.active {
+			for _, f := range j.flows {
+				if !f.done {
+					ns[f.src]++
+					nr[f.dst]++
+				}
+			}
+		}
+		ss := append([]float64(nil), s.sendFree...)
+		rr := append([]float64(nil), s.recvFree...)
+		if variant.skipFair == 5 {
+			for i := range ss {
+				ss[i], rr[i] = s.cfg.PortBps, s.cfg.PortBps
+			}
+		}
+		for _, j := range skipped {
+			for _, f := range j.flows {
+				if f.done {
+					continue
+				}
+				r := math.Min(ss[f.src]/float64(ns[f.src]), rr[f.dst]/float64(nr[f.dst]))
+				r = math.Min(r, math.Min(s.sendFree[f.src], s.recvFree[f.dst]))
+				f.rate = r
+				s.sendFree[f.src] -= r
+				s.recvFree[f.dst] -= r
+			}
+		}
+	}
+	if variant.skipFair == 4 {
+		for _, j := range skipped {
+			ns := make([]int, s.ports)
+			nr := make([]int, s.ports)
+			for _, f := range j.flows {
+				if !f.done {
+					ns[f.src]++
+					nr[f.dst]++
+				}
+			}
+			ss := append([]float64(nil), s.sendFree...)
+			rr := append([]float64(nil), s.recvFree...)
+			for _, f := range j.flows {
+				if f.done {
+					continue
+				}
+				r := math.Min(ss[f.src]/float64(ns[f.src]), rr[f.dst]/float64(nr[f.dst]))
+				f.rate = r
+				s.sendFree[f.src] -= r
+				s.recvFree[f.dst] -= r
+			}
+		}
+	}
+	if variant.skipFair == 2 && len(skipped) > 0 {
+		var fl []*flow
+		for _, j := range skipped {
+			for _, f := range j.flows {
+				if !f.done {
+					f.rate = 0
+					fl = append(fl, f)
+				}
+			}
+		}
+		maxMin(fl, s.sendFree, s.recvFree)
+	}
 	// backfill
 	bf := append([]*job(nil), s.active...)
-	sort.SliceStable(bf, func(a, b int) bool {
-		return bf[a].start+bf[a].deadline-s.now < bf[b].start+bf[b].deadline-s.now
-	})
+	if !variant.bfPlain {
+		sort.SliceStable(bf, func(a, b int) bool {
+			return bf[a].start+bf[a].deadline-s.now < bf[b].start+bf[b].deadline-s.now
+		})
+	}
 	for _, j := range bf {
 		for _, f := range j.flows {
 			if f.done {
@@ -267,4 +451,79 @@ func (o *ordered) allocate(s *sim) {
 			s.recvFree[f.dst] -= m
 		}
 	}
+}
+
+// maxMin assigns max-min fair rates to fl on top of their current rates,
+// within the free capacities, and subtracts what it used.
+func maxMin(fl []*flow, sendFree, recvFree []float64) {
+	n := len(sendFree)
+	frozen := make([]bool, len(fl))
+	left := len(fl)
+	for left > 0 {
+		ns := make([]int, n)
+		nr := make([]int, n)
+		for i, f := range fl {
+			if !frozen[i] {
+				ns[f.src]++
+				nr[f.dst]++
+			}
+		}
+		inc := math.Inf(1)
+		for p := 0; p < n; p++ {
+			if ns[p] > 0 {
+				inc = math.Min(inc, sendFree[p]/float64(ns[p]))
+			}
+			if nr[p] > 0 {
+				inc = math.Min(inc, recvFree[p]/float64(nr[p]))
+			}
+		}
+		if inc < 0 {
+			inc = 0
+		}
+		for i, f := range fl {
+			if !frozen[i] {
+				f.rate += inc
+				sendFree[f.src] -= inc
+				recvFree[f.dst] -= inc
+			}
+		}
+		for i, f := range fl {
+			if !frozen[i] && (sendFree[f.src] <= 1e-6 || recvFree[f.dst] <= 1e-6) {
+				frozen[i] = true
+				left--
+			}
+		}
+	}
+}
+
+// ---- per-flow schedulers ----
+
+type fair struct{}
+
+func (fair) insert(s *sim, j *job) { s.active = append(s.active, j) }
+
+func (fair) allocate(s *sim) {
+	s.resetFree()
+	var fl []*flow
+	for _, j := range s.active {
+		for _, f := range j.flows {
+			f.rate = 0
+			if !f.done {
+				fl = append(fl, f)
+			}
+		}
+	}
+	if variant.fairMode == 1 {
+		ns := make([]int, s.ports)
+		nr := make([]int, s.ports)
+		for _, f := range fl {
+			ns[f.src]++
+			nr[f.dst]++
+		}
+		for _, f := range fl {
+			f.rate = math.Min(s.cfg.PortBps/float64(ns[f.src]), s.cfg.PortBps/float64(nr[f.dst]))
+		}
+		return
+	}
+	maxMin(fl, s.sendFree, s.recvFree)
 }
