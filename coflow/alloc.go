@@ -2,6 +2,7 @@ package coflow
 
 import (
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -16,6 +17,10 @@ type rateBook struct {
 	off             []int     // off[i] = flat index of coflow i's first flow
 	rates           []float64
 	given           []int32 // flat indices with a positive rate
+	givenCo         []int32 // coflow position of each given entry
+	csr             map[int]*dstGroups
+	gen             uint32
+	cand            []int32
 	out             []Allocation
 	sendTmp         []PortLoad
 	recvTmp         []PortLoad
@@ -59,6 +64,16 @@ func (b *rateBook) reset(s *State) {
 		b.rates = b.rates[:k]
 	}
 	b.given = b.given[:0]
+	b.givenCo = b.givenCo[:0]
+	b.gen++
+	if b.gen%64 == 0 {
+		// Drop cached groupings of coflows that have left.
+		for k, g := range b.csr {
+			if b.gen-g.used > 64 {
+				delete(b.csr, k)
+			}
+		}
+	}
 }
 
 // loads returns the coflow's per-port remaining bytes, computing them into
@@ -114,10 +129,12 @@ func (b *rateBook) spare(src, dst int) float64 {
 	return min(fi, fo)
 }
 
-// add gives flat flow k (ports src, dst) r more bytes/s.
-func (b *rateBook) add(k, src, dst int, r float64) {
+// add gives flat flow k of coflow position i (ports src, dst) r more
+// bytes/s.
+func (b *rateBook) add(i, k, src, dst int, r float64) {
 	if b.rates[k] == 0 {
 		b.given = append(b.given, int32(k))
+		b.givenCo = append(b.givenCo, int32(i))
 	}
 	b.rates[k] += r
 	b.freeIn[src] = max(0, b.freeIn[src]-r)
@@ -131,6 +148,7 @@ func (b *rateBook) credit(k int, r float64) {
 	}
 	if b.rates[k] == 0 {
 		b.given = append(b.given, int32(k))
+		b.givenCo = append(b.givenCo, int32(b.coflowAt(k)))
 	}
 	b.rates[k] += r
 }
@@ -205,7 +223,7 @@ func (b *rateBook) madd(s *State, i int) bool {
 		f := &c.Flows[j]
 		r := min(f.Remaining/gamma, min(b.freeIn[f.Src], b.freeOut[f.Dst]))
 		if r > 0 {
-			b.add(b.off[i]+j, f.Src, f.Dst, r)
+			b.add(i, b.off[i]+j, f.Src, f.Dst, r)
 		}
 	}
 	return true
@@ -213,17 +231,99 @@ func (b *rateBook) madd(s *State, i int) bool {
 
 // greedy gives each flow of coflow i, in flow order, all the spare
 // capacity on its path (backfilling / greedy priority allocation).
+//
+// Ports only fill up during an allocation pass, so a flow whose source or
+// destination is full when the pass reaches its coflow gets nothing. When
+// few of the coflow's destinations are open, greedy therefore visits only
+// the flows to open destinations (found through a cached grouping of the
+// coflow's flows by destination), in flow order; the result is identical to
+// the plain loop.
 func (b *rateBook) greedy(s *State, i int) {
 	c := &s.Coflows[i]
 	if b.blocked(c) {
 		return
 	}
+	if len(c.Flows) >= 256 && c.Recv != nil {
+		open := 0
+		for _, pl := range c.Recv {
+			if pl.Flows > 0 && !b.full(pl.Port, false) {
+				open += pl.Flows
+			}
+		}
+		if open*4 < len(c.Flows) {
+			g := b.groups(c)
+			b.cand = b.cand[:0]
+			for r, pl := range c.Recv {
+				if pl.Flows > 0 && !b.full(pl.Port, false) {
+					b.cand = append(b.cand, g.idx[g.start[r]:g.start[r+1]]...)
+				}
+			}
+			slices.Sort(b.cand)
+			for _, j := range b.cand {
+				f := &c.Flows[j]
+				if r := b.spare(f.Src, f.Dst); r > 0 {
+					b.add(i, b.off[i]+int(j), f.Src, f.Dst, r)
+				}
+			}
+			return
+		}
+	}
 	for j := range c.Flows {
 		f := &c.Flows[j]
 		if r := b.spare(f.Src, f.Dst); r > 0 {
-			b.add(b.off[i]+j, f.Src, f.Dst, r)
+			b.add(i, b.off[i]+j, f.Src, f.Dst, r)
 		}
 	}
+}
+
+// dstGroups lists a coflow's flow positions grouped by the coflow's Recv
+// entries (CSR layout), for one version of its Flows slice.
+type dstGroups struct {
+	n     int
+	first *FlowState
+	start []int32 // group r is idx[start[r]:start[r+1]]
+	idx   []int32
+	used  uint32
+}
+
+// groups returns the cached grouping of c's flows by destination,
+// rebuilding it when c's flow list changed (it only shrinks, so its length
+// and first element identify it). Cost O(flows) on a rebuild, O(1) else.
+func (b *rateBook) groups(c *CoflowState) *dstGroups {
+	if b.csr == nil {
+		b.csr = make(map[int]*dstGroups)
+	}
+	g := b.csr[c.Index]
+	if g != nil && g.n == len(c.Flows) && g.first == &c.Flows[0] && len(g.start) == len(c.Recv)+1 {
+		g.used = b.gen
+		return g
+	}
+	if g == nil {
+		g = &dstGroups{}
+		b.csr[c.Index] = g
+	}
+	g.n, g.first, g.used = len(c.Flows), &c.Flows[0], b.gen
+	for r, pl := range c.Recv {
+		b.mark[pl.Port] = int32(r)
+	}
+	g.start = append(g.start[:0], make([]int32, len(c.Recv)+1)...)
+	for j := range c.Flows {
+		g.start[b.mark[c.Flows[j].Dst]+1]++
+	}
+	for r := range c.Recv {
+		g.start[r+1] += g.start[r]
+	}
+	g.idx = append(g.idx[:0], make([]int32, len(c.Flows))...)
+	fill := append([]int32(nil), g.start[:len(c.Recv)]...)
+	for j := range c.Flows {
+		r := b.mark[c.Flows[j].Dst]
+		g.idx[fill[r]] = int32(j)
+		fill[r]++
+	}
+	for _, pl := range c.Recv {
+		b.mark[pl.Port] = -1
+	}
+	return g
 }
 
 // coflowAt returns the coflow position holding flat flow k.
@@ -235,8 +335,8 @@ func (b *rateBook) coflowAt(k int) int {
 // the order rates were first given.
 func (b *rateBook) emit(s *State) []Allocation {
 	b.out = b.out[:0]
-	for _, k := range b.given {
-		i := b.coflowAt(int(k))
+	for x, k := range b.given {
+		i := int(b.givenCo[x])
 		if r := b.rates[k]; r > 0 {
 			b.out = append(b.out, Allocation{Flow: s.Coflows[i].Flows[int(k)-b.off[i]].Ref, Rate: r})
 		}

@@ -144,8 +144,8 @@ func (d *DCLAS) Schedule(now time.Duration, s *State) []Allocation {
 	d.hasWake = false
 	best := math.Inf(1)
 	d.rate = append(d.rate[:0], make([]float64, len(s.Coflows))...)
-	for _, k := range b.given {
-		d.rate[b.coflowAt(int(k))] += b.rates[k]
+	for x, k := range b.given {
+		d.rate[b.givenCo[x]] += b.rates[k]
 	}
 	for i := range s.Coflows {
 		c := &s.Coflows[i]

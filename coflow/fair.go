@@ -84,7 +84,7 @@ func (p *PFP) Schedule(now time.Duration, s *State) []Allocation {
 	for _, k := range p.order {
 		f := &s.Coflows[p.cof[k]].Flows[p.fl[k]]
 		if r := b.spare(f.Src, f.Dst); r > 0 {
-			b.add(int(k), f.Src, f.Dst, r)
+			b.add(int(p.cof[k]), int(k), f.Src, f.Dst, r)
 		}
 	}
 	return b.emit(s)

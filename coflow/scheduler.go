@@ -166,8 +166,11 @@ type FlowState struct {
 	Src, Dst int
 	// Bytes is the raw size; Remaining the raw bytes not yet disposed of.
 	Bytes, Remaining float64
-	// Current is the allocation the flow is running with (zero if paused).
-	Current Allocation
+	// Rate and Codec are the wire rate and codec the flow is running with
+	// (0 and Raw if paused). Its cores are in the allocation the scheduler
+	// returned last.
+	Rate  float64
+	Codec int
 }
 
 // NumFlows returns the number of unfinished flows in s.

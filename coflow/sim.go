@@ -729,7 +729,8 @@ func (s *Sim) stopFlow(g int32) {
 	f := &s.fl[g]
 	f.rate, f.disp, f.codec = 0, 0, Raw
 	f.ver++
-	s.cf[f.ci].fs[f.slot].Current = Allocation{}
+	fs := &s.cf[f.ci].fs[f.slot]
+	fs.Rate, fs.Codec = 0, Raw
 	s.stopRunning(g)
 }
 
@@ -771,7 +772,8 @@ func (s *Sim) apply(allocs []Allocation) {
 		} else {
 			s.setCompressed(f, a, t, !wasRunning || prevCodec != f.codec)
 		}
-		s.cf[f.ci].fs[f.slot].Current = *a
+		fs := &s.cf[f.ci].fs[f.slot]
+		fs.Rate, fs.Codec = a.Rate, a.Codec
 		if !wasRunning {
 			s.runPos[g] = int32(len(s.running))
 			s.running = append(s.running, g)
