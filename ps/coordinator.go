@@ -88,6 +88,7 @@ type coordReq struct {
 	push   epsp.Push
 	ev     epsp.Event
 	batch  int
+	reason string         // opFail
 	reply  chan coordResp // nil for one-way messages
 }
 
@@ -285,10 +286,10 @@ func (c *Coordinator) HandleRequest(ctx context.Context, from transport.NodeID, 
 	return e.b, nil
 }
 
-// HandleMessage receives progress reports.
+// HandleMessage receives progress reports and failure reports.
 func (c *Coordinator) HandleMessage(from transport.NodeID, msg []byte) {
 	r, err := c.decode(from, msg)
-	if err != nil || r.op != opProgress {
+	if err != nil || (r.op != opProgress && r.op != opFail) {
 		return
 	}
 	select {
@@ -330,6 +331,8 @@ func (c *Coordinator) decode(from transport.NodeID, b []byte) (*coordReq, error)
 		r.ev = epsp.Event{Kind: epsp.EventTransferResult, Worker: w, Transfer: epsp.TransferResult{ID: id, Accepted: acc, Lo: lo, Hi: hi}}
 	case opTransferDone:
 		r.ev = epsp.Event{Kind: epsp.EventTransferDone, Worker: w, Transfer: epsp.TransferResult{ID: d.u64()}}
+	case opFail:
+		r.reason = d.str()
 	default:
 		return nil, fmt.Errorf("%w: unknown coordinator op %d", ErrMalformed, o)
 	}
@@ -366,7 +369,11 @@ func (c *Coordinator) loop() {
 
 func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder) coordResp {
 	if err := c.Err(); err != nil {
-		return coordResp{err: err}
+		return coordResp{err: fmt.Errorf("%w: %v", ErrAborted, err)}
+	}
+	if r.op == opFail {
+		c.setFatal(fmt.Errorf("ps: %s failed: %s", c.cfg.Workers[r.worker], r.reason))
+		return coordResp{}
 	}
 	now := c.opts.clock()
 	switch r.op {
@@ -429,12 +436,24 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 	return coordResp{err: fmt.Errorf("%w: op %d", ErrMalformed, r.op)}
 }
 
+// setFatal records the first fatal error and tells every worker the run
+// is aborted, so that none waits forever for a release. It runs on the
+// loop goroutine.
 func (c *Coordinator) setFatal(err error) {
 	c.mu.Lock()
-	if c.fatal == nil {
+	first := c.fatal == nil
+	if first {
 		c.fatal = err
 	}
 	c.mu.Unlock()
+	if !first {
+		return
+	}
+	e := newMsg(nil, opAbort)
+	e.str(err.Error())
+	for w := range c.cfg.Workers {
+		c.send(epsp.WorkerID(w), e.b) // best effort: a dead worker cannot be told
+	}
 }
 
 func (c *Coordinator) snapshot() {

@@ -33,6 +33,10 @@ var (
 	// ErrRejected: the coordinator refused a request (for example an
 	// out-of-order clock); the message carries the coordinator's reason.
 	ErrRejected = errors.New("ps: rejected by coordinator")
+	// ErrAborted: the coordinator stopped the run after a failure (a
+	// server unreachable during a flush, a worker that failed); the message
+	// carries the cause.
+	ErrAborted = errors.New("ps: run aborted")
 	// ErrRemote: a peer failed in a way no other sentinel describes.
 	ErrRemote = errors.New("ps: remote error")
 )
@@ -51,6 +55,7 @@ const (
 	codeRejected
 	codeClosed
 	codeInternal
+	codeAborted
 )
 
 var codeErrors = [...]error{
@@ -62,6 +67,7 @@ var codeErrors = [...]error{
 	codeRejected:       ErrRejected,
 	codeClosed:         ErrClosed,
 	codeInternal:       ErrRemote,
+	codeAborted:        ErrAborted,
 }
 
 // codeOf maps an error to its wire code.

@@ -492,3 +492,41 @@ func TestShardSampler_Batch(t *testing.T) {
 		})
 	}
 }
+
+// TestTrain_ServerDeathAbortsRun kills a server mid-training under BSP: no
+// worker waits forever at the barrier; every Train returns within a bound,
+// with the dead server named (ErrServerUnavailable) or the run aborted
+// (ErrAborted).
+func TestTrain_ServerDeathAbortsRun(t *testing.T) {
+	c := pstest.NewCluster(t, pstest.Servers(2), pstest.Workers(3), pstest.Batch(4), pstest.Chunk(1),
+		pstest.Partitioner(ps.Hash{Servers: 2}))
+	m := &idModel{workers: 3, clocks: 1000, staleness: -1, sleep: func(epsp.WorkerID, int) time.Duration { return 200 * time.Microsecond }}
+	keys := []uint64{0, 1, 2, 3, 4, 5, 6, 7}
+	errs := make(chan error, 3)
+	for i, w := range c.Workers {
+		go func() {
+			_, err := w.Train(context.Background(), m, idSampler{1000}, ps.TrainConfig{Keys: keys, Lens: []int{375, 375, 375, 375, 375, 375, 375, 375}, Init: ps.Zeros{}, Clocks: 1000})
+			errs <- fmt.Errorf("worker %d: %w", i, err)
+		}()
+	}
+	time.Sleep(30 * time.Millisecond)
+	must(t, c.Net.Kill("server-1"))
+	named := false
+	for range 3 {
+		select {
+		case err := <-errs:
+			switch {
+			case errors.Is(err, ps.ErrServerUnavailable):
+				named = named || strings.Contains(err.Error(), "server-1")
+			case errors.Is(err, ps.ErrAborted):
+			default:
+				t.Errorf("unexpected error: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a worker still waits 10s after the server died")
+		}
+	}
+	if !named && !strings.Contains(fmt.Sprint(c.Coordinator.Err()), "server-1") {
+		t.Errorf("nobody named server-1; coordinator: %v", c.Coordinator.Err())
+	}
+}

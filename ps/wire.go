@@ -37,13 +37,14 @@ const (
 	opProgress
 	opTransferResult
 	opTransferDone
-	opVersion
+	opFail // worker → coordinator message: the worker failed (reason)
 	// worker messages
 	opRelease
 	opSetParallelism
 	opSetBatch
 	opTransferOrder
 	opTransferTask
+	opAbort // coordinator → worker message: the run is aborted (reason)
 )
 
 const (

@@ -252,13 +252,35 @@ func (w *Worker) Err() error {
 	return w.fatal
 }
 
+// setFatal records the first error that broke the worker's background
+// work, wakes its waiters and reports the failure to the coordinator.
 func (w *Worker) setFatal(err error) {
 	w.mu.Lock()
-	if w.fatal == nil {
+	first := w.fatal == nil
+	if first {
 		w.fatal = err
 	}
 	w.broadcastLocked()
 	w.mu.Unlock()
+	if first && !errors.Is(err, ErrAborted) {
+		w.reportFail(err)
+	}
+}
+
+// reportFail tells the coordinator this worker failed (best effort), so it
+// can abort the run instead of leaving the others waiting at a barrier.
+func (w *Worker) reportFail(err error) {
+	w.mu.Lock()
+	tr := w.tr
+	w.mu.Unlock()
+	if tr == nil {
+		return
+	}
+	e := newMsg(nil, opFail)
+	e.str(err.Error())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = tr.Send(ctx, w.cfg.Coordinator, e.b)
 }
 
 func (w *Worker) broadcastLocked() {
@@ -363,6 +385,12 @@ func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
 			return
 		}
 		w.goBackground(func() { w.answerTransfer(ord) })
+	case opAbort:
+		msg := d.str()
+		if d.end() != nil {
+			return
+		}
+		w.setFatal(fmt.Errorf("%w: %s", ErrAborted, msg))
 	case opTransferTask:
 		t := transferTask{id: d.u64(), owner: epsp.WorkerID(d.int(0, maxInt32, "owner")), clock: d.int(0, 1<<62, "clock"),
 			lo: d.int(0, 1<<62, "lo"), hi: d.int(0, 1<<62, "hi"), batch: d.int(1, 1<<40, "batch"), version: d.u64()}
@@ -515,7 +543,14 @@ func (w *Worker) pushGradTo(ctx context.Context, push epsp.Push, keys []uint64, 
 // batches sampler assigns, following the coordinator's orders. It returns
 // when this worker's last clock is released (the worker keeps serving
 // transfers until Close).
+//
+// An error after training has begun (a server or the coordinator
+// unreachable) is reported to the coordinator, which aborts the run so
+// that the other workers return ErrAborted instead of waiting forever.
 func (w *Worker) Train(ctx context.Context, model Model, sampler Sampler, tc TrainConfig) (TrainStats, error) {
+	if model == nil || sampler == nil {
+		return TrainStats{}, errors.New("ps: Train needs a Model and a Sampler")
+	}
 	w.mu.Lock()
 	if w.client == nil {
 		w.mu.Unlock()
@@ -525,12 +560,21 @@ func (w *Worker) Train(ctx context.Context, model Model, sampler Sampler, tc Tra
 		w.mu.Unlock()
 		return TrainStats{}, errors.New("ps: Train called twice")
 	}
-	w.model, w.sampler, w.train = model, sampler, &tc
-	w.mu.Unlock()
 	total, err := w.client.checkShape(tc.Keys, tc.Lens)
 	if err != nil {
+		w.mu.Unlock()
 		return TrainStats{}, err
 	}
+	w.model, w.sampler, w.train = model, sampler, &tc
+	w.mu.Unlock()
+	st, err := w.run(ctx, tc, total)
+	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrAborted) {
+		w.reportFail(err)
+	}
+	return st, err
+}
+
+func (w *Worker) run(ctx context.Context, tc TrainConfig, total int) (TrainStats, error) {
 	if tc.Init != nil {
 		if err := w.client.InitWith(ctx, tc.Keys, tc.Lens, tc.Init); err != nil {
 			return TrainStats{}, err
