@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+func testOptions() options {
+	return options{scheds: "sebf,fifo", mode: "exact", format: "table", portBits: 1024 * 1048576,
+		synthPorts: 10, synthCoflows: 20, synthGap: time.Second, seed: 3}
+}
+
+var summaryLine = regexp.MustCompile(`^sched=(\S+) mode=(exact|coflowsim) coflows=(\d+) avg_cct_ms=[0-9.]+ p95_cct_ms=[0-9.]+ wall_ms=[0-9.]+$`)
+
+func TestRun_SummaryLines(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(testOptions(), &out); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if m := summaryLine.FindStringSubmatch(l); m != nil {
+			if m[3] != "20" {
+				t.Errorf("coflows = %s, want 20", m[3])
+			}
+			got = append(got, m[1])
+		} else if strings.HasPrefix(l, "sched=") {
+			t.Errorf("malformed summary line %q", l)
+		}
+	}
+	if strings.Join(got, ",") != "sebf,fifo" {
+		t.Fatalf("summary lines for %v, want sebf,fifo\n%s", got, out.String())
+	}
+}
+
+func TestRun_CoflowsimFormatAndCSV(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "t.txt")
+	// Two coflows; the second has 2 mappers and 2 reducers.
+	if err := os.WriteFile(trace, []byte("4 2\n1 0 1 0 1 1:1.0\n2 100 2 0 1 2 2:4.0 3:2.0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := testOptions()
+	o.trace, o.scheds, o.format, o.csv = trace, "sebf", "coflowsim", filepath.Join(dir, "out.csv")
+	var out bytes.Buffer
+	if err := run(o, &out); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	// 1 MiB at 128 MiB/s = 7.8125 ms; coflow 2: 4 MiB into port 2 → 31.25 ms.
+	want := []string{
+		"JOB-1 0.0 7.8125 1 1 1048576.0 1048576.0 7.8125 0 7.8125",
+		"JOB-2 100.0 131.25 2 2 6291456.0 4194304.0 31.25 0 46.875",
+		"39.0625",
+	}
+	for i, w := range want {
+		if lines[i] != w {
+			t.Errorf("line %d = %q, want %q", i, lines[i], w)
+		}
+	}
+	if !summaryLine.MatchString(lines[len(lines)-1]) {
+		t.Errorf("last line %q is not a summary line", lines[len(lines)-1])
+	}
+	csv, err := os.ReadFile(o.csv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(csv), "\n"); n != 3 || !strings.HasPrefix(string(csv), "sched,index,id,") {
+		t.Errorf("csv has %d lines:\n%s", n, csv)
+	}
+}
+
+func TestRun_Errors(t *testing.T) {
+	for _, mod := range []func(*options){
+		func(o *options) { o.mode = "bogus" },
+		func(o *options) { o.format = "xml" },
+		func(o *options) { o.scheds = "nope" },
+		func(o *options) { o.trace = "/nonexistent/trace.txt" },
+		func(o *options) { o.portBits = 0 },
+	} {
+		o := testOptions()
+		mod(&o)
+		if err := run(o, &bytes.Buffer{}); err == nil {
+			t.Errorf("options %+v: no error", o)
+		}
+	}
+}
+
+func TestJavaDouble(t *testing.T) {
+	tests := map[float64]string{
+		2097152: "2097152.0", 2.62144e7: "2.62144E7", 16: "16.0", 0: "0.0", 1e7: "1.0E7",
+		9999999: "9999999.0", 0.001: "0.001", 1e-4: "1.0E-4", 7.8125: "7.8125", 9.60495616e8: "9.60495616E8",
+	}
+	for x, want := range tests {
+		if got := javaDouble(x); got != want {
+			t.Errorf("javaDouble(%v) = %q, want %q", x, got, want)
+		}
+	}
+}
+
+func TestRun_CoflowsimMode(t *testing.T) {
+	o := testOptions()
+	o.mode, o.scheds = "coflowsim", "fifo"
+	var out bytes.Buffer
+	if err := run(o, &out); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, l := range strings.Split(out.String(), "\n") {
+		if m := summaryLine.FindStringSubmatch(l); m != nil && m[2] == "coflowsim" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d coflowsim summary lines, want 1:\n%s", n, out.String())
+	}
+}
