@@ -53,6 +53,27 @@ func (d *Dataset) Head(n int) *Dataset {
 	return &Dataset{X: d.X[:n*d.D], Y: d.Y[:n], N: n, D: d.D, Classes: d.Classes}
 }
 
+// Subset returns a new dataset holding copies of the rows idx, in that
+// order. It panics if an index is out of range.
+func (d *Dataset) Subset(idx []int) *Dataset {
+	out := &Dataset{X: make([]float32, len(idx)*d.D), Y: make([]uint8, len(idx)), N: len(idx), D: d.D, Classes: d.Classes}
+	for i, r := range idx {
+		copy(out.X[i*d.D:(i+1)*d.D], d.Row(r))
+		out.Y[i] = d.Y[r]
+	}
+	return out
+}
+
+// Sample returns a copy of n rows drawn without replacement by rng (all
+// rows, shuffled, if n <= 0 or n >= N).
+func (d *Dataset) Sample(n int, rng *rand.Rand) *Dataset {
+	perm := rng.Perm(d.N)
+	if n > 0 && n < d.N {
+		perm = perm[:n]
+	}
+	return d.Subset(perm)
+}
+
 // Shuffled returns a copy of d with its rows permuted by rng.
 func (d *Dataset) Shuffled(rng *rand.Rand) *Dataset {
 	perm := rng.Perm(d.N)

@@ -106,3 +106,23 @@ func TestDataset_HeadShuffled(t *testing.T) {
 		}
 	}
 }
+
+func TestDataset_SubsetSample(t *testing.T) {
+	tr, _, _ := Synthetic(SyntheticConfig{Train: 30, Test: 1, Dim: 2, Classes: 3})
+	s := tr.Subset([]int{5, 1})
+	if s.N != 2 || s.Y[0] != tr.Y[5] || s.X[2] != tr.X[2] || s.X[3] != tr.X[3] {
+		t.Fatalf("Subset: %+v", s)
+	}
+	s.X[0] = 99
+	if tr.X[10] == 99 {
+		t.Errorf("Subset shares memory with its source")
+	}
+	a := tr.Sample(10, rand.New(rand.NewPCG(3, 3)))
+	b := tr.Sample(10, rand.New(rand.NewPCG(3, 3)))
+	if a.N != 10 || a.Y[4] != b.Y[4] || a.X[7] != b.X[7] {
+		t.Errorf("Sample is not deterministic for a seed")
+	}
+	if all := tr.Sample(0, rand.New(rand.NewPCG(1, 1))); all.N != tr.N {
+		t.Errorf("Sample(0) has %d rows, want %d", all.N, tr.N)
+	}
+}

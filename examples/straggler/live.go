@@ -1,12 +1,443 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/model"
+	"github.com/falconml/falcon/ps"
 	"github.com/falconml/falcon/ps/sim"
+	"github.com/falconml/falcon/straggler"
+	"github.com/falconml/falcon/transport"
 )
 
-// runLive runs the scenarios with real goroutines. Not yet wired to ps's
-// live runtime.
+// liveKeyLen cuts the parameter vector into keys as the simulator does.
+const liveKeyLen = 1024
+
+// runLive runs each scenario twice per policy: in the simulator and live,
+// with real goroutines (ps's coordinator, servers and workers over the
+// in-process transport) whose compute is slowed on the wall clock to the
+// rate the scenario's heterogeneity model gives. It prints both results
+// and the two rankings.
 func runLive(o options, scenarios []sim.Scenario, specs []policySpec, m model.Model, train, test *model.Dataset) error {
-	return errLiveUnavailable
+	fmt.Printf("live mode: %s on %d rows, %d workers, batch %d/worker, lr %g, target %.3f (mean of %d evaluations every %v), %v per run, time scale %gx\n",
+		m.Name(), train.N, sim.SuiteWorkers, o.batch, o.lr, o.target, o.window, o.evalEvery, o.duration, o.liveScale)
+	fmt.Printf("command: %s\n\n", strings.Join(os.Args, " "))
+	type pair struct {
+		spec      policySpec
+		sim, live *sim.Result
+	}
+	for _, sc := range scenarios {
+		var rows []pair
+		for i, spec := range specs {
+			sr, err := runOne(o, sc, spec, m, train, test, i+1, len(specs))
+			if err != nil {
+				return fmt.Errorf("sim %s/%s: %w", sc.Name, spec.Name, err)
+			}
+			sr.Policy = spec.Name
+			start := time.Now()
+			lr, err := liveOne(o, sc, spec, m, train, test)
+			if err != nil {
+				return fmt.Errorf("live %s/%s: %w", sc.Name, spec.Name, err)
+			}
+			if !o.quiet {
+				fmt.Fprintf(os.Stderr, "[%d/%d] %-11s %-14s live time_to_target=%ss final_acc=%.3f (%.1fs wall)\n",
+					i+1, len(specs), sc.Name, spec.Name, fmtT(lr.TimeToTargetSeconds()), lr.FinalAccuracy, time.Since(start).Seconds())
+			}
+			rows = append(rows, pair{spec, sr, lr})
+		}
+		for _, r := range rows {
+			fmt.Printf("policy=%s scenario=%s mode=live time_to_target_s=%s final_acc=%.4f blocked_frac=%.4f transfers=%d\n",
+				r.spec.Name, sc.Name, fmtT(r.live.TimeToTargetSeconds()), r.live.FinalAccuracy, r.live.BlockedFraction(), r.live.AcceptedTransfers())
+		}
+		fmt.Println()
+		tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "scenario\tpolicy\tsim_t2t_s\tlive_t2t_s\tsim_rank\tlive_rank\tsim_acc\tlive_acc\tsim_blocked\tlive_blocked\tsim_transfers\tlive_transfers\t")
+		simT := make([]float64, len(rows))
+		liveT := make([]float64, len(rows))
+		for i, r := range rows {
+			simT[i], liveT[i] = r.sim.TimeToTargetSeconds(), r.live.TimeToTargetSeconds()
+		}
+		sRank, lRank := ranks(simT), ranks(liveT)
+		for i, r := range rows {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%g\t%g\t%.4f\t%.4f\t%.3f\t%.3f\t%d\t%d\t\n", sc.Name, r.spec.Name,
+				fmtT(simT[i]), fmtT(liveT[i]), sRank[i], lRank[i], r.sim.FinalAccuracy, r.live.FinalAccuracy,
+				r.sim.BlockedFraction(), r.live.BlockedFraction(), r.sim.AcceptedTransfers(), r.live.AcceptedTransfers())
+		}
+		tw.Flush()
+		fmt.Printf("Spearman rank correlation sim vs live (%s): %.3f\n\n", sc.Name, spearman(sRank, lRank))
+	}
+	return nil
+}
+
+// ranks returns 1-based ranks of xs (smaller is better), ties sharing the
+// mean rank; +Inf ranks last.
+func ranks(xs []float64) []float64 {
+	idx := make([]int, len(xs))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return xs[idx[a]] < xs[idx[b]] })
+	r := make([]float64, len(xs))
+	for i := 0; i < len(idx); {
+		j := i
+		for j+1 < len(idx) && xs[idx[j+1]] == xs[idx[i]] {
+			j++
+		}
+		for k := i; k <= j; k++ {
+			r[idx[k]] = float64(i+j)/2 + 1
+		}
+		i = j + 1
+	}
+	return r
+}
+
+// spearman is the Pearson correlation of two rank vectors.
+func spearman(a, b []float64) float64 {
+	n := float64(len(a))
+	if n < 2 {
+		return math.NaN()
+	}
+	var ma, mb float64
+	for i := range a {
+		ma += a[i]
+		mb += b[i]
+	}
+	ma /= n
+	mb /= n
+	var cov, va, vb float64
+	for i := range a {
+		cov += (a[i] - ma) * (b[i] - mb)
+		va += (a[i] - ma) * (a[i] - ma)
+		vb += (b[i] - mb) * (b[i] - mb)
+	}
+	if va == 0 || vb == 0 {
+		return math.NaN()
+	}
+	return cov / math.Sqrt(va*vb)
+}
+
+// liveSampler gives worker w the same kind of data as the simulator: a
+// seeded permutation of the training rows cut into one shard per worker,
+// walked in order (batch of clock c = the next size rows from position
+// c·size, wrapping). It is a pure function, as ps.Sampler requires.
+type liveSampler struct{ shards [][]int }
+
+func newLiveSampler(n, workers int, seed uint64) liveSampler {
+	perm := rand.New(rand.NewPCG(seed, 0xda7a)).Perm(n)
+	per := n / workers
+	s := liveSampler{shards: make([][]int, workers)}
+	for w := range workers {
+		s.shards[w] = perm[w*per : (w+1)*per]
+	}
+	return s
+}
+
+func (s liveSampler) Batch(owner epsp.WorkerID, clock, size int) []int {
+	sh := s.shards[owner]
+	ids := make([]int, size)
+	for i := range ids {
+		ids[i] = sh[(clock*size+i)%len(sh)]
+	}
+	return ids
+}
+
+// slowModel adapts a model.Model to ps.Model and injects the scenario's
+// compute time on the wall clock: a call over n samples by one of the p
+// goroutines of worker w takes n·p/Rate(w) seconds (times the time scale),
+// Rate from the heterogeneity model at the current parallelism of every
+// worker, including core contention on the host.
+type slowModel struct {
+	w     int
+	train *model.Dataset
+	speed *straggler.Hetero
+	par   []atomic.Int32 // current parallelism of every worker
+	start time.Time
+	scale float64
+	pool  *sync.Pool // of *modelScratch
+}
+
+type modelScratch struct {
+	m model.Model
+	g []float32
+	p []int
+	r []float64
+}
+
+func (s *slowModel) Gradient(params []float32, samples []int, grad []float32) float64 {
+	t0 := time.Now()
+	sc := s.pool.Get().(*modelScratch)
+	defer s.pool.Put(sc)
+	n := len(samples)
+	if n == 0 {
+		return 0
+	}
+	loss := sc.m.LossGrad(params, s.train, samples, sc.g)
+	fn := float32(n)
+	for i, g := range sc.g {
+		grad[i] += g * fn // ps.Model wants the sum over samples
+	}
+	for i := range sc.p {
+		sc.p[i] = int(s.par[i].Load())
+	}
+	now := time.Duration(float64(t0.Sub(s.start)) / s.scale)
+	sc.r = s.speed.RateAll(sc.p, now, sc.r)
+	want := time.Duration(float64(n) * float64(max(sc.p[s.w], 1)) / sc.r[s.w] * s.scale * float64(time.Second))
+	if d := want - time.Since(t0); d > 0 {
+		time.Sleep(d)
+	}
+	return loss * float64(n)
+}
+
+// liveObserver tracks parallelism, blocked time and transfers. Blocked
+// time of worker w for clock c is the time from its EvClockDone of c to
+// its EvRelease into c+1 (the two come from different goroutines and may
+// be observed in either order, hence the pairing by clock).
+type liveObserver struct {
+	start time.Time
+	par   []atomic.Int32
+
+	mu        sync.Mutex
+	doneAt    map[[2]int]time.Duration // (worker, clock) -> clock done
+	releaseAt map[[2]int]time.Duration // (worker, clock) -> released into clock
+	transfers int
+}
+
+func (l *liveObserver) Observe(e ps.Event) {
+	now := time.Since(l.start)
+	switch e.Kind {
+	case ps.EvParallelism:
+		if int(e.Worker) < len(l.par) && e.P > 0 {
+			l.par[e.Worker].Store(int32(e.P))
+		}
+	case ps.EvClockDone:
+		l.mu.Lock()
+		l.doneAt[[2]int{int(e.Worker), e.Clock}] = now
+		l.mu.Unlock()
+	case ps.EvRelease:
+		l.mu.Lock()
+		l.releaseAt[[2]int{int(e.Worker), e.Clock}] = now
+		l.mu.Unlock()
+	case ps.EvTransferResult:
+		if e.Result.Accepted {
+			l.mu.Lock()
+			l.transfers++
+			l.mu.Unlock()
+		}
+	}
+}
+
+// blocked sums, per worker, the time between finishing each clock and
+// being released into the next; a clock still waiting at end counts up to
+// end.
+func (l *liveObserver) blocked(nw int, end time.Duration) []time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := make([]time.Duration, nw)
+	for k, done := range l.doneAt {
+		rel, ok := l.releaseAt[[2]int{k[0], k[1] + 1}]
+		if !ok {
+			rel = end
+		}
+		if rel > done {
+			b[k[0]] += rel - done
+		}
+	}
+	return b
+}
+
+// liveInit initialises the servers with the model's seeded initial
+// parameters (the same as the simulator's).
+type liveInit []float32
+
+func (v liveInit) Init(key uint64, off int, vals []float32) {
+	copy(vals, v[int(key)*liveKeyLen+off:])
+}
+
+// liveOne trains one policy live for o.duration·o.liveScale of wall time.
+func liveOne(o options, sc sim.Scenario, spec policySpec, m model.Model, train, test *model.Dataset) (*sim.Result, error) {
+	speed, err := sc.Speed()
+	if err != nil {
+		return nil, err
+	}
+	pol, err := spec.New(speed, sim.SuiteWorkers)
+	if err != nil {
+		return nil, err
+	}
+	nw := sim.SuiteWorkers
+	n := m.NumParams()
+	var keys []uint64
+	var lens []int
+	for off, k := 0, uint64(0); off < n; off, k = off+liveKeyLen, k+1 {
+		keys = append(keys, k)
+		lens = append(lens, min(liveKeyLen, n-off))
+	}
+	init := make(liveInit, n)
+	m.Init(init, rand.New(rand.NewPCG(o.seed, 0x1417)))
+
+	obs := &liveObserver{par: make([]atomic.Int32, nw), doneAt: map[[2]int]time.Duration{}, releaseAt: map[[2]int]time.Duration{}}
+	for w := range nw {
+		obs.par[w].Store(int32(sc.Parallelism))
+	}
+	ro := []ps.Option{ps.WithObserver(obs)}
+	net := transport.NewInmemNetwork()
+	defer net.Close()
+	servers := []transport.NodeID{"server-0", "server-1"}
+	for _, id := range servers {
+		s, err := ps.NewServer(string(id), ps.ServerConfig{Store: ps.StoreConfig{Optimizer: ps.SGD{LR: float32(o.lr)}}}, ro...)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := net.Join(id, s); err != nil {
+			return nil, err
+		}
+	}
+	var workerIDs []transport.NodeID
+	for w := range nw {
+		workerIDs = append(workerIDs, transport.NodeID(fmt.Sprintf("worker-%d", w)))
+	}
+	tick := time.Duration(float64(sim.DefaultConfig().TickPeriod) * o.liveScale)
+	ctx := context.Background()
+	co, err := ps.NewCoordinator(ps.CoordinatorConfig{
+		EPSP:    epsp.Config{NumWorkers: nw, Batch: o.batch, Parallelism: sc.Parallelism, TickPeriod: tick},
+		Servers: servers, Workers: workerIDs, StartTimeout: 10 * time.Second,
+	}, pol, ro...)
+	if err != nil {
+		return nil, err
+	}
+	ctr, err := net.Join("coordinator", co)
+	if err != nil {
+		return nil, err
+	}
+	if err := co.Start(ctx, ctr); err != nil {
+		return nil, err
+	}
+	defer co.Close()
+	cc := ps.ClientConfig{Servers: servers, Width: 1}
+	var workers []*ps.Worker
+	for w, id := range workerIDs {
+		wk, err := ps.NewWorker(string(id), ps.WorkerConfig{ID: epsp.WorkerID(w), Coordinator: "coordinator", Client: cc,
+			StartTimeout: 10 * time.Second, Chunk: max(1, o.batch/(8*sc.Parallelism)), ProgressEvery: sc.Parallelism}, ro...)
+		if err != nil {
+			return nil, err
+		}
+		wtr, err := net.Join(id, wk)
+		if err != nil {
+			return nil, err
+		}
+		if err := wk.Start(ctx, wtr); err != nil {
+			return nil, err
+		}
+		defer wk.Close()
+		workers = append(workers, wk)
+	}
+	if err := co.WaitWorkers(ctx); err != nil {
+		return nil, err
+	}
+	etr, err := net.Join("evaluator", ps.ClientHandler{})
+	if err != nil {
+		return nil, err
+	}
+	eval, err := ps.NewClient(etr, cc)
+	if err != nil {
+		return nil, err
+	}
+	// The initial values go in before anyone trains (every worker's Init
+	// keeps existing keys).
+	if err := eval.InitWith(ctx, keys, lens, init); err != nil {
+		return nil, err
+	}
+
+	sampler := newLiveSampler(train.N, nw, o.seed)
+	pool := &sync.Pool{New: func() any {
+		return &modelScratch{m: m.Clone(), g: make([]float32, n), p: make([]int, nw)}
+	}}
+	start := time.Now()
+	obs.start = start
+	wall := time.Duration(float64(o.duration) * o.liveScale)
+	runCtx, cancel := context.WithTimeout(ctx, wall)
+	defer cancel()
+
+	res := &sim.Result{Policy: spec.Name, Model: m.Name(), Target: o.target, Workers: make([]sim.WorkerStats, nw)}
+	evalDone := make(chan error, 1)
+	go func() { // the evaluator: pull and score every EvalEvery (scaled)
+		params := make([]float32, n)
+		em := m.Clone()
+		period := time.Duration(float64(o.evalEvery) * o.liveScale)
+		next := start
+		for {
+			at := time.Since(start)
+			if err := eval.Pull(ctx, keys, params, lens); err != nil {
+				evalDone <- err
+				return
+			}
+			loss, acc := em.Evaluate(params, test, nil)
+			res.Evals = append(res.Evals, sim.EvalPoint{Time: time.Duration(float64(at) / o.liveScale), Loss: loss, Accuracy: acc})
+			next = next.Add(period)
+			select {
+			case <-runCtx.Done():
+				evalDone <- nil
+				return
+			case <-time.After(time.Until(next)):
+			}
+		}
+	}()
+	g, gctx := errgroup.WithContext(runCtx)
+	for w, wk := range workers {
+		sm := &slowModel{w: w, train: train, speed: speed, par: obs.par, start: start, scale: o.liveScale, pool: pool}
+		g.Go(func() error {
+			// Clocks only bounds the run (the deadline ends it); Train
+			// preallocates per clock, so it must not be huge.
+			_, err := wk.Train(gctx, sm, sampler, ps.TrainConfig{Keys: keys, Lens: lens, Clocks: 1 << 16})
+			if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+				return err
+			}
+			return nil
+		})
+	}
+	terr := g.Wait()
+	if err := <-evalDone; err != nil {
+		return nil, fmt.Errorf("evaluator: %w", err)
+	}
+	if terr != nil {
+		return nil, terr
+	}
+	if err := co.Err(); err != nil {
+		return nil, err
+	}
+	end := time.Duration(float64(time.Since(start)) / o.liveScale)
+	res.End = end
+	res.TimeToTarget, res.Reached = sim.TargetTime(res.Evals, o.target, o.window)
+	res.FirstCrossing, res.Crossed = sim.TargetTime(res.Evals, o.target, 1)
+	if k := len(res.Evals); k > 0 {
+		res.FinalAccuracy, res.FinalLoss = res.Evals[k-1].Accuracy, res.Evals[k-1].Loss
+	}
+	wallEnd := time.Since(start)
+	blocked := obs.blocked(nw, wallEnd)
+	for w := range nw {
+		b := time.Duration(float64(blocked[w]) / o.liveScale)
+		res.Workers[w] = sim.WorkerStats{Worker: w, Blocked: b, Busy: max(end-b, 0), FinalP: int(obs.par[w].Load())}
+	}
+	obs.mu.Lock()
+	accepted := obs.transfers
+	obs.mu.Unlock()
+	res.Stats = co.Stats()
+	for range accepted {
+		res.Transfers = append(res.Transfers, sim.TransferRecord{Accepted: true})
+	}
+	res.Dropped = res.Stats.Dropped
+	return res, nil
 }

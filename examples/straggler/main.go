@@ -18,7 +18,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -51,6 +50,7 @@ type options struct {
 	seed      uint64
 	out       string
 	live      bool
+	liveScale float64
 	quiet     bool
 }
 
@@ -72,6 +72,7 @@ func main() {
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of data order, model init and slowdowns")
 	flag.StringVar(&o.out, "out", ".", "directory for the CSV and PNG files")
 	flag.BoolVar(&o.live, "live", false, "run with real goroutines and injected slowdowns on the wall clock instead of the simulator")
+	flag.Float64Var(&o.liveScale, "live-scale", 1, "with -live: stretch wall time by this factor (rates divided, periods multiplied); times are reported divided by it")
 	flag.BoolVar(&o.quiet, "q", false, "no progress on stderr")
 	flag.Parse()
 	if err := run(o); err != nil {
@@ -89,8 +90,8 @@ func loadData(o options) (train, test *model.Dataset, label string, err error) {
 			train, test, lerr = mnist.Load(dir)
 		}
 		if lerr == nil {
-			train = train.Shuffled(rng).Head(o.train)
-			test = test.Shuffled(rng).Head(o.test)
+			train = train.Sample(o.train, rng)
+			test = test.Sample(o.test, rng)
 			return train, test, fmt.Sprintf("MNIST (%d train / %d test rows)", train.N, test.N), nil
 		}
 		if o.data == "mnist" {
@@ -303,5 +304,3 @@ func writeOutputs(o options, sc sim.Scenario, results []*sim.Result) error {
 	fmt.Fprintf(os.Stderr, "wrote %s.csv and %s.png\n", base, base)
 	return nil
 }
-
-var errLiveUnavailable = errors.New("-live: ps's live runtime is not available in this build")

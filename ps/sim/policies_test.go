@@ -193,3 +193,28 @@ func TestRun_TargetWindow(t *testing.T) {
 		t.Errorf("smoothed accuracy at the reported time is %.3f < target", sum/4)
 	}
 }
+
+// TestTargetTime checks that the exported rule agrees with the simulator's
+// own smoothed target test.
+func TestTargetTime(t *testing.T) {
+	c := testConfig(4)
+	c.TargetWindow = 3
+	r, err := Run(c, testJob(t, 4, []float64{1, 1, 0.5, 1}, epsp.NewSSP(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := TargetTime(r.Evals, c.Target, 3)
+	if ok != r.Reached || got != r.TimeToTarget {
+		t.Errorf("TargetTime = %v, %v; simulator says %v, %v", got, ok, r.TimeToTarget, r.Reached)
+	}
+	evals := []EvalPoint{{Time: 1, Accuracy: 0.9}, {Time: 2, Accuracy: 0.1}, {Time: 3, Accuracy: 0.8}, {Time: 4, Accuracy: 0.8}}
+	if tt, ok := TargetTime(evals, 0.8, 2); !ok || tt != 4 {
+		t.Errorf("window 2: got %v, %v; want 4ns, true", tt, ok)
+	}
+	if tt, ok := TargetTime(evals, 0.85, 1); !ok || tt != 1 {
+		t.Errorf("window 1: got %v, %v; want 1ns, true", tt, ok)
+	}
+	if _, ok := TargetTime(evals, 0.95, 1); ok {
+		t.Errorf("unreachable target reported reached")
+	}
+}

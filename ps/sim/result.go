@@ -166,3 +166,23 @@ func WriteEvalCSV(w io.Writer, results ...*Result) error {
 	}
 	return bw.Flush()
 }
+
+// TargetTime applies the time-to-target rule of [Config.TargetWindow] to
+// an evaluation series: the time of the first evaluation at which the mean
+// accuracy of the last window evaluations (that one included) reaches
+// target. window <= 0 means 1. It reports false if the series never does.
+// Live runs use it so that they are judged exactly like simulated ones.
+func TargetTime(evals []EvalPoint, target float64, window int) (time.Duration, bool) {
+	window = max(window, 1)
+	var sum float64
+	for i, e := range evals {
+		sum += e.Accuracy
+		if i >= window {
+			sum -= evals[i-window].Accuracy
+		}
+		if i+1 >= window && sum/float64(window) >= target {
+			return e.Time, true
+		}
+	}
+	return 0, false
+}
