@@ -7,7 +7,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps"
+	"github.com/falconml/falcon/ps/pstest"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -225,5 +227,34 @@ func BenchmarkCopyCeiling(b *testing.B) {
 				copy(dst, srv)
 			}
 		})
+	}
+}
+
+type nopModel struct{}
+
+func (nopModel) Gradient(_ []float32, samples []int, grad []float32) float64 {
+	grad[0] += float32(len(samples))
+	return 0
+}
+
+// BenchmarkClock measures the runtime's cost of one clock (pull, admit,
+// push, clock, release; BSP adds the flush on every server) with a model
+// that computes nothing: the synchronisation overhead per iteration.
+func BenchmarkClock(b *testing.B) {
+	for _, pol := range []struct {
+		name string
+		p    func() epsp.Policy
+	}{{"bsp", func() epsp.Policy { return epsp.NewBSP() }}, {"ssp1", func() epsp.Policy { return epsp.NewSSP(1) }}} {
+		for _, workers := range []int{1, 4} {
+			b.Run(fmt.Sprintf("%s/workers=%d", pol.name, workers), func(b *testing.B) {
+				c := pstest.NewCluster(b, pstest.Servers(2), pstest.Workers(workers), pstest.Batch(1), pstest.Policy(pol.p()))
+				b.ResetTimer()
+				_, err := c.Train(context.Background(), nopModel{}, ps.ShardSampler{N: 64, Workers: workers},
+					ps.TrainConfig{Keys: []uint64{0, 1 << 63}, Lens: []int{8, 8}, Init: ps.Zeros{}, Clocks: b.N})
+				if err != nil {
+					b.Fatal(err)
+				}
+			})
+		}
 	}
 }
