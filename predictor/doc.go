@@ -51,7 +51,9 @@
 //	n_t = tanh(W_n x_t + b_n + r_t ⊙ (U_n h_{t−1}))
 //	h_t = (1 − z_t) ⊙ n_t + z_t ⊙ h_{t−1}
 //
-// Training minimises L = (1/2T) Σ_t Σ_k (ŷ_tk − y_tk)² over windows of T
+// Training minimises the mean absolute relative error of the predictions,
+// L = (1/T) Σ_t Σ_k |exp(σ_k (ŷ_tk − y_tk)) − 1| with ŷ, y z-scored logs
+// (or, with [LossMSE], L = (1/2T) Σ_t Σ_k (ŷ_tk − y_tk)²), over windows of T
 // steps by truncated backpropagation through time ([Tape.Forward],
 // [Tape.Backward]; gradients do not flow into the window's initial state),
 // with the global gradient norm clipped ([ClipGlobalNorm]) and [Adam]
@@ -70,7 +72,7 @@
 //     three orders of magnitude across data classes, and errors in log
 //     space are relative errors, which is what MAPE and a scheduler's
 //     disposal-time estimates care about.
-//   - Inputs ([featFixed] + NumClasses wide): the z-scored log speeds and
+//   - Inputs (7 + NumClasses wide): the z-scored log speeds and
 //     ratio of the latest measurement, their EWMA levels, the contention
 //     level, and a one-hot of the data class. The class and contention are
 //     context a host knows (what it is about to send, how loaded it is).

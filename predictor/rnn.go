@@ -239,22 +239,46 @@ func (p *RNN) update(end, steps int) {
 	}
 	for it := 0; it < steps; it++ {
 		ys := p.tape.Forward(p.winX, W, p.tmpH, p.tmpC)
-		lossGrad(ys, p.winT, p.winM, p.dys, W)
+		p.lossGrad(ys, p.winT, p.winM, p.dys, W)
 		p.tape.Backward(p.dys)
 		ClipGlobalNorm(p.tape.Grad, p.cfg.ClipNorm)
 		p.adam.Step(n.Params, p.tape.Grad, lr)
 	}
 }
 
-// lossGrad writes ∂L/∂y for L = (1/(2·steps)) Σ_t Σ_k mask·(y − target)²
-// into dys and returns L.
-func lossGrad(ys, targets, mask, dys []float64, steps int) float64 {
+// lossGrad writes ∂L/∂y into dys and returns L, for d = y − target (the
+// error in z-score units; targets are residuals, so y − target is the
+// error of the predicted z-score) and the configured loss:
+//
+//	LossMSE:  L = (1/(2·steps)) Σ_t Σ_k mask·d²
+//	LossMAPE: L = (1/steps) Σ_t Σ_k mask·|exp(σ_k·d) − 1|
+//
+// where σ_k is the component's standard deviation in log space, so
+// exp(σ_k·d) − 1 is the relative error of the predicted value.
+func (p *RNN) lossGrad(ys, targets, mask, dys []float64, steps int) float64 {
 	inv := 1 / float64(steps)
 	l := 0.0
+	O := p.net.Out
+	mape := p.cfg.Loss == LossMAPE
 	for i, y := range ys {
 		d := (y - targets[i]) * mask[i]
-		l += 0.5 * d * d * inv
-		dys[i] = d * inv
+		if !mape {
+			l += 0.5 * d * d * inv
+			dys[i] = d * inv
+			continue
+		}
+		sd := p.net.Norm.Std[i%O]
+		e := math.Exp(sd * d)
+		switch {
+		case e > 1:
+			l += (e - 1) * inv
+			dys[i] = sd * e * inv
+		case e < 1:
+			l += (1 - e) * inv
+			dys[i] = -sd * e * inv
+		default:
+			dys[i] = 0
+		}
 	}
 	return l
 }
@@ -330,7 +354,7 @@ func (p *RNN) Fit(train []Measurement) error {
 		for start := 0; start < nTr; start += W {
 			steps := min(W, nTr-start)
 			ys := p.tape.Forward(X[start*I:], steps, h0, c0)
-			lossGrad(ys, T[start*O:(start+steps)*O], M[start*O:(start+steps)*O], p.dys, steps)
+			p.lossGrad(ys, T[start*O:(start+steps)*O], M[start*O:(start+steps)*O], p.dys, steps)
 			p.tape.Backward(p.dys[:steps*O])
 			ClipGlobalNorm(p.tape.Grad, p.cfg.ClipNorm)
 			h, c := p.tape.FinalState()

@@ -87,8 +87,8 @@ func run(ctx context.Context, w io.Writer, o opts) error {
 	type row struct {
 		series, name string
 		r            predictor.Result
-		predictNs    float64
-		updateNs     float64
+		predict      cost
+		update       cost
 	}
 	var rows []row
 	for _, codec := range codecs {
@@ -103,8 +103,8 @@ func run(ctx context.Context, w io.Writer, o opts) error {
 				return fmt.Errorf("%s on %s: %w", name, seriesName, err)
 			}
 			res := predictor.Evaluate(p, s, from, o.span)
-			pns := timePredict(frozen, train, s[from:])
-			uns := 0.0
+			pns := timePredict(frozen, s[from:])
+			var uns cost
 			if rnn, ok := p.(*predictor.RNN); ok && name != "lstm-frozen" {
 				uns = timeUpdate(rnn)
 			}
@@ -119,7 +119,7 @@ func run(ctx context.Context, w io.Writer, o opts) error {
 	}
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "series\tpredictor\tMAPE\t×EWMA\tRMSE MB/s\tMAPE@regime\tMAPE steady\tdecomp MAPE\tratio MAPE\tpredict ns\tupdate ns\t")
+	fmt.Fprintln(tw, "series\tpredictor\tMAPE\t×EWMA\tRMSE MB/s\tMAPE@regime\tMAPE steady\tdecomp MAPE\tratio MAPE\tpredict ns cpu (wall)\tupdate ns cpu (wall)\t")
 	ewma := map[string]float64{}
 	for _, r := range rows {
 		if r.name == "ewma" {
@@ -131,8 +131,9 @@ func run(ctx context.Context, w io.Writer, o opts) error {
 		if e, ok := ewma[r.series]; ok && e > 0 {
 			rel = fmt.Sprintf("%.2f", r.r.MAPE/e)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%s\t%.0f\t%.3f (n=%d)\t%.3f\t%.3f\t%.3f\t%.0f\t%.0f\t\n", r.series, r.name, r.r.MAPE, rel,
-			r.r.RMSE/1e6, r.r.RegimeMAPE, r.r.RegimeN, r.r.SteadyMAPE, r.r.DecompMAPE, r.r.RatioMAPE, r.predictNs, r.updateNs)
+		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%s\t%.0f\t%.3f (n=%d)\t%.3f\t%.3f\t%.3f\t%.0f (%.0f)\t%.0f (%.0f)\t\n", r.series, r.name, r.r.MAPE, rel,
+			r.r.RMSE/1e6, r.r.RegimeMAPE, r.r.RegimeN, r.r.SteadyMAPE, r.r.DecompMAPE, r.r.RatioMAPE,
+			r.predict.cpu, r.predict.wall, r.update.cpu, r.update.wall)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -140,7 +141,7 @@ func run(ctx context.Context, w io.Writer, o opts) error {
 	fmt.Fprintln(w)
 	for _, r := range rows {
 		fmt.Fprintf(w, "predictor=%s series=%s mape=%.4f rmse=%.4g predict_ns=%.0f update_ns=%.0f\n",
-			r.name, r.series, r.r.MAPE, r.r.RMSE, r.predictNs, r.updateNs)
+			r.name, r.series, r.r.MAPE, r.r.RMSE, r.predict.ns(), r.update.ns())
 	}
 	return nil
 }
@@ -181,33 +182,57 @@ func build(name string, o opts, train []predictor.Measurement) (p, frozen predic
 	return p, frozen, predictor.Warm(frozen, train)
 }
 
-// timePredict returns the mean wall time of Observe+Predict (one inference
-// step, no online learning) over test.
-func timePredict(p predictor.Predictor, train, test []predictor.Measurement) float64 {
-	var sink float64
-	t0 := time.Now()
-	for _, m := range test {
-		p.Observe(m)
-		sink += p.Predict().CompressSpeed
+// cost is a mean cost per operation: wall-clock and process CPU time (the
+// CPU time is 0 where unsupported). On a machine shared with other jobs the
+// wall time includes time the process was not running; the CPU time does not.
+type cost struct{ wall, cpu float64 }
+
+// ns returns the CPU time if known, else the wall time.
+func (c cost) ns() float64 {
+	if c.cpu > 0 {
+		return c.cpu
 	}
-	_ = sink
-	return float64(time.Since(t0).Nanoseconds()) / float64(max(1, len(test)))
+	return c.wall
 }
 
-// timeUpdate returns the mean wall time of one online update.
-func timeUpdate(p *predictor.RNN) float64 {
-	const n = 200
-	t0 := time.Now()
-	done := 0
-	for i := 0; i < n; i++ {
-		if p.FineTune() {
-			done++
+func measure(n int, f func()) cost {
+	c0, t0 := processCPU(), time.Now()
+	f()
+	wall, cpu := time.Since(t0), processCPU()-c0
+	if n < 1 {
+		n = 1
+	}
+	return cost{float64(wall.Nanoseconds()) / float64(n), float64(cpu.Nanoseconds()) / float64(n)}
+}
+
+// timePredict returns the mean cost of Observe+Predict (one inference step,
+// no online learning) over test, repeated reps times.
+func timePredict(p predictor.Predictor, test []predictor.Measurement) cost {
+	const reps = 5
+	var sink float64
+	c := measure(reps*len(test), func() {
+		for r := 0; r < reps; r++ {
+			for _, m := range test {
+				p.Observe(m)
+				sink += p.Predict().CompressSpeed
+			}
 		}
+	})
+	_ = sink
+	return c
+}
+
+// timeUpdate returns the mean cost of one online update (FineTune).
+func timeUpdate(p *predictor.RNN) cost {
+	const n = 500
+	if !p.FineTune() {
+		return cost{}
 	}
-	if done == 0 {
-		return 0
-	}
-	return float64(time.Since(t0).Nanoseconds()) / float64(done)
+	return measure(n, func() {
+		for i := 0; i < n; i++ {
+			p.FineTune()
+		}
+	})
 }
 
 func load(ctx context.Context, o opts) ([]predictor.Record, string, error) {
