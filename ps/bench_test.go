@@ -258,3 +258,68 @@ func BenchmarkClock(b *testing.B) {
 		}
 	}
 }
+
+// sink answers a request with n bytes (n in the first 4 bytes of the
+// request, little-endian) from a buffer allocated per response, as a
+// server's pull does.
+type sink struct{}
+
+func (sink) HandleRequest(_ context.Context, _ transport.NodeID, req []byte) ([]byte, error) {
+	n := int(req[0]) | int(req[1])<<8 | int(req[2])<<16 | int(req[3])<<24
+	return make([]byte, n+2), nil
+}
+func (sink) HandleMessage(transport.NodeID, []byte) {}
+
+// BenchmarkTransportCeiling moves the bytes of one push+pull through the
+// transport alone — a 4·n-byte request answered with 2 bytes, then a small
+// request answered with 4·n bytes — with no encoding and no optimizer: the
+// transport's share of BenchmarkPushPull.
+func BenchmarkTransportCeiling(b *testing.B) {
+	for _, tp := range []string{"inmem", "tcp"} {
+		for _, sz := range benchSizes {
+			b.Run(tp+"/"+sz.name, func(b *testing.B) {
+				var client transport.Transport
+				switch tp {
+				case "inmem":
+					net := transport.NewInmemNetwork()
+					defer net.Close()
+					if _, err := net.Join("s", sink{}); err != nil {
+						b.Fatal(err)
+					}
+					c, err := net.Join("c", ps.ClientHandler{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					client = c
+				case "tcp":
+					s, err := transport.NewTCP(transport.TCPConfig{ID: "s"}, sink{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer s.Close()
+					c, err := transport.NewTCP(transport.TCPConfig{ID: "c", Peers: map[transport.NodeID]string{"s": s.Addr().String()}}, ps.ClientHandler{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer c.Close()
+					client = c
+				}
+				ctx := context.Background()
+				push := make([]byte, 4*sz.n)  // asks for a 0-byte answer
+				pull := []byte{0, 0, 0, 0, 0} // asks for 4·n bytes
+				n := 4 * sz.n
+				pull[0], pull[1], pull[2], pull[3] = byte(n), byte(n>>8), byte(n>>16), byte(n>>24)
+				b.SetBytes(int64(8 * sz.n))
+				b.ResetTimer()
+				for range b.N {
+					if _, err := client.Request(ctx, "s", push); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := client.Request(ctx, "s", pull); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
