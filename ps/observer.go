@@ -37,6 +37,7 @@ const (
 	EvChunk
 )
 
+// String returns the kind's name, e.g. "clock-start".
 func (k EventKind) String() string {
 	names := [...]string{"", "push-admitted", "applied", "flushed", "clock-start", "clock-done", "release",
 		"parallelism", "batch", "transfer-ordered", "transfer-result", "transfer-done", "chunk"}

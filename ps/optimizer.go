@@ -32,8 +32,11 @@ type SGD struct {
 
 var _ Optimizer = SGD{}
 
+// Name returns "sgd(lr=<η>)".
 func (o SGD) Name() string { return fmt.Sprintf("sgd(lr=%g)", o.LR) }
-func (SGD) Slots() int     { return 0 }
+
+// Slots returns 0: SGD keeps no state.
+func (SGD) Slots() int { return 0 }
 
 // Update applies w ← w − η·scale·g.
 func (o SGD) Update(w, g []float32, scale float32, _ [][]float32, _ int64) {
@@ -57,8 +60,11 @@ type Momentum struct {
 
 var _ Optimizer = Momentum{}
 
+// Name returns "momentum(lr=<η>,mu=<μ>)".
 func (o Momentum) Name() string { return fmt.Sprintf("momentum(lr=%g,mu=%g)", o.LR, o.Mu) }
-func (Momentum) Slots() int     { return 1 }
+
+// Slots returns 1: the velocity v.
+func (Momentum) Slots() int { return 1 }
 
 // Update applies one momentum step.
 func (o Momentum) Update(w, g []float32, scale float32, state [][]float32, _ int64) {
@@ -86,8 +92,11 @@ type Adam struct {
 
 var _ Optimizer = Adam{}
 
+// Name returns "adam(lr=<η>)".
 func (o Adam) Name() string { return fmt.Sprintf("adam(lr=%g)", o.LR) }
-func (Adam) Slots() int     { return 2 }
+
+// Slots returns 2: the moments m and v.
+func (Adam) Slots() int { return 2 }
 
 func (o Adam) params() (b1, b2, eps float32) {
 	b1, b2, eps = o.Beta1, o.Beta2, o.Eps
