@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps"
@@ -528,5 +531,79 @@ func TestTrain_ServerDeathAbortsRun(t *testing.T) {
 	}
 	if !named && !strings.Contains(fmt.Sprint(c.Coordinator.Err()), "server-1") {
 		t.Errorf("nobody named server-1; coordinator: %v", c.Coordinator.Err())
+	}
+}
+
+// TestStart_AnyOrder starts servers, coordinator and workers in a random
+// order with random delays (seeded): every Start waits for its peers
+// within its deadline, and the cluster then trains.
+func TestStart_AnyOrder(t *testing.T) {
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 11))
+			net := transport.NewInmemNetwork()
+			defer net.Close()
+			servers := []transport.NodeID{"server-0", "server-1"}
+			workers := []transport.NodeID{"worker-0", "worker-1", "worker-2"}
+			co, err := ps.NewCoordinator(ps.CoordinatorConfig{EPSP: epsp.Config{NumWorkers: 3, Batch: 2}, Servers: servers, Workers: workers, StartTimeout: 5 * time.Second}, epsp.NewBSP())
+			must(t, err)
+			defer co.Close()
+			var ws []*ps.Worker
+			for i, id := range workers {
+				w, err := ps.NewWorker(string(id), ps.WorkerConfig{ID: epsp.WorkerID(i), Coordinator: "coordinator", StartTimeout: 5 * time.Second, Client: ps.ClientConfig{Servers: servers}})
+				must(t, err)
+				defer w.Close()
+				ws = append(ws, w)
+			}
+			type role struct {
+				delay time.Duration
+				start func() error
+			}
+			var roles []role
+			for _, id := range servers {
+				roles = append(roles, role{start: func() error {
+					s, err := ps.NewServer(string(id), ps.DefaultServerConfig())
+					if err != nil {
+						return err
+					}
+					_, err = net.Join(id, s)
+					return err
+				}})
+			}
+			roles = append(roles, role{start: func() error {
+				tr, err := net.Join("coordinator", co)
+				if err != nil {
+					return err
+				}
+				return co.Start(context.Background(), tr)
+			}})
+			for i, w := range ws {
+				roles = append(roles, role{start: func() error {
+					tr, err := net.Join(workers[i], w)
+					if err != nil {
+						return err
+					}
+					return w.Start(context.Background(), tr)
+				}})
+			}
+			var g errgroup.Group
+			for _, r := range roles {
+				d := time.Duration(rng.IntN(40)) * time.Millisecond
+				g.Go(func() error {
+					time.Sleep(d)
+					return r.start()
+				})
+			}
+			must(t, g.Wait())
+			must(t, co.WaitWorkers(context.Background()))
+			var tg errgroup.Group
+			for _, w := range ws {
+				tg.Go(func() error {
+					_, err := w.Train(context.Background(), nopModel{}, ps.ShardSampler{N: 12, Workers: 3}, ps.TrainConfig{Keys: []uint64{1}, Lens: []int{4}, Init: ps.Zeros{}, Clocks: 3})
+					return err
+				})
+			}
+			must(t, tg.Wait())
+		})
 	}
 }
