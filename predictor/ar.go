@@ -72,8 +72,8 @@ func (m ARModel) Next(y []float64) float64 {
 // AR predicts each component with an AR(p) model on its logarithm. It refits
 // online every Config.ARRefit observations on the last Config.ARHistory
 // valid values of the component; until the first fit it answers like EWMA.
-// Forecasts are clamped to [½·min, 2·max] of the history window (ours) so a
-// poorly conditioned fit cannot produce absurd speeds.
+// Forecasts are clamped to [½·min, 2·max] of the window of the last fit
+// (ours) so a poorly conditioned fit cannot produce absurd speeds.
 type AR struct {
 	p, refit int
 	fallback EWMA
@@ -87,6 +87,7 @@ type arComp struct {
 	since  int       // values since last fit
 	model  ARModel
 	fitted bool
+	lo, hi float64 // range of the window of the last fit (log values)
 }
 
 var (
@@ -147,6 +148,7 @@ func (p *AR) Fit(train []Measurement) error {
 			return fmt.Errorf("predictor: AR fit of component %d: %w", i, err)
 		}
 		p.comp[i].model, p.comp[i].fitted = mod, true
+		p.comp[i].lo, p.comp[i].hi = span(y)
 	}
 	for _, m := range train {
 		p.observe(m, false)
@@ -174,6 +176,7 @@ func (p *AR) observe(m Measurement, refit bool) {
 			y := p.window(c)
 			if mod, err := FitAR(y, p.p); err == nil {
 				c.model, c.fitted = mod, true
+				c.lo, c.hi = span(y)
 			}
 		}
 	}
@@ -200,14 +203,11 @@ func (p *AR) Predict() Estimate {
 			continue
 		}
 		h := len(c.ring)
-		s, lo, hi := c.model.C, math.Inf(1), math.Inf(-1)
+		s := c.model.C
 		for j, a := range c.model.A {
 			s += a * c.ring[(c.n-1-j)%h]
 		}
-		for j := 0; j < min(c.n, h); j++ {
-			lo, hi = math.Min(lo, c.ring[j]), math.Max(hi, c.ring[j])
-		}
-		s = math.Max(lo-math.Ln2, math.Min(hi+math.Ln2, s))
+		s = math.Max(c.lo-math.Ln2, math.Min(c.hi+math.Ln2, s))
 		setComponent(&e, i, math.Exp(s))
 	}
 	return e
@@ -235,4 +235,13 @@ func setComponent(e *Estimate, i int, v float64) {
 	default:
 		e.Ratio = v
 	}
+}
+
+// span returns the minimum and maximum of y.
+func span(y []float64) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, v := range y {
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+	}
+	return lo, hi
 }

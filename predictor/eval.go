@@ -23,18 +23,25 @@ type Result struct {
 }
 
 // Warm prepares p for evaluation on what follows train: if p is a Trainer
-// it is fitted on train, otherwise train is replayed through Observe.
+// it is fitted on train, otherwise train is replayed (see Replay).
 func Warm(p Predictor, train []Measurement) error {
 	if t, ok := p.(Trainer); ok {
 		return t.Fit(train)
 	}
+	Replay(p, train)
+	return nil
+}
+
+// Replay resets p if it is a Resetter and feeds ms through Observe,
+// without fitting (a loaded RNN keeps its weights, apart from any online
+// fine-tuning it is configured to do).
+func Replay(p Predictor, ms []Measurement) {
 	if r, ok := p.(Resetter); ok {
 		r.Reset()
 	}
-	for _, m := range train {
+	for _, m := range ms {
 		p.Observe(m)
 	}
-	return nil
 }
 
 // Evaluate scores p on series[from:]: for each t ≥ from it calls Predict,

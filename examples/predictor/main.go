@@ -15,7 +15,8 @@
 // training part, the rest is held out. Hyper-parameters are fixed a priori
 // (the package defaults) or chosen on a validation split inside the
 // training part (ewma-tuned's α, the RNNs' epoch count); the held-out part
-// is only scored. During scoring every predictor keeps observing (and the
+// is only scored. lstm-scratch is never fitted: it learns online only,
+// from its seed, while the training part is replayed. During scoring every predictor keeps observing (and the
 // RNNs keep fine-tuning online, except lstm-frozen), as it would in use.
 package main
 
@@ -46,7 +47,7 @@ func main() {
 		out        = flag.String("out", "", "with -record: also write the series to this CSV file")
 		trainFrac  = flag.Float64("train", 0.6, "fraction of each series used for training (the rest is held out)")
 		span       = flag.Int("span", 5, "steps after a class/contention change counted as 'around regime changes'")
-		names      = flag.String("predictors", "last,ewma,ewma-tuned,ar,lstm,lstm-frozen,gru", "comma-separated predictors")
+		names      = flag.String("predictors", "last,ewma,ewma-tuned,ar,lstm,lstm-frozen,lstm-scratch,gru", "comma-separated predictors")
 		hidden     = flag.Int("hidden", 0, "RNN hidden size (0 = package default)")
 		window     = flag.Int("window", 0, "RNN BPTT window (0 = package default)")
 		seed       = flag.Uint64("seed", 1, "RNN initialisation seed")
@@ -161,6 +162,22 @@ func build(name string, o opts, train []predictor.Measurement) (p, frozen predic
 	case "lstm-frozen":
 		base = predictor.NameLSTM
 		cfg.RNN.OnlineSteps = -1
+	case "lstm-scratch":
+		// Never fitted: learns online only (what New("lstm", cfg) gives a
+		// scheduler that has no trained model), replaying the training part.
+		p, err = predictor.New(predictor.NameLSTM, cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		predictor.Replay(p, train)
+		fc := cfg
+		fc.RNN.Model = p.(*predictor.RNN).Network().Clone()
+		fc.RNN.OnlineSteps = -1
+		if frozen, err = predictor.New(predictor.NameLSTM, fc); err != nil {
+			return nil, nil, err
+		}
+		predictor.Replay(frozen, train)
+		return p, frozen, nil
 	}
 	if p, err = predictor.New(base, cfg); err != nil {
 		return nil, nil, err
@@ -179,7 +196,8 @@ func build(name string, o opts, train []predictor.Measurement) (p, frozen predic
 	if err != nil {
 		return nil, nil, err
 	}
-	return p, frozen, predictor.Warm(frozen, train)
+	predictor.Replay(frozen, train)
+	return p, frozen, nil
 }
 
 // cost is a mean cost per operation: wall-clock and process CPU time (the
