@@ -139,14 +139,11 @@ func readFrame(r io.Reader, hdr []byte, maxSize int, owned bool) (h frameHeader,
 
 // readBody reads and decodes the body of a frame whose header h was parsed.
 func readBody(r io.Reader, h frameHeader, maxSize int, owned bool) ([]byte, *[]byte, error) {
+	if owned {
+		b, err := readBodyAppend(r, h, maxSize, nil)
+		return b, nil, err
+	}
 	if h.codec == CodecNone {
-		if owned {
-			b := make([]byte, h.wireLen)
-			if _, err := io.ReadFull(r, b); err != nil {
-				return nil, nil, unexpectedEOF(err)
-			}
-			return b, nil, nil
-		}
 		p := getBuf(h.wireLen)
 		if _, err := io.ReadFull(r, *p); err != nil {
 			putBuf(p)
@@ -159,10 +156,6 @@ func readBody(r io.Reader, h frameHeader, maxSize int, owned bool) ([]byte, *[]b
 	if _, err := io.ReadFull(r, *wp); err != nil {
 		return nil, nil, unexpectedEOF(err)
 	}
-	if owned {
-		b, err := Decompress(nil, h.codec, *wp, h.rawLen, maxSize)
-		return b, nil, err
-	}
 	p := getBuf(h.rawLen)
 	b, err := Decompress((*p)[:0], h.codec, *wp, h.rawLen, maxSize)
 	if err != nil {
@@ -171,6 +164,26 @@ func readBody(r io.Reader, h frameHeader, maxSize int, owned bool) ([]byte, *[]b
 	}
 	*p = b
 	return b, p, nil
+}
+
+// readBodyAppend reads and decodes the body of a frame whose header h was
+// parsed, appending it to dst (growing it if needed; nil dst gives a slice
+// of exactly the body's size).
+func readBodyAppend(r io.Reader, h frameHeader, maxSize int, dst []byte) ([]byte, error) {
+	if h.codec == CodecNone {
+		dst = grow(dst, h.wireLen)
+		n := len(dst)
+		if _, err := io.ReadFull(r, dst[n:n+h.wireLen]); err != nil {
+			return dst, unexpectedEOF(err)
+		}
+		return dst[:n+h.wireLen], nil
+	}
+	wp := getBuf(h.wireLen)
+	defer putBuf(wp)
+	if _, err := io.ReadFull(r, *wp); err != nil {
+		return dst, unexpectedEOF(err)
+	}
+	return Decompress(dst, h.codec, *wp, h.rawLen, maxSize)
 }
 
 func unexpectedEOF(err error) error {

@@ -331,7 +331,10 @@ type Inmem struct {
 	links  map[NodeID]chan inmemMsg // inbound one-way queues by sender
 }
 
-var _ Transport = (*Inmem)(nil)
+var (
+	_ Transport       = (*Inmem)(nil)
+	_ RequestAppender = (*Inmem)(nil)
+)
 
 // LocalID returns the node's name.
 func (t *Inmem) LocalID() NodeID { return t.id }
@@ -452,6 +455,19 @@ func (t *Inmem) deliver(q chan inmemMsg) {
 type inmemResult struct {
 	body []byte
 	err  error
+}
+
+// RequestAppend is Request with the response appended to dst (see
+// RequestAppender). On error it returns dst unchanged.
+func (t *Inmem) RequestAppend(ctx context.Context, dst []byte, to NodeID, req []byte) ([]byte, error) {
+	resp, err := t.Request(ctx, to, req)
+	if err != nil {
+		return dst, err
+	}
+	if dst == nil {
+		return resp, nil
+	}
+	return append(dst, resp...), nil
 }
 
 // Request delivers req to node to's HandleRequest and waits for the

@@ -171,7 +171,10 @@ type msgLock struct {
 	refs int
 }
 
-var _ Transport = (*TCP)(nil)
+var (
+	_ Transport       = (*TCP)(nil)
+	_ RequestAppender = (*TCP)(nil)
+)
 
 type peerState struct {
 	conn     *conn
@@ -299,6 +302,24 @@ func (t *TCP) isClosed() bool {
 // *RemoteError when the peer's handler fails; ctx.Err() when ctx ends
 // first.
 func (t *TCP) Request(ctx context.Context, to NodeID, req []byte) ([]byte, error) {
+	return t.requestAppend(ctx, nil, to, req)
+}
+
+// RequestAppend is Request with the response appended to dst (see
+// RequestAppender): a caller that passes its previous response back as
+// dst[:0] reads large responses without allocating. If ctx ends while the
+// response is being received into dst, RequestAppend waits for the rest of
+// that frame (or the connection's death) so that it never returns with dst
+// still being written. On error it returns dst unchanged.
+func (t *TCP) RequestAppend(ctx context.Context, dst []byte, to NodeID, req []byte) ([]byte, error) {
+	resp, err := t.requestAppend(ctx, dst, to, req)
+	if err != nil {
+		return dst, err
+	}
+	return resp, nil
+}
+
+func (t *TCP) requestAppend(ctx context.Context, dst []byte, to NodeID, req []byte) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -309,7 +330,7 @@ func (t *TCP) Request(ctx context.Context, to NodeID, req []byte) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	call, err := c.register()
+	call, err := c.register(dst)
 	if err != nil {
 		return nil, err
 	}
@@ -321,10 +342,13 @@ func (t *TCP) Request(ctx context.Context, to NodeID, req []byte) ([]byte, error
 	case r := <-call.ch:
 		return r.body, r.err
 	case <-ctx.Done():
-		// A result racing the cancellation lands in the buffered channel
-		// and is dropped with it.
-		c.unregister(call.id)
-		return nil, ctx.Err()
+		if c.unregister(call.id) {
+			return nil, ctx.Err()
+		}
+		// The reader has taken the call and may be writing into dst: wait
+		// for it to finish with the frame.
+		r := <-call.ch
+		return r.body, r.err
 	}
 }
 
@@ -599,8 +623,9 @@ type conn struct {
 }
 
 type call struct {
-	id uint64
-	ch chan callResult // buffered 1
+	id  uint64
+	ch  chan callResult // buffered 1
+	dst []byte          // the response is appended to it
 }
 
 type callResult struct {
@@ -657,8 +682,8 @@ func (c *conn) deadErr() error {
 	return c.err
 }
 
-func (c *conn) register() (*call, error) {
-	cl := &call{id: c.nextID.Add(1), ch: make(chan callResult, 1)}
+func (c *conn) register(dst []byte) (*call, error) {
+	cl := &call{id: c.nextID.Add(1), ch: make(chan callResult, 1), dst: dst}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.pending == nil {
@@ -807,7 +832,12 @@ func (c *conn) clientLoop() {
 			}
 			continue
 		}
-		body, _, err := readBody(c.br, h, max, true)
+		var body []byte
+		if h.kind == kindError {
+			body, err = readBodyAppend(c.br, h, max, nil)
+		} else {
+			body, err = readBodyAppend(c.br, h, max, cl.dst)
+		}
 		if err != nil {
 			err = c.readErr(err)
 			cl.ch <- callResult{err: err}

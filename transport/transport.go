@@ -48,6 +48,29 @@ type Transport interface {
 	Close() error
 }
 
+// RequestAppender is an optional interface of transports that can append a
+// response to a caller's buffer: RequestAppend is Request with the response
+// appended to dst (grown if needed) and the extended slice returned, so a
+// caller that passes its previous response back as dst[:0] reads large
+// responses without allocating per call. Inmem and TCP implement it; use
+// the RequestAppend function to call it on any Transport.
+type RequestAppender interface {
+	RequestAppend(ctx context.Context, dst []byte, to NodeID, req []byte) ([]byte, error)
+}
+
+// RequestAppend calls t.RequestAppend when t implements RequestAppender,
+// and otherwise appends the response of t.Request to dst.
+func RequestAppend(ctx context.Context, t Transport, dst []byte, to NodeID, req []byte) ([]byte, error) {
+	if a, ok := t.(RequestAppender); ok {
+		return a.RequestAppend(ctx, dst, to, req)
+	}
+	resp, err := t.Request(ctx, to, req)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, resp...), nil
+}
+
 // Codec identifies how a message body is compressed on the wire.
 type Codec uint8
 

@@ -55,6 +55,7 @@ func Run(t *testing.T, newCluster Factory) {
 		{"UnknownPeer", testUnknownPeer},
 		{"CloseSemantics", testCloseSemantics},
 		{"HandlerError", testHandlerError},
+		{"RequestAppend", testRequestAppend},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newCluster) })
@@ -339,9 +340,11 @@ func testPeerLoss(t *testing.T, f Factory) {
 	a := c.Nodes[0]
 	b, other := c.Nodes[1].LocalID(), c.Nodes[2].LocalID()
 	ctx := ctxFor(t)
-	// Warm the connection so the in-flight request rides an established link.
-	if _, err := a.Request(ctx, other, []byte("warm")); err != nil {
-		t.Fatal(err)
+	// Warm the links so the in-flight request rides an established one.
+	for _, to := range []transport.NodeID{b, other} {
+		if _, err := a.Request(ctx, to, []byte("warm")); err != nil {
+			t.Fatal(err)
+		}
 	}
 	done := make(chan error, 1)
 	go func() {
@@ -353,7 +356,16 @@ func testPeerLoss(t *testing.T, f Factory) {
 	case <-ctx.Done():
 		t.Fatal("request never reached the handler")
 	}
-	kill(c, 1)
+	killed := make(chan struct{})
+	go func() {
+		defer close(killed)
+		kill(c, 1) // must cancel the blocked handler's ctx and wait for it
+	}()
+	select {
+	case <-killed:
+	case <-time.After(prompt):
+		t.Fatal("killing a node with a handler blocked on its ctx did not finish")
+	}
 	select {
 	case err := <-done:
 		if !errors.Is(err, transport.ErrUnreachable) {
@@ -428,5 +440,33 @@ func testHandlerError(t *testing.T, f Factory) {
 	// The connection survives a handler error.
 	if _, err := c.Nodes[1].Request(ctxFor(t), c.Nodes[0].LocalID(), []byte("x")); err != nil {
 		t.Fatalf("Request after a remote error: %v", err)
+	}
+}
+
+func testRequestAppend(t *testing.T, f Factory) {
+	c := f(t, []transport.Handler{Echo{}, Echo{}})
+	a, b := c.Nodes[0], c.Nodes[1].LocalID()
+	ctx := ctxFor(t)
+	buf := append(make([]byte, 0, 1<<20), "prefix:"...)
+	for _, n := range []int{100, 300_000, 10} {
+		req := pattern(n, uint32(n))
+		out, err := transport.RequestAppend(ctx, a, buf, b, req)
+		if err != nil {
+			t.Fatalf("RequestAppend(%d bytes): %v", n, err)
+		}
+		if string(out[:7]) != "prefix:" || !bytes.Equal(out[7:], req) {
+			t.Fatalf("RequestAppend(%d bytes): got %d bytes, want the prefix and the echo", n, len(out))
+		}
+		if &out[0] != &buf[:1][0] {
+			t.Fatalf("RequestAppend(%d bytes) reallocated although dst had room", n)
+		}
+	}
+	out, err := transport.RequestAppend(ctx, a, buf, "transporttest-no-such-node", []byte("x"))
+	if err == nil || string(out) != "prefix:" {
+		t.Fatalf("RequestAppend to an unknown peer = %q, %v; want dst unchanged and an error", out, err)
+	}
+	// A nil dst works like Request.
+	if out, err := transport.RequestAppend(ctx, a, nil, b, []byte("plain")); err != nil || string(out) != "plain" {
+		t.Fatalf("RequestAppend(nil dst) = %q, %v", out, err)
 	}
 }
