@@ -67,7 +67,7 @@ func main() {
 	flag.Float64Var(&o.lr, "lr", 1.0, "server-side SGD learning rate (the same for every policy)")
 	flag.Float64Var(&o.target, "target", 0.9, "test accuracy that defines convergence")
 	flag.IntVar(&o.window, "window", 5, "evaluations averaged for the target test (smoothed accuracy must reach -target)")
-	flag.DurationVar(&o.duration, "duration", 6*time.Second, "virtual time simulated per run")
+	flag.DurationVar(&o.duration, "duration", 10*time.Second, "virtual time simulated per run")
 	flag.DurationVar(&o.evalEvery, "eval", 50*time.Millisecond, "virtual time between evaluations")
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of data order, model init and slowdowns")
 	flag.StringVar(&o.out, "out", ".", "directory for the CSV and PNG files")
@@ -288,11 +288,9 @@ func writeOutputs(o options, sc sim.Scenario, results []*sim.Result) error {
 	if err != nil {
 		return err
 	}
-	for _, r := range results {
-		if err := r.WriteCSV(f); err != nil {
-			f.Close()
-			return err
-		}
+	if err := sim.WriteCSV(f, results...); err != nil {
+		f.Close()
+		return err
 	}
 	if err := f.Close(); err != nil {
 		return err

@@ -121,37 +121,55 @@ func secs(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', 6, 64)
 }
 
-// WriteCSV writes the whole result as one CSV table with a "kind" column:
-// eval rows (time_s, loss, accuracy, version, min_clock, max_clock),
-// worker rows, parallelism rows, transfer rows and staleness rows. Equal
-// results give equal bytes.
-func (r *Result) WriteCSV(w io.Writer) error {
+// csvHeader documents the columns of each row kind of WriteCSV.
+const csvHeader = `kind,policy,a,b,c,d,e,f,g,h
+# eval: time_s,loss,accuracy,version,min_clock,max_clock
+# worker: worker,busy_s,blocked_s,network_s,clocks,samples,given,taken,final_p
+# parallelism: time_s,worker,p
+# transfer: id,from,to,clock,lo,hi,ordered_s,answered_s,accepted,done_s
+# staleness: updates_behind,pushes
+# summary: time_to_target_s,first_crossing_s,final_acc,final_loss,blocked_frac,transfers,dropped
+`
+
+// WriteCSV writes the whole result as one CSV table with a "kind" column
+// (eval, worker, parallelism, transfer, staleness and summary rows; the
+// header's comment lines give each kind's columns). Equal results give
+// equal bytes.
+func (r *Result) WriteCSV(w io.Writer) error { return WriteCSV(w, r) }
+
+// WriteCSV writes several results as one CSV table: one header, then the
+// rows of each result in turn (see [Result.WriteCSV]).
+func WriteCSV(w io.Writer, results ...*Result) error {
 	bw := bufio.NewWriter(w)
+	bw.WriteString(csvHeader)
+	for _, r := range results {
+		r.writeRows(bw)
+	}
+	return bw.Flush()
+}
+
+func (r *Result) writeRows(bw *bufio.Writer) {
 	p := func(format string, a ...any) { fmt.Fprintf(bw, format, a...) }
-	p("kind,policy,a,b,c,d,e,f,g,h\n")
-	p("# eval: time_s,loss,accuracy,version,min_clock,max_clock\n")
 	for _, e := range r.Evals {
 		p("eval,%s,%s,%s,%s,%d,%d,%d\n", r.Policy, secs(e.Time), ftoa(e.Loss), ftoa(e.Accuracy), e.Version, e.MinClock, e.MaxClock)
 	}
-	p("# worker: worker,busy_s,blocked_s,network_s,clocks,samples,given,taken,final_p\n")
 	for _, s := range r.Workers {
 		p("worker,%s,%d,%s,%s,%s,%d,%d,%d,%d,%d\n", r.Policy, s.Worker, secs(s.Busy), secs(s.Blocked), secs(s.Network), s.Clocks, s.Samples, s.Given, s.Taken, s.FinalP)
 	}
-	p("# parallelism: time_s,worker,p\n")
 	for _, x := range r.Parallelism {
 		p("parallelism,%s,%s,%d,%d\n", r.Policy, secs(x.Time), x.Worker, x.P)
 	}
-	p("# transfer: id,from,to,clock,lo,hi,ordered_s,answered_s,accepted,done_s\n")
 	for _, t := range r.Transfers {
 		p("transfer,%s,%d,%d,%d,%d,%d,%d,%s,%s,%t,%s\n", r.Policy, t.ID, t.From, t.To, t.Clock, t.Lo, t.Hi, secs(t.Ordered), secs(t.Answered), t.Accepted, secs(t.Done))
 	}
-	p("# staleness: updates_behind,pushes\n")
 	for d, n := range r.Stats.Staleness {
 		p("staleness,%s,%d,%d\n", r.Policy, d, n)
 	}
-	p("# summary: time_to_target_s,final_acc,final_loss,blocked_frac,transfers,dropped\n")
-	p("summary,%s,%s,%s,%s,%s,%d,%d\n", r.Policy, ftoa(r.TimeToTargetSeconds()), ftoa(r.FinalAccuracy), ftoa(r.FinalLoss), ftoa(r.BlockedFraction()), r.AcceptedTransfers(), r.Dropped)
-	return bw.Flush()
+	fc := math.Inf(1)
+	if r.Crossed {
+		fc = r.FirstCrossing.Seconds()
+	}
+	p("summary,%s,%s,%s,%s,%s,%s,%d,%d\n", r.Policy, ftoa(r.TimeToTargetSeconds()), ftoa(fc), ftoa(r.FinalAccuracy), ftoa(r.FinalLoss), ftoa(r.BlockedFraction()), r.AcceptedTransfers(), r.Dropped)
 }
 
 // WriteEvalCSV writes only the evaluation series with a header:

@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -248,5 +249,39 @@ func TestConfig_Validate(t *testing.T) {
 	_, err := New(testConfig(3), testJob(t, 4, nil, epsp.NewBSP()))
 	if !errors.Is(err, ErrConfig) {
 		t.Errorf("worker count mismatch: err = %v", err)
+	}
+}
+
+func TestWriteCSV(t *testing.T) {
+	r, err := Run(testConfig(4), testJob(t, 4, []float64{1, 1, 1, 0.25}, &transferPolicy{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteCSV(&b, r, r); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+		if strings.HasPrefix(line, "#") || strings.HasPrefix(line, "kind,") {
+			continue
+		}
+		f := strings.Split(line, ",")
+		if f[1] != r.Policy {
+			t.Fatalf("row %q: policy column %q", line, f[1])
+		}
+		counts[f[0]]++
+	}
+	want := map[string]int{
+		"eval": 2 * len(r.Evals), "worker": 8, "parallelism": 2 * len(r.Parallelism),
+		"transfer": 2 * len(r.Transfers), "staleness": 2 * len(r.Stats.Staleness), "summary": 2,
+	}
+	for k, v := range want {
+		if counts[k] != v {
+			t.Errorf("%s rows: got %d, want %d", k, counts[k], v)
+		}
+	}
+	if strings.Count(b.String(), "kind,") != 1 {
+		t.Errorf("header written more than once")
 	}
 }
