@@ -21,6 +21,7 @@ type rateBook struct {
 	csr             map[int]*dstGroups
 	gen             uint32
 	cand            []int32
+	fill            fillScratch
 	out             []Allocation
 	sendTmp         []PortLoad
 	recvTmp         []PortLoad
@@ -344,79 +345,134 @@ func (b *rateBook) emit(s *State) []Allocation {
 	return b.out
 }
 
+// fillScratch is waterFill's reusable state, indexed by port.
+type fillScratch struct {
+	wIn, wOut     []float64
+	cIn, cOut     []int32
+	inStart       []int32 // CSR of selected flows by source port (per touched port)
+	outStart      []int32
+	inIdx, outIdx []int32
+	touched       []int32
+	pos           []int32 // port -> position in touched, -1 if untouched
+	frozen        []bool
+}
+
 // waterFill runs weighted max-min fair sharing (progressive filling) over
 // the flows sel (indices into the flattened flow list) with ports src[x],
 // dst[x] and weights w[x] > 0, on the currently free capacity, and adds the
 // result to b.rates. Every selected flow ends bottlenecked at a full port.
 //
-// Cost: O(F + I·P) for F flows, P ports and I ≤ 2P filling rounds.
+// Cost: O(F + I·T) for F flows and T ports touched by them, with I ≤ 2T
+// filling rounds; no allocation once the scratch space has grown.
 func (b *rateBook) waterFill(sel, src, dst []int32, w []float64) {
-	n := len(b.freeIn)
-	wIn, wOut := make([]float64, n), make([]float64, n)
-	cIn, cOut := make([]int, n), make([]int, n)
-	byIn, byOut := make([][]int32, n), make([][]int32, n)
-	for x := range sel {
-		wIn[src[x]] += w[x]
-		wOut[dst[x]] += w[x]
-		cIn[src[x]]++
-		cOut[dst[x]]++
-		byIn[src[x]] = append(byIn[src[x]], int32(x))
-		byOut[dst[x]] = append(byOut[dst[x]], int32(x))
+	if len(sel) == 0 {
+		return
 	}
-	frozen := make([]bool, len(sel))
+	n := len(b.freeIn)
+	fs := &b.fill
+	if len(fs.pos) != n {
+		fs.wIn, fs.wOut = make([]float64, n), make([]float64, n)
+		fs.cIn, fs.cOut = make([]int32, n), make([]int32, n)
+		fs.pos = make([]int32, n)
+		for p := range fs.pos {
+			fs.pos[p] = -1
+		}
+	}
+	fs.touched = fs.touched[:0]
+	touch := func(p int32) {
+		if fs.pos[p] < 0 {
+			fs.pos[p] = int32(len(fs.touched))
+			fs.touched = append(fs.touched, p)
+		}
+	}
+	for x := range sel {
+		touch(src[x])
+		touch(dst[x])
+		fs.wIn[src[x]] += w[x]
+		fs.wOut[dst[x]] += w[x]
+		fs.cIn[src[x]]++
+		fs.cOut[dst[x]]++
+	}
+	T := len(fs.touched)
+	// CSR by touched position.
+	fs.inStart = append(fs.inStart[:0], make([]int32, T+1)...)
+	fs.outStart = append(fs.outStart[:0], make([]int32, T+1)...)
+	for k, p := range fs.touched {
+		fs.inStart[k+1] = fs.inStart[k] + fs.cIn[p]
+		fs.outStart[k+1] = fs.outStart[k] + fs.cOut[p]
+	}
+	fs.inIdx = append(fs.inIdx[:0], make([]int32, len(sel))...)
+	fs.outIdx = append(fs.outIdx[:0], make([]int32, len(sel))...)
+	{
+		fi := append([]int32(nil), fs.inStart[:T]...)
+		fo := append([]int32(nil), fs.outStart[:T]...)
+		for x := range sel {
+			k := fs.pos[src[x]]
+			fs.inIdx[fi[k]] = int32(x)
+			fi[k]++
+			k = fs.pos[dst[x]]
+			fs.outIdx[fo[k]] = int32(x)
+			fo[k]++
+		}
+	}
+	fs.frozen = append(fs.frozen[:0], make([]bool, len(sel))...)
 	level := 0.0
 	left := len(sel)
 	freeze := func(x int32) {
-		if frozen[x] {
+		if fs.frozen[x] {
 			return
 		}
-		frozen[x] = true
+		fs.frozen[x] = true
 		left--
 		s, d := src[x], dst[x]
-		if cIn[s]--; cIn[s] == 0 {
-			wIn[s] = 0
+		if fs.cIn[s]--; fs.cIn[s] == 0 {
+			fs.wIn[s] = 0
 		} else {
-			wIn[s] -= w[x]
+			fs.wIn[s] -= w[x]
 		}
-		if cOut[d]--; cOut[d] == 0 {
-			wOut[d] = 0
+		if fs.cOut[d]--; fs.cOut[d] == 0 {
+			fs.wOut[d] = 0
 		} else {
-			wOut[d] -= w[x]
+			fs.wOut[d] -= w[x]
 		}
 		b.credit(int(sel[x]), level*w[x])
 	}
-	saturate := func(p int, in bool) {
+	saturate := func(k int, in bool) {
+		p := fs.touched[k]
 		if in {
 			b.freeIn[p] = 0
-			for _, x := range byIn[p] {
+			for _, x := range fs.inIdx[fs.inStart[k]:fs.inStart[k+1]] {
 				freeze(x)
 			}
 		} else {
 			b.freeOut[p] = 0
-			for _, x := range byOut[p] {
+			for _, x := range fs.outIdx[fs.outStart[k]:fs.outStart[k+1]] {
 				freeze(x)
 			}
 		}
 	}
-	for p := range n {
-		if cIn[p] > 0 && b.full(p, true) {
-			saturate(p, true)
-		}
-		if cOut[p] > 0 && b.full(p, false) {
-			saturate(p, false)
+	sweep := func() {
+		for k, p := range fs.touched {
+			if fs.cIn[p] > 0 && b.full(int(p), true) {
+				saturate(k, true)
+			}
+			if fs.cOut[p] > 0 && b.full(int(p), false) {
+				saturate(k, false)
+			}
 		}
 	}
+	sweep()
 	for left > 0 {
 		inc, arg, argIn := math.Inf(1), -1, false
-		for p := range n {
-			if cIn[p] > 0 {
-				if v := b.freeIn[p] / wIn[p]; v < inc {
-					inc, arg, argIn = v, p, true
+		for k, p := range fs.touched {
+			if fs.cIn[p] > 0 {
+				if v := b.freeIn[p] / fs.wIn[p]; v < inc {
+					inc, arg, argIn = v, k, true
 				}
 			}
-			if cOut[p] > 0 {
-				if v := b.freeOut[p] / wOut[p]; v < inc {
-					inc, arg, argIn = v, p, false
+			if fs.cOut[p] > 0 {
+				if v := b.freeOut[p] / fs.wOut[p]; v < inc {
+					inc, arg, argIn = v, k, false
 				}
 			}
 		}
@@ -424,22 +480,19 @@ func (b *rateBook) waterFill(sel, src, dst []int32, w []float64) {
 			break
 		}
 		level += inc
-		for p := range n {
-			if cIn[p] > 0 {
-				b.freeIn[p] = max(0, b.freeIn[p]-inc*wIn[p])
+		for _, p := range fs.touched {
+			if fs.cIn[p] > 0 {
+				b.freeIn[p] = max(0, b.freeIn[p]-inc*fs.wIn[p])
 			}
-			if cOut[p] > 0 {
-				b.freeOut[p] = max(0, b.freeOut[p]-inc*wOut[p])
+			if fs.cOut[p] > 0 {
+				b.freeOut[p] = max(0, b.freeOut[p]-inc*fs.wOut[p])
 			}
 		}
 		saturate(arg, argIn)
-		for p := range n {
-			if cIn[p] > 0 && b.full(p, true) {
-				saturate(p, true)
-			}
-			if cOut[p] > 0 && b.full(p, false) {
-				saturate(p, false)
-			}
-		}
+		sweep()
+	}
+	for _, p := range fs.touched {
+		fs.pos[p] = -1
+		fs.wIn[p], fs.wOut[p], fs.cIn[p], fs.cOut[p] = 0, 0, 0, 0
 	}
 }

@@ -51,8 +51,9 @@ func (c *DCLASConfig) Validate() error {
 // max-min is Aalo's intra-coflow rule). It asks for a timer at the next
 // time a running coflow will cross its queue's upper threshold.
 //
-// Cost of one Schedule call: O(F + A·log A + A·P²) in strict mode (one
-// progressive filling per coflow), O(F + P²) weighted.
+// Cost of one Schedule call: O(A·log A + Σ_c (P_c + F_c + I_c·T_c)) in
+// strict mode (one progressive filling per coflow that is not blocked, with
+// T_c ports and I_c ≤ 2·T_c rounds), O(F + I·P) weighted.
 type DCLAS struct {
 	cfg           DCLASConfig
 	book          rateBook
@@ -135,6 +136,9 @@ func (d *DCLAS) Schedule(now time.Duration, s *State) []Allocation {
 		b.waterFill(d.sel, d.src, d.dst, d.w)
 	} else {
 		for _, i := range d.idx {
+			if b.blocked(&s.Coflows[i]) {
+				continue // every flow already has a full port: nothing to give
+			}
 			d.sel, d.src, d.dst, d.w = d.sel[:0], d.src[:0], d.dst[:0], d.w[:0]
 			d.collect(s, i, 1)
 			b.waterFill(d.sel, d.src, d.dst, d.w)

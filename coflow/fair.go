@@ -11,7 +11,8 @@ import (
 // Varys and Aalo; coflowsim's FAIR). It reschedules on every flow
 // completion.
 //
-// Cost of one Schedule call: O(F + P²) (at most 2P filling rounds of O(P)).
+// Cost of one Schedule call: O(F + I·T) for T ports in use and I ≤ 2T
+// filling rounds.
 type Fair struct {
 	book          rateBook
 	sel, src, dst []int32

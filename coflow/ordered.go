@@ -52,8 +52,14 @@ func (c *OrderedConfig) Validate() error {
 // in the order. Coflowsim backfills in arrival/deadline order; we backfill in
 // priority order, as the Varys paper does.
 //
-// Cost of one Schedule call: O(F + A·log A + P) for F unfinished flows, A
-// active coflows and P ports.
+// Cost of one Schedule call, with A active coflows, P_c ports touched by
+// coflow c and F_c its unfinished flows: O(A·log A + Σ_c P_c) for the keys
+// (computed from the State's per-port aggregates Send/Recv) and the checks
+// that skip coflows whose ports are full, plus O(F_c) for each coflow that
+// gets capacity in the MADD pass, plus, in the backfill pass, O(flows to
+// open destinations) per coflow (a cached grouping of the coflow's flows by
+// destination is rebuilt in O(F_c) when its flow list changed). SCF's key
+// adds O(F_c) per coflow.
 type Ordered struct {
 	name string
 	cfg  OrderedConfig
