@@ -23,8 +23,9 @@ import (
 // than row dot products, and than gonum/BLAS calls, whose per-call overhead
 // dominates at these sizes.
 //
-// A Network is not safe for concurrent use (its methods use internal scratch
-// buffers only through a Tape, which callers own).
+// Step only reads the parameters, and each Tape has its own buffers, so
+// concurrent Steps and Forwards on separate tapes are safe as long as no one
+// updates Params at the same time.
 type Network struct {
 	Cell   Cell
 	In     int // input width
@@ -284,7 +285,6 @@ func (t *Tape) Backward(dys []float64) {
 	gh := n.gates() * H
 	clear(t.Grad)
 	_, wh, _, wy, _ := n.views(n.Params)
-	_ = I
 	gwx, gwh, gb, gwy, gby := n.views(t.Grad)
 	dh, dc, da, dhn := t.dh, t.dc, t.da, t.dhn
 	clear(dh)

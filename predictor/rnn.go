@@ -36,7 +36,6 @@ const (
 type RNN struct {
 	cfg      RNNConfig
 	alpha    float64
-	def      Estimate
 	net      *Network
 	trained  bool
 	fallback EWMA
@@ -76,7 +75,7 @@ func NewRNN(cfg Config) (*RNN, error) {
 		return nil, err
 	}
 	c := cfg.withDefaults()
-	p := &RNN{cfg: c.RNN, alpha: c.Alpha, def: c.Default, fallback: *NewEWMA(c.Alpha, c.Default)}
+	p := &RNN{cfg: c.RNN, alpha: c.Alpha, fallback: *NewEWMA(c.Alpha, c.Default)}
 	if c.RNN.Model != nil {
 		if err := c.RNN.Model.check(); err != nil {
 			return nil, err
