@@ -486,7 +486,7 @@ func (c *Coordinator) execute(out epsp.Output, orders map[uint64]epsp.TransferOr
 		if err != nil {
 			err = fmt.Errorf("ps: flush of clock %d: %w", f.Clock, err)
 			c.setFatal(err)
-			return err
+			return fmt.Errorf("%w: %v", ErrAborted, err)
 		}
 	}
 	v := c.core.View()

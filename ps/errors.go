@@ -56,6 +56,8 @@ const (
 	codeClosed
 	codeInternal
 	codeAborted
+	codeServerUnavailable
+	codeStartTimeout
 )
 
 var codeErrors = [...]error{
@@ -68,6 +70,9 @@ var codeErrors = [...]error{
 	codeClosed:         ErrClosed,
 	codeInternal:       ErrRemote,
 	codeAborted:        ErrAborted,
+	// later codes lose to earlier ones when an error wraps several
+	codeServerUnavailable: ErrServerUnavailable,
+	codeStartTimeout:      ErrStartTimeout,
 }
 
 // codeOf maps an error to its wire code.

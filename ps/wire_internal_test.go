@@ -87,7 +87,7 @@ func TestServer_GarbageNeverPanics(t *testing.T) {
 }
 
 func TestErrorCodesRoundTrip(t *testing.T) {
-	for _, e := range []error{ErrUnknownKey, ErrLengthMismatch, ErrUnsortedKeys, ErrMalformed, ErrWireVersion, ErrRejected, ErrClosed, ErrAborted} {
+	for _, e := range []error{ErrUnknownKey, ErrLengthMismatch, ErrUnsortedKeys, ErrMalformed, ErrWireVersion, ErrRejected, ErrClosed, ErrAborted, ErrServerUnavailable, ErrStartTimeout} {
 		_, err := parseResponse(errResponse(e), "peer")
 		if !errors.Is(err, e) {
 			t.Errorf("%v came back as %v", e, err)
