@@ -45,6 +45,20 @@
 // A custom scheduler is any value with Name and Schedule; test it with
 // package coflowtest (CheckAllocation, Driver).
 //
+// # Writing a scheduler
+//
+// Schedule(now, state) returns the allocation that holds until the next
+// event. The State lists the active coflows in arrival order; each has its
+// unfinished flows (source, destination, raw bytes, raw bytes remaining,
+// current rate and codec), the bytes already sent, and per-port aggregates
+// of its remaining bytes (Send, Recv) so that bottleneck computations cost
+// O(ports) rather than O(flows). Flows without an allocation are paused. An
+// Allocation gives a wire rate and optionally a codec (Allocation.Codec ≥ 1
+// selects Fabric.Codecs[Codec-1]) with cores at both ends; the driver
+// rejects any decision that exceeds a port's ingress or egress capacity or
+// its free cores. The scheduler must not keep or modify the State. Two
+// optional interfaces refine when it is called: EventDriven and Timer.
+//
 // # Built-in schedulers
 //
 // FIFO, SCF, NCF, LCF and SEBF (Ordered: an order plus Varys' MADD and

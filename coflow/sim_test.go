@@ -3,6 +3,9 @@ package coflow_test
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
+	"os"
+	"reflect"
 	"testing"
 	"time"
 
@@ -258,5 +261,72 @@ func TestSim_RecordFlows(t *testing.T) {
 				t.Fatalf("flow finish times %v, want %v", got, want)
 			}
 		}
+	}
+}
+
+func TestSim_Deterministic(t *testing.T) {
+	cfg := coflow.DefaultSynthConfig()
+	cfg.Ports, cfg.Coflows = 12, 40
+	tr, err := coflow.Synthetic(cfg, rand.New(rand.NewPCG(5, 5)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfs, _ := tr.ToCoflows()
+	for _, name := range coflow.SchedulerNames() {
+		var prev *coflow.Result
+		for range 2 {
+			sim, err := coflow.NewSim(coflow.DefaultConfig(), tr.Fabric(coflow.GigabitBytesPerSec), mustSched(t, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := sim.Run(cfs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if prev != nil && !reflect.DeepEqual(prev, res) {
+				t.Fatalf("%s: two runs differ", name)
+			}
+			prev = res
+		}
+	}
+}
+
+// TestSim_ReplayFB replays the FB2010 trace under SEBF end to end: every
+// allocation is validated by the simulator, every byte must arrive, and no
+// coflow may beat its isolated bottleneck time.
+func TestSim_ReplayFB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping the 706k-flow replay in -short mode")
+	}
+	path := coflowtest.SharedFile(t, "coflow-benchmark", "FB2010-1Hr-150-0.txt")
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := coflow.ReadTrace(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfs, _ := tr.ToCoflows()
+	fab := tr.Fabric(coflow.CoflowsimBytesPerSec)
+	sim, _ := coflow.NewSim(coflow.DefaultConfig(), fab, mustSched(t, "sebf"))
+	res, err := sim.Run(cfs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total float64
+	for i := range cfs {
+		total += cfs[i].TotalBytes()
+		if lb := isolatedBound(&cfs[i], fab); res.Coflows[i].CCT.Seconds() < lb*(1-tol) {
+			t.Fatalf("coflow %d: CCT %v below bound %.3fs", cfs[i].ID, res.Coflows[i].CCT, lb)
+		}
+	}
+	if !near(res.RawBytes, total) {
+		t.Fatalf("delivered %v of %v bytes", res.RawBytes, total)
+	}
+	// The mean isolated bound is 14.38 s (research notes, swallow.md §7).
+	if m := coflow.Summarize(res).Mean; m < 14380*time.Millisecond {
+		t.Fatalf("mean CCT %v below the mean isolated bound", m)
 	}
 }
