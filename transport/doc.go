@@ -26,6 +26,12 @@
 // ([ErrFrameTooLarge]) and refuses input that cannot decode to exactly the
 // declared size ([ErrCorruptFrame]).
 //
+// Two optional interfaces, found by type assertion, are implemented by
+// both transports: [RequestAppender] reads a response into a caller's
+// reused buffer (call it on any Transport with [RequestAppend]), and
+// [StatsReporter] counts frames and raw and wire bytes in each direction,
+// the traffic a compression policy saves.
+//
 // # Ordering and concurrency
 //
 // All Transport methods are safe for concurrent use, and many callers may
@@ -113,6 +119,25 @@
 // connection, cancels the handlers' context and returns only once every
 // goroutine the transport started has ended, handlers included (a handler
 // must honour its ctx).
+//
+// # Performance
+//
+// Benchmarks in bench_test.go measure a request carrying 1e3, 1e5 and 1e6
+// float32 values (4 KB, 400 KB, 4 MB of N(0, 0.01²) gradient bytes) and
+// its echo, over Inmem and TCP on 127.0.0.1, with codecs none and lz4,
+// against two ceilings: copy() of the payload and a raw TCP stream echo
+// of it with no framing. BenchmarkPairedTCPvsRaw alternates transport and
+// raw round trips iteration by iteration and reports their ratio, which is
+// robust to a shared, loaded machine:
+//
+//	go test -run '^$' -bench 'Paired|Request|Ceiling' -benchtime 1s ./transport
+//
+// The hot path writes header and body with one system call (copied
+// together below 16 KiB, a writev above), reads through a 64 KiB buffer,
+// and keeps request bodies and compression scratch in pooled buffers; the
+// remaining gap to the raw stream is the goroutine hand-offs that
+// multiplexing needs and, for Request, allocating each response (which
+// RequestAppend avoids).
 //
 // # Usage
 //
