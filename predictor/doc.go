@@ -74,8 +74,11 @@
 //     disposal-time estimates care about.
 //   - Inputs (7 + NumClasses wide): the z-scored log speeds and
 //     ratio of the latest measurement, their EWMA levels, the contention
-//     level, and a one-hot of the data class. The class and contention are
-//     context a host knows (what it is about to send, how loaded it is).
+//     level, and a one-hot of the data class of that measurement. The class
+//     and contention are context a host knows (what kind of data it has been
+//     sending, how loaded it is); the class of the next chunk is not an
+//     input, so the first chunk after a class change is a surprise to every
+//     predictor here.
 //   - The head is residual: the network predicts a correction to the last
 //     value, so an untrained network behaves like [LastValue] and training
 //     teaches it when to smooth and when to jump.
@@ -98,6 +101,16 @@
 // format with a magic number and a CRC-32; [Load] refuses other versions
 // with [ErrVersion]. Floats are stored bit-exactly, so a loaded model
 // predicts bit-identically.
+//
+// # Accuracy
+//
+// On the committed series (held-out last 40 %, see examples/predictor), the
+// LSTM's compress-speed MAPE was about half of EWMA's with the a-priori
+// α = 0.3 (0.36 vs 0.70 for lz4, 0.32 vs 0.66 for snappy), but only
+// 0.84× (lz4) and 1.01× (snappy) that of EWMA with α tuned on a validation
+// split or of LastValue: chunk-to-chunk noise and the unannounced class
+// changes bound every predictor, and most of the gain over EWMA(0.3) comes
+// from reacting to a regime change within one step.
 //
 // # Usage
 //
