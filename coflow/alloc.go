@@ -251,19 +251,28 @@ func (b *rateBook) greedy(s *State, i int) {
 				open += pl.Flows
 			}
 		}
-		if open*4 < len(c.Flows) {
-			g := b.groups(c)
+		if g := b.groups(c); g != nil && open*4 < len(c.Flows) {
 			b.cand = b.cand[:0]
-			for r, pl := range c.Recv {
+			for _, pl := range c.Recv {
 				if pl.Flows > 0 && !b.full(pl.Port, false) {
-					b.cand = append(b.cand, g.idx[g.start[r]:g.start[r+1]]...)
+					b.cand = append(b.cand, g.ids[g.port[pl.Port]]...)
 				}
 			}
 			slices.Sort(b.cand)
-			for _, j := range b.cand {
+			j := 0
+			for _, id := range b.cand {
+				// Flows are sorted by Ref.Flow (checked when the grouping
+				// was built); finished flows are simply not found.
+				j = seekFlow(c.Flows, j, int(id))
+				if j == len(c.Flows) {
+					break
+				}
+				if c.Flows[j].Ref.Flow != int(id) {
+					continue
+				}
 				f := &c.Flows[j]
 				if r := b.spare(f.Src, f.Dst); r > 0 {
-					b.add(i, b.off[i]+int(j), f.Src, f.Dst, r)
+					b.add(i, b.off[i]+j, f.Src, f.Dst, r)
 				}
 			}
 			return
@@ -277,52 +286,79 @@ func (b *rateBook) greedy(s *State, i int) {
 	}
 }
 
-// dstGroups lists a coflow's flow positions grouped by the coflow's Recv
-// entries (CSR layout), for one version of its Flows slice.
+// seekFlow returns the first position ≥ from whose Ref.Flow ≥ id in flows
+// sorted by Ref.Flow, by galloping then binary search: O(log gap).
+func seekFlow(flows []FlowState, from, id int) int {
+	n := len(flows)
+	if from >= n || flows[from].Ref.Flow >= id {
+		return from
+	}
+	step := 1
+	lo, hi := from, from+1 // invariant: flows[lo].Ref.Flow < id
+	for hi < n && flows[hi].Ref.Flow < id {
+		lo = hi
+		step *= 2
+		hi = lo + step
+	}
+	hi = min(hi, n)
+	for lo+1 < hi { // flows[lo] < id, flows[hi] ≥ id or hi == n
+		m := int(uint(lo+hi) >> 1)
+		if flows[m].Ref.Flow < id {
+			lo = m
+		} else {
+			hi = m
+		}
+	}
+	return hi
+}
+
+// dstGroups lists a coflow's flow IDs (FlowRef.Flow) by destination port.
+// It stays valid while the coflow's flow list only loses flows in place
+// (the driver compacts it, keeping order), and is rebuilt when the list is
+// a different slice or more than half of the listed flows are gone.
 type dstGroups struct {
-	n     int
+	built int
 	first *FlowState
-	start []int32 // group r is idx[start[r]:start[r+1]]
-	idx   []int32
+	port  map[int]int // destination port -> index in ids
+	ids   [][]int32
 	used  uint32
 }
 
-// groups returns the cached grouping of c's flows by destination,
-// rebuilding it when c's flow list changed (it only shrinks, so its length
-// and first element identify it). Cost O(flows) on a rebuild, O(1) else.
+// groups returns the cached grouping of c's flows by destination, or nil
+// when c's flows are not sorted by FlowRef.Flow (hand-built states).
 func (b *rateBook) groups(c *CoflowState) *dstGroups {
 	if b.csr == nil {
 		b.csr = make(map[int]*dstGroups)
 	}
 	g := b.csr[c.Index]
-	if g != nil && g.n == len(c.Flows) && g.first == &c.Flows[0] && len(g.start) == len(c.Recv)+1 {
+	if g != nil && g.first == &c.Flows[0] && len(c.Flows)*2 >= g.built {
 		g.used = b.gen
+		if g.port == nil {
+			return nil
+		}
 		return g
 	}
 	if g == nil {
 		g = &dstGroups{}
 		b.csr[c.Index] = g
 	}
-	g.n, g.first, g.used = len(c.Flows), &c.Flows[0], b.gen
-	for r, pl := range c.Recv {
-		b.mark[pl.Port] = int32(r)
+	g.built, g.first, g.used = len(c.Flows), &c.Flows[0], b.gen
+	g.port, g.ids = nil, g.ids[:0]
+	for j := 1; j < len(c.Flows); j++ {
+		if c.Flows[j].Ref.Flow <= c.Flows[j-1].Ref.Flow {
+			return nil
+		}
 	}
-	g.start = append(g.start[:0], make([]int32, len(c.Recv)+1)...)
+	g.port = make(map[int]int, len(c.Recv))
 	for j := range c.Flows {
-		g.start[b.mark[c.Flows[j].Dst]+1]++
-	}
-	for r := range c.Recv {
-		g.start[r+1] += g.start[r]
-	}
-	g.idx = append(g.idx[:0], make([]int32, len(c.Flows))...)
-	fill := append([]int32(nil), g.start[:len(c.Recv)]...)
-	for j := range c.Flows {
-		r := b.mark[c.Flows[j].Dst]
-		g.idx[fill[r]] = int32(j)
-		fill[r]++
-	}
-	for _, pl := range c.Recv {
-		b.mark[pl.Port] = -1
+		f := &c.Flows[j]
+		k, ok := g.port[f.Dst]
+		if !ok {
+			k = len(g.ids)
+			g.port[f.Dst] = k
+			g.ids = append(g.ids, nil)
+		}
+		g.ids[k] = append(g.ids[k], int32(f.Ref.Flow))
 	}
 	return g
 }

@@ -58,10 +58,15 @@ func (b *Builder) WeightedCoflow(id int, arrival time.Duration, weight float64, 
 	return b
 }
 
-// State returns the assembled state with per-port loads computed.
+// State returns the assembled state with per-port loads computed. Each
+// call returns an independent deep copy.
 func (b *Builder) State() *coflow.State {
 	st := b.st
 	st.Coflows = append([]coflow.CoflowState(nil), b.st.Coflows...)
+	for i := range st.Coflows {
+		st.Coflows[i].Flows = append([]coflow.FlowState(nil), st.Coflows[i].Flows...)
+		st.Coflows[i].Send, st.Coflows[i].Recv = nil, nil
+	}
 	st.ComputePortLoads()
 	return &st
 }
