@@ -47,10 +47,10 @@
 //
 // A Handler's byte slices are valid only until it returns (TCP reuses
 // pooled buffers); a response may alias its request. The context a
-// handler gets ends when its transport closes or, for TCP, when the
-// connection the request came on dies. A caller's cancellation is not sent
-// to the peer: the caller returns ctx.Err() at once and the late response
-// is dropped.
+// handler gets ends when its transport closes, when the caller gives up
+// (the caller returns ctx.Err() at once and TCP sends the peer a cancel
+// frame, best effort) or, for TCP, when the connection the request came on
+// dies; a response produced after that is dropped.
 //
 // Failures, checked with errors.Is: [ErrClosed] after Close;
 // [ErrUnknownPeer] for a name with no address or that never joined;
@@ -68,16 +68,18 @@
 //
 //	offset size field
 //	0      4    length: bytes after this field = 16 + len(body)
-//	4      1    kind: 1 request, 2 response, 3 error, 4 one-way message
+//	4      1    kind: 1 request, 2 response, 3 error, 4 one-way message, 5 cancel
 //	5      1    codec of the body: 0 none, 1 LZ4 block, 2 snappy block
 //	6      2    reserved, zero
-//	8      8    correlation id: nonzero for request/response/error, 0 for one-way
+//	8      8    correlation id: nonzero for request/response/error/cancel, 0 for one-way
 //	16     4    raw length: the body's length after decoding
 //	20     ...  body
 //
 // The dialer sends requests and one-way messages; the acceptor answers each
 // request with a response or an error frame (body: the handler's error
-// text, uncompressed) carrying the request's id. A receiver checks the
+// text, uncompressed) carrying the request's id. A dialer whose caller
+// gave up on a request sends a cancel frame (kind 5, empty body) with its
+// id, and the acceptor cancels that handler's context. A receiver checks the
 // header before reading the body: a length or raw length above
 // [TCPConfig.MaxFrameSize], an unknown kind or codec, nonzero reserved
 // bytes, an id that does not fit the kind, or a raw length the codec

@@ -12,7 +12,7 @@ import (
 //
 //	offset size field
 //	0      4    length: bytes after this field = 16 + len(body)
-//	4      1    kind: 1 request, 2 response, 3 error, 4 one-way message
+//	4      1    kind: 1 request, 2 response, 3 error, 4 one-way message, 5 cancel
 //	5      1    codec of the body: 0 none, 1 lz4 block, 2 snappy block
 //	6      2    reserved, must be zero
 //	8      8    correlation id (nonzero for request/response/error, zero for one-way)
@@ -33,6 +33,7 @@ const (
 	kindResponse frameKind = 2
 	kindError    frameKind = 3
 	kindMessage  frameKind = 4
+	kindCancel   frameKind = 5 // the caller gave up on request id; empty body
 )
 
 func (k frameKind) String() string {
@@ -45,6 +46,8 @@ func (k frameKind) String() string {
 		return "error"
 	case kindMessage:
 		return "message"
+	case kindCancel:
+		return "cancel"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -103,6 +106,10 @@ func parseHeader(b []byte, maxSize int) (frameHeader, error) {
 	case kindMessage:
 		if h.id != 0 {
 			return h, fmt.Errorf("%w: one-way message with correlation id %d", ErrCorruptFrame, h.id)
+		}
+	case kindCancel:
+		if h.id == 0 || h.wireLen != 0 || h.codec != CodecNone {
+			return h, fmt.Errorf("%w: cancel frame needs an id and an empty body", ErrCorruptFrame)
 		}
 	default:
 		return h, fmt.Errorf("%w: unknown frame kind %d", ErrCorruptFrame, uint8(h.kind))

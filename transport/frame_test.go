@@ -44,6 +44,9 @@ func TestParseHeader(t *testing.T) {
 	}{
 		{"request", rawHeader(16+5, 1, 0, 0, 0, 9, 5), nil},
 		{"message", rawHeader(16, 4, 0, 0, 0, 0, 0), nil},
+		{"cancel", rawHeader(16, 5, 0, 0, 0, 8, 0), nil},
+		{"cancel without id", rawHeader(16, 5, 0, 0, 0, 0, 0), ErrCorruptFrame},
+		{"cancel with body", rawHeader(16+1, 5, 0, 0, 0, 8, 1), ErrCorruptFrame},
 		{"lz4 response", rawHeader(16+10, 2, 1, 0, 0, 3, 500), nil},
 		{"length below header", rawHeader(15, 1, 0, 0, 0, 9, 0), ErrCorruptFrame},
 		{"wire over max", rawHeader(16+max+1, 1, 0, 0, 0, 9, max+1), ErrFrameTooLarge},
@@ -80,6 +83,7 @@ func FuzzDecodeFrame(f *testing.F) {
 	f.Add(appendFrame(f, nil, kindMessage, CodecSnappy, 0, body))
 	f.Add(appendFrame(f, nil, kindError, CodecNone, 3, []byte("boom")))
 	f.Add(appendFrame(f, nil, kindMessage, CodecNone, 0, nil))
+	f.Add(appendFrame(f, nil, kindCancel, CodecNone, 6, nil))
 	f.Add(appendFrame(f, nil, kindRequest, CodecLZ4, 4, nil))
 	lz := appendFrame(f, nil, kindRequest, CodecLZ4, 5, body)
 	f.Add(lz[:len(lz)-3])                         // truncated
@@ -160,6 +164,7 @@ func TestTCP_CorruptFrameRefused(t *testing.T) {
 		{"declares 1 GiB", rawHeader(16+1<<30, 1, 0, 0, 0, 1, 1<<30)},
 		{"unknown kind", rawHeader(16, 9, 0, 0, 0, 1, 0)},
 		{"response to a server", rawHeader(16, 2, 0, 0, 0, 1, 0)},
+		{"cancel with body", append(rawHeader(16+1, 5, 0, 0, 0, 1, 1), 0)},
 		{"reserved bytes", rawHeader(16, 4, 0, 1, 0, 0, 0)},
 		{"lz4 garbage", lzGarbage},
 		{"snappy garbage", snGarbage},
@@ -180,9 +185,11 @@ func TestTCP_CorruptFrameRefused(t *testing.T) {
 	if r, m := h.requests.Load(), h.messages.Load(); r != 0 || m != 0 {
 		t.Fatalf("handler saw %d requests and %d messages from corrupt frames", r, m)
 	}
-	// A well-formed frame on a fresh connection is served.
+	// A well-formed frame on a fresh connection is served; a cancel for an
+	// id that is not in flight is ignored.
 	c := rawClient(t, srv)
-	if _, err := c.Write(appendFrame(t, nil, kindRequest, CodecLZ4, 77, bytes.Repeat([]byte("ok"), 500))); err != nil {
+	stray := appendFrame(t, nil, kindCancel, CodecNone, 999, nil)
+	if _, err := c.Write(appendFrame(t, stray, kindRequest, CodecLZ4, 77, bytes.Repeat([]byte("ok"), 500))); err != nil {
 		t.Fatal(err)
 	}
 	var hdr [frameHeaderLen]byte

@@ -491,7 +491,7 @@ func (t *Inmem) Request(ctx context.Context, to NodeID, req []byte) ([]byte, err
 	m.from = t.id
 	res := make(chan inmemResult, 1)
 	if !dropped {
-		if err := dst.serve(t, m, delay, res); err != nil {
+		if err := dst.serve(ctx, t, m, delay, res); err != nil {
 			return nil, err
 		}
 	}
@@ -513,8 +513,9 @@ func (t *Inmem) Request(ctx context.Context, to NodeID, req []byte) ([]byte, err
 	}
 }
 
-// serve runs one request on t's handler in a goroutine t owns.
-func (t *Inmem) serve(from *Inmem, m inmemMsg, delay time.Duration, res chan<- inmemResult) error {
+// serve runs one request on t's handler in a goroutine t owns. The
+// handler's ctx ends when t closes or the caller's ctx ends.
+func (t *Inmem) serve(callerCtx context.Context, from *Inmem, m inmemMsg, delay time.Duration, res chan<- inmemResult) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -536,7 +537,11 @@ func (t *Inmem) serve(from *Inmem, m inmemMsg, delay time.Duration, res chan<- i
 			return
 		}
 		t.stats.received(m.raw, len(m.body))
-		resp, herr := t.h.HandleRequest(t.ctx, from.id, body)
+		hctx, cancel := context.WithCancel(t.ctx)
+		stop := context.AfterFunc(callerCtx, cancel)
+		resp, herr := t.h.HandleRequest(hctx, from.id, body)
+		stop()
+		cancel()
 		if t.ctx.Err() != nil {
 			return // the node closed under the handler: no response leaves it
 		}

@@ -343,6 +343,7 @@ func (t *TCP) requestAppend(ctx context.Context, dst []byte, to NodeID, req []by
 		return r.body, r.err
 	case <-ctx.Done():
 		if c.unregister(call.id) {
+			c.sendCancel(call.id)
 			return nil, ctx.Err()
 		}
 		// The reader has taken the call and may be writing into dst: wait
@@ -616,10 +617,11 @@ type conn struct {
 	wbuf []byte
 	bufs [2][]byte
 
-	nextID  atomic.Uint64
-	mu      sync.Mutex
-	pending map[uint64]*call
-	err     error // why the connection died; set once, before cancel
+	nextID   atomic.Uint64
+	mu       sync.Mutex
+	pending  map[uint64]*call              // client side: calls awaiting a response
+	inflight map[uint64]context.CancelFunc // server side: requests being handled
+	err      error                         // why the connection died; set once, before cancel
 }
 
 type call struct {
@@ -647,6 +649,8 @@ func (t *TCP) newConn(raw, nc net.Conn, peer NodeID, client bool) *conn {
 	}
 	if client {
 		c.pending = make(map[uint64]*call)
+	} else {
+		c.inflight = make(map[uint64]context.CancelFunc)
 	}
 	return c
 }
@@ -705,6 +709,23 @@ func (c *conn) unregister(id uint64) bool {
 	}
 	delete(c.pending, id)
 	return true
+}
+
+// sendCancel tells the peer, best effort and without blocking the caller,
+// that request id was abandoned, so its handler's ctx is canceled.
+func (c *conn) sendCancel(id uint64) {
+	t := c.t
+	t.mu.Lock()
+	if t.closed || c.isDead() {
+		t.mu.Unlock()
+		return
+	}
+	t.wg.Add(1)
+	t.mu.Unlock()
+	go func() {
+		defer t.wg.Done()
+		c.writeFrame(nil, frameHeader{kind: kindCancel, id: id}, nil)
+	}()
 }
 
 func (c *conn) take(id uint64) *call {
@@ -890,8 +911,21 @@ func (c *conn) serverLoop(msgMu *sync.Mutex) {
 				return
 			}
 			c.t.stats.received(h.rawLen, h.wireLen)
+			rctx, cancel := context.WithCancel(c.ctx)
+			c.mu.Lock()
+			if old := c.inflight[h.id]; old != nil {
+				old() // a peer reusing a live id: the older handler is abandoned
+			}
+			c.inflight[h.id] = cancel
+			c.mu.Unlock()
 			c.t.wg.Add(1)
-			go c.serveRequest(h.id, body, ret, sem)
+			go c.serveRequest(rctx, cancel, h.id, body, ret, sem)
+		case kindCancel:
+			c.mu.Lock()
+			if cancel := c.inflight[h.id]; cancel != nil {
+				cancel()
+			}
+			c.mu.Unlock()
 		default:
 			return // responses never travel this way: a confused or hostile peer
 		}
@@ -901,15 +935,23 @@ func (c *conn) serverLoop(msgMu *sync.Mutex) {
 // maxErrorMsg bounds the handler error text sent back in an error frame.
 const maxErrorMsg = 64 << 10
 
-func (c *conn) serveRequest(id uint64, body []byte, ret *[]byte, sem chan struct{}) {
+func (c *conn) serveRequest(ctx context.Context, cancel context.CancelFunc, id uint64, body []byte, ret *[]byte, sem chan struct{}) {
 	defer c.t.wg.Done()
+	defer func() {
+		c.mu.Lock()
+		if c.inflight != nil {
+			delete(c.inflight, id)
+		}
+		c.mu.Unlock()
+		cancel()
+	}()
 	defer func() { <-sem }()
 	// The request buffer goes back to the pool only after the response is
 	// written, so a handler may answer with (a slice of) its request.
 	defer putBuf(ret)
-	resp, herr := c.t.h.HandleRequest(c.ctx, c.peer, body)
-	if c.isDead() {
-		return
+	resp, herr := c.t.h.HandleRequest(ctx, c.peer, body)
+	if c.isDead() || ctx.Err() != nil {
+		return // connection gone, or the caller gave up: nobody waits
 	}
 	if herr != nil {
 		msg := herr.Error()

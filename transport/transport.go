@@ -22,7 +22,10 @@ type NodeID string
 // response is sent. The transport does not modify a response.
 type Handler interface {
 	// HandleRequest serves one request and returns its response. A non-nil
-	// error is delivered to the caller as a *RemoteError.
+	// error is delivered to the caller as a *RemoteError. ctx ends when the
+	// transport closes, when the caller gives up on the request (its ctx
+	// ended; TCP tells the peer with a cancel frame, best effort) or, for
+	// TCP, when the connection dies; the response is then discarded.
 	HandleRequest(ctx context.Context, from NodeID, req []byte) ([]byte, error)
 	// HandleMessage receives one one-way message.
 	HandleMessage(from NodeID, msg []byte)

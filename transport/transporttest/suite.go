@@ -257,9 +257,12 @@ func testConcurrentCallers(t *testing.T, f Factory) {
 
 // blocking returns a handler whose requests starting with "block" wait
 // until release is closed or their ctx is done (others are echoed at once),
-// and a channel that receives once per blocking request started.
-func blocking(release <-chan struct{}) (transport.Handler, <-chan struct{}) {
+// a channel that receives once per blocking request started, and one that
+// receives, per blocking request, its ctx's error when it ended (nil when
+// released).
+func blocking(release <-chan struct{}) (transport.Handler, <-chan struct{}, <-chan error) {
 	started := make(chan struct{}, 64)
+	ended := make(chan error, 64)
 	return Funcs{Request: func(ctx context.Context, _ transport.NodeID, req []byte) ([]byte, error) {
 		if !bytes.HasPrefix(req, []byte("block")) {
 			return append([]byte{}, req...), nil
@@ -267,16 +270,18 @@ func blocking(release <-chan struct{}) (transport.Handler, <-chan struct{}) {
 		started <- struct{}{}
 		select {
 		case <-release:
+			ended <- nil
 			return req, nil
 		case <-ctx.Done():
+			ended <- ctx.Err()
 			return nil, ctx.Err()
 		}
-	}}, started
+	}}, started, ended
 }
 
 func testCancellation(t *testing.T, f Factory) {
 	release := make(chan struct{})
-	h, started := blocking(release)
+	h, started, ended := blocking(release)
 	c := f(t, []transport.Handler{Echo{}, h})
 	defer close(release)
 	a, b := c.Nodes[0], c.Nodes[1].LocalID()
@@ -308,6 +313,15 @@ func testCancellation(t *testing.T, f Factory) {
 	case <-time.After(prompt):
 		t.Fatal("Request did not return after its ctx was canceled")
 	}
+	// The handler's ctx ends too: nobody waits for its answer.
+	select {
+	case err := <-ended:
+		if err == nil {
+			t.Fatal("handler of a canceled request ran to completion")
+		}
+	case <-time.After(prompt):
+		t.Fatal("handler's ctx did not end after the caller canceled")
+	}
 
 	// The transport still works after a canceled call.
 	if got, err := a.Request(base, b, []byte("after")); err != nil || string(got) != "after" {
@@ -317,7 +331,7 @@ func testCancellation(t *testing.T, f Factory) {
 
 func testDeadline(t *testing.T, f Factory) {
 	release := make(chan struct{})
-	h, _ := blocking(release)
+	h, _, ended := blocking(release)
 	c := f(t, []transport.Handler{Echo{}, h})
 	defer close(release)
 	ctx, cancel := context.WithTimeout(ctxFor(t), 50*time.Millisecond)
@@ -330,12 +344,20 @@ func testDeadline(t *testing.T, f Factory) {
 	if el := time.Since(start); el > prompt {
 		t.Fatalf("Request returned %v after a 50ms deadline", el)
 	}
+	select {
+	case err := <-ended:
+		if err == nil {
+			t.Fatal("handler of an expired request ran to completion")
+		}
+	case <-time.After(prompt):
+		t.Fatal("handler's ctx did not end after the caller's deadline")
+	}
 }
 
 func testPeerLoss(t *testing.T, f Factory) {
 	release := make(chan struct{})
 	defer close(release)
-	h, started := blocking(release)
+	h, started, _ := blocking(release)
 	c := f(t, []transport.Handler{Echo{}, h, Echo{}})
 	a := c.Nodes[0]
 	b, other := c.Nodes[1].LocalID(), c.Nodes[2].LocalID()
