@@ -19,85 +19,6 @@ import (
 	"github.com/falconml/falcon/transport"
 )
 
-// idSampler encodes (owner, clock) in the sample ids: id = (owner·C + clock)·1000 + i.
-type idSampler struct{ clocks int }
-
-func (s idSampler) Batch(owner epsp.WorkerID, clock, size int) []int {
-	ids := make([]int, size)
-	for i := range ids {
-		ids[i] = (int(owner)*s.clocks+clock)*1000 + i
-	}
-	return ids
-}
-
-// idModel has one parameter per (owner, clock); each sample's gradient is
-// −1 on its (owner, clock) parameter, so with SGD(lr=1) a clock's complete
-// update raises that parameter by exactly the weight the policy gives it.
-// It checks every read against the SSP guarantee and sleeps to simulate
-// speed differences.
-type idModel struct {
-	workers, clocks int
-	staleness       int // -1: do not check reads
-	sleep           func(owner epsp.WorkerID, clock int) time.Duration
-	full            float32 // value of a complete (owner, clock) update
-
-	mu          sync.Mutex
-	violations  []string
-	inflight    int
-	maxInflight int // most Gradient calls running at once
-}
-
-func (m *idModel) Gradient(params []float32, samples []int, grad []float32) float64 {
-	m.mu.Lock()
-	m.inflight++
-	m.maxInflight = max(m.maxInflight, m.inflight)
-	m.mu.Unlock()
-	defer func() {
-		m.mu.Lock()
-		m.inflight--
-		m.mu.Unlock()
-	}()
-	idx := samples[0] / 1000
-	owner, clock := idx/m.clocks, idx%m.clocks
-	if m.staleness >= 0 {
-		m.checkRead(params, owner, clock)
-	}
-	for _, s := range samples {
-		grad[s/1000]--
-	}
-	if m.sleep != nil {
-		time.Sleep(m.sleep(epsp.WorkerID(owner), clock))
-	}
-	return float64(len(samples))
-}
-
-// checkRead: a worker at clock c reads every update of clocks ≤ c−s−1 and
-// its own updates of clocks < c.
-// Reference: Ho et al. NIPS 2013 (SSP read guarantee); falcon.md §5.
-func (m *idModel) checkRead(params []float32, owner, c int) {
-	for j := range m.workers {
-		for k := 0; k < m.clocks; k++ {
-			need := k <= c-m.staleness-1 || (j == owner && k < c)
-			if need && math.Abs(float64(params[j*m.clocks+k]-m.full)) > 1e-5 {
-				m.mu.Lock()
-				m.violations = append(m.violations, fmt.Sprintf("worker %d at clock %d read update (%d,%d) = %v", owner, c, j, k, params[j*m.clocks+k]))
-				m.mu.Unlock()
-			}
-		}
-	}
-}
-
-// sleepFor returns a seeded pseudo-random per-(owner, clock) delay up to max.
-func sleepFor(seed uint64, max time.Duration) func(epsp.WorkerID, int) time.Duration {
-	return func(o epsp.WorkerID, c int) time.Duration {
-		h := seed*0x9e3779b97f4a7c15 ^ uint64(o)*0xbf58476d1ce4e5b9 ^ uint64(c)*0x94d049bb133111eb
-		h ^= h >> 29
-		h *= 0xbf58476d1ce4e5b9
-		h ^= h >> 32
-		return time.Duration(h % uint64(max))
-	}
-}
-
 func finalParams(t *testing.T, c *pstest.Cluster, n int) []float32 {
 	t.Helper()
 	out := make([]float32, n)
@@ -117,14 +38,14 @@ func TestBSP_Barrier(t *testing.T) {
 	c := pstest.NewCluster(t, pstest.Servers(2), pstest.Workers(workers), pstest.Batch(batch), pstest.Chunk(2),
 		pstest.Optimizer(ps.SGD{LR: 1}), pstest.Observer(rec), pstest.Policy(epsp.NewBSP()),
 		pstest.Partitioner(ps.KeyRange{Servers: 2, MaxSegment: 4}))
-	m := &idModel{workers: workers, clocks: clocks, staleness: 0, full: 1.0 / workers, sleep: sleepFor(1, 2*time.Millisecond)}
+	m := &pstest.LedgerModel{Workers: workers, Clocks: clocks, Staleness: 0, Full: 1.0 / workers, Delay: pstest.SeededDelay(1, 2*time.Millisecond)}
 	n := workers * clocks
-	_, err := c.Train(context.Background(), m, idSampler{clocks}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{n}, Init: ps.Zeros{}, Clocks: clocks})
+	_, err := c.Train(context.Background(), m, pstest.LedgerSampler{Clocks: clocks}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{n}, Init: ps.Zeros{}, Clocks: clocks})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.violations) > 0 {
-		t.Errorf("reads missed updates: %v", m.violations[:min(5, len(m.violations))])
+	if len(m.Violations()) > 0 {
+		t.Errorf("reads missed updates: %v", m.Violations()[:min(5, len(m.Violations()))])
 	}
 	// Order check over the recorded trace.
 	flushed := map[int]int{} // clock → servers that flushed it
@@ -164,18 +85,18 @@ func TestSSP_StalenessBound(t *testing.T) {
 			t.Run(fmt.Sprintf("s=%d/seed=%d", s, seed), func(t *testing.T) {
 				c := pstest.NewCluster(t, pstest.Servers(2), pstest.Workers(workers), pstest.Batch(4), pstest.Chunk(4),
 					pstest.Optimizer(ps.SGD{LR: 1}), pstest.Policy(epsp.NewSSP(s)))
-				m := &idModel{workers: workers, clocks: clocks, staleness: s, full: 1, sleep: sleepFor(seed, 3*time.Millisecond)}
+				m := &pstest.LedgerModel{Workers: workers, Clocks: clocks, Staleness: s, Full: 1, Delay: pstest.SeededDelay(seed, 3*time.Millisecond)}
 				n := workers * clocks
 				keys := make([]uint64, n) // one key per (owner, clock), spread over both servers
 				for i := range keys {
 					keys[i] = uint64(i) << 59
 				}
-				_, err := c.Train(context.Background(), m, idSampler{clocks}, ps.TrainConfig{Keys: keys, Init: ps.Zeros{}, Clocks: clocks})
+				_, err := c.Train(context.Background(), m, pstest.LedgerSampler{Clocks: clocks}, ps.TrainConfig{Keys: keys, Init: ps.Zeros{}, Clocks: clocks})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(m.violations) > 0 {
-					t.Errorf("%d stale reads, e.g. %v", len(m.violations), m.violations[0])
+				if len(m.Violations()) > 0 {
+					t.Errorf("%d stale reads, e.g. %v", len(m.Violations()), m.Violations()[0])
 				}
 				if st := c.Coordinator.Stats(); st.MaxLead > s {
 					t.Errorf("max lead %d exceeds staleness %d", st.MaxLead, s)
@@ -245,17 +166,17 @@ func TestTransfer_ExactlyOnce(t *testing.T) {
 	// overtake each other (a transfer answer and the giver's clock).
 	c.Net.SetDelay(50*time.Microsecond, 200*time.Microsecond)
 	n := workers * clocks
-	models := make([]*idModel, workers)
+	models := make([]*pstest.LedgerModel, workers)
 	for i := range models {
 		delay := 100 * time.Microsecond
 		if i == 0 {
 			delay = 3 * time.Millisecond // the straggler: injected slowdown per chunk
 		}
-		models[i] = &idModel{workers: workers, clocks: clocks, staleness: -1, full: 1.0 / workers,
-			sleep: func(epsp.WorkerID, int) time.Duration { return delay }}
+		models[i] = &pstest.LedgerModel{Workers: workers, Clocks: clocks, Staleness: -1, Full: 1.0 / workers,
+			Delay: func(epsp.WorkerID, int) time.Duration { return delay }}
 	}
 	// The slowdown belongs to the computing worker, whoever owns the samples.
-	stats, err := c.TrainWith(context.Background(), func(i int) ps.Model { return models[i] }, idSampler{clocks},
+	stats, err := c.TrainWith(context.Background(), func(i int) ps.Model { return models[i] }, pstest.LedgerSampler{Clocks: clocks},
 		ps.TrainConfig{Keys: []uint64{0}, Lens: []int{n}, Init: ps.Zeros{}, Clocks: clocks})
 	if err != nil {
 		t.Fatal(err)
@@ -290,8 +211,8 @@ func TestTransfer_ExactlyOnce(t *testing.T) {
 	if st.TransfersAccepted == 0 || given == 0 || given != taken || given != st.SamplesTransferred {
 		t.Errorf("transfers: accepted %d, samples %d; workers gave %d, took %d", st.TransfersAccepted, st.SamplesTransferred, given, taken)
 	}
-	if st.ParallelismChanges == 0 || models[0].maxInflight < 2 {
-		t.Errorf("parallelism: %d changes recorded, straggler ran %d gradients at once, want 2", st.ParallelismChanges, models[0].maxInflight)
+	if st.ParallelismChanges == 0 || models[0].MaxConcurrent() < 2 {
+		t.Errorf("parallelism: %d changes recorded, straggler ran %d gradients at once, want 2", st.ParallelismChanges, models[0].MaxConcurrent())
 	}
 	for i, v := range finalParams(t, c, n) {
 		if math.Abs(float64(v)-1.0/workers) > 1e-6 {
@@ -323,8 +244,8 @@ func TestWorker_HonoursSetBatch(t *testing.T) {
 	rec := &pstest.Recorder{}
 	c := pstest.NewCluster(t, pstest.Servers(1), pstest.Workers(workers), pstest.Batch(8), pstest.Chunk(2),
 		pstest.Optimizer(ps.SGD{LR: 1}), pstest.Observer(rec), pstest.Policy(&batchPolicy{}))
-	m := &idModel{workers: workers, clocks: clocks, staleness: -1}
-	_, err := c.Train(context.Background(), m, idSampler{clocks}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{workers * clocks}, Init: ps.Zeros{}, Clocks: clocks})
+	m := &pstest.LedgerModel{Workers: workers, Clocks: clocks, Staleness: -1}
+	_, err := c.Train(context.Background(), m, pstest.LedgerSampler{Clocks: clocks}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{workers * clocks}, Init: ps.Zeros{}, Clocks: clocks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,11 +318,11 @@ func TestCoordinator_WaitWorkersNamesMissing(t *testing.T) {
 // goroutine (TestMain runs goleak).
 func TestTrain_CancelReturnsPromptly(t *testing.T) {
 	c := pstest.NewCluster(t, pstest.Workers(3), pstest.Batch(8), pstest.Chunk(1), pstest.Parallelism(2))
-	m := &idModel{workers: 3, clocks: 1000, staleness: -1, sleep: func(epsp.WorkerID, int) time.Duration { return time.Millisecond }}
+	m := &pstest.LedgerModel{Workers: 3, Clocks: 1000, Staleness: -1, Delay: func(epsp.WorkerID, int) time.Duration { return time.Millisecond }}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := c.Train(ctx, m, idSampler{1000}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{3000}, Init: ps.Zeros{}, Clocks: 1000})
+		_, err := c.Train(ctx, m, pstest.LedgerSampler{Clocks: 1000}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{3000}, Init: ps.Zeros{}, Clocks: 1000})
 		done <- err
 	}()
 	time.Sleep(30 * time.Millisecond)
@@ -503,12 +424,12 @@ func TestShardSampler_Batch(t *testing.T) {
 func TestTrain_ServerDeathAbortsRun(t *testing.T) {
 	c := pstest.NewCluster(t, pstest.Servers(2), pstest.Workers(3), pstest.Batch(4), pstest.Chunk(1),
 		pstest.Partitioner(ps.Hash{Servers: 2}))
-	m := &idModel{workers: 3, clocks: 1000, staleness: -1, sleep: func(epsp.WorkerID, int) time.Duration { return 200 * time.Microsecond }}
+	m := &pstest.LedgerModel{Workers: 3, Clocks: 1000, Staleness: -1, Delay: func(epsp.WorkerID, int) time.Duration { return 200 * time.Microsecond }}
 	keys := []uint64{0, 1, 2, 3, 4, 5, 6, 7}
 	errs := make(chan error, 3)
 	for i, w := range c.Workers {
 		go func() {
-			_, err := w.Train(context.Background(), m, idSampler{1000}, ps.TrainConfig{Keys: keys, Lens: []int{375, 375, 375, 375, 375, 375, 375, 375}, Init: ps.Zeros{}, Clocks: 1000})
+			_, err := w.Train(context.Background(), m, pstest.LedgerSampler{Clocks: 1000}, ps.TrainConfig{Keys: keys, Lens: []int{375, 375, 375, 375, 375, 375, 375, 375}, Init: ps.Zeros{}, Clocks: 1000})
 			errs <- fmt.Errorf("worker %d: %w", i, err)
 		}()
 	}

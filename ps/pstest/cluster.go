@@ -227,3 +227,10 @@ func (r *Recorder) Events() []ps.Event {
 	defer r.mu.Unlock()
 	return append([]ps.Event(nil), r.events...)
 }
+
+// Len returns the number of events recorded so far.
+func (r *Recorder) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.events)
+}

@@ -1,0 +1,86 @@
+package pstest_test
+
+import (
+	"fmt"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps"
+	"github.com/falconml/falcon/ps/pstest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fakeTB records Errorf calls.
+type fakeTB struct {
+	testing.TB
+	errs []string
+}
+
+func (f *fakeTB) Helper() {}
+func (f *fakeTB) Errorf(format string, args ...any) {
+	f.errs = append(f.errs, fmt.Sprintf(format, args...))
+}
+
+func chunk(owner, clock, lo, hi int) ps.Event {
+	return ps.Event{Kind: ps.EvChunk, Owner: epsp.WorkerID(owner), Clock: clock, Lo: lo, Hi: hi}
+}
+
+func push(owner, clock, batch int) ps.Event {
+	return ps.Event{Kind: ps.EvPushAdmitted, Push: epsp.Push{Owner: epsp.WorkerID(owner), Clock: clock, BatchSamples: batch}}
+}
+
+func TestCheckExactlyOnce(t *testing.T) {
+	tests := []struct {
+		name     string
+		events   []ps.Event
+		complete []int
+		wantErrs int
+	}{
+		{"tiled", []ps.Event{chunk(0, 0, 0, 2), chunk(0, 0, 2, 4), push(0, 0, 4)}, []int{1}, 0},
+		{"transferred part", []ps.Event{chunk(0, 0, 0, 1), chunk(0, 0, 1, 4), push(0, 0, 4), push(0, 0, 4)}, []int{1}, 0},
+		{"duplicate", []ps.Event{chunk(0, 0, 0, 3), chunk(0, 0, 2, 4), push(0, 0, 4)}, []int{1}, 1},
+		{"missing", []ps.Event{chunk(0, 0, 0, 3), push(0, 0, 4)}, []int{1}, 1},
+		{"no push", []ps.Event{chunk(0, 0, 0, 4)}, []int{1}, 1},
+		{"outside batch", []ps.Event{chunk(0, 0, 0, 4), chunk(0, 0, 4, 5), push(0, 0, 4)}, []int{1}, 2},
+		{"incomplete clock may be partial", []ps.Event{chunk(0, 1, 0, 1)}, []int{0}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeTB{}
+			pstest.CheckExactlyOnce(f, tt.events, tt.complete)
+			if (len(f.errs) == 0) != (tt.wantErrs == 0) {
+				t.Errorf("errors = %q, want %d", f.errs, tt.wantErrs)
+			}
+		})
+	}
+}
+
+func TestLedgerModel_DetectsStaleReads(t *testing.T) {
+	m := &pstest.LedgerModel{Workers: 2, Clocks: 3, Staleness: 0, Full: 1}
+	s := pstest.LedgerSampler{Clocks: 3}
+	grad := make([]float32, m.NumParams())
+	// Worker 1 at clock 2 with s = 0 must see (0,0),(0,1),(1,0),(1,1).
+	params := []float32{1, 1, 0, 1, 1, 0}
+	m.Gradient(params, s.Batch(1, 2, 2), grad)
+	if v := m.Violations(); len(v) != 0 {
+		t.Errorf("complete read flagged: %v", v)
+	}
+	params[1] = 0 // worker 0's clock 1 missing
+	m.Gradient(params, s.Batch(1, 2, 2), grad)
+	if v := m.Violations(); len(v) != 1 {
+		t.Errorf("violations = %v, want one", v)
+	}
+	if grad[1*3+2] != -4 {
+		t.Errorf("gradient on (1,2) = %v, want -4 (two calls of two samples)", grad[5])
+	}
+}
+
+func TestRunPolicy_BSP(t *testing.T) {
+	st := pstest.RunPolicy(t, func() epsp.Policy { return epsp.NewBSP() }, pstest.PolicyRun{Clocks: 4})
+	if st.Flushes != 4 || st.Releases != 3*4 {
+		t.Errorf("stats: %d flushes, %d releases; want 4, 12", st.Flushes, st.Releases)
+	}
+}
