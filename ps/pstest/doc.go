@@ -19,4 +19,19 @@
 // Recorder collects the cluster's events for order checks (barriers,
 // exactly-once sample accounting). Workers(0) starts servers only, for
 // key-value tests with NewClient.
+//
+// # Testing a policy live
+//
+// LedgerModel and LedgerSampler keep accounts instead of learning: one
+// parameter per (worker, clock), so the final parameters say how each
+// clock's update was weighted, and every read can be checked against the
+// SSP guarantee. CheckExactlyOnce checks a recorded run's sample
+// accounting. RunPolicy puts them together — a user's own epsp.Policy runs
+// on a live cluster with a straggler and is checked the way the SDK checks
+// its own:
+//
+//	func TestMyPolicy(t *testing.T) {
+//		st := pstest.RunPolicy(t, func() epsp.Policy { return NewMyPolicy() }, pstest.PolicyRun{})
+//		t.Logf("transfers: %d", st.TransfersAccepted)
+//	}
 package pstest
