@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"time"
 )
 
 // rateBook is the scratch space the built-in schedulers share: free
@@ -319,6 +320,9 @@ func seekFlow(flows []FlowState, from, id int) int {
 type dstGroups struct {
 	built int
 	first *FlowState
+	id    int // coflow ID, width and arrival guard against a reused address
+	width int
+	arr   time.Duration
 	port  map[int]int // destination port -> index in ids
 	ids   [][]int32
 	used  uint32
@@ -331,7 +335,8 @@ func (b *rateBook) groups(c *CoflowState) *dstGroups {
 		b.csr = make(map[int]*dstGroups)
 	}
 	g := b.csr[c.Index]
-	if g != nil && g.first == &c.Flows[0] && len(c.Flows)*2 >= g.built {
+	if g != nil && g.first == &c.Flows[0] && len(c.Flows)*2 >= g.built &&
+		g.id == c.ID && g.width == c.Width && g.arr == c.Arrival {
 		g.used = b.gen
 		if g.port == nil {
 			return nil
@@ -343,6 +348,7 @@ func (b *rateBook) groups(c *CoflowState) *dstGroups {
 		b.csr[c.Index] = g
 	}
 	g.built, g.first, g.used = len(c.Flows), &c.Flows[0], b.gen
+	g.id, g.width, g.arr = c.ID, c.Width, c.Arrival
 	g.port, g.ids = nil, g.ids[:0]
 	for j := 1; j < len(c.Flows); j++ {
 		if c.Flows[j].Ref.Flow <= c.Flows[j-1].Ref.Flow {
