@@ -57,8 +57,15 @@ var (
 	_ EventDriven = (*Sincronia)(nil)
 )
 
+// Validate checks the configuration (every combination is valid; the
+// method exists so all scheduler configs share one shape).
+func (c *SincroniaConfig) Validate() error { return nil }
+
 // NewSincronia returns a BSSI scheduler.
 func NewSincronia(cfg SincroniaConfig) (*Sincronia, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	return &Sincronia{cfg: cfg}, nil
 }
 
