@@ -12,7 +12,9 @@ import (
 // completion.
 //
 // Cost of one Schedule call: O(F + I·T) for T ports in use and I ≤ 2T
-// filling rounds.
+// filling rounds. Being called on every flow completion, a replay costs
+// O(flows × F); it suits synthetic traces of moderate size, not the 706k
+// flows of FB2010.
 type Fair struct {
 	book          rateBook
 	sel, src, dst []int32
@@ -51,7 +53,8 @@ func (f *Fair) Schedule(now time.Duration, s *State) []Allocation {
 // all the spare capacity on their path. It reschedules on every flow
 // completion.
 //
-// Cost of one Schedule call: O(F·log F + P).
+// Cost of one Schedule call: O(F·log F + P), once per flow completion (see
+// Fair on large traces).
 type PFP struct {
 	book  rateBook
 	order []int32

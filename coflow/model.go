@@ -11,7 +11,9 @@ type Flow struct {
 	// ID labels the flow inside its coflow (trace conversion numbers flows
 	// 0, 1, ... in reducer-major order).
 	ID int
-	// Src and Dst are port indices in [0, Fabric.NumPorts()).
+	// Src and Dst are port indices in [0, Fabric.NumPorts()). Src may equal
+	// Dst (a mapper and a reducer on the same rack in a trace); such a flow
+	// still uses the port's ingress and egress, as in coflowsim.
 	Src, Dst int
 	// Bytes is the raw (uncompressed) volume, > 0.
 	Bytes float64
