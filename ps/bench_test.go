@@ -323,3 +323,30 @@ func BenchmarkTransportCeiling(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkStore_Apply measures the pure apply step (one key of n values)
+// per optimizer: the server's work per push without the network.
+func BenchmarkStore_Apply(b *testing.B) {
+	for _, opt := range []ps.Optimizer{ps.SGD{LR: 0.01}, ps.Momentum{LR: 0.01, Mu: 0.9}, ps.Adam{LR: 0.001}} {
+		for _, sz := range benchSizes {
+			b.Run(fmt.Sprintf("%s/%s", opt.Name(), sz.name), func(b *testing.B) {
+				st, err := ps.NewStore(ps.StoreConfig{Optimizer: opt})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := st.Init([]uint64{1}, []int{sz.n}, ps.Uniform{Lo: -1, Hi: 1, Seed: 1}); err != nil {
+					b.Fatal(err)
+				}
+				g := make([]float32, sz.n)
+				ps.Normal{Std: 1, Seed: 2}.Init(1, 0, g)
+				b.SetBytes(int64(4 * sz.n))
+				b.ResetTimer()
+				for range b.N {
+					if err := st.Apply([]uint64{1}, nil, g, 1); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

@@ -119,14 +119,16 @@ func (o Adam) Update(w, g []float32, scale float32, state [][]float32, step int6
 	m, v := state[0][:n], state[1][:n]
 	g = g[:n]
 	t := float64(step)
-	c1 := float32(1 - math.Pow(float64(b1), t))
-	c2 := float32(1 - math.Pow(float64(b2), t))
+	// η·m̂/(√v̂+ε) with the bias corrections folded into two constants:
+	// a = η/(1−β1^t), ic2 = 1/(1−β2^t).
+	a := float32(float64(o.LR) / (1 - math.Pow(float64(b1), t)))
+	ic2 := float32(1 / (1 - math.Pow(float64(b2), t)))
+	c1, c2 := 1-b1, 1-b2
 	for i := range w {
 		gi := scale * g[i]
-		m[i] = b1*m[i] + (1-b1)*gi
-		v[i] = b2*v[i] + (1-b2)*gi*gi
-		mh := m[i] / c1
-		vh := v[i] / c2
-		w[i] -= o.LR * mh / (float32(math.Sqrt(float64(vh))) + eps)
+		mi := b1*m[i] + c1*gi
+		vi := b2*v[i] + c2*gi*gi
+		m[i], v[i] = mi, vi
+		w[i] -= a * mi / (float32(math.Sqrt(float64(vi*ic2))) + eps)
 	}
 }
