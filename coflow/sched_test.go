@@ -213,6 +213,22 @@ func TestOrdered_StarvationGuard(t *testing.T) {
 	if p.Coflows[0].CCT != 45*time.Second || g.Coflows[0].CCT >= 40*time.Second {
 		t.Fatalf("guard did not help the large coflow: plain %v, guarded %v", p.Coflows[0].CCT, g.Coflows[0].CCT)
 	}
+	// Reference: Varys §5.3 (starvation freedom): under the guard no coflow
+	// waits longer than T for its first bytes. C0 is given a late twin that
+	// arrives behind a busy stream.
+	late := append([]coflow.Coflow(nil), cfs...)
+	late = append(late, coflow.Coflow{ID: 99, Arrival: 3500 * time.Millisecond, Flows: []coflow.Flow{{Src: 0, Dst: 1, Bytes: 8 * mb}}})
+	const T = 4 * time.Second
+	gl := run(t, guarded, coflow.NewFabric(2, mb), late)
+	pl := run(t, plain, coflow.NewFabric(2, mb), late)
+	for _, r := range gl.Coflows {
+		if w := r.Start - r.Arrival; w > T {
+			t.Errorf("guarded: coflow %d waited %v > T = %v", r.ID, w, T)
+		}
+	}
+	if w := pl.Coflows[len(late)-1].Start - pl.Coflows[len(late)-1].Arrival; w <= T {
+		t.Errorf("plain SEBF served the late large coflow after %v; the test needs it to starve", w)
+	}
 	if _, err := coflow.NewSEBF(coflow.OrderedConfig{StarvationPeriod: time.Second, StarvationWindow: time.Second}); err == nil {
 		t.Fatal("window == period accepted")
 	}
