@@ -35,7 +35,10 @@ type TCPConfig struct {
 	// TLS, when non-nil, wraps every connection in TLS with this config:
 	// it must hold Certificates to accept connections and whatever the
 	// dialing side needs to verify them (RootCAs, ServerName; an empty
-	// ServerName is taken from the peer address). Nil means plaintext.
+	// ServerName is taken from the peer address). For mutual TLS also set
+	// ClientAuth and ClientCAs; the same Certificates then serve as the
+	// client certificate. A failed certificate check is ErrUnauthorized.
+	// Nil means plaintext.
 	TLS *tls.Config
 	// Secret, when non-empty, is a shared secret every connection must
 	// prove in both directions (an HMAC-SHA256 challenge-response, see
@@ -482,6 +485,10 @@ func (t *TCP) dial(ctx context.Context, to NodeID, addr string) (*conn, error) {
 		}
 		if errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrCorruptFrame) {
 			return nil, fmt.Errorf("handshake with %q at %s: %w", to, addr, err)
+		}
+		var cve *tls.CertificateVerificationError
+		if errors.As(err, &cve) {
+			return nil, fmt.Errorf("%w: TLS with %q at %s: %v", ErrUnauthorized, to, addr, err)
 		}
 		return nil, fmt.Errorf("%w: handshake with %q at %s: %v", ErrUnreachable, to, addr, err)
 	}

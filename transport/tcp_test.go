@@ -443,8 +443,8 @@ func TestTCP_TLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stranger.Close()
-	if _, err := stranger.Request(ctx, nodes[1].LocalID(), []byte("x")); err == nil {
-		t.Fatal("Request from a client that does not trust the server's certificate succeeded")
+	if _, err := stranger.Request(ctx, nodes[1].LocalID(), []byte("x")); !errors.Is(err, transport.ErrUnauthorized) {
+		t.Fatalf("Request from a client that does not trust the server's certificate: err = %v, want ErrUnauthorized", err)
 	}
 	// A plaintext client cannot talk to a TLS server.
 	plain, err := transport.NewTCP(transport.TCPConfig{ID: "plain", DialTimeout: time.Second,
@@ -531,4 +531,32 @@ func TestTCP_Stats(t *testing.T) {
 	rec := &transporttest.Recorder{}
 	nodes := tcpCluster(t, transport.TCPConfig{Compression: transport.Always(transport.CodecLZ4)}, []transport.Handler{transporttest.Echo{}, rec})
 	checkStats(t, nodes[0], nodes[1], func() { rec.WaitMessages(testCtx(t), 1) })
+}
+
+func TestTCP_MutualTLS(t *testing.T) {
+	cfg := selfSignedTLS(t)
+	cfg.ClientAuth = tls.RequireAndVerifyClientCert
+	cfg.ClientCAs = cfg.RootCAs
+	rec := &transporttest.Recorder{}
+	nodes := tcpCluster(t, transport.TCPConfig{TLS: cfg}, []transport.Handler{transporttest.Echo{}, rec})
+	ctx := testCtx(t)
+	if got, err := nodes[0].Request(ctx, nodes[1].LocalID(), []byte("mtls")); err != nil || string(got) != "mtls" {
+		t.Fatalf("Request over mutual TLS = %q, %v", got, err)
+	}
+	// A client whose certificate the server does not trust, though it
+	// trusts the server, is refused and never reaches the handler.
+	other := selfSignedTLS(t)
+	other.RootCAs = cfg.RootCAs
+	stranger, err := transport.NewTCP(transport.TCPConfig{ID: "stranger", TLS: other,
+		Peers: map[transport.NodeID]string{nodes[1].LocalID(): nodes[1].Addr().String()}}, transporttest.Echo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stranger.Close()
+	if _, err := stranger.Request(ctx, nodes[1].LocalID(), []byte("x")); err == nil {
+		t.Fatal("Request with an untrusted client certificate succeeded")
+	}
+	if rec.NumRequests() != 1 {
+		t.Fatalf("handler saw %d requests, want only the trusted one", rec.NumRequests())
+	}
 }
