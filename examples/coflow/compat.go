@@ -56,5 +56,5 @@ func runCompat(tr *coflow.Trace, name string, o options, w, csvOut io.Writer) (s
 	}
 	bins := coflow.SummarizeBins(out)
 	return summary{name: out.Scheduler, n: len(out.Coflows), cct: coflow.Summarize(out), bins: &bins,
-		wallMs: float64(wall) / float64(time.Millisecond)}, nil
+		wallMs: float64(wall) / float64(time.Millisecond), res: out}, nil
 }

@@ -12,7 +12,9 @@
 // coflowsim replays with the coflowsim-compatible semantics of package
 // coflow/coflowsim (epoch admission, 8 ms quanta, static SEBF order).
 //
-// Output: a summary table (stdout), then exactly one line per scheduler:
+// Output: a summary table (stdout; speed-ups are relative to the first
+// scheduler listed, as the ratio of mean CCTs and the mean of per-coflow
+// ratios), then exactly one line per scheduler:
 //
 //	sched=<name> mode=<exact|coflowsim> coflows=<n> avg_cct_ms=<float> p95_cct_ms=<float> wall_ms=<float>
 //
@@ -87,6 +89,7 @@ type summary struct {
 	cct    coflow.Summary
 	bins   *[4]coflow.Summary
 	wallMs float64
+	res    *coflow.Result
 }
 
 func run(o options, w io.Writer) error {
@@ -134,7 +137,7 @@ func run(o options, w io.Writer) error {
 	if o.format == "table" {
 		fmt.Fprintf(w, "trace: %s, %d ports, %d coflows, mode %s, port %.4g bit/s\n", label, tr.Ports, len(tr.Coflows), o.mode, o.portBits)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "sched\tcoflows\tavg s\tmedian s\tp95 s\tp99 s\tSN avg s\tLN avg s\tSW avg s\tLW avg s\twall ms\t")
+		fmt.Fprintf(tw, "sched\tcoflows\tavg s\tmedian s\tp95 s\tp99 s\tSN avg s\tLN avg s\tSW avg s\tLW avg s\tspeedup vs %s\tmean ratio\twall ms\t\n", sums[0].name)
 		for _, s := range sums {
 			fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t", s.name, s.n, s.cct.Mean.Seconds(), s.cct.Median.Seconds(), s.cct.P95.Seconds(), s.cct.P99.Seconds())
 			for b := range 4 {
@@ -143,6 +146,11 @@ func run(o options, w io.Writer) error {
 				} else {
 					fmt.Fprintf(tw, "%.3f\t", s.bins[b].Mean.Seconds())
 				}
+			}
+			if c, err := coflow.Compare(s.res, sums[0].res); err == nil {
+				fmt.Fprintf(tw, "%.3f\t%.3f\t", c.RatioOfMeans, c.MeanOfRatios)
+			} else {
+				fmt.Fprint(tw, "-\t-\t")
 			}
 			fmt.Fprintf(tw, "%.1f\t\n", s.wallMs)
 		}
@@ -192,7 +200,7 @@ func runExact(tr *coflow.Trace, name string, o options, w, csvOut io.Writer) (su
 	}
 	bins := coflow.SummarizeBins(res)
 	return summary{name: sched.Name(), n: len(res.Coflows), cct: coflow.Summarize(res), bins: &bins,
-		wallMs: float64(wall) / float64(time.Millisecond)}, nil
+		wallMs: float64(wall) / float64(time.Millisecond), res: res}, nil
 }
 
 var csvHeaderDone = map[io.Writer]bool{}
