@@ -234,3 +234,32 @@ func TestTCP_HandshakeRefusesStrangers(t *testing.T) {
 		t.Fatal("handler called")
 	}
 }
+
+// bigResponder answers every request with n bytes.
+type bigResponder struct{ n int }
+
+func (b bigResponder) HandleRequest(context.Context, NodeID, []byte) ([]byte, error) {
+	return make([]byte, b.n), nil
+}
+func (bigResponder) HandleMessage(NodeID, []byte) {}
+
+func TestTCP_WriteTimeoutDropsStalledReader(t *testing.T) {
+	const size = 32 << 20 // more than loopback socket buffers hold
+	srv, err := NewTCP(TCPConfig{ID: "srv", WriteTimeout: 100 * time.Millisecond}, bigResponder{size})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c := rawClient(t, srv)
+	if _, err := c.Write(appendFrame(t, nil, kindRequest, CodecNone, 1, []byte("x"))); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // stall: read nothing
+	n, err := readUntilHangup(c)
+	if err != nil {
+		t.Fatalf("server did not drop a connection whose reader stalled: %v", err)
+	}
+	if n >= size+frameHeaderLen {
+		t.Fatalf("read the whole %d-byte response; the write was not cut", n)
+	}
+}

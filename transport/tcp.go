@@ -59,6 +59,12 @@ type TCPConfig struct {
 	ReconnectBackoff time.Duration
 	// MaxReconnectBackoff caps ReconnectBackoff's doubling. Zero means 2 s.
 	MaxReconnectBackoff time.Duration
+	// WriteTimeout bounds the writing of one frame, so that a peer that
+	// stops reading cannot hold a connection (and every caller and handler
+	// waiting to write on it) forever; a write that runs out of time kills
+	// the connection. A caller's ctx deadline, when sooner, applies as
+	// well. Zero means 1 minute; negative means no bound.
+	WriteTimeout time.Duration
 	// MaxConcurrentRequests bounds the requests served at once for one
 	// incoming connection; more wait, unread, in the socket (backpressure).
 	// Zero means 1024.
@@ -76,6 +82,7 @@ func DefaultTCPConfig() TCPConfig {
 		HandshakeTimeout:      5 * time.Second,
 		ReconnectBackoff:      20 * time.Millisecond,
 		MaxReconnectBackoff:   2 * time.Second,
+		WriteTimeout:          time.Minute,
 		MaxConcurrentRequests: 1024,
 	}
 }
@@ -133,6 +140,9 @@ func (c TCPConfig) withDefaults() TCPConfig {
 	}
 	if c.MaxConcurrentRequests == 0 {
 		c.MaxConcurrentRequests = d.MaxConcurrentRequests
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = d.WriteTimeout
 	}
 	return c
 }
@@ -793,6 +803,9 @@ func (c *conn) writeFrame(ctx context.Context, h frameHeader, body []byte) error
 	if c.isDead() {
 		return c.deadErr()
 	}
+	if wt := c.t.cfg.WriteTimeout; wt > 0 {
+		c.nc.SetWriteDeadline(time.Now().Add(wt))
+	}
 	var stop func() bool
 	var fired chan struct{}
 	if done != nil {
@@ -819,7 +832,9 @@ func (c *conn) writeFrame(ctx context.Context, h frameHeader, body []byte) error
 			c.fail(fmt.Errorf("%w: write to %q interrupted: %v", ErrUnreachable, c.peer, ctx.Err()))
 			return ctx.Err()
 		}
-		c.nc.SetWriteDeadline(time.Time{})
+		if c.t.cfg.WriteTimeout <= 0 {
+			c.nc.SetWriteDeadline(time.Time{})
+		}
 	}
 	if err != nil {
 		c.fail(fmt.Errorf("%w: write to %q: %v", ErrUnreachable, c.peer, err))
