@@ -41,6 +41,7 @@ func sharedData(t testing.TB, name string) string {
 type cmpStats struct {
 	total, matchTimes, matchLine int
 	firstBad                     string
+	bad                          []string
 }
 
 func compareFixture(t *testing.T, dir, trace, sched string) cmpStats {
@@ -77,8 +78,13 @@ func compareFixture(t *testing.T, dir, trace, sched string) cmpStats {
 		g, w := strings.Fields(got[i]), strings.Fields(want[i])
 		if len(g) >= 8 && len(w) >= 8 && g[0] == w[0] && g[1] == w[1] && g[2] == w[2] && g[7] == w[7] {
 			st.matchTimes++
-		} else if st.firstBad == "" {
-			st.firstBad = fmt.Sprintf("line %d:\n got  %s\n want %s", i+1, got[i], want[i])
+		} else {
+			if st.firstBad == "" {
+				st.firstBad = fmt.Sprintf("line %d:\n got  %s\n want %s", i+1, got[i], want[i])
+			}
+			if len(g) >= 8 && len(w) >= 8 {
+				st.bad = append(st.bad, fmt.Sprintf("%s[%s %s/%s]", w[0], w[1], g[2], w[2]))
+			}
 		}
 		if got[i] == want[i] {
 			st.matchLine++
@@ -93,6 +99,9 @@ func TestFixturesReport(t *testing.T) {
 		for _, trace := range []string{"synth-a", "synth-b"} {
 			st := compareFixture(t, dir, trace, sched)
 			t.Logf("%s %s: times %d/%d, full lines %d/%d\n%s", trace, sched, st.matchTimes, st.total, st.matchLine, st.total, st.firstBad)
+			if os.Getenv("BAD") != "" {
+				t.Log(st.bad)
+			}
 		}
 	}
 }

@@ -45,6 +45,8 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+var useBrute = false
+
 // Record is one coflow's line of the reference output.
 type Record struct {
 	ID             int
@@ -98,10 +100,18 @@ func Run(tr *coflow.Trace, sched string, cfg Config) (*Result, error) {
 		s.sched = &ordered{key: func(j *job) float64 { return j.totalBytes - j.sent }}
 	case "FAIR":
 		s.sched = fair{}
+	case "PFP":
+		s.sched = pfp{}
+	case "DARK":
+		s.sched = dark{}
 	default:
 		return nil, fmt.Errorf("%w: %q", ErrUnknownScheduler, sched)
 	}
-	s.run()
+	if useBrute {
+		s.run()
+	} else {
+		s.runEvents()
+	}
 	if s.stalled {
 		return nil, fmt.Errorf("%w: %d coflows can never finish", ErrStalled, len(s.active))
 	}

@@ -23,9 +23,13 @@ type variantT struct {
 	capMode       int
 	flowRecompute int
 	fairMode      int
+	pfpKey        int
+	epochAlways   bool
+	bfMode        int
+	darkMode      int
 }
 
-var variant = variantT{skipFair: 2, flowRecompute: 2, fairMode: 1}
+var variant = variantT{skipFair: 2, fairMode: 1, darkMode: 2}
 
 type flow struct {
 	src, dst int
@@ -155,7 +159,7 @@ func (s *sim) run() {
 			added++
 		}
 		s.now = epoch
-		if added > 0 {
+		if added > 0 || (variant.epochAlways && len(s.active) > 0) {
 			s.sched.allocate(s)
 			if dumpHook != nil {
 				dumpHook(s)
@@ -171,7 +175,7 @@ func (s *sim) run() {
 				}
 			}
 		}
-		if !s.progress && added == 0 && next >= len(s.jobs) && len(s.active) > 0 {
+		if !s.progress && added == 0 && next >= len(s.jobs) && len(s.active) > 0 && !variant.epochAlways {
 			s.stalled = true
 			return
 		}
@@ -306,6 +310,43 @@ func (o *ordered) allocate(s *sim) {
 		}
 		if unknown {
 			skipped = append(skipped, j)
+			if variant.skipFair == 6 || variant.skipFair == 8 {
+				ns := make([]int, s.ports)
+				nr := make([]int, s.ports)
+				for _, f := range j.flows {
+					if !f.done {
+						ns[f.src]++
+						nr[f.dst]++
+					}
+				}
+				ss := append([]float64(nil), s.sendFree...)
+				rr := append([]float64(nil), s.recvFree...)
+				for _, f := range j.flows {
+					if f.done {
+						continue
+					}
+					var r float64
+					if variant.skipFair == 6 {
+						r = math.Min(ss[f.src]/float64(ns[f.src]), rr[f.dst]/float64(nr[f.dst]))
+					} else {
+						r = math.Min(s.sendFree[f.src]/float64(ns[f.src]), s.recvFree[f.dst]/float64(nr[f.dst]))
+						ns[f.src]--
+						nr[f.dst]--
+					}
+					f.rate = r
+					s.sendFree[f.src] -= r
+					s.recvFree[f.dst] -= r
+				}
+			}
+			if variant.skipFair == 7 {
+				var fl []*flow
+				for _, f := range j.flows {
+					if !f.done {
+						fl = append(fl, f)
+					}
+				}
+				maxMin(fl, s.sendFree, s.recvFree)
+			}
 			continue
 		}
 		for i := range send {
@@ -421,19 +462,71 @@ func (o *ordered) allocate(s *sim) {
 			}
 		}
 	}
-	if variant.skipFair == 2 && len(skipped) > 0 {
+	isSkipped := map[*job]bool{}
+	for _, j := range skipped {
+		isSkipped[j] = true
+	}
+	maxMinSkipped := func() {
 		var fl []*flow
 		for _, j := range skipped {
 			for _, f := range j.flows {
 				if !f.done {
-					f.rate = 0
+					if variant.skipFair == 2 {
+						f.rate = 0
+					}
 					fl = append(fl, f)
 				}
 			}
 		}
 		maxMin(fl, s.sendFree, s.recvFree)
 	}
-	// backfill
+	if variant.skipFair == 9 || variant.skipFair == 10 {
+		ns := make([]int, s.ports)
+		nr := make([]int, s.ports)
+		for _, j := range skipped {
+			for _, f := range j.flows {
+				if !f.done {
+					ns[f.src]++
+					nr[f.dst]++
+				}
+			}
+		}
+		for _, j := range skipped {
+			for _, f := range j.flows {
+				if f.done {
+					continue
+				}
+				r := math.Min(s.sendFree[f.src]/float64(ns[f.src]), s.recvFree[f.dst]/float64(nr[f.dst]))
+				if variant.skipFair == 10 {
+					ns[f.src]--
+					nr[f.dst]--
+				}
+				f.rate = r
+				s.sendFree[f.src] -= r
+				s.recvFree[f.dst] -= r
+			}
+		}
+	}
+	switch variant.bfMode {
+	case 0:
+		if variant.skipFair == 2 {
+			maxMinSkipped()
+		}
+		s.backfill(func(j *job) bool { return true })
+	case 1:
+		s.backfill(func(j *job) bool { return true })
+		maxMinSkipped()
+	case 2:
+		s.backfill(func(j *job) bool { return !isSkipped[j] })
+		maxMinSkipped()
+		s.backfill(func(j *job) bool { return isSkipped[j] })
+	case 3:
+		s.backfill(func(j *job) bool { return !isSkipped[j] })
+		maxMinSkipped()
+	}
+}
+
+func (s *sim) backfill(use func(*job) bool) {
 	bf := append([]*job(nil), s.active...)
 	if !variant.bfPlain {
 		sort.SliceStable(bf, func(a, b int) bool {
@@ -441,6 +534,9 @@ func (o *ordered) allocate(s *sim) {
 		})
 	}
 	for _, j := range bf {
+		if !use(j) {
+			continue
+		}
 		for _, f := range j.flows {
 			if f.done {
 				continue
@@ -453,21 +549,44 @@ func (o *ordered) allocate(s *sim) {
 	}
 }
 
-// maxMin assigns max-min fair rates to fl on top of their current rates,
-// within the free capacities, and subtracts what it used.
+// maxMin raises the rates of fl by max-min fair (progressive) filling of
+// the free capacities, and subtracts what it used. All unfrozen flows rise
+// by the same increment, the smallest free/count over the ports they use;
+// flows through a port that fills are frozen.
 func maxMin(fl []*flow, sendFree, recvFree []float64) {
 	n := len(sendFree)
+	if len(fl) == 0 {
+		return
+	}
+	ns := make([]int, n)
+	nr := make([]int, n)
+	bySrc := make([][]int32, n)
+	byDst := make([][]int32, n)
+	for i, f := range fl {
+		ns[f.src]++
+		nr[f.dst]++
+		bySrc[f.src] = append(bySrc[f.src], int32(i))
+		byDst[f.dst] = append(byDst[f.dst], int32(i))
+	}
+	base := make([]float64, len(fl))
+	for i, f := range fl {
+		base[i] = f.rate
+	}
 	frozen := make([]bool, len(fl))
 	left := len(fl)
-	for left > 0 {
-		ns := make([]int, n)
-		nr := make([]int, n)
-		for i, f := range fl {
-			if !frozen[i] {
-				ns[f.src]++
-				nr[f.dst]++
-			}
+	level := 0.0
+	freeze := func(i int32) {
+		if frozen[i] {
+			return
 		}
+		frozen[i] = true
+		left--
+		f := fl[i]
+		f.rate = base[i] + level
+		ns[f.src]--
+		nr[f.dst]--
+	}
+	for left > 0 {
 		inc := math.Inf(1)
 		for p := 0; p < n; p++ {
 			if ns[p] > 0 {
@@ -480,17 +599,25 @@ func maxMin(fl []*flow, sendFree, recvFree []float64) {
 		if inc < 0 {
 			inc = 0
 		}
-		for i, f := range fl {
-			if !frozen[i] {
-				f.rate += inc
-				sendFree[f.src] -= inc
-				recvFree[f.dst] -= inc
+		level += inc
+		for p := 0; p < n; p++ {
+			if ns[p] > 0 {
+				sendFree[p] -= inc * float64(ns[p])
+			}
+			if nr[p] > 0 {
+				recvFree[p] -= inc * float64(nr[p])
 			}
 		}
-		for i, f := range fl {
-			if !frozen[i] && (sendFree[f.src] <= 1e-6 || recvFree[f.dst] <= 1e-6) {
-				frozen[i] = true
-				left--
+		for p := 0; p < n; p++ {
+			if ns[p] > 0 && (sendFree[p] <= 1e-6 || sendFree[p]/float64(ns[p]) <= inc*1e-12) {
+				for _, i := range bySrc[p] {
+					freeze(i)
+				}
+			}
+			if nr[p] > 0 && (recvFree[p] <= 1e-6 || recvFree[p]/float64(nr[p]) <= inc*1e-12) {
+				for _, i := range byDst[p] {
+					freeze(i)
+				}
 			}
 		}
 	}
@@ -527,3 +654,143 @@ func (fair) allocate(s *sim) {
 	}
 	maxMin(fl, s.sendFree, s.recvFree)
 }
+
+type pfp struct{}
+
+func (pfp) insert(s *sim, j *job) { s.active = append(s.active, j) }
+
+func (pfp) allocate(s *sim) {
+	s.resetFree()
+	var fl []*flow
+	for _, j := range s.active {
+		for _, f := range j.flows {
+			f.rate = 0
+			if !f.done {
+				fl = append(fl, f)
+			}
+		}
+	}
+	key := func(f *flow) float64 {
+		switch variant.pfpKey {
+		case 1:
+			return f.size
+		case 2:
+			return f.job.totalBytes - f.job.sent
+		case 3:
+			return -f.rem
+		}
+		return f.rem
+	}
+	sort.SliceStable(fl, func(a, b int) bool { return key(fl[a]) < key(fl[b]) })
+	for _, f := range fl {
+		r := math.Min(s.sendFree[f.src], s.recvFree[f.dst])
+		f.rate = r
+		s.sendFree[f.src] -= r
+		s.recvFree[f.dst] -= r
+	}
+}
+
+type dark struct{}
+
+func (dark) insert(s *sim, j *job) { s.active = append(s.active, j) }
+
+func darkQueue(sent float64) int {
+	limit := 10 * mib
+	for q := 0; q < 9; q++ {
+		if sent < limit {
+			return q
+		}
+		limit *= 10
+	}
+	return 9
+}
+
+func (dark) allocate(s *sim) {
+	s.resetFree()
+	order := append([]*job(nil), s.active...)
+	sort.SliceStable(order, func(a, b int) bool { return darkQueue(order[a].sent) < darkQueue(order[b].sent) })
+	ns := make([]int, s.ports)
+	nr := make([]int, s.ports)
+	if variant.darkMode >= 3 {
+		for k := 0; k < len(order); {
+			q := darkQueue(order[k].sent)
+			e := k
+			for e < len(order) && darkQueue(order[e].sent) == q {
+				e++
+			}
+			for i := range ns {
+				ns[i], nr[i] = 0, 0
+			}
+			for _, j := range order[k:e] {
+				for _, f := range j.flows {
+					f.rate = 0
+					if !f.done {
+						ns[f.src]++
+						nr[f.dst]++
+					}
+				}
+			}
+			ss := append([]float64(nil), s.sendFree...)
+			rr := append([]float64(nil), s.recvFree...)
+			for _, j := range order[k:e] {
+				for _, f := range j.flows {
+					if f.done {
+						continue
+					}
+					var r float64
+					switch variant.darkMode {
+					case 3:
+						r = math.Min(ss[f.src]/float64(ns[f.src]), rr[f.dst]/float64(nr[f.dst]))
+					case 4:
+						r = math.Min(s.sendFree[f.src]/float64(ns[f.src]), s.recvFree[f.dst]/float64(nr[f.dst]))
+					case 5:
+						r = math.Min(s.sendFree[f.src]/float64(ns[f.src]), s.recvFree[f.dst]/float64(nr[f.dst]))
+						ns[f.src]--
+						nr[f.dst]--
+					}
+					f.rate = r
+					s.sendFree[f.src] -= r
+					s.recvFree[f.dst] -= r
+				}
+			}
+			k = e
+		}
+		return
+	}
+	for _, j := range order {
+		for i := range ns {
+			ns[i], nr[i] = 0, 0
+		}
+		for _, f := range j.flows {
+			f.rate = 0
+			if !f.done {
+				ns[f.src]++
+				nr[f.dst]++
+			}
+		}
+		ss := append([]float64(nil), s.sendFree...)
+		rr := append([]float64(nil), s.recvFree...)
+		for _, f := range j.flows {
+			if f.done {
+				continue
+			}
+			var r float64
+			switch variant.darkMode {
+			case 0:
+				r = math.Min(ss[f.src]/float64(ns[f.src]), rr[f.dst]/float64(nr[f.dst]))
+			case 1:
+				r = math.Min(s.sendFree[f.src]/float64(ns[f.src]), s.recvFree[f.dst]/float64(nr[f.dst]))
+			case 2:
+				r = math.Min(s.sendFree[f.src]/float64(ns[f.src]), s.recvFree[f.dst]/float64(nr[f.dst]))
+				ns[f.src]--
+				nr[f.dst]--
+			}
+			f.rate = r
+			s.sendFree[f.src] -= r
+			s.recvFree[f.dst] -= r
+		}
+	}
+}
+
+func (fair) perFlow() bool { return true }
+func (pfp) perFlow() bool  { return true }

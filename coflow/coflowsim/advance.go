@@ -1,0 +1,69 @@
+package coflowsim
+
+import "math"
+
+// advance applies up to k quanta of the reference simulator's per-flow
+// update
+//
+//	x -= min(b, x);  done when x <= z
+//
+// and returns the new x and the quantum (1..k) at which x first dropped to
+// z or below, or 0 if that did not happen within k quanta (or never can:
+// b too small to change x). It requires x > z.
+//
+// The result is bit for bit the one of k sequential float64 subtractions,
+// computed in O(number of binades crossed) steps: while x stays inside one
+// binade [lo, 2lo) its ulp u is fixed, x is an integer multiple of u, and
+// fl(x - b) = x - c with c = b rounded to the nearest multiple of u (unless
+// b/u falls exactly half-way, which is stepped one quantum at a time).
+func advance(x, b, z float64, k int64) (float64, int64) {
+	if b <= 0 || k <= 0 {
+		return x, 0
+	}
+	var i int64
+	for i < k {
+		if b >= x {
+			return 0, i + 1
+		}
+		_, e := math.Frexp(x) // x in [2^(e-1), 2^e)
+		lo := math.Ldexp(1, e-1)
+		u := math.Ldexp(1, e-53)
+		var m int64
+		var C float64
+		if lo > z && u > 0 {
+			q := b / u // exact: u is a power of two
+			qr := math.Floor(q)
+			switch frac := q - qr; {
+			case frac < 0.5:
+				C = qr
+			case frac > 0.5:
+				C = qr + 1
+			}
+			if C > 0 {
+				X := x / u
+				L := lo / u // 2^52
+				if room := X - L - 1; room >= C {
+					mf := math.Floor(room / C)
+					if mf > float64(k-i) {
+						mf = float64(k - i)
+					}
+					m = int64(mf)
+					x = (X - mf*C) * u
+					i += m
+				}
+			}
+		}
+		if m == 0 {
+			nx := x - b
+			i++
+			if nx <= z {
+				return nx, i
+			}
+			if nx == x {
+				return x, 0 // stuck for good: b is below half an ulp of x
+			}
+			x = nx
+		}
+	}
+	return x, 0
+}
