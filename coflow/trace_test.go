@@ -211,7 +211,7 @@ func TestSynthetic_Shape(t *testing.T) {
 		}
 	}
 	// Shape targets (ours, FB2010-like): most coflows short-narrow, long-wide
-	// carrying most bytes; mean inter-arrival near the configured 1 s.
+	// carrying most bytes; mean inter-arrival near the configured one.
 	if frac := sn / float64(len(cfs)); frac < 0.5 || frac > 0.7 {
 		t.Errorf("short-narrow fraction %.2f, want about 0.59", frac)
 	}
@@ -219,8 +219,8 @@ func TestSynthetic_Shape(t *testing.T) {
 		t.Errorf("long-wide byte share %.3f, want > 0.9", share)
 	}
 	mean := last.Seconds() / float64(len(cfs)-1)
-	if math.Abs(mean-1) > 0.15 {
-		t.Errorf("mean inter-arrival %.3fs, want about 1s", mean)
+	if want := cfg.MeanInterArrival.Seconds(); math.Abs(mean-want) > 0.15*want {
+		t.Errorf("mean inter-arrival %.3fs, want about %.3fs", mean, want)
 	}
 }
 
