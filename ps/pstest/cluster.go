@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/falconml/falcon/epsp"
@@ -29,7 +30,12 @@ type config struct {
 	chunk            int
 	progress         int
 	startTimeout     time.Duration
+	noLeakCheck      bool
 }
+
+// NoLeakCheck turns off the goroutine-leak check NewCluster runs at
+// cleanup (use it with t.Parallel, where other tests' goroutines come and go).
+func NoLeakCheck() Option { return func(c *config) { c.noLeakCheck = true } }
 
 // Servers sets the number of servers (default 2).
 func Servers(n int) Option { return func(c *config) { c.servers = n } }
@@ -87,8 +93,10 @@ type Cluster struct {
 // CoordinatorID is the coordinator's node name.
 const CoordinatorID transport.NodeID = "coordinator"
 
-// NewCluster starts a cluster and registers its shutdown with t.Cleanup.
-// It fails the test if any role does not start.
+// NewCluster starts a cluster and registers its shutdown with t.Cleanup:
+// workers, coordinator, then the network; then it checks with goleak that
+// no goroutine started since NewCluster is left (see NoLeakCheck). It
+// fails the test if any role does not start.
 func NewCluster(t testing.TB, opts ...Option) *Cluster {
 	t.Helper()
 	cfg := config{servers: 2, workers: 2, epsp: epsp.Config{Batch: 8, Parallelism: 1}, store: ps.DefaultStoreConfig(), width: 1, startTimeout: 5 * time.Second}
@@ -98,6 +106,7 @@ func NewCluster(t testing.TB, opts ...Option) *Cluster {
 	if cfg.policy == nil {
 		cfg.policy = epsp.NewBSP()
 	}
+	before := goleak.IgnoreCurrent()
 	c := &Cluster{Net: transport.NewInmemNetwork(cfg.netOpts...)}
 	var closers []func()
 	t.Cleanup(func() {
@@ -105,6 +114,10 @@ func NewCluster(t testing.TB, opts ...Option) *Cluster {
 			closers[i]()
 		}
 		c.Net.Close()
+		if !cfg.noLeakCheck {
+			// Every goroutine the cluster started must be gone.
+			goleak.VerifyNone(t, before)
+		}
 	})
 	for i := range cfg.servers {
 		c.ServerIDs = append(c.ServerIDs, transport.NodeID(fmt.Sprintf("server-%d", i)))
