@@ -86,7 +86,7 @@ func (s *Server) serve(req []byte) ([]byte, error) {
 	d := decoder{b: body}
 	switch o {
 	case opPing:
-		return okResponse(nil), d.end()
+		return ackResponse, d.end()
 	case opLayout:
 		if err := d.end(); err != nil {
 			return nil, err
@@ -111,7 +111,7 @@ func (s *Server) serve(req []byte) ([]byte, error) {
 		n := s.store.Flush(clock, float32(scale))
 		s.mu.Unlock()
 		s.opts.emit(Event{Kind: EvFlushed, Node: s.name, Clock: clock, Samples: n})
-		return okResponse(nil), nil
+		return ackResponse, nil
 	case opInit, opPull:
 		sc := s.pool.Get().(*scratch)
 		defer s.pool.Put(sc)
@@ -137,7 +137,7 @@ func (s *Server) serve(req []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return okResponse(nil), nil
+		return ackResponse, nil
 	case opPush, opPushPull:
 		mode := d.u8()
 		clock := d.int(-1<<62, 1<<62, "clock")
@@ -183,7 +183,7 @@ func (s *Server) serve(req []byte) ([]byte, error) {
 		}
 		s.opts.emit(Event{Kind: EvApplied, Node: s.name, Clock: clock, Samples: int(weight), Decision: epsp.PushDecision{Action: act, Scale: scale, Clock: clock}})
 		if o == opPush {
-			return okResponse(nil), nil
+			return ackResponse, nil
 		}
 		return resp, nil
 	}
