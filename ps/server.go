@@ -3,6 +3,7 @@ package ps
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/falconml/falcon/epsp"
@@ -107,6 +108,9 @@ func (s *Server) serve(req []byte) ([]byte, error) {
 		if err := d.end(); err != nil {
 			return nil, err
 		}
+		if math.IsNaN(scale) || math.IsInf(scale, 0) {
+			return nil, fmt.Errorf("%w: flush scale %v", ErrMalformed, scale)
+		}
 		s.mu.Lock()
 		n := s.store.Flush(clock, float32(scale))
 		s.mu.Unlock()
@@ -155,6 +159,9 @@ func (s *Server) serve(req []byte) ([]byte, error) {
 		}
 		if mode != modeApply && mode != modeAccumulate {
 			return nil, fmt.Errorf("%w: push mode %d", ErrMalformed, mode)
+		}
+		if math.IsNaN(scale) || math.IsInf(scale, 0) || !(weight > 0) || math.IsInf(weight, 0) {
+			return nil, fmt.Errorf("%w: push scale %v, weight %v", ErrMalformed, scale, weight)
 		}
 		// For pushpull the response aliases the request (the transport
 		// allows it): the pulled values overwrite the applied gradients in

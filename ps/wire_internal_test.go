@@ -2,6 +2,7 @@ package ps
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -17,6 +18,12 @@ func rawPush(keys []uint64, lens []int, vals []float32) []byte {
 		off += lens[i]
 	}
 	return c.encode(nil, opPush, ps, off, vals, plainPush)
+}
+
+// withScale overwrites the scale field of a raw push.
+func withScale(req []byte, scale float64) []byte {
+	binary.LittleEndian.PutUint64(req[2+1+8:], math.Float64bits(scale))
+	return req
 }
 
 // TestServer_ValidatesBeforeApplying sends a raw push (no client-side
@@ -38,6 +45,7 @@ func TestServer_ValidatesBeforeApplying(t *testing.T) {
 		{"unsorted", rawPush([]uint64{5, 5}, []int{2, 2}, []float32{1, 1, 1, 1}), ErrUnsortedKeys},
 		{"truncated", rawPush([]uint64{5}, []int{2}, []float32{1, 1})[:20], ErrMalformed},
 		{"bad version", append([]byte{9}, rawPush([]uint64{5}, []int{2}, []float32{1, 1})[1:]...), ErrWireVersion},
+		{"nan scale", withScale(rawPush([]uint64{5}, []int{2}, []float32{1, 1}), math.NaN()), ErrMalformed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
