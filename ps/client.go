@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -24,11 +25,18 @@ type ClientConfig struct {
 	// key space with DefaultMaxSegment. Every client of a cluster must use
 	// the same partitioner.
 	Partitioner Partitioner
+	// RequestTimeout bounds each request to a server, so that a server
+	// that accepted a request and hangs cannot block the caller forever
+	// (the caller's ctx still applies). Zero means 30 s; negative means no
+	// bound beyond ctx.
+	RequestTimeout time.Duration
 }
 
 // DefaultClientConfig returns a config with width 1 and the default
 // partitioner; Servers must still be filled in.
-func DefaultClientConfig() ClientConfig { return ClientConfig{Width: 1} }
+func DefaultClientConfig() ClientConfig {
+	return ClientConfig{Width: 1, RequestTimeout: 30 * time.Second}
+}
 
 // Validate checks the configuration.
 func (c *ClientConfig) Validate() error {
@@ -74,6 +82,7 @@ type Client struct {
 	servers []transport.NodeID
 	width   int
 	part    Partitioner
+	timeout time.Duration
 
 	mu        sync.RWMutex
 	known     []uint64
@@ -93,7 +102,10 @@ func NewClient(tr transport.Transport, cfg ClientConfig) (*Client, error) {
 	if cfg.Partitioner == nil {
 		cfg.Partitioner = KeyRange{Servers: len(cfg.Servers), MaxSegment: DefaultMaxSegment}
 	}
-	c := &Client{tr: tr, servers: append([]transport.NodeID(nil), cfg.Servers...), width: cfg.Width, part: cfg.Partitioner}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = 30 * time.Second
+	}
+	c := &Client{tr: tr, servers: append([]transport.NodeID(nil), cfg.Servers...), width: cfg.Width, part: cfg.Partitioner, timeout: cfg.RequestTimeout}
 	c.plans.New = func() any {
 		n := len(c.servers)
 		return &plan{per: make([][]piece, n), nvals: make([]int, n), bufs: make([][]byte, n)}
@@ -222,7 +234,7 @@ func (c *Client) Ping(ctx context.Context, s int) error {
 
 // call sends one request to server s and parses the response.
 func (c *Client) call(ctx context.Context, s int, req []byte) ([]byte, error) {
-	resp, err := c.tr.Request(ctx, c.servers[s], req)
+	resp, err := request(ctx, c.tr, c.servers[s], req, c.timeout)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -230,6 +242,24 @@ func (c *Client) call(ctx context.Context, s int, req []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %s: %w", ErrServerUnavailable, c.servers[s], err)
 	}
 	return parseResponse(resp, string(c.servers[s]))
+}
+
+// errNoAnswer is the transport-level error of a request that timed out.
+var errNoAnswer = errors.New("no answer")
+
+// request is tr.Request bounded by timeout (≤ 0: ctx only). A timeout is
+// reported as errNoAnswer, distinct from the caller's ctx.Err().
+func request(ctx context.Context, tr transport.Transport, to transport.NodeID, req []byte, timeout time.Duration) ([]byte, error) {
+	if timeout <= 0 {
+		return tr.Request(ctx, to, req)
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	resp, err := tr.Request(rctx, to, req)
+	if err != nil && ctx.Err() == nil && rctx.Err() != nil {
+		return nil, fmt.Errorf("%w within %v", errNoAnswer, timeout)
+	}
+	return resp, err
 }
 
 func (c *Client) ctxErr(ctx context.Context, err error) error {

@@ -311,3 +311,41 @@ func TestWorker_StartTimeoutTCP(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// hang accepts requests and never answers (until its node closes).
+type hang struct{}
+
+func (hang) HandleRequest(ctx context.Context, _ transport.NodeID, _ []byte) ([]byte, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+func (hang) HandleMessage(transport.NodeID, []byte) {}
+
+// TestClient_RequestTimeout: a server that accepts a request and hangs
+// cannot block a caller whose ctx has no deadline.
+func TestClient_RequestTimeout(t *testing.T) {
+	net := transport.NewInmemNetwork()
+	defer net.Close()
+	_, err := net.Join("server-0", hang{})
+	must(t, err)
+	tr, err := net.Join("c", ps.ClientHandler{})
+	must(t, err)
+	cl, err := ps.NewClient(tr, ps.ClientConfig{Servers: []transport.NodeID{"server-0"}, RequestTimeout: 50 * time.Millisecond})
+	must(t, err)
+	start := time.Now()
+	err = cl.Init(context.Background(), []uint64{1}, []float32{1}, nil)
+	if !errors.Is(err, ps.ErrServerUnavailable) || !strings.Contains(err.Error(), "no answer") {
+		t.Fatalf("err = %v, want ErrServerUnavailable (no answer)", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("returned after %v with a 50ms request timeout", d)
+	}
+	// The caller's own deadline still wins and comes back as ctx.Err().
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	cl2, err := ps.NewClient(tr, ps.ClientConfig{Servers: []transport.NodeID{"server-0"}, RequestTimeout: -1})
+	must(t, err)
+	if err := cl2.Init(ctx, []uint64{1}, []float32{1}, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want context.DeadlineExceeded", err)
+	}
+}

@@ -72,13 +72,18 @@ type WorkerConfig struct {
 	// ProgressEvery is the number of chunks between progress reports;
 	// zero means 2.
 	ProgressEvery int
+	// RequestTimeout bounds each request to the coordinator (admit, clock,
+	// transfer answers); waiting for a release is not a request and is
+	// bounded only by the caller's ctx. Zero means 30 s; negative means no
+	// bound beyond ctx.
+	RequestTimeout time.Duration
 }
 
 // DefaultWorkerConfig returns the defaults: 10 s start timeout, chunks of
 // 4 samples, a progress report every 2 chunks; ID, Coordinator and
 // Client.Servers must be filled in.
 func DefaultWorkerConfig() WorkerConfig {
-	return WorkerConfig{Client: DefaultClientConfig(), StartTimeout: 10 * time.Second, Chunk: 4, ProgressEvery: 2}
+	return WorkerConfig{Client: DefaultClientConfig(), StartTimeout: 10 * time.Second, Chunk: 4, ProgressEvery: 2, RequestTimeout: 30 * time.Second}
 }
 
 // Validate checks the configuration.
@@ -164,6 +169,9 @@ func NewWorker(name string, cfg WorkerConfig, opts ...Option) (*Worker, error) {
 	}
 	if cfg.ProgressEvery == 0 {
 		cfg.ProgressEvery = 2
+	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = 30 * time.Second
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -321,7 +329,7 @@ func (w *Worker) waitFor(ctx context.Context, cond func() bool) error {
 }
 
 func (w *Worker) coordCall(ctx context.Context, req []byte) ([]byte, error) {
-	resp, err := w.tr.Request(ctx, w.cfg.Coordinator, req)
+	resp, err := request(ctx, w.tr, w.cfg.Coordinator, req, w.cfg.RequestTimeout)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
