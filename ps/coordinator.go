@@ -357,7 +357,9 @@ func (c *Coordinator) loop() {
 		case <-c.quit:
 			return
 		case <-tick:
-			c.step(epsp.Event{Kind: epsp.EventTick}, orders)
+			if c.Err() == nil {
+				c.step(epsp.Event{Kind: epsp.EventTick}, orders)
+			}
 		case r := <-c.reqs:
 			res := c.serveReq(r, orders)
 			if r.reply != nil {
