@@ -118,17 +118,19 @@ func (j *job) claimLocked(chunk int) (int, int, bool) {
 }
 
 // giveAway hands [lo,hi) (trimmed at the front to what is unclaimed) to
-// another worker; it refuses when nothing of it is left or it overlaps a
-// range already given.
+// another worker; it refuses when nothing of it is left, it overlaps a
+// range already given, or it reaches past the batch.
 func (j *job) giveAway(lo, hi int) (bool, int, int) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.finished || !j.own {
 		return false, 0, 0
 	}
+	// The accepted range must end at the ordered Hi; an order past this
+	// job's batch (the coordinator's view of the batch changed mid-clock)
+	// is refused.
 	lo = max(lo, j.cursor, j.lo0)
-	hi = min(hi, j.hi0)
-	if lo >= hi {
+	if hi > j.hi0 || lo >= hi {
 		return false, 0, 0
 	}
 	for _, g := range j.given {
