@@ -7,7 +7,8 @@
 //
 // A user who writes a coflow.Scheduler can build a State in a few lines with
 // NewState, ask their scheduler for an allocation and validate it with
-// CheckAllocation, or run it end to end on a small trace with Drive.
+// CheckAllocation, run it end to end on a small trace with Driver, or run
+// the conformance suite RunSuite, which the built-in schedulers pass.
 //
 // # Usage
 //
