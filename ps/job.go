@@ -1,14 +1,11 @@
 package ps
 
 import (
-	"math"
 	"sync"
 	"time"
 
 	"github.com/falconml/falcon/epsp"
 )
-
-func nanLoss() float64 { return math.NaN() }
 
 // span is a half-open sample range [lo, hi).
 type span struct{ lo, hi int }
@@ -194,7 +191,7 @@ func (j *job) run() {
 			report := j.chunks%w.cfg.ProgressEvery == 0
 			var r epsp.ProgressReport
 			if report {
-				r = epsp.ProgressReport{Worker: w.cfg.ID, Clock: j.clock, Done: j.doneSoFarLocked(done), Assigned: j.assignedLocked(),
+				r = epsp.ProgressReport{Worker: w.cfg.ID, Clock: j.clock, Done: j.claimedLocked(), Assigned: j.assignedLocked(),
 					Parallelism: j.p, Elapsed: time.Since(j.began)}
 			}
 			j.mu.Unlock()
@@ -205,16 +202,15 @@ func (j *job) run() {
 	}
 }
 
-// doneSoFarLocked estimates samples done: merged counts plus this
-// goroutine's, plus chunks in flight elsewhere counted as claimed.
-func (j *job) doneSoFarLocked(mine int) int {
-	// Everything claimed but not given is done or being done; report the
-	// claimed count, which is what transfers cannot take any more.
+// claimedLocked is the number of the job's own samples claimed so far
+// (computed or being computed): what the progress report calls Done, since
+// a transfer can no longer take them.
+func (j *job) claimedLocked() int {
 	claimed := j.cursor - j.lo0
 	for _, g := range j.given {
 		if g.hi <= j.cursor {
 			claimed -= g.hi - g.lo
 		}
 	}
-	return max(claimed, j.done+mine)
+	return claimed
 }

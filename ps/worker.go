@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -619,7 +620,7 @@ func (w *Worker) run(ctx context.Context, tc TrainConfig, total int) (TrainStats
 				return w.statsWith(loss), err
 			}
 		} else {
-			loss = append(loss, nanLoss())
+			loss = append(loss, math.NaN())
 		}
 		w.mu.Lock()
 		w.stats.Samples += n
