@@ -299,6 +299,7 @@ type planner struct {
 	byPort          [][]int // candidate flow slots per touched port
 	cursor          []int
 	sorted          []bool
+	ncomp           []int // compressed flows of the planned coflow per machine
 	tried, compress []bool
 	h               tHeap
 }
@@ -333,6 +334,7 @@ func (pl *planner) reset(f *coflow.Fabric, cfg Config, prof []coflow.CodecProfil
 		pl.byPort = make([][]int, n)
 		pl.cursor = make([]int, n)
 		pl.sorted = make([]bool, n)
+		pl.ncomp = make([]int, n)
 		pl.gen = 0
 	}
 }
@@ -398,6 +400,7 @@ func (pl *planner) plan(c *coflow.CoflowState, in, out, cores []float64, choice 
 		if pl.stamp[p] != pl.gen {
 			pl.stamp[p] = pl.gen
 			pl.win[p], pl.wout[p], pl.cpu[p] = 0, 0, 0
+			pl.ncomp[p] = 0
 			pl.byPort[p] = pl.byPort[p][:0]
 			pl.cursor[p] = 0
 			pl.touched = append(pl.touched, p)
@@ -543,6 +546,13 @@ func (pl *planner) greedy(c *coflow.CoflowState, in, out, cores []float64, choic
 func (pl *planner) tryCodec(f coflow.FlowState, k int, in, out, cores []float64) float64 {
 	v, rho := f.Remaining, pl.ratio[k]
 	s, d := f.Src, f.Dst
+	if pl.cfg.WholeCores {
+		// Each compressed flow needs at least one whole core per end.
+		if s == d && float64(pl.ncomp[s]+2) > math.Floor(cores[s]+1e-9) ||
+			s != d && (float64(pl.ncomp[s]+1) > math.Floor(cores[s]+1e-9) || float64(pl.ncomp[d]+1) > math.Floor(cores[d]+1e-9)) {
+			return math.Inf(1)
+		}
+	}
 	cs := v / pl.sSpeed(s, k)
 	cd := v / pl.uSpeed(d, k)
 	if s == d {
@@ -559,6 +569,8 @@ func (pl *planner) apply(f coflow.FlowState, k int) {
 	pl.wout[f.Dst] += rho*v - v
 	pl.cpu[f.Src] += v / pl.sSpeed(f.Src, k)
 	pl.cpu[f.Dst] += v / pl.uSpeed(f.Dst, k)
+	pl.ncomp[f.Src]++
+	pl.ncomp[f.Dst]++
 }
 
 // wholeCores rounds a's core reservations up to whole cores (tolerating
