@@ -36,7 +36,9 @@ func WithCompression(p CompressionPolicy) InmemOption {
 
 // WithMaxMessageSize bounds the size of one request, response or message
 // (default DefaultMaxFrameSize); larger ones fail with ErrFrameTooLarge.
-func WithMaxMessageSize(max int) InmemOption { return func(n *InmemNetwork) { n.maxSize = max } }
+func WithMaxMessageSize(size int) InmemOption {
+	return func(n *InmemNetwork) { n.maxSize = size }
+}
 
 // InmemNetwork is an in-process network of Inmem transports with fault
 // seams: links can be cut (Disconnect, Partition), messages dropped with a
