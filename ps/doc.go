@@ -68,6 +68,18 @@
 // An Observer sees pushes, applies and flushes, clock starts and ends,
 // releases, parallelism and batch changes, transfers and computed chunks.
 //
+// # Failures
+//
+// Nothing waits without a bound: Start waits at most StartTimeout for its
+// peers and names who is missing; every request has a RequestTimeout (a
+// hung peer cannot block a caller whose ctx has no deadline); a worker
+// that fails after training began reports it, and a coordinator that cannot
+// flush or release tells every worker, so the others return ErrAborted
+// instead of waiting at a barrier forever. There is no recovery: a run
+// that loses a server stops. Policies that count steps rather than clocks (Sync-opt) can leave
+// a worker waiting once the others have run their last clock; stop it with
+// its ctx.
+//
 // # Wire format
 //
 // One binary format for every ps message: a version byte, an op byte, then
