@@ -560,3 +560,20 @@ func TestTCP_MutualTLS(t *testing.T) {
 		t.Fatalf("handler saw %d requests, want only the trusted one", rec.NumRequests())
 	}
 }
+
+func TestTCP_RemovePeer(t *testing.T) {
+	nodes := tcpCluster(t, transport.TCPConfig{}, []transport.Handler{transporttest.Echo{}, transporttest.Echo{}})
+	a, b := nodes[0], nodes[1]
+	ctx := testCtx(t)
+	if _, err := a.Request(ctx, b.LocalID(), []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	a.RemovePeer(b.LocalID())
+	if _, err := a.Request(ctx, b.LocalID(), []byte("x")); !errors.Is(err, transport.ErrUnknownPeer) {
+		t.Fatalf("Request to a removed peer: err = %v, want ErrUnknownPeer", err)
+	}
+	a.AddPeer(b.LocalID(), b.Addr().String())
+	if got, err := a.Request(ctx, b.LocalID(), []byte("back")); err != nil || string(got) != "back" {
+		t.Fatalf("Request after re-adding the peer = %q, %v", got, err)
+	}
+}
