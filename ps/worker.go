@@ -625,12 +625,7 @@ func (w *Worker) run(ctx context.Context, tc TrainConfig, total int) (TrainStats
 		w.mu.Lock()
 		w.stats.Samples += n
 		w.mu.Unlock()
-		e := newMsg(nil, opClock)
-		e.i64(int64(c))
-		if _, err := w.coordCall(ctx, e.b); err != nil {
-			return w.statsWith(loss), err
-		}
-		if err := w.waitFor(ctx, func() bool { return w.released > c }); err != nil {
+		if _, err := w.Clock(ctx); err != nil {
 			return w.statsWith(loss), err
 		}
 	}
