@@ -29,6 +29,15 @@ type Config struct {
 	// more than MinGain·t (resource conservation: never spend CPU that buys
 	// no time). Zero means 1e-9 (strictly shorter up to rounding).
 	MinGain float64
+	// SequentialStages tells the scheduler that compressed flows run their
+	// compress, transmit and decompress stages one after the other (the
+	// simulator's non-pipelined mode), so a flow disposes at
+	// 1/(1/(k_s·s) + ρ/r + 1/(k_r·u)). The scheduler then reserves every
+	// stage at three times the planned disposal rate d (wire 3ρd, cores
+	// 3d/s and 3d/u: equal stage times, so the three add up to 1/d), and
+	// compresses only where that still shortens the bottleneck. Zero (false)
+	// means pipelined stages, D = min(k_s·s, r/ρ, k_r·u).
+	SequentialStages bool
 	// WholeCores reserves whole cores per compressed flow, ⌈d/s⌉ at the
 	// sender and ⌈d/u⌉ at the receiver for a disposal rate d = r/ρ; a flow
 	// that cannot get them is sent raw. Zero (false) means fractional

@@ -74,3 +74,38 @@ func TestPipelining_ClosedFormMatchesSimulation(t *testing.T) {
 		}
 	}
 }
+
+// TestScheduler_PlansForStageMode checks that FVDF's allocation for a lone
+// compressible flow finishes when it plans to in both stage modes: pipelined
+// (Γ = max(ρV/B, V/(K·s), V/(K·u))) and sequential (every stage reserved at
+// 3× the disposal rate, so Γ = 3ρV/B here), against the simulator.
+func TestScheduler_PlansForStageMode(t *testing.T) {
+	const tol = 1e-6
+	const v, bw = 1e9, 125e6
+	codec := coflow.CodecProfile{Name: "sparse", CompressSpeed: 600e6, DecompressSpeed: 4.9e9, Ratio: 0.2}
+	for _, seq := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sequential=%v", seq), func(t *testing.T) {
+			fab := coflow.NewFabric(2, bw).SetCores(4)
+			fab.Codecs = []coflow.CodecProfile{codec}
+			fv, err := New(Config{StarvationPeriod: -1, SequentialStages: seq}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sim, err := coflow.NewSim(coflow.Config{Pipelining: !seq}, fab, fv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := sim.Run([]coflow.Coflow{{ID: 1, Flows: []coflow.Flow{{Src: 0, Dst: 1, Bytes: v}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := PipelinedTime(v, codec.CompressSpeed, codec.DecompressSpeed, codec.Ratio, bw, 4, 4)
+			if seq {
+				want = 3 * codec.Ratio * v / bw
+			}
+			if got := res.Coflows[0].CCT.Seconds(); math.Abs(got-want) > tol*want {
+				t.Fatalf("CCT %.9f s, planned %.9f s", got, want)
+			}
+		})
+	}
+}

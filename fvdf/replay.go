@@ -167,6 +167,7 @@ func Run(name string, cfs []coflow.Coflow, ports int, cfg ReplayConfig) (Metrics
 	case "fvdf", "fvdf-raw":
 		fc := cfg.FVDF
 		fc.DisableCompression = fc.DisableCompression || name == "fvdf-raw"
+		fc.SequentialStages = fc.SequentialStages || !cfg.Sim.Pipelining
 		var est Estimator
 		switch cfg.Predictor {
 		case PredictorOracle:

@@ -205,14 +205,15 @@ func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Alloc
 				} else {
 					// Disposal v/Γ, capped by what is left (rounding).
 					rho, sp, up := pl.ratio[k], pl.sSpeed(f.Src, k), pl.uSpeed(f.Dst, k)
-					d := math.Min(v/g, math.Min(remIn[f.Src], remOut[f.Dst])/rho)
+					m := pl.m
+					d := math.Min(v/g, math.Min(remIn[f.Src], remOut[f.Dst])/(m*rho))
 					if f.Src == f.Dst {
-						d = math.Min(d, cores[f.Src]/(1/sp+1/up))
+						d = math.Min(d, cores[f.Src]/(m/sp+m/up))
 					} else {
-						d = math.Min(d, math.Min(cores[f.Src]*sp, cores[f.Dst]*up))
+						d = math.Min(d, math.Min(cores[f.Src]*sp, cores[f.Dst]*up)/m)
 					}
 					a.Codec = k
-					a.Rate, a.SendCores, a.RecvCores = rho*d, d/sp, d/up
+					a.Rate, a.SendCores, a.RecvCores = m*rho*d, m*d/sp, m*d/up
 					if s.cfg.WholeCores && !pl.wholeCores(a, f, cores) {
 						// No whole cores left at an end: send raw.
 						*a = coflow.Allocation{Flow: f.Ref, Rate: math.Min(v/g, math.Min(remIn[f.Src], remOut[f.Dst]))}
@@ -284,6 +285,7 @@ func (s *Scheduler) codecProfiles(now time.Duration, f *coflow.Fabric) []coflow.
 type planner struct {
 	fab      *coflow.Fabric
 	cfg      Config
+	m        float64   // stage factor: 1 pipelined, 3 sequential
 	codecs   []int     // usable codec ids (ratio < 1)
 	ratio    []float64 // by codec id
 	s, u     []float64 // per-core speeds by codec id, before SpeedFactor
@@ -306,6 +308,10 @@ type planner struct {
 
 func (pl *planner) reset(f *coflow.Fabric, cfg Config, prof []coflow.CodecProfile) {
 	pl.fab, pl.cfg = f, cfg
+	pl.m = 1
+	if cfg.SequentialStages {
+		pl.m = 3
+	}
 	n := f.NumPorts()
 	pl.capIn = resize(pl.capIn, n)
 	pl.capOut = resize(pl.capOut, n)
@@ -553,22 +559,25 @@ func (pl *planner) tryCodec(f coflow.FlowState, k int, in, out, cores []float64)
 			return math.Inf(1)
 		}
 	}
-	cs := v / pl.sSpeed(s, k)
-	cd := v / pl.uSpeed(d, k)
+	m := pl.m
+	cs := m * v / pl.sSpeed(s, k)
+	cd := m * v / pl.uSpeed(d, k)
+	w := m * rho * v
 	if s == d {
-		return portTime(pl.win[s]-v+rho*v, pl.wout[d]-v+rho*v, pl.cpu[s]+cs+cd, in[s], out[s], cores[s])
+		return portTime(pl.win[s]-v+w, pl.wout[d]-v+w, pl.cpu[s]+cs+cd, in[s], out[s], cores[s])
 	}
-	ts := portTime(pl.win[s]-v+rho*v, pl.wout[s], pl.cpu[s]+cs, in[s], out[s], cores[s])
-	td := portTime(pl.win[d], pl.wout[d]-v+rho*v, pl.cpu[d]+cd, in[d], out[d], cores[d])
+	ts := portTime(pl.win[s]-v+w, pl.wout[s], pl.cpu[s]+cs, in[s], out[s], cores[s])
+	td := portTime(pl.win[d], pl.wout[d]-v+w, pl.cpu[d]+cd, in[d], out[d], cores[d])
 	return math.Max(ts, td)
 }
 
 func (pl *planner) apply(f coflow.FlowState, k int) {
 	v, rho := f.Remaining, pl.ratio[k]
-	pl.win[f.Src] += rho*v - v
-	pl.wout[f.Dst] += rho*v - v
-	pl.cpu[f.Src] += v / pl.sSpeed(f.Src, k)
-	pl.cpu[f.Dst] += v / pl.uSpeed(f.Dst, k)
+	m := pl.m
+	pl.win[f.Src] += m*rho*v - v
+	pl.wout[f.Dst] += m*rho*v - v
+	pl.cpu[f.Src] += m * v / pl.sSpeed(f.Src, k)
+	pl.cpu[f.Dst] += m * v / pl.uSpeed(f.Dst, k)
 	pl.ncomp[f.Src]++
 	pl.ncomp[f.Dst]++
 }
@@ -640,8 +649,8 @@ func (pl *planner) backfillBandwidth(a *coflow.Allocation, f coflow.FlowState, r
 // it dispose fastest with the free cores, when that is strictly faster
 // than raw (resource conservation). The wire rate does not grow.
 func (pl *planner) backfillCores(a *coflow.Allocation, f coflow.FlowState, cores []float64) {
-	if a.Codec != coflow.Raw || !(a.Rate > 0) || len(pl.codecs) == 0 {
-		return
+	if a.Codec != coflow.Raw || !(a.Rate > 0) || len(pl.codecs) == 0 || pl.m != 1 {
+		return // (sequential stages: never worth it at the same wire rate)
 	}
 	r := a.Rate
 	bestK, bestD := 0, r*(1+pl.cfg.MinGain)
