@@ -98,6 +98,16 @@ func TestRun_ReplayMetrics(t *testing.T) {
 			}
 		}
 	}
+	ms, err := Replay([]string{"fvdf-raw", "sebf-guard"}, cfs, fab.NumPorts(), ReplayConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// FVDF without compression is SEBF with the same guard, coflow by coflow.
+	for i := range ms[0].CCT {
+		if ms[0].CCT[i] != ms[1].CCT[i] {
+			t.Fatalf("coflow %d: fvdf-raw %v, sebf-guard %v", i, ms[0].CCT[i], ms[1].CCT[i])
+		}
+	}
 	if _, err := Run("nope", cfs, fab.NumPorts(), ReplayConfig{}); !errors.Is(err, ErrBadInput) {
 		t.Fatalf("err = %v, want ErrBadInput", err)
 	}

@@ -316,3 +316,17 @@ func (w *WaitTracker) Schedule(now time.Duration, s *coflow.State) []coflow.Allo
 	}
 	return al
 }
+
+// Replay runs every scheduler in names on the same workload and
+// configuration (see Run) and returns their metrics in order.
+func Replay(names []string, cfs []coflow.Coflow, ports int, cfg ReplayConfig) ([]Metrics, error) {
+	out := make([]Metrics, 0, len(names))
+	for _, n := range names {
+		m, err := Run(n, cfs, ports, cfg)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
