@@ -296,7 +296,7 @@ func writeOutputs(o options, sc sim.Scenario, results []*sim.Result) error {
 		return err
 	}
 	title := fmt.Sprintf("scenario %s: test accuracy vs virtual time", sc.Name)
-	if err := plotAccuracy(base+".png", title, o.target, results); err != nil {
+	if err := plotAccuracy(base+".png", title, o.target, o.window, results); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "wrote %s.csv and %s.png\n", base, base)

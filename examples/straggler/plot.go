@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"image/color"
+	"math"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -19,22 +21,44 @@ var palette = []color.RGBA{
 }
 
 // plotAccuracy writes a PNG of test accuracy against virtual time, one line
-// per policy, with the target as a dashed horizontal line.
-func plotAccuracy(path, title string, target float64, results []*sim.Result) error {
+// per policy, with the target as a dashed horizontal line. Each line is the
+// accuracy averaged over the last window evaluations, the quantity the
+// time to target is read from. The time axis stops at twice the slowest
+// finite time to target (or the run's end).
+func plotAccuracy(path, title string, target float64, window int, results []*sim.Result) error {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "virtual time (s)"
-	p.Y.Label.Text = "test accuracy"
+	p.Y.Label.Text = fmt.Sprintf("test accuracy (mean of last %d evaluations)", max(window, 1))
 	p.Legend.Top = false
 	p.Legend.Left = false
 	p.Add(plotter.NewGrid())
-	var maxT float64
+	var end, slowest float64
+	for _, r := range results {
+		end = max(end, r.End.Seconds())
+		if t := r.TimeToTargetSeconds(); !math.IsInf(t, 1) {
+			slowest = max(slowest, t)
+		}
+	}
+	xmax := end
+	if slowest > 0 {
+		xmax = min(end, 2*slowest)
+	}
 	for i, r := range results {
-		pts := make(plotter.XYs, len(r.Evals))
+		var pts plotter.XYs
+		var sum float64
 		for j, e := range r.Evals {
-			pts[j].X = e.Time.Seconds()
-			pts[j].Y = e.Accuracy
-			maxT = max(maxT, pts[j].X)
+			sum += e.Accuracy
+			if j >= window {
+				sum -= r.Evals[j-window].Accuracy
+			}
+			if e.Time.Seconds() > xmax {
+				break
+			}
+			pts = append(pts, plotter.XY{X: e.Time.Seconds(), Y: sum / float64(min(j+1, max(window, 1)))})
+		}
+		if len(pts) == 0 {
+			continue
 		}
 		l, err := plotter.NewLine(pts)
 		if err != nil {
@@ -42,14 +66,17 @@ func plotAccuracy(path, title string, target float64, results []*sim.Result) err
 		}
 		l.Color = palette[i%len(palette)]
 		l.Width = vg.Points(1.2)
+		if strings.HasPrefix(r.Policy, "epsp") {
+			l.Width = vg.Points(2.2)
+		}
 		if i >= len(palette) {
 			l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
 		}
 		p.Add(l)
 		p.Legend.Add(r.Policy, l)
 	}
-	if target > 0 && maxT > 0 {
-		tl, err := plotter.NewLine(plotter.XYs{{X: 0, Y: target}, {X: maxT, Y: target}})
+	if target > 0 && xmax > 0 {
+		tl, err := plotter.NewLine(plotter.XYs{{X: 0, Y: target}, {X: xmax, Y: target}})
 		if err == nil {
 			tl.Color = color.Gray{Y: 90}
 			tl.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
@@ -57,7 +84,8 @@ func plotAccuracy(path, title string, target float64, results []*sim.Result) err
 			p.Legend.Add(fmt.Sprintf("target %.2f", target), tl)
 		}
 	}
-	p.Y.Max = 1
+	p.Y.Min, p.Y.Max = 0.5, 1
+	p.X.Min, p.X.Max = 0, xmax
 	p.Legend.ThumbnailWidth = vg.Points(14)
 	p.Legend.Padding = vg.Points(1)
 	return p.Save(9*vg.Inch, 6*vg.Inch, path)
