@@ -380,7 +380,7 @@ func (c *Client) do(ctx context.Context, o op, keys []uint64, vals, out []float3
 
 // encode writes the request for one server into buf.
 func (c *Client) encode(buf []byte, o op, ps []piece, nvals int, vals []float32, pa pushArgs) []byte {
-	size := 2 + 29 + 4 + segBytes*len(ps) + 4*nvals
+	size := 2 + 29 + 4 + segBytes*len(ps) + 3 + 4*nvals
 	if cap(buf) < size {
 		buf = make([]byte, 0, size)
 	}
@@ -397,6 +397,7 @@ func (c *Client) encode(buf []byte, o op, ps []piece, nvals int, vals []float32,
 		e.u32(uint32(p.n))
 	}
 	if o != opPull {
+		e.pad4()
 		n := len(e.b)
 		e.b = e.b[:n+4*nvals]
 		off := n

@@ -129,6 +129,7 @@ func (s *Server) serve(req []byte) ([]byte, error) {
 			}
 			return s.pull(sc, total)
 		}
+		d.pad4(len(req))
 		vb := d.bytes(4 * total)
 		if err := d.end(); err != nil {
 			return nil, err
@@ -153,6 +154,7 @@ func (s *Server) serve(req []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
+		d.pad4(len(req))
 		vb := d.bytes(4 * total)
 		if err := d.end(); err != nil {
 			return nil, err

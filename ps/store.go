@@ -302,6 +302,7 @@ func (s *Store) applyBytes(keys []uint64, lens []int, gb []byte, scale float32) 
 		return fmt.Errorf("%w: %d gradient bytes", ErrMalformed, len(gb))
 	}
 	sgd, isSGD := s.opt.(SGD)
+	view, inPlace := asF32s(gb)
 	if cap(s.tmp) < chunk {
 		s.tmp = make([]float32, chunk)
 	}
@@ -309,9 +310,12 @@ func (s *Store) applyBytes(keys []uint64, lens []int, gb []byte, scale float32) 
 	for _, j := range s.idx {
 		e := &s.ents[j]
 		e.step++
-		if isSGD {
+		switch {
+		case isSGD:
 			subF32s(s.vals[e.off:e.off+e.n], gb[4*off:], sgd.LR*scale)
-		} else {
+		case inPlace:
+			s.update(e, 0, e.n, view[off:off+e.n], scale)
+		default:
 			for a := 0; a < e.n; a += chunk {
 				b := min(a+chunk, e.n)
 				g := s.tmp[:b-a]
@@ -344,6 +348,7 @@ func (s *Store) accumulateBytes(clock int, keys []uint64, lens []int, gb []byte,
 		s.tmp = make([]float32, chunk)
 	}
 	w := float32(weight)
+	view, inPlace := asF32s(gb)
 	off := 0
 	for _, j := range s.idx {
 		e := s.ents[j]
@@ -351,6 +356,15 @@ func (s *Store) accumulateBytes(clock int, keys []uint64, lens []int, gb []byte,
 			b.touched = append(b.touched, j)
 		}
 		b.weight[j] += weight
+		if inPlace {
+			sum := b.sum[e.off : e.off+e.n]
+			g := view[off : off+e.n]
+			for i := range sum {
+				sum[i] += w * g[i]
+			}
+			off += e.n
+			continue
+		}
 		for a := 0; a < e.n; a += chunk {
 			end := min(a+chunk, e.n)
 			g := s.tmp[:end-a]

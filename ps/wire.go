@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"unsafe"
 )
 
 // The ps wire format. Every message starts with two bytes: the wire version
@@ -12,12 +13,16 @@ import (
 // version and an error code (0 = ok); a failed response carries the error
 // text after the code.
 //
-//	push, pushpull: mode u8 | clock i64 | scale f64 | weight f64 | n u32 | n × (key u64, len u32) | values
+//	push, pushpull: mode u8 | clock i64 | scale f64 | weight f64 | n u32 | n × (key u64, len u32) | pad | values
 //	pull:           n u32 | n × (key u64, len u32)
-//	init:           n u32 | n × (key u64, len u32) | values
+//	init:           n u32 | n × (key u64, len u32) | pad | values
 //	flush:          clock i64 | scale f64
 //	layout:         (empty); response n u32 | n × (key u64, len u32)
-const wireVersion = 1
+//
+// pad is 0 to 3 zero bytes that make the values start at an offset from the
+// message's first byte that is a multiple of 4, so a server can read them
+// in place as float32s (version 2 added it).
+const wireVersion = 2
 
 type op uint8
 
@@ -73,6 +78,15 @@ func (e *encoder) f32s(vals []float32) {
 	putF32s(e.b[n:], vals)
 }
 
+// pad4 appends zero bytes until the message length is a multiple of 4, so
+// that a float32 block written next starts 4-byte aligned in any buffer
+// that is itself aligned (every Go allocation of 4 bytes or more is).
+func (e *encoder) pad4() {
+	for len(e.b)%4 != 0 {
+		e.b = append(e.b, 0)
+	}
+}
+
 // growLen extends b by n bytes (contents of the new bytes undefined).
 func growLen(b []byte, n int) []byte {
 	if cap(b)-len(b) < n {
@@ -83,9 +97,63 @@ func growLen(b []byte, n int) []byte {
 	return b[:len(b)+n]
 }
 
-// putF32s writes vals into b (len(b) ≥ 4·len(vals)), eight values per
-// iteration as four 64-bit little-endian stores.
+// Bulk float32 paths. The wire carries float32 values little-endian, which
+// is their in-memory layout on little-endian hosts (amd64, arm64, ...): there
+// a block of values is moved with one copy() of its bytes, and the server
+// reads gradients straight from the wire bytes through a []float32 view of
+// them when they are 4-byte aligned (the wire pads for it, see pad4). On a
+// big-endian host, or for misaligned bytes, the portable loops below do the
+// same work value by value.
+var (
+	// hostLE reports whether this host stores a uint32 little-endian,
+	// probed once at init.
+	hostLE = func() bool {
+		x := uint32(0x01020304)
+		return *(*byte)(unsafe.Pointer(&x)) == 0x04
+	}()
+	// bulkF32 enables the bulk paths; tests clear it to run the portable
+	// fallback on little-endian hosts.
+	bulkF32 = hostLE
+)
+
+// f32Bytes views v's memory as bytes (always legal: bytes need no
+// alignment).
+func f32Bytes(v []float32) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 4*len(v))
+}
+
+// asF32s views b (len(b) a multiple of 4) as float32 values when the bulk
+// paths are enabled and b is 4-byte aligned; otherwise it reports false.
+func asF32s(b []byte) ([]float32, bool) {
+	if !bulkF32 || len(b)%4 != 0 {
+		return nil, false
+	}
+	if len(b) == 0 {
+		return nil, true
+	}
+	p := unsafe.Pointer(unsafe.SliceData(b))
+	if uintptr(p)%unsafe.Alignof(float32(0)) != 0 {
+		return nil, false
+	}
+	return unsafe.Slice((*float32)(p), len(b)/4), true
+}
+
+// putF32s writes vals into b (len(b) ≥ 4·len(vals)) as little-endian bits.
 func putF32s(b []byte, vals []float32) {
+	b = b[:4*len(vals)]
+	if bulkF32 {
+		copy(b, f32Bytes(vals))
+		return
+	}
+	putF32sLoop(b, vals)
+}
+
+// putF32sLoop is the portable putF32s: eight values per iteration as four
+// 64-bit little-endian stores.
+func putF32sLoop(b []byte, vals []float32) {
 	for len(vals) >= 8 && len(b) >= 32 {
 		v := vals[:8:8]
 		bb := b[:32:32]
@@ -101,9 +169,19 @@ func putF32s(b []byte, vals []float32) {
 	}
 }
 
-// getF32s reads len(dst) float32s from b (len(b) ≥ 4·len(dst)), eight per
-// iteration from four 64-bit little-endian loads.
+// getF32s reads len(dst) float32s from b (len(b) ≥ 4·len(dst)).
 func getF32s(dst []float32, b []byte) {
+	b = b[:4*len(dst)]
+	if bulkF32 {
+		copy(f32Bytes(dst), b)
+		return
+	}
+	getF32sLoop(dst, b)
+}
+
+// getF32sLoop is the portable getF32s: eight values per iteration from four
+// 64-bit little-endian loads.
+func getF32sLoop(dst []float32, b []byte) {
 	for len(dst) >= 8 && len(b) >= 32 {
 		d := dst[:8:8]
 		bb := b[:32:32]
@@ -128,8 +206,35 @@ func getF32s(dst []float32, b []byte) {
 }
 
 // subF32s computes w[i] −= a·g[i] with g read from little-endian bytes
-// (the SGD step fused with the decode).
+// (len(b) ≥ 4·len(w)): the SGD step fused with the decode, through a
+// []float32 view of b when asF32s allows one.
 func subF32s(w []float32, b []byte, a float32) {
+	b = b[:4*len(w)]
+	if g, ok := asF32s(b); ok {
+		axpyNeg(w, g, a)
+		return
+	}
+	subF32sLoop(w, b, a)
+}
+
+// axpyNeg computes w[i] −= a·g[i] (len(g) ≥ len(w)).
+func axpyNeg(w, g []float32, a float32) {
+	g = g[:len(w)]
+	for len(w) >= 4 {
+		ww, gg := w[:4:4], g[:4:4]
+		ww[0] -= a * gg[0]
+		ww[1] -= a * gg[1]
+		ww[2] -= a * gg[2]
+		ww[3] -= a * gg[3]
+		w, g = w[4:], g[4:]
+	}
+	for i := range w {
+		w[i] -= a * g[i]
+	}
+}
+
+// subF32sLoop is the portable subF32s.
+func subF32sLoop(w []float32, b []byte, a float32) {
 	for len(w) >= 8 && len(b) >= 32 {
 		d := w[:8:8]
 		bb := b[:32:32]
@@ -219,6 +324,16 @@ func (d *decoder) bytes(n int) []byte {
 	v := d.b[:n]
 	d.b = d.b[n:]
 	return v
+}
+
+// pad4 skips the zero bytes encoder.pad4 wrote; msgLen is the length of
+// the whole message d reads the tail of.
+func (d *decoder) pad4(msgLen int) {
+	for d.err == nil && (msgLen-len(d.b))%4 != 0 {
+		if d.u8() != 0 && d.err == nil {
+			d.err = fmt.Errorf("%w: nonzero padding", ErrMalformed)
+		}
+	}
 }
 
 // int reads an i64 that must fit an int in [lo, hi].

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 )
 
 func rawPush(keys []uint64, lens []int, vals []float32) []byte {
@@ -107,35 +108,96 @@ func TestErrorCodesRoundTrip(t *testing.T) {
 	}
 }
 
+// f32Modes runs f with the bulk float32 paths on (where the host allows
+// them) and forced off (the portable fallback a big-endian host runs).
+func f32Modes(t *testing.T, f func(t *testing.T)) {
+	for _, on := range []bool{true, false} {
+		t.Run(map[bool]string{true: "bulk", false: "portable"}[on], func(t *testing.T) {
+			old := bulkF32
+			bulkF32 = on && hostLE
+			defer func() { bulkF32 = old }()
+			f(t)
+		})
+	}
+}
+
+func TestHostLE(t *testing.T) {
+	var b [4]byte
+	x := uint32(0x01020304)
+	copy(b[:], unsafe.Slice((*byte)(unsafe.Pointer(&x)), 4))
+	if want := binary.LittleEndian.Uint32(b[:]) == x; hostLE != want {
+		t.Fatalf("hostLE = %v, want %v", hostLE, want)
+	}
+}
+
 func TestF32sRoundTrip(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	for _, n := range []int{0, 1, 7, 8, 9, 31, 1000} {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(rng.NormFloat64())
-		}
-		b := make([]byte, 4*n)
-		putF32s(b, v)
-		for i := range v { // little-endian IEEE bits, element by element
-			if got := uint32(b[4*i]) | uint32(b[4*i+1])<<8 | uint32(b[4*i+2])<<16 | uint32(b[4*i+3])<<24; got != math.Float32bits(v[i]) {
-				t.Fatalf("n=%d: element %d encoded as %08x", n, i, got)
+	f32Modes(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(5, 6))
+		for _, n := range []int{0, 1, 7, 8, 9, 31, 1000} {
+			for _, shift := range []int{0, 1, 2, 4} { // aligned and misaligned wire bytes
+				v := make([]float32, n)
+				for i := range v {
+					v[i] = float32(rng.NormFloat64())
+				}
+				b := make([]byte, 4*n+shift)[shift:]
+				putF32s(b, v)
+				for i := range v { // little-endian IEEE bits, element by element
+					if got := uint32(b[4*i]) | uint32(b[4*i+1])<<8 | uint32(b[4*i+2])<<16 | uint32(b[4*i+3])<<24; got != math.Float32bits(v[i]) {
+						t.Fatalf("n=%d shift=%d: element %d encoded as %08x", n, shift, i, got)
+					}
+				}
+				got := make([]float32, n)
+				getF32s(got, b)
+				for i := range v {
+					if got[i] != v[i] {
+						t.Fatalf("n=%d shift=%d: element %d decoded %v, want %v", n, shift, i, got[i], v[i])
+					}
+				}
+				w := make([]float32, n)
+				copy(w, v)
+				subF32s(w, b, 0.5)
+				for i := range w {
+					if w[i] != v[i]-0.5*v[i] {
+						t.Fatalf("n=%d shift=%d: fused SGD element %d = %v", n, shift, i, w[i])
+					}
+				}
+				_, view := asF32s(b)
+				if wantView := bulkF32 && (shift%4 == 0 || n == 0); view != wantView {
+					t.Fatalf("n=%d shift=%d: asF32s view = %v, want %v", n, shift, view, wantView)
+				}
 			}
 		}
-		got := make([]float32, n)
-		getF32s(got, b)
-		for i := range v {
-			if got[i] != v[i] {
-				t.Fatalf("n=%d: element %d decoded %v, want %v", n, i, got[i], v[i])
-			}
+	})
+}
+
+// TestPushValuesAligned: the values of an encoded push start at a multiple
+// of 4 for any number of segments, and the server skips only zero padding.
+func TestPushValuesAligned(t *testing.T) {
+	for n := 1; n <= 5; n++ {
+		keys := make([]uint64, n)
+		lens := make([]int, n)
+		vals := make([]float32, n)
+		for i := range keys {
+			keys[i], lens[i], vals[i] = uint64(i), 1, float32(i)+0.5
 		}
-		w := make([]float32, n)
-		copy(w, v)
-		subF32s(w, b, 0.5)
-		for i := range w {
-			if w[i] != v[i]-0.5*v[i] {
-				t.Fatalf("n=%d: fused SGD element %d = %v", n, i, w[i])
-			}
+		req := rawPush(keys, lens, vals)
+		if off := len(req) - 4*n; off%4 != 0 {
+			t.Fatalf("%d segments: values at offset %d", n, off)
 		}
+		if got := math.Float32frombits(binary.LittleEndian.Uint32(req[len(req)-4:])); got != vals[n-1] {
+			t.Fatalf("%d segments: last value %v", n, got)
+		}
+	}
+	s, _ := NewServer("s", ServerConfig{Store: StoreConfig{Optimizer: SGD{LR: 1}}})
+	s.store.InitValues([]uint64{5}, []int{1}, []float32{1})
+	req := rawPush([]uint64{5}, []int{1}, []float32{1}) // 2+25+4+12 = 43 header bytes: 1 pad byte
+	if len(req) != 48 {
+		t.Fatalf("push of one value has %d bytes, want 48", len(req))
+	}
+	req[43] = 1
+	resp, _ := s.HandleRequest(context.Background(), "c", req)
+	if _, err := parseResponse(resp, "s"); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("nonzero padding: err = %v, want ErrMalformed", err)
 	}
 }
 
@@ -143,6 +205,14 @@ func TestF32sRoundTrip(t *testing.T) {
 // fused for SGD) give bit-identical results to the float32 API, for keys
 // longer than one chunk.
 func TestStore_BytesPathsMatch(t *testing.T) {
+	f32Modes(t, func(t *testing.T) {
+		for _, shift := range []int{0, 1} {
+			testBytesPathsMatch(t, shift)
+		}
+	})
+}
+
+func testBytesPathsMatch(t *testing.T, shift int) {
 	rng := rand.New(rand.NewPCG(8, 9))
 	keys := []uint64{1, 2, 3}
 	lens := []int{3*chunk + 5, 17, chunk}
@@ -155,7 +225,7 @@ func TestStore_BytesPathsMatch(t *testing.T) {
 	for i := range init {
 		init[i], g[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
 	}
-	gb := make([]byte, 4*total)
+	gb := make([]byte, 4*total+shift)[shift:]
 	putF32s(gb, g)
 	for _, opt := range []Optimizer{SGD{LR: 0.1}, Momentum{LR: 0.1, Mu: 0.9}, Adam{LR: 0.01}} {
 		a, _ := NewStore(StoreConfig{Optimizer: opt})
@@ -179,7 +249,7 @@ func TestStore_BytesPathsMatch(t *testing.T) {
 		b.Pull(keys, nil, vb)
 		for i := range va {
 			if va[i] != vb[i] {
-				t.Fatalf("%s: value %d: %v (floats) vs %v (bytes)", opt.Name(), i, va[i], vb[i])
+				t.Fatalf("%s shift=%d: value %d: %v (floats) vs %v (bytes)", opt.Name(), shift, i, va[i], vb[i])
 			}
 		}
 	}

@@ -1,0 +1,233 @@
+package ps_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/falconml/falcon/transport"
+)
+
+// BenchmarkPairedPushPull measures one Push followed by one Pull of n
+// float32 values per worker (all workers at once) against its ceiling,
+// alternating the two inside one loop so that both see the same machine
+// load:
+//
+//   - in-process (inmem): the ceiling is copy() of the same bytes, one
+//     goroutine: per worker, the gradients into a server-side buffer and the
+//     values back out (2 copies of 4·n bytes);
+//   - over TCP on 127.0.0.1: the ceiling is a raw TCP stream per worker, no
+//     framing, that writes the 4·n gradient bytes and reads 4·n bytes back,
+//     all workers' streams at once.
+//
+// Reported per sub-benchmark: GB/s of float payload (8·n·workers bytes per
+// iteration) for push+pull and for the ceiling, their ratio (the project's
+// goal is ≥ 0.6), and the mean µs per push+pull. Run e.g.
+//
+//	go test -run '^$' -bench PairedPushPull -benchtime 1s -count 5 ./ps
+func BenchmarkPairedPushPull(b *testing.B) {
+	type envFn func(*testing.B, int, transport.Codec) benchEnv
+	for _, tp := range []struct {
+		name string
+		mk   envFn
+	}{{"inmem", newInmemEnv}, {"tcp", newTCPEnv}} {
+		for _, codec := range []transport.Codec{transport.CodecNone, transport.CodecLZ4} {
+			for _, workers := range []int{1, 4} {
+				for _, sz := range benchSizes {
+					name := fmt.Sprintf("%s/codec=%s/workers=%d/%s", tp.name, codec, workers, sz.name)
+					b.Run(name, func(b *testing.B) {
+						env := tp.mk(b, workers, codec)
+						defer env.close()
+						var ceil func()
+						if tp.name == "inmem" {
+							ceil = copyCeiling(workers, sz.n)
+						} else {
+							ceil = rawTCPCeiling(b, workers, sz.n)
+						}
+						runPaired(b, env, sz.n, ceil)
+					})
+				}
+			}
+		}
+	}
+}
+
+// copyCeiling returns one iteration of the in-process ceiling: per worker
+// two copies of 4·n bytes (gradients in, values out).
+func copyCeiling(workers, n int) func() {
+	src := make([][]float32, workers)
+	srv := make([]float32, n)
+	dst := make([][]float32, workers)
+	for i := range workers {
+		src[i] = make([]float32, n)
+		dst[i] = make([]float32, n)
+		for j := range src[i] {
+			src[i][j] = float32(j)
+		}
+	}
+	return func() {
+		for i := range workers {
+			copy(srv, src[i])
+			copy(dst[i], srv)
+		}
+	}
+}
+
+// rawTCPCeiling returns one iteration of the TCP ceiling: per worker a raw
+// loopback stream writes 4·n bytes and reads 4·n bytes back, all workers at
+// once.
+func rawTCPCeiling(b *testing.B, workers, n int) func() {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var srvWG sync.WaitGroup
+	for range workers {
+		srvWG.Add(1)
+		go func() {
+			defer srvWG.Done()
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			c.(*net.TCPConn).SetNoDelay(true)
+			buf := make([]byte, 4*n)
+			for {
+				if _, err := io.ReadFull(c, buf); err != nil {
+					return
+				}
+				if _, err := c.Write(buf); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	conns := make([]net.Conn, workers)
+	bufs := make([][]byte, workers)
+	payload := make([]byte, 4*n)
+	for i := range payload {
+		payload[i] = byte(i)
+	}
+	for i := range workers {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.(*net.TCPConn).SetNoDelay(true)
+		conns[i], bufs[i] = c, make([]byte, 4*n)
+	}
+	b.Cleanup(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+		ln.Close()
+		srvWG.Wait()
+	})
+	one := func(i int) error {
+		if _, err := conns[i].Write(payload); err != nil {
+			return err
+		}
+		_, err := io.ReadFull(conns[i], bufs[i])
+		return err
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, workers)
+	return func() {
+		if workers == 1 {
+			errs[0] = one(0)
+		} else {
+			for i := range workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					errs[i] = one(i)
+				}()
+			}
+			wg.Wait()
+		}
+		for _, err := range errs {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+func runPaired(b *testing.B, env benchEnv, n int, ceil func()) {
+	ctx := context.Background()
+	keys := benchKeys(n)
+	rng := rand.New(rand.NewPCG(1, 2))
+	init := make([]float32, n)
+	for i := range init {
+		init[i] = float32(rng.NormFloat64())
+	}
+	if err := env.clients[0].Init(ctx, keys, init, nil); err != nil {
+		b.Fatal(err)
+	}
+	w := len(env.clients)
+	grads := make([][]float32, w)
+	outs := make([][]float32, w)
+	for i := range env.clients {
+		grads[i] = make([]float32, n)
+		for j := range grads[i] {
+			grads[i][j] = float32(rng.NormFloat64() * 1e-3)
+		}
+		outs[i] = make([]float32, n)
+		if err := env.clients[i].Pull(ctx, keys, outs[i], nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	round := func(i int) error {
+		cl := env.clients[i]
+		if err := cl.Push(ctx, keys, grads[i], nil); err != nil {
+			return err
+		}
+		return cl.Pull(ctx, keys, outs[i], nil)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, w)
+	pushPull := func() {
+		if w == 1 {
+			errs[0] = round(0)
+		} else {
+			for i := range w {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					errs[i] = round(i)
+				}()
+			}
+			wg.Wait()
+		}
+		for _, err := range errs {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	pushPull() // warm up buffers and pools
+	ceil()
+	var tPP, tCeil time.Duration
+	iters := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		t0 := time.Now()
+		pushPull()
+		t1 := time.Now()
+		ceil()
+		tCeil += time.Since(t1)
+		tPP += t1.Sub(t0)
+		iters++
+	}
+	gb := float64(8*n*w) * float64(iters) / 1e9
+	b.ReportMetric(gb/tPP.Seconds(), "pp-GB/s")
+	b.ReportMetric(gb/tCeil.Seconds(), "ceil-GB/s")
+	b.ReportMetric(tCeil.Seconds()/tPP.Seconds(), "ratio")
+	b.ReportMetric(tPP.Seconds()*1e6/float64(iters), "pp-µs/op")
+}
