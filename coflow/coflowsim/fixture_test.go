@@ -3,50 +3,54 @@ package coflowsim
 import (
 	"bytes"
 	"fmt"
-	"github.com/falconml/falcon/coflow"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/falconml/falcon/coflow"
 )
 
-// sharedData finds shared/data/<name> beside an ancestor of the working
+// findShared looks for shared/data/<name> beside an ancestor of the working
 // directory, or under $FALCON_SHARED.
-func sharedData(t testing.TB, name string) string {
-	t.Helper()
+func findShared(name string) (string, bool) {
 	if root := os.Getenv("FALCON_SHARED"); root != "" {
 		for _, p := range []string{filepath.Join(root, "data", name), filepath.Join(root, name)} {
 			if st, err := os.Stat(p); err == nil && st.IsDir() {
-				return p
+				return p, true
 			}
 		}
 	}
 	dir, err := os.Getwd()
 	if err != nil {
-		t.Skipf("no working directory: %v", err)
+		return "", false
 	}
 	for {
 		p := filepath.Join(dir, "shared", "data", name)
 		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			return p
+			return p, true
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			t.Skipf("shared/data/%s not found beside any ancestor of the working directory (set FALCON_SHARED); skipping", name)
+			return "", false
 		}
 		dir = parent
 	}
 }
 
-type cmpStats struct {
-	total, matchTimes, matchLine int
-	firstBad                     string
-	bad                          []string
+// sharedData is findShared that skips the test when the data is absent.
+func sharedData(t testing.TB, name string) string {
+	t.Helper()
+	dir, ok := findShared(name)
+	if !ok {
+		t.Skipf("shared/data/%s not found beside any ancestor of the working directory (set FALCON_SHARED); skipping", name)
+	}
+	return dir
 }
 
-func compareFixture(t *testing.T, dir, trace, sched string) cmpStats {
+func readTraceFile(t testing.TB, path string) *coflow.Trace {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, trace+".txt"))
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,9 +59,23 @@ func compareFixture(t *testing.T, dir, trace, sched string) cmpStats {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Run(tr, sched, DefaultConfig())
+	return tr
+}
+
+// fixtureDiff compares our reference-format output with coflowsim's.
+type fixtureDiff struct {
+	total      int    // coflows
+	timesMatch int    // coflows whose start, finish and duration match
+	linesMatch int    // coflows whose whole line matches
+	sumMatch   bool   // last line
+	first      string // first coflow whose times differ
+}
+
+func diffFixture(t *testing.T, dir, trace, sched string) fixtureDiff {
+	t.Helper()
+	res, err := Run(readTraceFile(t, filepath.Join(dir, trace+".txt")), sched, DefaultConfig())
 	if err != nil {
-		return cmpStats{firstBad: err.Error()}
+		t.Fatal(err)
 	}
 	var buf bytes.Buffer
 	if err := WriteReference(&buf, res); err != nil {
@@ -67,41 +85,52 @@ func compareFixture(t *testing.T, dir, trace, sched string) cmpStats {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	want := strings.Split(strings.TrimSpace(string(wantB)), "\n")
-	var st cmpStats
-	for i := 0; i < len(want)-1; i++ {
-		st.total++
-		if i >= len(got)-1 {
-			continue
-		}
+	got := strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")
+	want := strings.Split(strings.TrimRight(string(wantB), "\n"), "\n")
+	if len(got) != len(want) {
+		t.Fatalf("%s %s: %d lines, reference has %d", trace, sched, len(got), len(want))
+	}
+	d := fixtureDiff{total: len(want) - 1, sumMatch: got[len(got)-1] == want[len(want)-1]}
+	for i := range d.total {
 		g, w := strings.Fields(got[i]), strings.Fields(want[i])
-		if len(g) >= 8 && len(w) >= 8 && g[0] == w[0] && g[1] == w[1] && g[2] == w[2] && g[7] == w[7] {
-			st.matchTimes++
-		} else {
-			if st.firstBad == "" {
-				st.firstBad = fmt.Sprintf("line %d:\n got  %s\n want %s", i+1, got[i], want[i])
-			}
-			if len(g) >= 8 && len(w) >= 8 {
-				st.bad = append(st.bad, fmt.Sprintf("%s[%s %s/%s]", w[0], w[1], g[2], w[2]))
-			}
+		if len(g) != 10 || len(w) != 10 {
+			t.Fatalf("%s %s line %d: want 10 fields: got %q want %q", trace, sched, i+1, got[i], want[i])
+		}
+		if g[0] == w[0] && g[1] == w[1] && g[2] == w[2] && g[7] == w[7] {
+			d.timesMatch++
+		} else if d.first == "" {
+			d.first = fmt.Sprintf("line %d: got %q, want %q", i+1, got[i], want[i])
 		}
 		if got[i] == want[i] {
-			st.matchLine++
+			d.linesMatch++
 		}
 	}
-	return st
+	return d
 }
 
-func TestFixturesReport(t *testing.T) {
+// exactSchedulers are reproduced coflow by coflow, every column and the sum
+// line included. The others are reconstructions whose match counts the test
+// reports when it skips.
+var exactSchedulers = map[string]bool{"FAIR": true}
+
+// TestFixtures replays the synthetic traces under every scheduler and
+// compares with coflowsim's output.
+// Reference: shared/data/coflowsim-fixtures/README.md (coflowsim, Varys/Aalo authors).
+func TestFixtures(t *testing.T) {
 	dir := sharedData(t, "coflowsim-fixtures")
-	for _, sched := range strings.Fields(os.Getenv("SCHEDS")) {
+	for _, sched := range Schedulers() {
 		for _, trace := range []string{"synth-a", "synth-b"} {
-			st := compareFixture(t, dir, trace, sched)
-			t.Logf("%s %s: times %d/%d, full lines %d/%d\n%s", trace, sched, st.matchTimes, st.total, st.matchLine, st.total, st.firstBad)
-			if os.Getenv("BAD") != "" {
-				t.Log(st.bad)
-			}
+			t.Run(sched+"/"+trace, func(t *testing.T) {
+				d := diffFixture(t, dir, trace, sched)
+				if exactSchedulers[sched] {
+					if d.linesMatch != d.total || !d.sumMatch {
+						t.Fatalf("%d/%d lines match, sum line match %v; first time mismatch: %s", d.linesMatch, d.total, d.sumMatch, d.first)
+					}
+					return
+				}
+				t.Skipf("not reproduced yet: start/finish/duration match for %d/%d coflows (%d full lines); first mismatch %s",
+					d.timesMatch, d.total, d.linesMatch, d.first)
+			})
 		}
 	}
 }

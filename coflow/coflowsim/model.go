@@ -1,0 +1,92 @@
+package coflowsim
+
+import (
+	"math"
+
+	"github.com/falconml/falcon/coflow"
+)
+
+const mib = 1048576.0
+
+// flow is one mapper→reducer transfer.
+type flow struct {
+	src, dst int
+	rem      float64 // bytes left
+	rate     float64 // bit per simulated second
+	red      int     // index of the reducer within its job
+	done     bool
+}
+
+// job is coflowsim's view of a coflow.
+type job struct {
+	id          int
+	arrival     int64 // ms, from the trace
+	numMappers  int
+	numReducers int
+	totalBytes  float64 // after rounding
+	maxBytes    float64 // largest reducer total
+	alpha       float64 // static bottleneck: max bytes through one port
+	deadline    int64   // ms, see buildJobs
+	start       int64   // ms: the epoch that admitted it
+	finish      int64   // ms
+	flows       []*flow // reducer-major, mappers in trace order
+	redActive   []int   // unfinished flows per reducer
+	redFinish   []int64 // ms
+	active      int     // unfinished flows
+	sent        float64 // bytes sent so far
+	done        bool
+}
+
+func (j *job) remaining() float64 { return j.totalBytes - j.sent }
+
+// buildJobs turns trace lines into jobs the way coflowsim's
+// COFLOW-BENCHMARK reader does: each reducer's megabytes are rounded up to
+// a multiple of the number of mappers (at least one MiB per flow) and split
+// equally into one flow per mapper. The deadline field is
+// round(alpha / portBytesPerSec × 1000 × (1 + u)) ms with u drawn per
+// coflow in trace order from java.util.Random(seed); withRandom false drops
+// the (1 + u) factor (DARK prints that).
+func buildJobs(tr *coflow.Trace, cfg Config, withRandom bool) []*job {
+	rng := newJavaRand(cfg.Seed)
+	portBytes := cfg.PortBps / 8
+	send := make([]float64, tr.Ports)
+	recv := make([]float64, tr.Ports)
+	jobs := make([]*job, len(tr.Coflows))
+	for i := range tr.Coflows {
+		c := &tr.Coflows[i]
+		nm := len(c.Mappers)
+		j := &job{id: c.ID, arrival: c.ArrivalMS, numMappers: nm, numReducers: len(c.Reducers),
+			redActive: make([]int, len(c.Reducers)), redFinish: make([]int64, len(c.Reducers))}
+		slab := make([]flow, nm*len(c.Reducers))
+		j.flows = make([]*flow, 0, len(slab))
+		for ri, r := range c.Reducers {
+			perFlowMB := math.Max(math.Ceil(r.MB/float64(nm)), 1)
+			bytes := perFlowMB * float64(nm) * mib
+			j.totalBytes += bytes
+			j.maxBytes = math.Max(j.maxBytes, bytes)
+			per := bytes / float64(nm)
+			for _, m := range c.Mappers {
+				f := &slab[len(j.flows)]
+				*f = flow{src: m, dst: r.Port, rem: per, red: ri}
+				j.flows = append(j.flows, f)
+				send[m] += per
+				recv[r.Port] += per
+				j.redActive[ri]++
+			}
+		}
+		for _, f := range j.flows {
+			j.alpha = math.Max(j.alpha, math.Max(send[f.src], recv[f.dst]))
+		}
+		for _, f := range j.flows {
+			send[f.src], recv[f.dst] = 0, 0
+		}
+		j.active = len(j.flows)
+		d := j.alpha / portBytes * 1000
+		if u := rng.nextDouble(); withRandom {
+			d *= 1 + u
+		}
+		j.deadline = int64(math.Round(d))
+		jobs[i] = j
+	}
+	return jobs
+}

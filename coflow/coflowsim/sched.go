@@ -1,0 +1,314 @@
+package coflowsim
+
+import (
+	"math"
+	"slices"
+	"sort"
+)
+
+// zeroBytes is the remaining-bytes threshold under which a flow counts as
+// finished (coflowsim's ZERO; any value in [1e-3, 1] reproduces the
+// fixtures, 1e-6 does not).
+const zeroBytes = 1e-3
+
+// ---- coflow-ordering schedulers: FIFO, SCF, NCF, LCF, SEBF ----
+
+// ordered keeps the active coflows in a fixed order decided at admission
+// (a new coflow goes before the first one whose key is larger; nil key =
+// arrival order) and allocates in that order with MADD, fair-shares the
+// coflows that hit a full port, then backfills.
+type ordered struct {
+	key func(j *job) float64
+}
+
+func (*ordered) perFlow() bool { return false }
+
+func (o *ordered) insert(s *sim, j *job) {
+	if o.key == nil {
+		s.active = append(s.active, j)
+		return
+	}
+	k := o.key(j)
+	pos := len(s.active)
+	for i, a := range s.active {
+		if o.key(a) > k {
+			pos = i
+			break
+		}
+	}
+	s.active = slices.Insert(s.active, pos, j)
+}
+
+// allocate:
+//
+//  1. Per coflow in order, currentAlpha = max over ports of
+//     remaining bytes·8 / free bps (seconds to drain its bottleneck with
+//     what is left). A coflow that needs a port with no free capacity is
+//     skipped. Otherwise every flow gets rate = bytesRemaining·8 /
+//     currentAlpha, capped at min(send free, receive free) (MADD: all its
+//     flows finish together), and the rates are taken off the ports.
+//  2. The flows of the skipped coflows share what is left, max-min fair
+//     (our reconstruction of coflowsim's "fair share" of the leftover).
+//  3. Backfill: coflows sorted stably by start + deadline − now; each flow
+//     in turn adds min(send free, receive free).
+func (o *ordered) allocate(s *sim) {
+	s.resetFree()
+	send := make([]float64, s.ports)
+	recv := make([]float64, s.ports)
+	var skipped []*flow
+	for _, j := range s.active {
+		clear(send)
+		clear(recv)
+		for _, f := range j.flows {
+			f.rate = 0
+			if !f.done {
+				send[f.src] += f.rem
+				recv[f.dst] += f.rem
+			}
+		}
+		alpha, full := 0.0, false
+		for p := range send {
+			if (send[p] > 0 && s.sendFree[p] <= zeroBytes) || (recv[p] > 0 && s.recvFree[p] <= zeroBytes) {
+				full = true
+				break
+			}
+			if send[p] > 0 {
+				alpha = math.Max(alpha, send[p]*8/s.sendFree[p])
+			}
+			if recv[p] > 0 {
+				alpha = math.Max(alpha, recv[p]*8/s.recvFree[p])
+			}
+		}
+		if full {
+			for _, f := range j.flows {
+				if !f.done {
+					skipped = append(skipped, f)
+				}
+			}
+			continue
+		}
+		for _, f := range j.flows {
+			if f.done {
+				continue
+			}
+			r := math.Min(f.rem*8/alpha, math.Min(s.sendFree[f.src], s.recvFree[f.dst]))
+			f.rate = r
+			s.sendFree[f.src] -= r
+			s.recvFree[f.dst] -= r
+		}
+	}
+	maxMin(skipped, s.sendFree, s.recvFree)
+	s.backfill()
+}
+
+// backfill gives each flow, coflow by coflow in deadline order, whatever
+// capacity is still free at both of its ports.
+func (s *sim) backfill() {
+	bf := slices.Clone(s.active)
+	sort.SliceStable(bf, func(a, b int) bool {
+		return bf[a].start+bf[a].deadline-s.now < bf[b].start+bf[b].deadline-s.now
+	})
+	for _, j := range bf {
+		for _, f := range j.flows {
+			if f.done {
+				continue
+			}
+			m := math.Min(s.sendFree[f.src], s.recvFree[f.dst])
+			if m <= 0 {
+				continue
+			}
+			f.rate += m
+			s.sendFree[f.src] -= m
+			s.recvFree[f.dst] -= m
+		}
+	}
+}
+
+// maxMin raises the rates of fl by progressive filling of the free
+// capacities and takes what it used off the ports: all unfrozen flows rise
+// by the same increment, the smallest free/count over the ports they use,
+// and the flows through a port that fills are frozen. It costs
+// O(ports × rounds + flows).
+func maxMin(fl []*flow, sendFree, recvFree []float64) {
+	if len(fl) == 0 {
+		return
+	}
+	n := len(sendFree)
+	ns := make([]int, n)
+	nr := make([]int, n)
+	bySrc := make([][]int32, n)
+	byDst := make([][]int32, n)
+	for i, f := range fl {
+		ns[f.src]++
+		nr[f.dst]++
+		bySrc[f.src] = append(bySrc[f.src], int32(i))
+		byDst[f.dst] = append(byDst[f.dst], int32(i))
+	}
+	base := make([]float64, len(fl))
+	for i, f := range fl {
+		base[i] = f.rate
+	}
+	frozen := make([]bool, len(fl))
+	left := len(fl)
+	level := 0.0
+	freeze := func(i int32) {
+		if frozen[i] {
+			return
+		}
+		frozen[i] = true
+		left--
+		f := fl[i]
+		f.rate = base[i] + level
+		ns[f.src]--
+		nr[f.dst]--
+	}
+	for left > 0 {
+		inc := math.Inf(1)
+		for p := 0; p < n; p++ {
+			if ns[p] > 0 {
+				inc = math.Min(inc, sendFree[p]/float64(ns[p]))
+			}
+			if nr[p] > 0 {
+				inc = math.Min(inc, recvFree[p]/float64(nr[p]))
+			}
+		}
+		inc = math.Max(inc, 0)
+		level += inc
+		for p := 0; p < n; p++ {
+			sendFree[p] -= inc * float64(ns[p])
+			recvFree[p] -= inc * float64(nr[p])
+		}
+		// A port is full when nothing, or a negligible share, is left.
+		for p := 0; p < n; p++ {
+			if ns[p] > 0 && (sendFree[p] <= 1e-6 || sendFree[p]/float64(ns[p]) <= inc*1e-12) {
+				for _, i := range bySrc[p] {
+					freeze(i)
+				}
+			}
+			if nr[p] > 0 && (recvFree[p] <= 1e-6 || recvFree[p]/float64(nr[p]) <= inc*1e-12) {
+				for _, i := range byDst[p] {
+					freeze(i)
+				}
+			}
+		}
+	}
+}
+
+// ---- per-flow schedulers: FAIR, PFP ----
+
+// fair is coflowsim's FAIR: every unfinished flow gets
+// min(capacity / flows at its sender, capacity / flows at its receiver),
+// recomputed whenever a flow finishes. (Not max-min: capacity a flow
+// cannot use at one end is not handed to others.)
+type fair struct{}
+
+func (fair) perFlow() bool            { return true }
+func (fair) insert(s *sim, j *job)    { s.active = append(s.active, j) }
+func (fair) allocate(s *sim)          { fairShare(s) }
+func activeFlows(s *sim) (fl []*flow) { return appendActive(nil, s.active) }
+
+func appendActive(fl []*flow, jobs []*job) []*flow {
+	for _, j := range jobs {
+		for _, f := range j.flows {
+			f.rate = 0
+			if !f.done {
+				fl = append(fl, f)
+			}
+		}
+	}
+	return fl
+}
+
+func fairShare(s *sim) {
+	fl := activeFlows(s)
+	ns := make([]int, s.ports)
+	nr := make([]int, s.ports)
+	for _, f := range fl {
+		ns[f.src]++
+		nr[f.dst]++
+	}
+	for _, f := range fl {
+		f.rate = math.Min(s.cfg.PortBps/float64(ns[f.src]), s.cfg.PortBps/float64(nr[f.dst]))
+	}
+}
+
+// pfp is per-flow prioritisation (shortest remaining flow first): flows
+// sorted by remaining bytes each take min(send free, receive free),
+// recomputed whenever a flow finishes. Reconstruction; it does not match
+// the reference output yet.
+type pfp struct{}
+
+func (pfp) perFlow() bool         { return true }
+func (pfp) insert(s *sim, j *job) { s.active = append(s.active, j) }
+func (pfp) allocate(s *sim) {
+	s.resetFree()
+	fl := activeFlows(s)
+	sort.SliceStable(fl, func(a, b int) bool { return fl[a].rem < fl[b].rem })
+	for _, f := range fl {
+		r := math.Min(s.sendFree[f.src], s.recvFree[f.dst])
+		f.rate = r
+		s.sendFree[f.src] -= r
+		s.recvFree[f.dst] -= r
+	}
+}
+
+// ---- DARK (Aalo-like D-CLAS) ----
+
+// dark keeps coflows in 10 queues by bytes already sent (queue k holds
+// [10 MiB·10^(k−1), 10 MiB·10^k)), serves queues in strict priority and
+// coflows FIFO inside a queue; each coflow splits what its predecessors
+// left per port equally among its flows (one flow after another, each
+// taking free/remaining-count at both ends). Queues are re-evaluated only at
+// admissions and departures. Reconstruction; it does not match the
+// reference output yet.
+type dark struct{}
+
+const (
+	darkQueues     = 10
+	darkFirstLimit = 10 * mib
+	darkLimitMult  = 10
+)
+
+func (dark) perFlow() bool         { return false }
+func (dark) insert(s *sim, j *job) { s.active = append(s.active, j) }
+
+func darkQueue(sent float64) int {
+	limit := darkFirstLimit
+	for q := 0; q < darkQueues-1; q++ {
+		if sent < limit {
+			return q
+		}
+		limit *= darkLimitMult
+	}
+	return darkQueues - 1
+}
+
+func (dark) allocate(s *sim) {
+	s.resetFree()
+	order := slices.Clone(s.active)
+	sort.SliceStable(order, func(a, b int) bool { return darkQueue(order[a].sent) < darkQueue(order[b].sent) })
+	ns := make([]int, s.ports)
+	nr := make([]int, s.ports)
+	for _, j := range order {
+		clear(ns)
+		clear(nr)
+		for _, f := range j.flows {
+			f.rate = 0
+			if !f.done {
+				ns[f.src]++
+				nr[f.dst]++
+			}
+		}
+		for _, f := range j.flows {
+			if f.done {
+				continue
+			}
+			r := math.Min(s.sendFree[f.src]/float64(ns[f.src]), s.recvFree[f.dst]/float64(nr[f.dst]))
+			ns[f.src]--
+			nr[f.dst]--
+			f.rate = r
+			s.sendFree[f.src] -= r
+			s.recvFree[f.dst] -= r
+		}
+	}
+}
