@@ -1,0 +1,231 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/falconml/falcon/transport"
+)
+
+// localConfig says how runLocal starts a cluster of child processes.
+type localConfig struct {
+	exe  string   // the binary to run (normally os.Executable())
+	args []string // flags every child gets
+	tls  []string // TLS flags every child gets
+	// secret is the shared secret; empty means a random one for this run.
+	secret string
+	// secretFor overrides the secret of single nodes (to show that a node
+	// with the wrong secret cannot join).
+	secretFor        map[transport.NodeID]string
+	timeout          time.Duration
+	workers, servers int
+	stdout, stderr   io.Writer
+}
+
+// errChildFailed wraps the error of a run in which a child failed.
+var errChildFailed = errors.New("child failed")
+
+// child is one node's process.
+type child struct {
+	name   transport.NodeID
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	addr   chan string
+	exited chan error
+
+	mu   sync.Mutex
+	tail []string // last stderr lines, for the failure message
+}
+
+func (c *child) lastErr() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.tail) == 0 {
+		return "no error output"
+	}
+	return c.tail[len(c.tail)-1]
+}
+
+// runLocal starts the coordinator, the servers and the workers as child
+// processes on 127.0.0.1, each listening on a port the kernel picks. Each
+// child prints its address first; once all have, runLocal writes the
+// address book to every child's stdin. It streams their output prefixed
+// with their names and waits for all of them. Closing a child's stdin (or
+// this process dying) makes it exit.
+func runLocal(ctx context.Context, lc localConfig) error {
+	secret := lc.secret
+	if secret == "" {
+		b := make([]byte, 32)
+		if _, err := rand.Read(b); err != nil {
+			return err
+		}
+		secret = hex.EncodeToString(b)
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, lc.timeout, fmt.Errorf("run exceeded -timeout %v", lc.timeout))
+	defer cancel()
+	var outMu sync.Mutex
+	names := nodeNames(lc.servers, lc.workers)
+	fmt.Fprintf(lc.stdout, "local: starting %d processes (%d servers, %d workers, coordinator) of %s on 127.0.0.1\n",
+		len(names), lc.servers, lc.workers, lc.exe)
+	var children []*child
+	defer func() { // never leave a child behind
+		for _, c := range children {
+			c.stdin.Close()
+		}
+		for _, c := range children {
+			select {
+			case <-c.exited:
+			case <-time.After(5 * time.Second):
+				c.cmd.Process.Kill()
+				<-c.exited
+			}
+		}
+	}()
+	for _, name := range names {
+		role, _, _ := strings.Cut(string(name), "-")
+		args := append([]string{"-role=" + role, "-id=" + string(name), "-child", "-peers=-", "-listen=127.0.0.1:0"}, lc.args...)
+		args = append(args, lc.tls...)
+		cmd := exec.Command(lc.exe, args...)
+		s := secret
+		if o, ok := lc.secretFor[name]; ok {
+			s = o
+		}
+		cmd.Env = append(os.Environ(), "FALCON_SECRET="+s)
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			return err
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return err
+		}
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			return err
+		}
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("starting %s: %w", name, err)
+		}
+		c := &child{name: name, cmd: cmd, stdin: stdin, addr: make(chan string, 1), exited: make(chan error, 1)}
+		children = append(children, c)
+		var readers sync.WaitGroup
+		readers.Add(2)
+		go func() { // stdout: the address line, then prefixed output
+			defer readers.Done()
+			sc := bufio.NewScanner(stdout)
+			first := true
+			for sc.Scan() {
+				line := sc.Text()
+				if first && strings.HasPrefix(line, listenPrefix) {
+					c.addr <- strings.TrimPrefix(line, listenPrefix)
+					first = false
+					continue
+				}
+				outMu.Lock()
+				if name == coordinatorName && strings.HasPrefix(line, "cluster ") {
+					fmt.Fprintln(lc.stdout, line) // the summary line, unprefixed
+				} else {
+					fmt.Fprintf(lc.stdout, "[%s] %s\n", name, line)
+				}
+				outMu.Unlock()
+			}
+		}()
+		go func() { // stderr: prefixed, the last lines kept
+			defer readers.Done()
+			sc := bufio.NewScanner(stderr)
+			for sc.Scan() {
+				line := sc.Text()
+				c.mu.Lock()
+				c.tail = append(c.tail, line)
+				if len(c.tail) > 5 {
+					c.tail = c.tail[1:]
+				}
+				c.mu.Unlock()
+				outMu.Lock()
+				fmt.Fprintf(lc.stderr, "[%s] %s\n", name, line)
+				outMu.Unlock()
+			}
+		}()
+		go func() {
+			readers.Wait() // os/exec: read the pipes fully before Wait
+			c.exited <- cmd.Wait()
+			close(c.exited)
+		}()
+	}
+
+	// Collect every child's address, then hand out the address book.
+	addrs := make(map[transport.NodeID]string, len(children))
+	for _, c := range children {
+		select {
+		case a := <-c.addr:
+			addrs[c.name] = a
+		case err := <-c.exited:
+			return fmt.Errorf("%w: %s exited before listening (%v): %s", errChildFailed, c.name, err, c.lastErr())
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s to listen: %w", c.name, context.Cause(ctx))
+		}
+	}
+	book := formatPeers(names, addrs) + "\n"
+	for _, c := range children {
+		if _, err := io.WriteString(c.stdin, book); err != nil {
+			return fmt.Errorf("%w: %s: writing the address book: %v", errChildFailed, c.name, err)
+		}
+	}
+
+	// Wait for every child; the first failure or the timeout ends the run.
+	type exit struct {
+		c   *child
+		err error
+	}
+	exits := make(chan exit, len(children))
+	for _, c := range children {
+		go func() {
+			err := <-c.exited
+			exits <- exit{c, err}
+		}()
+	}
+	var failures []string
+	finished := make(map[transport.NodeID]bool, len(children))
+	start := time.Now()
+	for range children {
+		select {
+		case e := <-exits:
+			finished[e.c.name] = true
+			if e.err != nil {
+				failures = append(failures, fmt.Sprintf("%s failed (%v): %s", e.c.name, e.err, e.c.lastErr()))
+				if len(failures) == 1 { // stop the others: they exit on stdin EOF
+					for _, c := range children {
+						c.stdin.Close()
+					}
+				}
+			}
+		case <-ctx.Done():
+			var running []string
+			for _, c := range children {
+				if !finished[c.name] {
+					running = append(running, string(c.name))
+				}
+			}
+			msg := fmt.Sprintf("%v (still running: %s)", context.Cause(ctx), strings.Join(running, ", "))
+			if len(failures) > 0 {
+				msg += "; " + strings.Join(failures, "; ")
+			}
+			return errors.New(msg)
+		}
+	}
+	if len(failures) > 0 {
+		return fmt.Errorf("%w: %s", errChildFailed, strings.Join(failures, "; "))
+	}
+	fmt.Fprintf(lc.stdout, "local: all %d processes exited cleanly (%.2fs after start-up)\n", len(children), time.Since(start).Seconds())
+	return nil
+}

@@ -1,0 +1,520 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps"
+	"github.com/falconml/falcon/transport"
+)
+
+// listenPrefix starts the first stdout line of a -child: its bound address.
+const listenPrefix = "cluster-listen "
+
+var (
+	errParentGone      = errors.New("parent process gone (stdin closed)")
+	errCoordinatorGone = errors.New("coordinator unreachable")
+)
+
+// runRole runs one role until the coordinator ends the run, the role
+// fails, -timeout passes, or (for a -child) the parent goes away.
+func runRole(o options) error {
+	id, idx, err := o.parseID()
+	if err != nil {
+		return err
+	}
+	peers, err := parsePeers(o.peers)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	ctx, stop := context.WithTimeoutCause(ctx, o.timeout, fmt.Errorf("run exceeded -timeout %v", o.timeout))
+	defer stop()
+	n := &node{o: &o, id: id, peers: peers, cancel: cancel}
+	switch o.role {
+	case "coordinator":
+		return n.coordinator(ctx)
+	case "server":
+		return n.server(ctx)
+	default:
+		return n.worker(ctx, idx)
+	}
+}
+
+// node is one process of the cluster.
+type node struct {
+	o      *options
+	id     transport.NodeID
+	peers  map[transport.NodeID]string
+	cancel context.CancelCauseFunc
+	tr     *transport.TCP
+}
+
+// open starts this node's TCP transport with handler h. A -child then
+// prints its address, reads the address book from stdin and watches stdin
+// for EOF (the parent closing it, or dying).
+func (n *node) open(ctx context.Context, h *ctlHandler) error {
+	cfg, err := n.o.tcpConfig(n.id, n.peers)
+	if err != nil {
+		return err
+	}
+	tr, err := transport.NewTCP(cfg, h)
+	if err != nil {
+		return err
+	}
+	h.setTransport(tr)
+	n.tr = tr
+	if !n.o.child {
+		return nil
+	}
+	fmt.Printf("%s%s\n", listenPrefix, tr.Addr())
+	in := bufio.NewReader(os.Stdin)
+	lines := make(chan string, 1)
+	go func() {
+		line, err := in.ReadString('\n')
+		if err != nil {
+			close(lines)
+			n.cancel(errParentGone)
+			return
+		}
+		lines <- strings.TrimSpace(line)
+		_, _ = io.Copy(io.Discard, in)
+		n.cancel(errParentGone)
+	}()
+	select {
+	case line, ok := <-lines:
+		if !ok {
+			return errParentGone
+		}
+		book, err := parsePeers(line)
+		if err != nil {
+			return fmt.Errorf("address book from the parent: %w", err)
+		}
+		for name, addr := range book {
+			if name != n.id {
+				tr.AddPeer(name, addr)
+			}
+		}
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// watchCoordinator pings the coordinator every second; once it has
+// answered, five failures in a row end the node (the coordinator crashed
+// or its host is gone, so no shutdown will ever come).
+func (n *node) watchCoordinator(ctx context.Context) {
+	go func() {
+		seen, fails := false, 0
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			_, err := n.tr.Request(pctx, coordinatorName, ctlMsg(ctlPing))
+			cancel()
+			switch {
+			case err == nil:
+				seen, fails = true, 0
+			case seen && ctx.Err() == nil:
+				if fails++; fails >= 5 {
+					n.cancel(fmt.Errorf("%w for 5 s: %v", errCoordinatorGone, err))
+					return
+				}
+			}
+		}
+	}()
+}
+
+func (n *node) server(ctx context.Context) error {
+	s, err := ps.NewServer(string(n.id), ps.ServerConfig{Store: ps.StoreConfig{Optimizer: ps.SGD{LR: float32(n.o.lr)}}})
+	if err != nil {
+		return err
+	}
+	h := newCtlHandler(s)
+	if err := n.open(ctx, h); err != nil {
+		return err
+	}
+	defer n.tr.Close()
+	fmt.Printf("%s: serving on %s\n", n.id, n.tr.Addr())
+	n.watchCoordinator(ctx)
+	select {
+	case <-h.shutdown:
+		keys := 0
+		s.View(func(st *ps.Store) { keys = st.NumKeys() })
+		fmt.Printf("%s: run over, held %d keys; exiting\n", n.id, keys)
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+func (n *node) worker(ctx context.Context, idx int) error {
+	o := n.o
+	j, err := newJob(o, true, false)
+	if err != nil {
+		return err
+	}
+	slow, err := parseSlow(o.slow, o.workers)
+	if err != nil {
+		return err
+	}
+	w, err := ps.NewWorker(string(n.id), ps.WorkerConfig{
+		ID: epsp.WorkerID(idx), Coordinator: coordinatorName, StartTimeout: o.startWait,
+		Client: ps.ClientConfig{Servers: serverNames(o.servers), Width: 1, Partitioner: j.partitioner},
+	})
+	if err != nil {
+		return err
+	}
+	h := newCtlHandler(w)
+	if err := n.open(ctx, h); err != nil {
+		return err
+	}
+	defer n.tr.Close()
+	defer w.Close()
+	if err := w.Start(ctx, n.tr); err != nil {
+		if c := context.Cause(ctx); ctx.Err() != nil {
+			return c
+		}
+		return fmt.Errorf("start: %w", err)
+	}
+	n.watchCoordinator(ctx)
+	fmt.Printf("%s: joined; %d training rows, %s, slowdown x%g\n", n.id, j.train.N, j.m.Name(), slow[idx])
+	// The coordinator may end the run while this worker still waits for a
+	// release it will never get (a policy that counts steps, Sync-opt).
+	tctx, tcancel := context.WithCancel(ctx)
+	defer tcancel()
+	go func() {
+		select {
+		case <-h.shutdown:
+			tcancel()
+		case <-tctx.Done():
+		}
+	}()
+	wm := newWorkerModel(j.m, j.train, slow[idx], o.sampleTime)
+	st, err := w.Train(tctx, wm, ps.ShardSampler{N: j.train.N, Workers: o.workers},
+		ps.TrainConfig{Keys: j.keys, Lens: j.lens, Init: j.init, Clocks: o.clocks})
+	if err != nil {
+		select {
+		case <-h.shutdown:
+			c, _ := w.CurrentClock()
+			fmt.Printf("%s: the coordinator ended the run while this worker waited in clock %d of %d\n", n.id, c, o.clocks)
+			return nil
+		default:
+		}
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		return fmt.Errorf("train: %w", err)
+	}
+	first, last := math.NaN(), math.NaN()
+	if len(st.Loss) > 0 {
+		first, last = st.Loss[0], st.Loss[len(st.Loss)-1]
+	}
+	fmt.Printf("%s: trained %d clocks: samples=%d given=%d taken=%d loss %.4f -> %.4f\n",
+		n.id, len(st.Loss), st.Samples, st.Given, st.Taken, first, last)
+	dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
+	_, err = n.tr.Request(dctx, coordinatorName, ctlMsg(ctlDone, uint64(st.Samples), uint64(st.Given), uint64(st.Taken), math.Float64bits(last)))
+	dcancel()
+	if err != nil {
+		return fmt.Errorf("reporting done to the coordinator: %w", err)
+	}
+	// Keep serving (transfers) until the coordinator ends the run.
+	select {
+	case <-h.shutdown:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// tracker follows the workers' clocks from the coordinator's events.
+type tracker struct {
+	mu       sync.Mutex
+	doneClk  []int // last clock each worker finished (its pushes stored)
+	relClk   []int // clock each worker was last released into
+	accepted int   // accepted transfers
+	parSets  int   // parallelism orders
+}
+
+func newTracker(workers int) *tracker {
+	t := &tracker{doneClk: make([]int, workers), relClk: make([]int, workers)}
+	for i := range t.doneClk {
+		t.doneClk[i] = -1
+	}
+	return t
+}
+
+func (t *tracker) Observe(e ps.Event) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	w := int(e.Worker)
+	if w < 0 || w >= len(t.relClk) {
+		return
+	}
+	switch e.Kind {
+	case ps.EvClockDone:
+		t.doneClk[w] = max(t.doneClk[w], e.Clock)
+	case ps.EvRelease:
+		t.relClk[w] = max(t.relClk[w], e.Clock)
+	case ps.EvTransferResult:
+		if e.Result.Accepted {
+			t.accepted++
+		}
+	case ps.EvParallelism:
+		t.parSets++
+	}
+}
+
+// minReleased is the clock the slowest worker is in.
+func (t *tracker) minReleased() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m := t.relClk[0]
+	for _, c := range t.relClk {
+		m = min(m, c)
+	}
+	return m
+}
+
+// stuck reports whether some worker has finished and every other one
+// waits for a release (finished its clock, not released): then nothing a
+// worker does can release anyone, only the policy's control tick.
+func (t *tracker) stuck(done []bool) (waiting []int, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	any := false
+	for w, d := range done {
+		if d {
+			any = true
+			continue
+		}
+		if t.doneClk[w] < t.relClk[w] {
+			return nil, false
+		}
+		waiting = append(waiting, w)
+	}
+	return waiting, any && len(waiting) > 0
+}
+
+func (t *tracker) counts() (accepted, parSets int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.accepted, t.parSets
+}
+
+type doneReport struct {
+	worker               int
+	samples, given, take uint64
+	loss                 float64
+}
+
+func (n *node) coordinator(ctx context.Context) error {
+	o := n.o
+	j, err := newJob(o, false, true)
+	if err != nil {
+		return err
+	}
+	pol, err := newPolicy(o)
+	if err != nil {
+		return err
+	}
+	servers, workers := serverNames(o.servers), workerNames(o.workers)
+	tk := newTracker(o.workers)
+	co, err := ps.NewCoordinator(ps.CoordinatorConfig{
+		EPSP:    epsp.Config{NumWorkers: o.workers, Batch: o.batch, Parallelism: o.par, TickPeriod: o.tick},
+		Servers: servers, Workers: workers, StartTimeout: o.startWait,
+	}, pol, ps.WithObserver(tk))
+	if err != nil {
+		return err
+	}
+	index := make(map[transport.NodeID]int, len(workers))
+	for i, w := range workers {
+		index[w] = i
+	}
+	doneCh := make(chan doneReport, o.workers)
+	h := newCtlHandler(co)
+	h.onDone = func(from transport.NodeID, vals []uint64) error {
+		i, ok := index[from]
+		if !ok || len(vals) != 4 {
+			return fmt.Errorf("cluster: bad done report from %q", from)
+		}
+		select {
+		case doneCh <- doneReport{worker: i, samples: vals[0], given: vals[1], take: vals[2], loss: math.Float64frombits(vals[3])}:
+		default: // a repeated report (a retried request)
+		}
+		return nil
+	}
+	if err := n.open(ctx, h); err != nil {
+		return err
+	}
+	defer n.tr.Close()
+	defer co.Close()
+	fmt.Printf("coordinator: policy=%s on %s; %s, %d keys over %d servers; waiting up to %v for servers\n",
+		o.policy, n.tr.Addr(), j.m.Name(), len(j.keys), o.servers, o.startWait)
+	if err := co.Start(ctx, n.tr); err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	cl, err := ps.NewClient(n.tr, ps.ClientConfig{Servers: servers, Width: 1, Partitioner: j.partitioner})
+	if err != nil {
+		return err
+	}
+	// The initial parameters go in before any worker trains (the workers'
+	// own Init with the same values then keeps them).
+	if err := cl.InitWith(ctx, j.keys, j.lens, j.init); err != nil {
+		return fmt.Errorf("init: %w", err)
+	}
+	if err := co.WaitWorkers(ctx); err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	start := time.Now()
+	params := make([]float32, j.m.NumParams())
+	evaluate := func() (loss, acc float64, err error) {
+		ectx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := cl.Pull(ectx, j.keys, params, j.lens); err != nil {
+			return 0, 0, fmt.Errorf("evaluation pull: %w", err)
+		}
+		loss, acc = j.m.Evaluate(params, j.test, nil)
+		return loss, acc, nil
+	}
+	loss0, acc0, err := evaluate()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("coordinator: all %d workers joined; training %d clocks (clock 0: loss=%.4f acc=%.4f)\n", o.workers, o.clocks, loss0, acc0)
+
+	every := o.evalEvery
+	if every == 0 {
+		every = max(1, o.clocks/10)
+	}
+	next := every
+	done := make([]bool, o.workers)
+	reports := make([]doneReport, o.workers)
+	nDone := 0
+	var stuckSince time.Time
+	var stuckWorkers []int
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for nDone < o.workers && stuckWorkers == nil {
+		select {
+		case r := <-doneCh:
+			if !done[r.worker] {
+				done[r.worker], reports[r.worker] = true, r
+				nDone++
+			}
+		case <-tick.C:
+			if err := co.Err(); err != nil {
+				return fmt.Errorf("run aborted: %w", err)
+			}
+			if c := tk.minReleased(); c >= next && c < o.clocks {
+				loss, acc, err := evaluate()
+				if err != nil {
+					return err
+				}
+				fmt.Printf("coordinator: clock %d/%d t=%.2fs loss=%.4f acc=%.4f\n", c, o.clocks, time.Since(start).Seconds(), loss, acc)
+				next = (c/every + 1) * every
+			}
+			// Two seconds (20 control ticks at the default) with every
+			// unfinished worker waiting for a release: the policy will not
+			// release them (Sync-opt counts steps, not clocks).
+			if waiting, ok := tk.stuck(done); !ok {
+				stuckSince = time.Time{}
+			} else if stuckSince.IsZero() {
+				stuckSince = time.Now()
+			} else if time.Since(stuckSince) > 2*time.Second {
+				stuckWorkers = waiting
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("training: %w", context.Cause(ctx))
+		}
+	}
+	wall := time.Since(start)
+	if err := co.Err(); err != nil {
+		return fmt.Errorf("run aborted: %w", err)
+	}
+	loss, acc, err := evaluate()
+	if err != nil {
+		return err
+	}
+	for w, r := range reports {
+		if done[w] {
+			fmt.Printf("coordinator: %s done: samples=%d given=%d taken=%d last_loss=%.4f\n", workers[w], r.samples, r.given, r.take, r.loss)
+		}
+	}
+	for _, w := range stuckWorkers {
+		fmt.Printf("coordinator: %s left waiting for a release the policy does not give once the others finished (%s counts steps, not clocks)\n", workers[w], o.policy)
+	}
+	st := co.Stats()
+	accepted, parSets := tk.counts()
+	fmt.Printf("coordinator: policy stats: applied=%d accumulated=%d dropped=%d flushes=%d max_lead=%d transfers=%d (samples %d) parallelism_orders=%d batch_changes=%d\n",
+		st.Applied, st.Accumulated, st.Dropped, st.Flushes, st.MaxLead, accepted, st.SamplesTransferred, parSets, st.BatchChanges)
+
+	// Traffic of every node, then the end of the run for every node.
+	others := append(append([]transport.NodeID(nil), workers...), servers...)
+	total := n.tr.Stats()
+	var missing []string
+	for _, p := range others {
+		s, err := n.nodeStats(ctx, p)
+		if err != nil {
+			missing = append(missing, fmt.Sprintf("%s (%v)", p, err))
+			continue
+		}
+		total.FramesSent += s.FramesSent
+		total.RawBytesSent += s.RawBytesSent
+		total.WireBytesSent += s.WireBytesSent
+	}
+	if len(missing) > 0 {
+		fmt.Printf("coordinator: no traffic figures from %s\n", strings.Join(missing, ", "))
+	}
+	var unreached []string
+	for _, p := range others {
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if _, err := n.tr.Request(sctx, p, ctlMsg(ctlShutdown)); err != nil {
+			unreached = append(unreached, fmt.Sprintf("%s (%v)", p, err))
+		}
+		cancel()
+	}
+	ratio := 1.0
+	if total.RawBytesSent > 0 {
+		ratio = float64(total.WireBytesSent) / float64(total.RawBytesSent)
+	}
+	fmt.Printf("coordinator: final loss=%.4f acc=%.4f (from %.4f); wall %.2fs; %d frames, wire %d B / raw %d B = %.3f (-compress %s)\n",
+		loss, acc, acc0, wall.Seconds(), total.FramesSent, total.WireBytesSent, total.RawBytesSent, ratio, o.compress)
+	fmt.Printf("cluster policy=%s workers=%d servers=%d clocks=%d final_acc=%.4f wall_s=%.3f wire_bytes=%d raw_bytes=%d\n",
+		o.policy, o.workers, o.servers, o.clocks, acc, wall.Seconds(), total.WireBytesSent, total.RawBytesSent)
+	if len(unreached) > 0 {
+		return fmt.Errorf("could not tell %s that the run is over", strings.Join(unreached, ", "))
+	}
+	return nil
+}
+
+// nodeStats asks node p for its transport's traffic counters.
+func (n *node) nodeStats(ctx context.Context, p transport.NodeID) (transport.Stats, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	resp, err := n.tr.Request(ctx, p, ctlMsg(ctlStats))
+	if err != nil {
+		return transport.Stats{}, err
+	}
+	op, v, ok := parseCtl(resp)
+	if !ok || op != ctlStats || len(v) != 6 {
+		return transport.Stats{}, errors.New("malformed stats response")
+	}
+	return transport.Stats{FramesSent: v[0], RawBytesSent: v[1], WireBytesSent: v[2], FramesReceived: v[3], RawBytesReceived: v[4], WireBytesReceived: v[5]}, nil
+}
