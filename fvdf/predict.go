@@ -203,9 +203,28 @@ func (p *Predicted) get(f *coflow.Fabric, k int) predictor.Predictor {
 // Estimate folds pending observations older than now and predicts codec k.
 func (p *Predicted) Estimate(now time.Duration, f *coflow.Fabric, k int) coflow.CodecProfile {
 	if len(p.pending) > 0 {
-		sort.SliceStable(p.pending, func(i, j int) bool { return p.pending[i].at < p.pending[j].at })
-		keep := p.pending[:0]
+		// Group by (time, codec) whatever order the samples came in, so the
+		// predictors see one averaged measurement per codec and instant.
+		sort.SliceStable(p.pending, func(i, j int) bool {
+			a, b := p.pending[i], p.pending[j]
+			if a.at != b.at {
+				return a.at < b.at
+			}
+			return a.codec < b.codec
+		})
+		merged := p.pending[:0]
 		for _, o := range p.pending {
+			if n := len(merged); n > 0 && merged[n-1].at == o.at && merged[n-1].codec == o.codec {
+				m := &merged[n-1]
+				m.cs += o.cs
+				m.ds += o.ds
+				m.nSamples += o.nSamples
+				continue
+			}
+			merged = append(merged, o)
+		}
+		keep := merged[:0]
+		for _, o := range merged {
 			if o.codec < 1 || o.codec > len(f.Codecs) {
 				continue // not a codec of this fabric: drop
 			}
