@@ -111,6 +111,27 @@ func (n *node) open(ctx context.Context, h *ctlHandler) error {
 	}
 }
 
+// linger runs after the coordinator's shutdown: the ack of that request
+// may still be on its way out, and closing the transport now could cut it
+// off. The coordinator closes its own transport once every node has
+// acknowledged, so wait (at most 3 s) until it stops answering.
+func (n *node) linger(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	for ctx.Err() == nil {
+		pctx, pcancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		_, err := n.tr.Request(pctx, coordinatorName, ctlMsg(ctlPing))
+		pcancel()
+		if err != nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // watchCoordinator pings the coordinator every second; once it has
 // answered, five failures in a row end the node (the coordinator crashed
 // or its host is gone, so no shutdown will ever come).
@@ -158,6 +179,7 @@ func (n *node) server(ctx context.Context) error {
 		keys := 0
 		s.View(func(st *ps.Store) { keys = st.NumKeys() })
 		fmt.Printf("%s: run over, held %d keys; exiting\n", n.id, keys)
+		n.linger(ctx)
 		return nil
 	case <-ctx.Done():
 		return context.Cause(ctx)
@@ -214,6 +236,7 @@ func (n *node) worker(ctx context.Context, idx int) error {
 		case <-h.shutdown:
 			c, _ := w.CurrentClock()
 			fmt.Printf("%s: the coordinator ended the run while this worker waited in clock %d of %d\n", n.id, c, o.clocks)
+			n.linger(ctx)
 			return nil
 		default:
 		}
@@ -237,6 +260,7 @@ func (n *node) worker(ctx context.Context, idx int) error {
 	// Keep serving (transfers) until the coordinator ends the run.
 	select {
 	case <-h.shutdown:
+		n.linger(ctx)
 		return nil
 	case <-ctx.Done():
 		return context.Cause(ctx)
@@ -379,10 +403,6 @@ func (n *node) coordinator(ctx context.Context) error {
 	if err := cl.InitWith(ctx, j.keys, j.lens, j.init); err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
-	if err := co.WaitWorkers(ctx); err != nil {
-		return fmt.Errorf("start: %w", err)
-	}
-	start := time.Now()
 	params := make([]float32, j.m.NumParams())
 	evaluate := func() (loss, acc float64, err error) {
 		ectx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -393,11 +413,18 @@ func (n *node) coordinator(ctx context.Context) error {
 		loss, acc = j.m.Evaluate(params, j.test, nil)
 		return loss, acc, nil
 	}
-	loss0, acc0, err := evaluate()
+	loss0, acc0, err := evaluate() // the initial parameters
 	if err != nil {
 		return err
 	}
-	fmt.Printf("coordinator: all %d workers joined; training %d clocks (clock 0: loss=%.4f acc=%.4f)\n", o.workers, o.clocks, loss0, acc0)
+	fmt.Printf("coordinator: servers up, parameters initialised (loss=%.4f acc=%.4f); waiting up to %v for %d workers\n", loss0, acc0, o.startWait, o.workers)
+	if err := co.WaitWorkers(ctx); err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	// Wall time runs from the moment every worker has joined. (A worker
+	// that joined earlier may already have computed part of clock 0.)
+	start := time.Now()
+	fmt.Printf("coordinator: all %d workers joined; training %d clocks\n", o.workers, o.clocks)
 
 	every := o.evalEvery
 	if every == 0 {
@@ -445,6 +472,9 @@ func (n *node) coordinator(ctx context.Context) error {
 		}
 	}
 	wall := time.Since(start)
+	if stuckWorkers != nil {
+		wall = stuckSince.Sub(start) // the run ended when they began to wait
+	}
 	if err := co.Err(); err != nil {
 		return fmt.Errorf("run aborted: %w", err)
 	}

@@ -1,0 +1,345 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/falconml/falcon/transport"
+)
+
+// buildBinary builds this command into a temporary directory.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "cluster")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+var summaryRE = regexp.MustCompile(`(?m)^cluster policy=(\S+) workers=(\d+) servers=(\d+) clocks=(\d+) final_acc=([0-9.]+) wall_s=([0-9.]+) wire_bytes=(\d+) raw_bytes=(\d+)$`)
+
+// tinyArgs is a small cluster: 2 servers, 3 workers, synthetic data, a few
+// clocks, worker-2 twice as slow.
+func tinyArgs(policy string) []string {
+	return []string{"-policy=" + policy, "-servers=2", "-workers=3", "-clocks=12", "-batch=16",
+		"-dataset=synthetic", "-train=3000", "-test=500", "-slow=worker-2=2", "-sample-time=100us",
+		"-timeout=30s", "-start-timeout=10s"}
+}
+
+// checkSummary parses the summary line and checks it against the run.
+func checkSummary(t *testing.T, out, policy string) {
+	t.Helper()
+	m := summaryRE.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no summary line in output:\n%s", out)
+	}
+	if m[1] != policy || m[2] != "3" || m[3] != "2" || m[4] != "12" {
+		t.Errorf("summary %q does not describe the run", m[0])
+	}
+	// 10 classes: chance is 0.1. The synthetic problem reaches ~0.9 in a
+	// few dozen updates; 0.3 only asks that training happened.
+	if acc, _ := strconv.ParseFloat(m[5], 64); acc < 0.3 {
+		t.Errorf("final_acc = %v, want well above chance (0.1)", acc)
+	}
+	wire, _ := strconv.ParseUint(m[7], 10, 64)
+	raw, _ := strconv.ParseUint(m[8], 10, 64)
+	if raw == 0 || wire != raw { // -compress never: every byte goes raw
+		t.Errorf("wire_bytes = %d, raw_bytes = %d; want equal and positive without compression", wire, raw)
+	}
+}
+
+// TestLocalCluster runs the binary's local mode: six processes over TCP
+// with a shared secret (from the environment), under BSP and enforced
+// EPSP, and checks the exit status and the summary line.
+func TestLocalCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster of processes")
+	}
+	bin := buildBinary(t)
+	for _, policy := range []string{"bsp", "epsp-enforced"} {
+		t.Run(policy, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, tinyArgs(policy)...)
+			cmd.Env = append(os.Environ(), "FALCON_SECRET=test-secret-"+policy)
+			var out, errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			start := time.Now()
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("run: %v after %v\nstdout:\n%s\nstderr:\n%s", err, time.Since(start), out.String(), errb.String())
+			}
+			checkSummary(t, out.String(), policy)
+			for _, w := range []string{"worker-0", "worker-1", "worker-2"} {
+				if !strings.Contains(out.String(), "["+w+"] "+w+": trained 12 clocks") {
+					t.Errorf("%s did not report 12 trained clocks:\n%s", w, out.String())
+				}
+			}
+			if !strings.Contains(out.String(), "local: all 6 processes exited cleanly") {
+				t.Errorf("missing clean-exit line:\n%s", out.String())
+			}
+		})
+	}
+}
+
+// TestLocalCluster_WrongSecret gives one worker a different secret: the
+// handshake refuses it, so the run fails promptly with an error naming
+// the worker and the refusal, instead of hanging.
+func TestLocalCluster_WrongSecret(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster of processes")
+	}
+	bin := buildBinary(t)
+	args := tinyArgs("bsp")
+	args = append(args, "-start-timeout=3s")
+	var out, errb bytes.Buffer
+	start := time.Now()
+	err := runLocal(context.Background(), localConfig{
+		exe: bin, args: args, secret: "the-right-secret", timeout: 30 * time.Second,
+		secretFor: map[transport.NodeID]string{"worker-1": "a-wrong-secret"},
+		workers:   3, servers: 2, stdout: &out, stderr: &errb,
+	})
+	took := time.Since(start)
+	if err == nil {
+		t.Fatalf("run with a wrong secret succeeded:\n%s", out.String())
+	}
+	if !errors.Is(err, errChildFailed) {
+		t.Errorf("err = %v, want a child failure (not a timeout)", err)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "worker-1") || !strings.Contains(strings.ToLower(msg), "unauthorized") {
+		t.Errorf("error does not name worker-1 and the refused handshake: %v\nstderr:\n%s", err, errb.String())
+	}
+	if took > 20*time.Second {
+		t.Errorf("failing took %v; want about the 3 s start timeout", took)
+	}
+	if summaryRE.MatchString(out.String()) {
+		t.Errorf("a failed run printed a summary line:\n%s", out.String())
+	}
+}
+
+// TestLocalCluster_TLS runs the local mode over mutual TLS (plus the
+// secret) with a throwaway CA and a certificate for 127.0.0.1.
+func TestLocalCluster_TLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster of processes")
+	}
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	cert, key, ca := writeTestPKI(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	args := append(tinyArgs("ssp"), "-tls-cert="+cert, "-tls-key="+key, "-tls-ca="+ca, "-compress=always")
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("run: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
+	}
+	m := summaryRE.FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no summary line:\n%s", out.String())
+	}
+	if acc, _ := strconv.ParseFloat(m[5], 64); acc < 0.3 {
+		t.Errorf("final_acc = %v, want well above chance", acc)
+	}
+	wire, _ := strconv.ParseUint(m[7], 10, 64)
+	raw, _ := strconv.ParseUint(m[8], 10, 64)
+	if wire == 0 || wire > raw {
+		t.Errorf("with -compress always: wire %d, raw %d; want 0 < wire <= raw", wire, raw)
+	}
+}
+
+// writeTestPKI writes a CA and a node certificate for 127.0.0.1 signed
+// by it, as PEM files.
+func writeTestPKI(t *testing.T, dir string) (cert, key, ca string) {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "falcon test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "falcon node"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	}
+	nodeDER, err := x509.CreateCertificate(rand.Reader, nodeTmpl, caCert, &nodeKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(nodeKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, typ string, der []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	return write("node.pem", "CERTIFICATE", nodeDER), write("node.key", "PRIVATE KEY", keyDER), write("ca.pem", "CERTIFICATE", caDER)
+}
+
+func TestParsePeers(t *testing.T) {
+	tests := []struct {
+		in   string
+		want map[transport.NodeID]string
+		bad  bool
+	}{
+		{in: "", want: map[transport.NodeID]string{}},
+		{in: "a=h:1,b=10.0.0.2:7000", want: map[transport.NodeID]string{"a": "h:1", "b": "10.0.0.2:7000"}},
+		{in: "a=h:1,", want: map[transport.NodeID]string{"a": "h:1"}},
+		{in: "a", bad: true},
+		{in: "a=nohostport", bad: true},
+		{in: "=h:1", bad: true},
+		{in: "a=h:1,a=h:2", bad: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := parsePeers(tc.in)
+			if tc.bad {
+				if !errors.Is(err, errUsage) {
+					t.Fatalf("err = %v, want errUsage", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+			for k, v := range tc.want {
+				if got[k] != v {
+					t.Errorf("%s: got %q, want %q", k, got[k], v)
+				}
+			}
+		})
+	}
+	names := []transport.NodeID{"coordinator", "server-0"}
+	book := formatPeers(names, map[transport.NodeID]string{"coordinator": "h:1", "server-0": "h:2"})
+	if back, err := parsePeers(book); err != nil || back["server-0"] != "h:2" || back["coordinator"] != "h:1" {
+		t.Errorf("round trip of %q: %v, %v", book, back, err)
+	}
+}
+
+func TestParseSlow(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []float64
+		bad  bool
+	}{
+		{in: "", want: []float64{1, 1, 1}},
+		{in: "worker-2=4", want: []float64{1, 1, 4}},
+		{in: "0=1.5,worker-1=2", want: []float64{1.5, 2, 1}},
+		{in: "worker-3=2", bad: true},
+		{in: "worker-1=0.5", bad: true},
+		{in: "worker-1=NaN", bad: true},
+		{in: "worker-1", bad: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := parseSlow(tc.in, 3)
+			if tc.bad {
+				if !errors.Is(err, errUsage) {
+					t.Fatalf("err = %v, want errUsage", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range tc.want {
+				if got[i] != tc.want[i] {
+					t.Fatalf("got %v, want %v", got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestParseID(t *testing.T) {
+	tests := []struct {
+		role, id string
+		want     transport.NodeID
+		idx      int
+		bad      bool
+	}{
+		{role: "coordinator", want: "coordinator"},
+		{role: "coordinator", id: "boss", bad: true},
+		{role: "server", want: "server-0"},
+		{role: "server", id: "server-1", want: "server-1", idx: 1},
+		{role: "server", id: "server-2", bad: true}, // only 2 servers
+		{role: "worker", id: "worker-2", want: "worker-2", idx: 2},
+		{role: "worker", id: "server-0", bad: true},
+		{role: "worker", id: "worker-x", bad: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.role+"/"+tc.id, func(t *testing.T) {
+			o := options{role: tc.role, id: tc.id, servers: 2, workers: 3}
+			got, idx, err := o.parseID()
+			if tc.bad {
+				if !errors.Is(err, errUsage) {
+					t.Fatalf("err = %v, want errUsage", err)
+				}
+				return
+			}
+			if err != nil || got != tc.want || idx != tc.idx {
+				t.Fatalf("got %q %d %v, want %q %d", got, idx, err, tc.want, tc.idx)
+			}
+		})
+	}
+}
+
+// A control message never looks like ps traffic and round-trips its
+// fields; ps's messages (version byte 1) are not control messages.
+func TestCtlMessages(t *testing.T) {
+	b := ctlMsg(ctlDone, 1, 2, 1<<63)
+	op, vals, ok := parseCtl(b)
+	if !ok || op != ctlDone || len(vals) != 3 || vals[0] != 1 || vals[2] != 1<<63 {
+		t.Fatalf("parseCtl(%x) = %d %v %v", b, op, vals, ok)
+	}
+	for _, m := range [][]byte{nil, {1, 2, 3}, {0xFE, 'F', 'C', 'L'}, append(ctlMsg(ctlPing), 1)} {
+		if _, _, ok := parseCtl(m); ok {
+			t.Errorf("parseCtl(%x) accepted", m)
+		}
+	}
+}
