@@ -45,12 +45,20 @@
 // order too but handled concurrently, each in its own goroutine (TCP bounds
 // them per connection with [TCPConfig.MaxConcurrentRequests]).
 //
-// A Handler's byte slices are valid only until it returns (TCP reuses
-// pooled buffers); a response may alias its request. The context a
-// handler gets ends when its transport closes, when the caller gives up
-// (the caller returns ctx.Err() at once and TCP sends the peer a cancel
-// frame, best effort) or, for TCP, when the connection the request came on
-// dies; a response produced after that is dropped.
+// Ownership of bytes (see [Handler]): a request body is borrowed and
+// read-only, valid until the handler returns (TCP reuses pooled buffers,
+// Inmem passes the caller's own buffer); a response is handed over to the
+// transport, which may give it to the caller as it is, and may alias its
+// request; a one-way message is always copied, since the sender goes on at
+// once. The caller owns what Request returns and may reuse req as soon as
+// Request returns. [AppendHandler] lets a handler write its response into
+// a buffer the transport offers (the caller's dst on Inmem, a pooled one on
+// TCP). The context a handler gets ends when its transport closes, when
+// the caller gives up (the caller returns ctx.Err() at once — on Inmem
+// after waiting for a handler still using the caller's buffers — and TCP
+// sends the peer a cancel frame, best effort) or, for TCP, when the
+// connection the request came on dies; a response produced after that is
+// dropped.
 //
 // Failures, checked with errors.Is: [ErrClosed] after Close;
 // [ErrUnknownPeer] for a name with no address or that never joined;

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/bits"
 	"sync"
+	"unsafe"
 )
 
 // Frame layout on a TCP connection (all integers big-endian; see doc.go):
@@ -244,4 +245,37 @@ func putBuf(p *[]byte) {
 		return
 	}
 	bufPools[k].Put(p)
+}
+
+// Response buffers offered to an AppendHandler. Their sizes follow the
+// responses (a handler grows a buffer with append), so they live in one
+// pool apart from the size classes above.
+var respPool sync.Pool // *[]byte
+
+func getRespBuf() *[]byte {
+	if v := respPool.Get(); v != nil {
+		return v.(*[]byte)
+	}
+	return new([]byte)
+}
+
+// putRespBuf returns p to the pool once the response resp, which the
+// handler built from (*p)[:0], has been written. When the handler outgrew
+// the buffer, the grown one is kept instead, unless it is (part of) the
+// request buffer req, which goes back to its own pool.
+func putRespBuf(p *[]byte, resp, req []byte) {
+	if cap(resp) > cap(*p) && !overlaps(resp, req) {
+		*p = resp[:0]
+	}
+	respPool.Put(p)
+}
+
+// overlaps reports whether a and b share memory (within their capacities).
+func overlaps(a, b []byte) bool {
+	if cap(a) == 0 || cap(b) == 0 {
+		return false
+	}
+	a0 := uintptr(unsafe.Pointer(unsafe.SliceData(a)))
+	b0 := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return a0 < b0+uintptr(cap(b)) && b0 < a0+uintptr(cap(a))
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -299,7 +300,20 @@ func (n *InmemNetwork) encode(to NodeID, msg []byte) (inmemMsg, error) {
 	return inmemMsg{codec: c, body: append([]byte(nil), wire...), raw: len(msg)}, nil
 }
 
-// decode returns the receiver's owned copy of m.
+// encodeBorrow is encode for a request, whose body the receiving handler
+// may borrow: without a compression policy it is msg itself.
+func (n *InmemNetwork) encodeBorrow(to NodeID, msg []byte) (inmemMsg, error) {
+	if n.policy != nil {
+		return n.encode(to, msg)
+	}
+	if len(msg) > n.maxSize {
+		return inmemMsg{}, fmt.Errorf("%w: %d bytes, maximum %d", ErrFrameTooLarge, len(msg), n.maxSize)
+	}
+	return inmemMsg{body: msg, raw: len(msg), borrowed: true}, nil
+}
+
+// decode returns the receiver's view of m: its body when uncompressed
+// (owned, or borrowed from a caller that waits), else a fresh decoding.
 func (n *InmemNetwork) decode(m inmemMsg) ([]byte, error) {
 	if m.codec == CodecNone {
 		return m.body, nil
@@ -308,16 +322,20 @@ func (n *InmemNetwork) decode(m inmemMsg) ([]byte, error) {
 }
 
 type inmemMsg struct {
-	from  NodeID
-	codec Codec
-	body  []byte
-	raw   int
-	due   time.Time
+	from     NodeID
+	codec    Codec
+	body     []byte
+	raw      int
+	due      time.Time
+	borrowed bool // body is the caller's memory
 }
 
-// Inmem is one node of an InmemNetwork. Its handler receives its own copy
-// of every body, which it may keep (portable handlers still follow the
-// Handler rule and copy).
+// Inmem is one node of an InmemNetwork. Without compression a request is
+// not copied: the handler reads the caller's buffer and its response is
+// handed to the caller as it is (the Handler ownership rules make this
+// safe, and Request waits for a handler still reading req before returning
+// early). One-way messages are copied, since the sender goes on at once;
+// the handler receives its own copy of each.
 type Inmem struct {
 	net    *InmemNetwork
 	id     NodeID
@@ -454,96 +472,207 @@ func (t *Inmem) deliver(q chan inmemMsg) {
 	}
 }
 
+// inmemCall is one request in flight. When its handler borrows the
+// caller's memory (req without compression, or the caller's dst), the
+// caller that gives up early must not return while the handler still uses
+// that memory: state decides the race between the caller abandoning the
+// call and the serving goroutine starting the handler, and released closes
+// once the handler has returned (or will never run).
+type inmemCall struct {
+	res      chan inmemResult // buffered 1
+	released chan struct{}
+	state    atomic.Int32
+	borrowed bool // the handler reads or writes the caller's memory
+	dst      []byte
+	appendTo bool // offer dst to an AppendHandler
+	ctx      context.Context
+	cancel   context.CancelFunc
+}
+
+const (
+	callPending int32 = iota
+	callRunning
+	callAbandoned
+)
+
 type inmemResult struct {
-	body []byte
-	err  error
+	msg inmemMsg // the response: a borrowed handler slice or an encoded body
+	err error
+}
+
+// abandon gives up the call. It returns at once unless the handler is
+// running on the caller's memory; then it cancels the handler's ctx and
+// waits for the handler to return.
+func (c *inmemCall) abandon() {
+	if c.state.CompareAndSwap(callPending, callAbandoned) {
+		if c.cancel != nil {
+			c.cancel()
+		}
+		return
+	}
+	if c.cancel != nil {
+		c.cancel()
+	}
+	if c.borrowed {
+		<-c.released
+	}
 }
 
 // RequestAppend is Request with the response appended to dst (see
-// RequestAppender). On error it returns dst unchanged.
+// RequestAppender). When the target's handler is an AppendHandler and the
+// network does not compress, the handler writes its response straight into
+// dst's spare capacity: no copy at all. Otherwise the response is copied
+// into dst when it fits (a response too big for an empty dst is returned
+// as it is instead). On error it returns dst unchanged.
 func (t *Inmem) RequestAppend(ctx context.Context, dst []byte, to NodeID, req []byte) ([]byte, error) {
-	resp, err := t.Request(ctx, to, req)
+	resp, err := t.request(ctx, to, req, dst, true)
 	if err != nil {
 		return dst, err
 	}
-	if dst == nil {
-		return resp, nil
-	}
-	return append(dst, resp...), nil
+	return resp, nil
 }
 
 // Request delivers req to node to's HandleRequest and waits for the
-// response (see InmemNetwork for failure semantics).
+// response (see InmemNetwork for failure semantics). Without compression
+// neither direction is copied: the handler reads req itself and the caller
+// gets the very slice the handler returned (see Handler for the rules that
+// make this safe).
 func (t *Inmem) Request(ctx context.Context, to NodeID, req []byte) ([]byte, error) {
+	return t.request(ctx, to, req, nil, false)
+}
+
+func (t *Inmem) request(ctx context.Context, to NodeID, req, dst []byte, appendMode bool) ([]byte, error) {
 	if t.isClosed() {
 		return nil, ErrClosed
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	dst, dropped, delay, err := t.net.route(t.id, to)
+	peer, dropped, delay, err := t.net.route(t.id, to)
 	if err != nil {
 		return nil, err
 	}
-	m, err := t.net.encode(to, req)
+	m, err := t.net.encodeBorrow(to, req)
 	if err != nil {
 		return nil, err
 	}
 	t.stats.sent(m.raw, len(m.body))
 	m.from = t.id
-	res := make(chan inmemResult, 1)
+	c := &inmemCall{res: make(chan inmemResult, 1), released: make(chan struct{}), borrowed: m.borrowed}
+	if appendMode && t.net.policy == nil {
+		c.dst, c.appendTo, c.borrowed = dst[len(dst):], true, true
+	}
 	if !dropped {
-		if err := dst.serve(ctx, t, m, delay, res); err != nil {
+		if err := peer.serve(t, m, delay, c); err != nil {
 			return nil, err
 		}
 	}
 	select {
-	case r := <-res:
-		return r.body, r.err
+	case r := <-c.res:
+		return t.finish(r, dst, appendMode)
 	case <-ctx.Done():
+		c.abandon()
 		return nil, ctx.Err()
-	case <-dst.done():
+	case <-peer.done():
+		c.abandon()
 		// The handler may have answered just before the target closed.
 		select {
-		case r := <-res:
-			return r.body, r.err
+		case r := <-c.res:
+			return t.finish(r, dst, appendMode)
 		default:
 		}
 		return nil, fmt.Errorf("%w: %q closed with the request in flight", ErrUnreachable, to)
 	case <-t.done():
+		c.abandon()
 		return nil, ErrClosed
 	}
 }
 
+// finish turns a delivered response into the caller's result, in the
+// caller's goroutine (so dst is only ever written by its owner or by a
+// handler the caller waits for).
+func (t *Inmem) finish(r inmemResult, dst []byte, appendMode bool) ([]byte, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	m := r.msg
+	if m.codec != CodecNone {
+		var base []byte
+		if appendMode {
+			base = dst
+		}
+		return Decompress(base, m.codec, m.body, m.raw, t.net.maxSize)
+	}
+	if !appendMode {
+		return m.body, nil
+	}
+	return joinAppend(dst, m.body), nil
+}
+
+// joinAppend returns dst extended by out, where out is either written in
+// dst's spare capacity already (an AppendHandler's result) or a handed-over
+// slice.
+func joinAppend(dst, out []byte) []byte {
+	n := len(out)
+	if n == 0 {
+		return dst
+	}
+	if cap(dst)-len(dst) >= n && &dst[:len(dst)+1][len(dst)] == &out[0] {
+		return dst[:len(dst)+n]
+	}
+	if len(dst) == 0 && cap(dst) < n {
+		return out // a copy would need a new buffer anyway
+	}
+	return append(dst, out...)
+}
+
 // serve runs one request on t's handler in a goroutine t owns. The
-// handler's ctx ends when t closes or the caller's ctx ends.
-func (t *Inmem) serve(callerCtx context.Context, from *Inmem, m inmemMsg, delay time.Duration, res chan<- inmemResult) error {
+// handler's ctx ends when t closes or the caller gives up.
+func (t *Inmem) serve(from *Inmem, m inmemMsg, delay time.Duration, c *inmemCall) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
 		return fmt.Errorf("%w: %q closed", ErrUnreachable, t.id)
 	}
+	c.ctx, c.cancel = context.WithCancel(t.ctx)
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
+		defer c.cancel()
+		released := false
+		release := func() {
+			if !released {
+				released = true
+				close(c.released)
+			}
+		}
+		defer release()
 		if !sleepFor(delay, t.done(), from.done()) {
 			return
 		}
 		if !t.net.linkUp(from.id, t.id) {
-			res <- inmemResult{err: fmt.Errorf("%w: link %q-%q went down", ErrUnreachable, from.id, t.id)}
+			c.res <- inmemResult{err: fmt.Errorf("%w: link %q-%q went down", ErrUnreachable, from.id, t.id)}
 			return
 		}
 		body, err := t.net.decode(m)
 		if err != nil {
-			res <- inmemResult{err: err}
+			c.res <- inmemResult{err: err}
 			return
 		}
+		if !c.state.CompareAndSwap(callPending, callRunning) {
+			return // the caller gave up before the handler started
+		}
 		t.stats.received(m.raw, len(m.body))
-		hctx, cancel := context.WithCancel(t.ctx)
-		stop := context.AfterFunc(callerCtx, cancel)
-		resp, herr := t.h.HandleRequest(hctx, from.id, body)
-		stop()
-		cancel()
+		var resp []byte
+		var herr error
+		if ah, ok := t.h.(AppendHandler); ok && c.appendTo {
+			resp, herr = ah.HandleRequestAppend(c.ctx, from.id, body, c.dst)
+		} else {
+			resp, herr = t.h.HandleRequest(c.ctx, from.id, body)
+		}
+		// From here on the goroutine touches neither req nor dst: resp is
+		// handed over, and only its length is looked at below.
+		release()
 		if t.ctx.Err() != nil {
 			return // the node closed under the handler: no response leaves it
 		}
@@ -551,12 +680,20 @@ func (t *Inmem) serve(callerCtx context.Context, from *Inmem, m inmemMsg, delay 
 			msg := herr.Error()
 			t.stats.sent(len(msg), len(msg))
 			from.stats.received(len(msg), len(msg))
-			res <- inmemResult{err: &RemoteError{Node: t.id, Msg: msg}}
+			c.res <- inmemResult{err: &RemoteError{Node: t.id, Msg: msg}}
 			return
 		}
-		rm, err := t.net.encode(from.id, resp)
+		var rm inmemMsg
+		if t.net.policy == nil {
+			if len(resp) > t.net.maxSize {
+				err = fmt.Errorf("%w: %d bytes, maximum %d", ErrFrameTooLarge, len(resp), t.net.maxSize)
+			}
+			rm = inmemMsg{body: resp, raw: len(resp)}
+		} else {
+			rm, err = t.net.encode(from.id, resp)
+		}
 		if err != nil {
-			res <- inmemResult{err: fmt.Errorf("transport: response from %q: %w", t.id, err)}
+			c.res <- inmemResult{err: fmt.Errorf("transport: response from %q: %w", t.id, err)}
 			return
 		}
 		t.stats.sent(rm.raw, len(rm.body))
@@ -564,14 +701,11 @@ func (t *Inmem) serve(callerCtx context.Context, from *Inmem, m inmemMsg, delay 
 			return
 		}
 		if !t.net.linkUp(from.id, t.id) {
-			res <- inmemResult{err: fmt.Errorf("%w: link %q-%q went down", ErrUnreachable, from.id, t.id)}
+			c.res <- inmemResult{err: fmt.Errorf("%w: link %q-%q went down", ErrUnreachable, from.id, t.id)}
 			return
 		}
-		out, err := t.net.decode(rm)
-		if err == nil {
-			from.stats.received(rm.raw, len(rm.body))
-		}
-		res <- inmemResult{body: out, err: err}
+		from.stats.received(rm.raw, len(rm.body))
+		c.res <- inmemResult{msg: rm}
 	}()
 	return nil
 }

@@ -971,7 +971,15 @@ func (c *conn) serveRequest(ctx context.Context, cancel context.CancelFunc, id u
 	// The request buffer goes back to the pool only after the response is
 	// written, so a handler may answer with (a slice of) its request.
 	defer putBuf(ret)
-	resp, herr := c.t.h.HandleRequest(ctx, c.peer, body)
+	var resp []byte
+	var herr error
+	if ah, ok := c.t.h.(AppendHandler); ok {
+		rp := getRespBuf()
+		resp, herr = ah.HandleRequestAppend(ctx, c.peer, body, (*rp)[:0])
+		defer putRespBuf(rp, resp, body)
+	} else {
+		resp, herr = c.t.h.HandleRequest(ctx, c.peer, body)
+	}
 	if c.isDead() || ctx.Err() != nil {
 		return // connection gone, or the caller gave up: nobody waits
 	}

@@ -16,10 +16,21 @@ type NodeID string
 // runs, later traffic from the same sender waits. A transport's Close waits
 // for running handler calls, so handlers must honour their ctx.
 //
-// The byte slices passed in are valid only until the call returns; a handler
-// that keeps data must copy it. A response may alias the request (an echo
-// may return req itself): the transport is done with both once the
-// response is sent. The transport does not modify a response.
+// Ownership of bytes, the rules that let the in-process transport pass
+// buffers without copying them:
+//   - Request bodies are read-only and borrowed: req is valid only until
+//     HandleRequest returns and the handler must not modify it (Inmem may
+//     hand the handler the caller's own buffer). A handler that keeps data
+//     must copy it.
+//   - One-way messages are the handler's to read and modify until
+//     HandleMessage returns (transports always copy them: the sender
+//     continues at once); a handler that keeps data must still copy it.
+//   - A response is handed over: once HandleRequest returns it, the
+//     transport owns it and may deliver it to the caller as it is, so the
+//     handler must not modify or reuse it afterwards, nor return a slice it
+//     shares with anything else (a package-level constant, a cache). A
+//     response may alias the request (an echo may return req itself); the
+//     caller then gets back (a slice of) its own request buffer.
 type Handler interface {
 	// HandleRequest serves one request and returns its response. A non-nil
 	// error is delivered to the caller as a *RemoteError. ctx ends when the
@@ -42,6 +53,12 @@ type Transport interface {
 	LocalID() NodeID
 	// Request sends req to node to and waits for its response, until ctx is
 	// done. On cancellation it returns ctx.Err().
+	//
+	// Request neither modifies req nor uses it after returning: if ctx ends
+	// while the peer's handler is reading a borrowed req (Inmem), Request
+	// cancels the handler's ctx and waits for it to return first, so the
+	// caller may overwrite req as soon as Request returns, whatever the
+	// outcome. The caller owns the response and may modify it.
 	Request(ctx context.Context, to NodeID, req []byte) ([]byte, error)
 	// Send sends a one-way message. It returns once the message is handed to
 	// the network (not when it is handled).
@@ -59,6 +76,21 @@ type Transport interface {
 // the RequestAppend function to call it on any Transport.
 type RequestAppender interface {
 	RequestAppend(ctx context.Context, dst []byte, to NodeID, req []byte) ([]byte, error)
+}
+
+// AppendHandler is an optional interface of a Handler that can write its
+// response into a buffer the transport supplies instead of allocating one:
+// HandleRequestAppend is HandleRequest with the response appended to dst (an
+// empty slice, possibly with spare capacity) and the extended slice
+// returned, grown with append if dst is too small. Transports call it when
+// they have a buffer to offer: Inmem's RequestAppend passes the caller's dst,
+// so the response is written straight into the caller's memory; TCP passes a
+// pooled buffer that it reuses once the response is written. The ownership
+// rules of Handler apply to the returned slice (it is handed over), and dst
+// is valid only until the call returns.
+type AppendHandler interface {
+	Handler
+	HandleRequestAppend(ctx context.Context, from NodeID, req, dst []byte) ([]byte, error)
 }
 
 // RequestAppend calls t.RequestAppend when t implements RequestAppender,
