@@ -108,7 +108,7 @@ func NewClient(tr transport.Transport, cfg ClientConfig) (*Client, error) {
 	c := &Client{tr: tr, servers: append([]transport.NodeID(nil), cfg.Servers...), width: cfg.Width, part: cfg.Partitioner, timeout: cfg.RequestTimeout}
 	c.plans.New = func() any {
 		n := len(c.servers)
-		return &plan{per: make([][]piece, n), nvals: make([]int, n), bufs: make([][]byte, n)}
+		return &plan{per: make([][]piece, n), nvals: make([]int, n), bufs: make([][]byte, n), resps: make([][]byte, n)}
 	}
 	return c, nil
 }
@@ -131,7 +131,8 @@ type plan struct {
 	nvals []int
 	lens  []int
 	segs  []Segment
-	bufs  [][]byte
+	bufs  [][]byte // request per server, reused
+	resps [][]byte // response per server, reused (transport.RequestAppend)
 }
 
 func (c *Client) getPlan() *plan {
@@ -244,6 +245,21 @@ func (c *Client) call(ctx context.Context, s int, req []byte) ([]byte, error) {
 	return parseResponse(resp, string(c.servers[s]))
 }
 
+// callAppend is call with the response read into dst (reused; see
+// transport.RequestAppend). It returns the whole response buffer, for
+// reuse, and its payload.
+func (c *Client) callAppend(ctx context.Context, s int, dst, req []byte) (buf, payload []byte, err error) {
+	buf, err = requestAppend(ctx, c.tr, dst, c.servers[s], req, c.timeout)
+	if err != nil {
+		if ctx.Err() != nil {
+			return buf, nil, ctx.Err()
+		}
+		return buf, nil, fmt.Errorf("%w: %s: %w", ErrServerUnavailable, c.servers[s], err)
+	}
+	payload, err = parseResponse(buf, string(c.servers[s]))
+	return buf, payload, err
+}
+
 // errNoAnswer is the transport-level error of a request that timed out.
 var errNoAnswer = errors.New("no answer")
 
@@ -258,6 +274,20 @@ func request(ctx context.Context, tr transport.Transport, to transport.NodeID, r
 	resp, err := tr.Request(rctx, to, req)
 	if err != nil && ctx.Err() == nil && rctx.Err() != nil {
 		return nil, fmt.Errorf("%w within %v", errNoAnswer, timeout)
+	}
+	return resp, err
+}
+
+// requestAppend is request with the response appended to dst.
+func requestAppend(ctx context.Context, tr transport.Transport, dst []byte, to transport.NodeID, req []byte, timeout time.Duration) ([]byte, error) {
+	if timeout <= 0 {
+		return transport.RequestAppend(ctx, tr, dst, to, req)
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	resp, err := transport.RequestAppend(rctx, tr, dst, to, req)
+	if err != nil && ctx.Err() == nil && rctx.Err() != nil {
+		return dst, fmt.Errorf("%w within %v", errNoAnswer, timeout)
 	}
 	return resp, err
 }
@@ -339,7 +369,8 @@ func (c *Client) do(ctx context.Context, o op, keys []uint64, vals, out []float3
 	}
 	send := func(ctx context.Context, s int) error {
 		pl.bufs[s] = c.encode(pl.bufs[s], o, pl.per[s], pl.nvals[s], vals, pa)
-		resp, err := c.call(ctx, s, pl.bufs[s])
+		buf, resp, err := c.callAppend(ctx, s, pl.resps[s][:0], pl.bufs[s])
+		pl.resps[s] = buf
 		if err != nil {
 			return err
 		}

@@ -35,7 +35,7 @@ type Server struct {
 	pool  sync.Pool // *scratch
 }
 
-var _ transport.Handler = (*Server)(nil)
+var _ transport.AppendHandler = (*Server)(nil)
 
 type scratch struct {
 	keys []uint64
@@ -71,15 +71,24 @@ func (s *Server) HandleMessage(transport.NodeID, []byte) {}
 
 // HandleRequest serves one ps request. Errors travel in the response as
 // codes; it never returns a transport-level error.
-func (s *Server) HandleRequest(_ context.Context, _ transport.NodeID, req []byte) ([]byte, error) {
-	resp, err := s.serve(req)
+func (s *Server) HandleRequest(ctx context.Context, from transport.NodeID, req []byte) ([]byte, error) {
+	return s.HandleRequestAppend(ctx, from, req, nil)
+}
+
+// HandleRequestAppend is HandleRequest with the response appended to dst
+// (see transport.AppendHandler): a pull writes the values straight into
+// the buffer the transport offers, the caller's own on an in-process
+// transport. req is only read.
+func (s *Server) HandleRequestAppend(_ context.Context, _ transport.NodeID, req, dst []byte) ([]byte, error) {
+	resp, err := s.serve(req, dst[:0])
 	if err != nil {
 		return errResponse(err), nil
 	}
 	return resp, nil
 }
 
-func (s *Server) serve(req []byte) ([]byte, error) {
+// serve answers req with a response appended to dst (empty).
+func (s *Server) serve(req, dst []byte) ([]byte, error) {
 	o, body, err := header(req)
 	if err != nil {
 		return nil, err
@@ -87,7 +96,7 @@ func (s *Server) serve(req []byte) ([]byte, error) {
 	d := decoder{b: body}
 	switch o {
 	case opPing:
-		return ackResponse, d.end()
+		return okResponse(dst), d.end()
 	case opLayout:
 		if err := d.end(); err != nil {
 			return nil, err
@@ -95,7 +104,7 @@ func (s *Server) serve(req []byte) ([]byte, error) {
 		s.mu.RLock()
 		keys, lens := s.store.Keys()
 		s.mu.RUnlock()
-		e := encoder{okResponse(make([]byte, 0, 6+segBytes*len(keys)))}
+		e := encoder{okResponse(dst)}
 		e.u32(uint32(len(keys)))
 		for i, k := range keys {
 			e.u64(k)
@@ -115,7 +124,7 @@ func (s *Server) serve(req []byte) ([]byte, error) {
 		n := s.store.Flush(clock, float32(scale))
 		s.mu.Unlock()
 		s.opts.emit(Event{Kind: EvFlushed, Node: s.name, Clock: clock, Samples: n})
-		return ackResponse, nil
+		return okResponse(dst), nil
 	case opInit, opPull:
 		sc := s.pool.Get().(*scratch)
 		defer s.pool.Put(sc)
@@ -127,7 +136,7 @@ func (s *Server) serve(req []byte) ([]byte, error) {
 			if err := d.end(); err != nil {
 				return nil, err
 			}
-			return s.pull(sc, total)
+			return s.pull(sc, total, dst)
 		}
 		d.pad4(len(req))
 		vb := d.bytes(4 * total)
@@ -142,7 +151,7 @@ func (s *Server) serve(req []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return ackResponse, nil
+		return okResponse(dst), nil
 	case opPush, opPushPull:
 		mode := d.u8()
 		clock := d.int(-1<<62, 1<<62, "clock")
@@ -165,12 +174,14 @@ func (s *Server) serve(req []byte) ([]byte, error) {
 		if math.IsNaN(scale) || math.IsInf(scale, 0) || !(weight > 0) || math.IsInf(weight, 0) {
 			return nil, fmt.Errorf("%w: push scale %v, weight %v", ErrMalformed, scale, weight)
 		}
-		// For pushpull the response aliases the request (the transport
-		// allows it): the pulled values overwrite the applied gradients in
-		// place, after a response header written over the end of the
-		// already-decoded segment list. Apply and read happen under one
-		// lock, so the reply shows exactly this push's result.
-		var resp []byte
+		// Requests are read-only (the transport may lend the caller's
+		// buffer): a pushpull writes its values into dst. Apply and read
+		// happen under one lock, so the reply shows exactly this push's
+		// result.
+		resp := okResponse(dst)
+		if o == opPushPull {
+			resp = growLen(resp, 4*total)
+		}
 		s.mu.Lock()
 		if mode == modeApply {
 			err = s.store.applyBytes(sc.keys, sc.lens, vb, float32(scale))
@@ -178,8 +189,6 @@ func (s *Server) serve(req []byte) ([]byte, error) {
 			err = s.store.accumulateBytes(clock, sc.keys, sc.lens, vb, weight)
 		}
 		if err == nil && o == opPushPull {
-			resp = req[len(req)-4*total-2:]
-			okResponse(resp)
 			sc.idx, err = s.store.pullBytes(sc.idx, sc.keys, sc.lens, resp[2:])
 		}
 		s.mu.Unlock()
@@ -191,17 +200,13 @@ func (s *Server) serve(req []byte) ([]byte, error) {
 			act = epsp.Accumulate
 		}
 		s.opts.emit(Event{Kind: EvApplied, Node: s.name, Clock: clock, Samples: int(weight), Decision: epsp.PushDecision{Action: act, Scale: scale, Clock: clock}})
-		if o == opPush {
-			return ackResponse, nil
-		}
 		return resp, nil
 	}
 	return nil, fmt.Errorf("%w: unknown server op %d", ErrMalformed, o)
 }
 
-func (s *Server) pull(sc *scratch, total int) ([]byte, error) {
-	resp := make([]byte, 2+4*total)
-	okResponse(resp)
+func (s *Server) pull(sc *scratch, total int, dst []byte) ([]byte, error) {
+	resp := growLen(okResponse(dst), 4*total)
 	s.mu.RLock()
 	var err error
 	sc.idx, err = s.store.pullBytes(sc.idx, sc.keys, sc.lens, resp[2:])

@@ -364,10 +364,6 @@ func header(b []byte) (op, []byte, error) {
 	return op(b[1]), b[2:], nil
 }
 
-// ackResponse is the payload-free success response, shared: transports
-// never modify a response.
-var ackResponse = []byte{wireVersion, byte(codeOK)}
-
 // okResponse starts a successful response.
 func okResponse(b []byte) []byte { return append(b[:0], wireVersion, byte(codeOK)) }
 
