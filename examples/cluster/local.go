@@ -194,14 +194,18 @@ func runLocal(ctx context.Context, lc localConfig) error {
 			exits <- exit{c, err}
 		}()
 	}
-	var failures []string
+	var failures, stopped []string
 	finished := make(map[transport.NodeID]bool, len(children))
 	start := time.Now()
 	for range children {
 		select {
 		case e := <-exits:
 			finished[e.c.name] = true
-			if e.err != nil {
+			switch {
+			case e.err == nil:
+			case len(failures) > 0 && strings.Contains(e.c.lastErr(), errParentGone.Error()):
+				stopped = append(stopped, string(e.c.name)) // we stopped it
+			default:
 				failures = append(failures, fmt.Sprintf("%s failed (%v): %s", e.c.name, e.err, e.c.lastErr()))
 				if len(failures) == 1 { // stop the others: they exit on stdin EOF
 					for _, c := range children {
@@ -224,7 +228,11 @@ func runLocal(ctx context.Context, lc localConfig) error {
 		}
 	}
 	if len(failures) > 0 {
-		return fmt.Errorf("%w: %s", errChildFailed, strings.Join(failures, "; "))
+		msg := strings.Join(failures, "; ")
+		if len(stopped) > 0 {
+			msg += fmt.Sprintf(" (then stopped %s)", strings.Join(stopped, ", "))
+		}
+		return fmt.Errorf("%w: %s", errChildFailed, msg)
 	}
 	fmt.Fprintf(lc.stdout, "local: all %d processes exited cleanly (%.2fs after start-up)\n", len(children), time.Since(start).Seconds())
 	return nil

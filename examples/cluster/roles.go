@@ -43,12 +43,18 @@ func runRole(o options) error {
 	n := &node{o: &o, id: id, peers: peers, cancel: cancel}
 	switch o.role {
 	case "coordinator":
-		return n.coordinator(ctx)
+		err = n.coordinator(ctx)
 	case "server":
-		return n.server(ctx)
+		err = n.server(ctx)
 	default:
-		return n.worker(ctx, idx)
+		err = n.worker(ctx, idx)
 	}
+	// When the node was stopped (parent gone, timeout, coordinator gone),
+	// say so first: the role's own error is then only a consequence.
+	if c := context.Cause(ctx); err != nil && c != nil && !errors.Is(err, c) {
+		return fmt.Errorf("%w (while: %v)", c, err)
+	}
+	return err
 }
 
 // node is one process of the cluster.
@@ -132,6 +138,40 @@ func (n *node) linger(ctx context.Context) {
 	}
 }
 
+// preflight pings peers (their control handler answers as soon as their
+// transport listens) until each answers or the start timeout passes. A
+// refused handshake is final, so it fails at once with an error saying so,
+// where ps's bounded start would retry it until StartTimeout. Peers that
+// are merely not up yet are left to ps's start, which names them.
+func (n *node) preflight(ctx context.Context, peers []transport.NodeID) error {
+	ctx, cancel := context.WithTimeout(ctx, n.o.startWait)
+	defer cancel()
+	pending := append([]transport.NodeID(nil), peers...)
+	for len(pending) > 0 {
+		var still []transport.NodeID
+		for _, p := range pending {
+			pctx, pcancel := context.WithTimeout(ctx, time.Second)
+			_, err := n.tr.Request(pctx, p, ctlMsg(ctlPing))
+			pcancel()
+			var re *transport.RemoteError
+			switch {
+			case err == nil || errors.As(err, &re):
+			case errors.Is(err, transport.ErrUnauthorized):
+				return fmt.Errorf("%s refused: %w (does this node have the cluster's -secret / FALCON_SECRET and TLS settings?)", p, err)
+			default:
+				still = append(still, p)
+			}
+		}
+		pending = still
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
 // watchCoordinator pings the coordinator every second; once it has
 // answered, five failures in a row end the node (the coordinator crashed
 // or its host is gone, so no shutdown will ever come).
@@ -209,6 +249,9 @@ func (n *node) worker(ctx context.Context, idx int) error {
 	}
 	defer n.tr.Close()
 	defer w.Close()
+	if err := n.preflight(ctx, append(serverNames(o.servers), coordinatorName)); err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
 	if err := w.Start(ctx, n.tr); err != nil {
 		if c := context.Cause(ctx); ctx.Err() != nil {
 			return c
@@ -391,6 +434,9 @@ func (n *node) coordinator(ctx context.Context) error {
 	defer co.Close()
 	fmt.Printf("coordinator: policy=%s on %s; %s, %d keys over %d servers; waiting up to %v for servers\n",
 		o.policy, n.tr.Addr(), j.m.Name(), len(j.keys), o.servers, o.startWait)
+	if err := n.preflight(ctx, servers); err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
 	if err := co.Start(ctx, n.tr); err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
