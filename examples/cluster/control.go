@@ -27,6 +27,7 @@ import (
 //	stats    → 6 × u64: the node's transport.Stats
 //	done     worker → coordinator: samples, given, taken | bits of the last loss (u64 each) → ack
 //	shutdown coordinator → everyone: the run is over, exit 0 → ack
+//	abort    coordinator → everyone: the run failed (the coordinator's log says why), exit 1 → ack
 var ctlMagic = []byte{0xFE, 'F', 'C', 'L'}
 
 const (
@@ -34,6 +35,7 @@ const (
 	ctlStats
 	ctlDone
 	ctlShutdown
+	ctlAbort
 )
 
 func ctlMsg(op byte, vals ...uint64) []byte {
@@ -70,13 +72,15 @@ type ctlHandler struct {
 
 	shutdownOnce sync.Once
 	shutdown     chan struct{} // closed when the coordinator says the run is over
+	abortOnce    sync.Once
+	aborted      chan struct{} // closed when the coordinator says the run failed
 
 	mu sync.Mutex
 	tr transport.Transport // set once the transport exists
 }
 
 func newCtlHandler(inner transport.Handler) *ctlHandler {
-	return &ctlHandler{inner: inner, shutdown: make(chan struct{})}
+	return &ctlHandler{inner: inner, shutdown: make(chan struct{}), aborted: make(chan struct{})}
 }
 
 var _ transport.Handler = (*ctlHandler)(nil)
@@ -101,12 +105,16 @@ func (h *ctlHandler) HandleRequest(ctx context.Context, from transport.NodeID, r
 			return nil, err
 		}
 		return ctlMsg(ctlDone), nil
-	case ctlShutdown:
+	case ctlShutdown, ctlAbort:
 		if from != coordinatorName {
-			return nil, fmt.Errorf("cluster: shutdown from %q refused (only the coordinator may end the run)", from)
+			return nil, fmt.Errorf("cluster: end of run from %q refused (only the coordinator may end the run)", from)
 		}
-		h.shutdownOnce.Do(func() { close(h.shutdown) })
-		return ctlMsg(ctlShutdown), nil
+		if op == ctlShutdown {
+			h.shutdownOnce.Do(func() { close(h.shutdown) })
+		} else {
+			h.abortOnce.Do(func() { close(h.aborted) })
+		}
+		return ctlMsg(op), nil
 	case ctlPing:
 		return ctlMsg(ctlPing), nil
 	case ctlStats:

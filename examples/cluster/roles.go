@@ -21,8 +21,9 @@ import (
 const listenPrefix = "cluster-listen "
 
 var (
-	errParentGone      = errors.New("parent process gone (stdin closed)")
-	errCoordinatorGone = errors.New("coordinator unreachable")
+	errParentGone = errors.New("parent process gone (stdin closed)")
+	errPeerGone   = errors.New("peer unreachable")
+	errAborted    = errors.New("the coordinator aborted the run (its output says why)")
 )
 
 // runRole runs one role until the coordinator ends the run, the role
@@ -172,12 +173,16 @@ func (n *node) preflight(ctx context.Context, peers []transport.NodeID) error {
 	return nil
 }
 
-// watchCoordinator pings the coordinator every second; once it has
-// answered, five failures in a row end the node (the coordinator crashed
-// or its host is gone, so no shutdown will ever come).
-func (n *node) watchCoordinator(ctx context.Context) {
+// watch pings peers every second; a peer that has answered once and then
+// fails five pings in a row ends this node: it crashed or its host is gone.
+// Workers and servers watch the coordinator (without it no shutdown will
+// ever come); the coordinator watches everyone (ps has no recovery, and a
+// worker that dies while the others wait at a barrier would otherwise
+// leave them waiting until -timeout).
+func (n *node) watch(ctx context.Context, peers ...transport.NodeID) {
 	go func() {
-		seen, fails := false, 0
+		seen := make([]bool, len(peers))
+		fails := make([]int, len(peers))
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
 		for {
@@ -186,16 +191,19 @@ func (n *node) watchCoordinator(ctx context.Context) {
 				return
 			case <-t.C:
 			}
-			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			_, err := n.tr.Request(pctx, coordinatorName, ctlMsg(ctlPing))
-			cancel()
-			switch {
-			case err == nil:
-				seen, fails = true, 0
-			case seen && ctx.Err() == nil:
-				if fails++; fails >= 5 {
-					n.cancel(fmt.Errorf("%w for 5 s: %v", errCoordinatorGone, err))
-					return
+			for i, p := range peers {
+				pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				_, err := n.tr.Request(pctx, p, ctlMsg(ctlPing))
+				cancel()
+				var re *transport.RemoteError
+				switch {
+				case err == nil || errors.As(err, &re):
+					seen[i], fails[i] = true, 0
+				case seen[i] && ctx.Err() == nil:
+					if fails[i]++; fails[i] >= 5 {
+						n.cancel(fmt.Errorf("%w: %s for 5 s: %v", errPeerGone, p, err))
+						return
+					}
 				}
 			}
 		}
@@ -213,7 +221,7 @@ func (n *node) server(ctx context.Context) error {
 	}
 	defer n.tr.Close()
 	fmt.Printf("%s: serving on %s\n", n.id, n.tr.Addr())
-	n.watchCoordinator(ctx)
+	n.watch(ctx, coordinatorName)
 	select {
 	case <-h.shutdown:
 		keys := 0
@@ -221,6 +229,8 @@ func (n *node) server(ctx context.Context) error {
 		fmt.Printf("%s: run over, held %d keys; exiting\n", n.id, keys)
 		n.linger(ctx)
 		return nil
+	case <-h.aborted:
+		return errAborted
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
@@ -258,7 +268,7 @@ func (n *node) worker(ctx context.Context, idx int) error {
 		}
 		return fmt.Errorf("start: %w", err)
 	}
-	n.watchCoordinator(ctx)
+	n.watch(ctx, coordinatorName)
 	fmt.Printf("%s: joined; %d training rows, %s, slowdown x%g\n", n.id, j.train.N, j.m.Name(), slow[idx])
 	// The coordinator may end the run while this worker still waits for a
 	// release it will never get (a policy that counts steps, Sync-opt).
@@ -267,9 +277,10 @@ func (n *node) worker(ctx context.Context, idx int) error {
 	go func() {
 		select {
 		case <-h.shutdown:
-			tcancel()
+		case <-h.aborted:
 		case <-tctx.Done():
 		}
+		tcancel()
 	}()
 	wm := newWorkerModel(j.m, j.train, slow[idx], o.sampleTime)
 	st, err := w.Train(tctx, wm, ps.ShardSampler{N: j.train.N, Workers: o.workers},
@@ -281,6 +292,8 @@ func (n *node) worker(ctx context.Context, idx int) error {
 			fmt.Printf("%s: the coordinator ended the run while this worker waited in clock %d of %d\n", n.id, c, o.clocks)
 			n.linger(ctx)
 			return nil
+		case <-h.aborted:
+			return fmt.Errorf("%w (train: %v)", errAborted, err)
 		default:
 		}
 		if ctx.Err() != nil {
@@ -305,6 +318,8 @@ func (n *node) worker(ctx context.Context, idx int) error {
 	case <-h.shutdown:
 		n.linger(ctx)
 		return nil
+	case <-h.aborted:
+		return errAborted
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
@@ -391,7 +406,7 @@ type doneReport struct {
 	loss                 float64
 }
 
-func (n *node) coordinator(ctx context.Context) error {
+func (n *node) coordinator(ctx context.Context) (err error) {
 	o := n.o
 	j, err := newJob(o, false, true)
 	if err != nil {
@@ -432,6 +447,11 @@ func (n *node) coordinator(ctx context.Context) error {
 	}
 	defer n.tr.Close()
 	defer co.Close()
+	defer func() {
+		if err != nil { // tell everyone still reachable, so none waits for a shutdown
+			n.abortAll(append(append([]transport.NodeID(nil), workerNames(o.workers)...), serverNames(o.servers)...))
+		}
+	}()
 	fmt.Printf("coordinator: policy=%s on %s; %s, %d keys over %d servers; waiting up to %v for servers\n",
 		o.policy, n.tr.Addr(), j.m.Name(), len(j.keys), o.servers, o.startWait)
 	if err := n.preflight(ctx, servers); err != nil {
@@ -467,6 +487,7 @@ func (n *node) coordinator(ctx context.Context) error {
 	if err := co.WaitWorkers(ctx); err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
+	n.watch(ctx, append(append([]transport.NodeID(nil), workers...), servers...)...)
 	// Wall time runs from the moment every worker has joined. (A worker
 	// that joined earlier may already have computed part of clock 0.)
 	start := time.Now()
@@ -578,6 +599,22 @@ func (n *node) coordinator(ctx context.Context) error {
 		return fmt.Errorf("could not tell %s that the run is over", strings.Join(unreached, ", "))
 	}
 	return nil
+}
+
+// abortAll tells peers the run failed, best effort and at most a second
+// per peer, all at once.
+func (n *node) abortAll(peers []transport.NodeID) {
+	var wg sync.WaitGroup
+	for _, p := range peers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_, _ = n.tr.Request(ctx, p, ctlMsg(ctlAbort))
+		}()
+	}
+	wg.Wait()
 }
 
 // nodeStats asks node p for its transport's traffic counters.
