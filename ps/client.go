@@ -162,13 +162,15 @@ func (c *Client) Push(ctx context.Context, keys []uint64, vals []float32, lens [
 }
 
 // Pull fills vals with the current values of keys (laid out as in Push).
+// The values are received straight into vals where possible, so after an
+// error vals may have been partly overwritten.
 func (c *Client) Pull(ctx context.Context, keys []uint64, vals []float32, lens []int) error {
 	return c.do(ctx, opPull, keys, nil, vals, lens, pushArgs{})
 }
 
 // PushPull pushes vals and then pulls the updated values of the same keys
 // into out, in one round trip per server. vals and out may be the same
-// slice.
+// slice. After an error out may have been partly overwritten.
 func (c *Client) PushPull(ctx context.Context, keys []uint64, vals, out []float32, lens []int) error {
 	return c.do(ctx, opPushPull, keys, vals, out, lens, plainPush)
 }
@@ -248,15 +250,24 @@ func (c *Client) call(ctx context.Context, s int, req []byte) ([]byte, error) {
 // callAppend is call with the response read into dst (reused; see
 // transport.RequestAppend). It returns the whole response buffer, for
 // reuse, and its payload.
-func (c *Client) callAppend(ctx context.Context, s int, dst, req []byte) (buf, payload []byte, err error) {
+// values says that req asks for a values-only response (pull, pushpull).
+func (c *Client) callAppend(ctx context.Context, s int, dst, req []byte, values bool) (buf, payload []byte, err error) {
 	buf, err = requestAppend(ctx, c.tr, dst, c.servers[s], req, c.timeout)
 	if err != nil {
 		if ctx.Err() != nil {
 			return buf, nil, ctx.Err()
 		}
+		if values {
+			if rerr := remoteValuesError(err, string(c.servers[s])); rerr != nil {
+				return buf, nil, rerr
+			}
+		}
 		return buf, nil, fmt.Errorf("%w: %s: %w", ErrServerUnavailable, c.servers[s], err)
 	}
-	payload, err = parseResponse(buf, string(c.servers[s]))
+	if values {
+		return buf, buf[len(dst):], nil
+	}
+	payload, err = parseResponse(buf[len(dst):], string(c.servers[s]))
 	return buf, payload, err
 }
 
@@ -369,14 +380,31 @@ func (c *Client) do(ctx context.Context, o op, keys []uint64, vals, out []float3
 	}
 	send := func(ctx context.Context, s int) error {
 		pl.bufs[s] = c.encode(pl.bufs[s], o, pl.per[s], pl.nvals[s], vals, pa)
-		buf, resp, err := c.callAppend(ctx, s, pl.resps[s][:0], pl.bufs[s])
-		pl.resps[s] = buf
+		values := o == opPull || o == opPushPull
+		// When this server's values fill one stretch of out, they are
+		// received straight into it (through a byte view of out, on
+		// little-endian hosts): the transport or the in-process server
+		// writes them there, and nothing is copied here.
+		dst := pl.resps[s][:0]
+		direct := false
+		if values && bulkF32 {
+			if v, ok := contiguous(pl.per[s], out); ok {
+				dst, direct = f32Bytes(v)[:0], true
+			}
+		}
+		buf, resp, err := c.callAppend(ctx, s, dst, pl.bufs[s], values)
+		if !direct {
+			pl.resps[s] = buf
+		}
 		if err != nil {
 			return err
 		}
-		if o == opPull || o == opPushPull {
+		if values {
 			if len(resp) != 4*pl.nvals[s] {
 				return fmt.Errorf("%w: %s answered %d bytes for %d values", ErrMalformed, c.servers[s], len(resp), pl.nvals[s])
+			}
+			if direct && len(resp) > 0 && &resp[0] == &dst[:1][0] {
+				return nil // already in out
 			}
 			off := 0
 			for _, p := range pl.per[s] {
@@ -407,6 +435,22 @@ func (c *Client) do(ctx context.Context, o op, keys []uint64, vals, out []float3
 		c.learn(keys, pl.lens)
 	}
 	return nil
+}
+
+// contiguous returns the stretch of out that pieces ps cover when they
+// follow each other in out.
+func contiguous(ps []piece, out []float32) ([]float32, bool) {
+	if len(ps) == 0 {
+		return nil, false
+	}
+	end := ps[0].src
+	for _, p := range ps {
+		if p.src != end {
+			return nil, false
+		}
+		end += p.n
+	}
+	return out[ps[0].src:end], true
 }
 
 // encode writes the request for one server into buf.

@@ -70,7 +70,9 @@ func (s *Server) View(f func(*Store)) {
 func (s *Server) HandleMessage(transport.NodeID, []byte) {}
 
 // HandleRequest serves one ps request. Errors travel in the response as
-// codes; it never returns a transport-level error.
+// codes, except for pull and pushpull, whose successful responses are the
+// bare values: their errors are returned as a transport-level error whose
+// text carries the code (the client decodes it).
 func (s *Server) HandleRequest(ctx context.Context, from transport.NodeID, req []byte) ([]byte, error) {
 	return s.HandleRequestAppend(ctx, from, req, nil)
 }
@@ -82,6 +84,9 @@ func (s *Server) HandleRequest(ctx context.Context, from transport.NodeID, req [
 func (s *Server) HandleRequestAppend(_ context.Context, _ transport.NodeID, req, dst []byte) ([]byte, error) {
 	resp, err := s.serve(req, dst[:0])
 	if err != nil {
+		if returnsValues(req) {
+			return nil, newValuesError(err)
+		}
 		return errResponse(err), nil
 	}
 	return resp, nil
@@ -180,7 +185,7 @@ func (s *Server) serve(req, dst []byte) ([]byte, error) {
 		// result.
 		resp := okResponse(dst)
 		if o == opPushPull {
-			resp = growLen(resp, 4*total)
+			resp = growLen(dst, 4*total)
 		}
 		s.mu.Lock()
 		if mode == modeApply {
@@ -189,7 +194,7 @@ func (s *Server) serve(req, dst []byte) ([]byte, error) {
 			err = s.store.accumulateBytes(clock, sc.keys, sc.lens, vb, weight)
 		}
 		if err == nil && o == opPushPull {
-			sc.idx, err = s.store.pullBytes(sc.idx, sc.keys, sc.lens, resp[2:])
+			sc.idx, err = s.store.pullBytes(sc.idx, sc.keys, sc.lens, resp)
 		}
 		s.mu.Unlock()
 		if err != nil {
@@ -206,10 +211,10 @@ func (s *Server) serve(req, dst []byte) ([]byte, error) {
 }
 
 func (s *Server) pull(sc *scratch, total int, dst []byte) ([]byte, error) {
-	resp := growLen(okResponse(dst), 4*total)
+	resp := growLen(dst, 4*total)
 	s.mu.RLock()
 	var err error
-	sc.idx, err = s.store.pullBytes(sc.idx, sc.keys, sc.lens, resp[2:])
+	sc.idx, err = s.store.pullBytes(sc.idx, sc.keys, sc.lens, resp)
 	s.mu.RUnlock()
 	if err != nil {
 		return nil, err

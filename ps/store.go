@@ -357,11 +357,9 @@ func (s *Store) accumulateBytes(clock int, keys []uint64, lens []int, gb []byte,
 		}
 		b.weight[j] += weight
 		if inPlace {
-			sum := b.sum[e.off : e.off+e.n]
-			g := view[off : off+e.n]
-			for i := range sum {
-				sum[i] += w * g[i]
-			}
+			// sum += w·g as sum −= (−w)·g: bit for bit the same, since
+			// IEEE rounding is symmetric in sign.
+			axpyNeg(b.sum[e.off:e.off+e.n], view[off:off+e.n], -w)
 			off += e.n
 			continue
 		}

@@ -2,9 +2,12 @@ package ps
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"unsafe"
+
+	"github.com/falconml/falcon/transport"
 )
 
 // The ps wire format. Every message starts with two bytes: the wire version
@@ -22,6 +25,12 @@ import (
 // pad is 0 to 3 zero bytes that make the values start at an offset from the
 // message's first byte that is a multiple of 4, so a server can read them
 // in place as float32s (version 2 added it).
+//
+// A successful pull or pushpull is answered with the values alone, no
+// header, so that a client can have them written straight into its output
+// slice (see Client.Pull); the client knows their exact length. A failed
+// one is answered with a transport-level error whose text is the version,
+// the error code and the message (see valuesError).
 const wireVersion = 2
 
 type op uint8
@@ -217,8 +226,9 @@ func subF32s(w []float32, b []byte, a float32) {
 	subF32sLoop(w, b, a)
 }
 
-// axpyNeg computes w[i] −= a·g[i] (len(g) ≥ len(w)).
-func axpyNeg(w, g []float32, a float32) {
+// axpyNegGo computes w[i] −= a·g[i] (len(g) ≥ len(w)): the portable form
+// of axpyNeg.
+func axpyNegGo(w, g []float32, a float32) {
 	g = g[:len(w)]
 	for len(w) >= 4 {
 		ww, gg := w[:4:4], g[:4:4]
@@ -370,6 +380,33 @@ func okResponse(b []byte) []byte { return append(b[:0], wireVersion, byte(codeOK
 // errResponse encodes err as a failed response.
 func errResponse(err error) []byte {
 	return append([]byte{wireVersion, byte(codeOf(err))}, err.Error()...)
+}
+
+// returnsValues reports whether req asks for a values-only response (pull,
+// pushpull).
+func returnsValues(req []byte) bool {
+	return len(req) >= 2 && (op(req[1]) == opPull || op(req[1]) == opPushPull)
+}
+
+// valuesError is the transport-level error that carries a failed pull or
+// pushpull: its text is the wire version, the error code and the message,
+// which the client turns back into the matching sentinel (remoteValuesError).
+type valuesError struct{ text string }
+
+func (e *valuesError) Error() string { return e.text }
+
+func newValuesError(err error) error {
+	return &valuesError{text: string([]byte{wireVersion, byte(codeOf(err))}) + err.Error()}
+}
+
+// remoteValuesError decodes the error a server sent for a pull or pushpull,
+// or returns nil if err is not one.
+func remoteValuesError(err error, from string) error {
+	var re *transport.RemoteError
+	if !errors.As(err, &re) || len(re.Msg) < 2 || re.Msg[0] != wireVersion {
+		return nil
+	}
+	return errorOf(errCode(re.Msg[1]), from, re.Msg[2:])
 }
 
 // parseResponse checks a response's version and code, returning the

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"unsafe"
+
+	"github.com/falconml/falcon/transport"
 )
 
 func rawPush(keys []uint64, lens []int, vals []float32) []byte {
@@ -89,6 +92,14 @@ func TestServer_GarbageNeverPanics(t *testing.T) {
 			msg = msg[:rng.IntN(len(msg)+1)]
 		}
 		resp, err := s.HandleRequest(context.Background(), "c", msg)
+		if returnsValues(msg) && err != nil {
+			// pull, pushpull: failures are transport errors carrying a code
+			var ve *valuesError
+			if !errors.As(err, &ve) || remoteValuesError(&transport.RemoteError{Node: "s", Msg: err.Error()}, "s") == nil {
+				t.Fatalf("failed values request answered with %v", err)
+			}
+			continue
+		}
 		if err != nil || len(resp) < 2 {
 			t.Fatalf("bad response %v %v", resp, err)
 		}
@@ -250,6 +261,96 @@ func testBytesPathsMatch(t *testing.T, shift int) {
 		for i := range va {
 			if va[i] != vb[i] {
 				t.Fatalf("%s shift=%d: value %d: %v (floats) vs %v (bytes)", opt.Name(), shift, i, va[i], vb[i])
+			}
+		}
+	}
+}
+
+// TestClient_ValuesPathErrorsAndModes: pulls answered with bare values land
+// in the caller's slice (bulk: in place; portable: through a buffer), and
+// a pull the server refuses comes back as the server's sentinel error, over
+// both transports.
+func TestClient_ValuesPathErrorsAndModes(t *testing.T) {
+	f32Modes(t, func(t *testing.T) {
+		for _, tp := range []string{"inmem", "tcp"} {
+			t.Run(tp, func(t *testing.T) {
+				srv, err := NewServer("s", ServerConfig{Store: StoreConfig{Optimizer: SGD{LR: 1}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var tr transport.Transport
+				switch tp {
+				case "inmem":
+					n := transport.NewInmemNetwork()
+					defer n.Close()
+					if _, err := n.Join("s", srv); err != nil {
+						t.Fatal(err)
+					}
+					if tr, err = n.Join("c", ClientHandler{}); err != nil {
+						t.Fatal(err)
+					}
+				case "tcp":
+					st, err := transport.NewTCP(transport.TCPConfig{ID: "s"}, srv)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer st.Close()
+					ct, err := transport.NewTCP(transport.TCPConfig{ID: "c", Peers: map[transport.NodeID]string{"s": st.Addr().String()}}, ClientHandler{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer ct.Close()
+					tr = ct
+				}
+				cl, err := NewClient(tr, ClientConfig{Servers: []transport.NodeID{"s"}, Width: 3})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx := context.Background()
+				keys := []uint64{1, 2}
+				if err := cl.Init(ctx, keys, []float32{1, 2, 3, 4, 5, 6}, nil); err != nil {
+					t.Fatal(err)
+				}
+				out := make([]float32, 6)
+				if err := cl.PushPull(ctx, keys, []float32{1, 1, 1, 1, 1, 1}, out, nil); err != nil {
+					t.Fatal(err)
+				}
+				if want := []float32{0, 1, 2, 3, 4, 5}; !slices.Equal(out, want) {
+					t.Fatalf("PushPull out = %v, want %v", out, want)
+				}
+				// The client believes key 9 exists; the server refuses the pull.
+				cl.learn([]uint64{9}, []int{3})
+				err = cl.Pull(ctx, []uint64{1, 9}, make([]float32, 6), nil)
+				if !errors.Is(err, ErrUnknownKey) || errors.Is(err, ErrServerUnavailable) {
+					t.Fatalf("refused pull: err = %v, want ErrUnknownKey", err)
+				}
+			})
+		}
+	})
+}
+
+// TestAxpyNeg: the vector kernel matches the scalar loop bit for bit, for
+// every tail length and for sub-slices starting at any element.
+func TestAxpyNeg(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, n := range []int{0, 1, 3, 4, 5, 15, 16, 17, 31, 33, 64, 1001} {
+		for _, start := range []int{0, 1, 2, 3} {
+			w := make([]float32, start+n)
+			g := make([]float32, start+n+1)
+			for i := range w {
+				w[i] = float32(rng.NormFloat64())
+			}
+			for i := range g {
+				g[i] = float32(rng.NormFloat64() * 1e3)
+			}
+			a := float32(rng.NormFloat64())
+			want := slices.Clone(w)
+			axpyNegGo(want[start:], g[start:], a)
+			axpyNeg(w[start:], g[start:], a)
+			for i := range w {
+				if math.Float32bits(w[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("n=%d start=%d: element %d = %v, want %v", n, start, i, w[i], want[i])
+				}
 			}
 		}
 	}
