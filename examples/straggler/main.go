@@ -24,6 +24,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -48,6 +49,7 @@ type options struct {
 	duration  time.Duration
 	evalEvery time.Duration
 	seed      uint64
+	seeds     int
 	out       string
 	live      bool
 	liveScale float64
@@ -70,6 +72,7 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "virtual time simulated per run")
 	flag.DurationVar(&o.evalEvery, "eval", 50*time.Millisecond, "virtual time between evaluations")
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of data order, model init and slowdowns")
+	flag.IntVar(&o.seeds, "seeds", 1, "number of seeds (seed, seed+1, ...); times are then medians over seeds")
 	flag.StringVar(&o.out, "out", ".", "directory for the CSV and PNG files")
 	flag.BoolVar(&o.live, "live", false, "run with real goroutines and injected slowdowns on the wall clock instead of the simulator")
 	flag.Float64Var(&o.liveScale, "live-scale", 1, "with -live: stretch wall time by this factor (rates divided, periods multiplied); times are reported divided by it")
@@ -101,7 +104,7 @@ func loadData(o options) (train, test *model.Dataset, label string, err error) {
 	} else if o.data != "synthetic" {
 		return nil, nil, "", fmt.Errorf("unknown -data %q", o.data)
 	}
-	train, test, err = model.Synthetic(model.SyntheticConfig{Train: o.train, Test: o.test, Dim: 50, Classes: 10, Separation: 0.6, Seed: o.seed})
+	train, test, err = model.Synthetic(model.SyntheticConfig{Train: o.train, Test: o.test, Dim: 50, Classes: 10, Separation: 0.5, Seed: o.seed})
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -123,93 +126,174 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	var scenarios []sim.Scenario
-	if o.scenario == "all" {
-		scenarios = sim.Scenarios(o.seed)
-	} else {
-		sc, err := sim.ScenarioByName(o.scenario, o.seed)
-		if err != nil {
-			return err
+	if o.seeds < 1 {
+		return fmt.Errorf("-seeds %d: want >= 1", o.seeds)
+	}
+	scenarioNames := func(seed uint64) ([]sim.Scenario, error) {
+		if o.scenario == "all" {
+			return sim.Scenarios(seed), nil
 		}
-		scenarios = []sim.Scenario{sc}
+		sc, err := sim.ScenarioByName(o.scenario, seed)
+		return []sim.Scenario{sc}, err
 	}
-	train, test, dataLabel, err := loadData(o)
-	if err != nil {
-		return err
-	}
-	m, err := newModel(o, train)
+	scenarios, err := scenarioNames(o.seed)
 	if err != nil {
 		return err
 	}
 	if o.live {
+		train, test, _, err := loadData(o)
+		if err != nil {
+			return err
+		}
+		m, err := newModel(o, train)
+		if err != nil {
+			return err
+		}
 		return runLive(o, scenarios, specs, m, train, test)
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
-	fmt.Printf("data: %s; model: %s; %d workers, batch %d/worker, lr %g, target acc %.3f (mean of %d evaluations every %v), %v virtual per run\n",
-		dataLabel, m.Name(), sim.SuiteWorkers, o.batch, o.lr, o.target, o.window, o.evalEvery, o.duration)
-	fmt.Printf("command: %s\n\n", strings.Join(os.Args, " "))
 
 	type row struct {
 		scenario string
 		spec     policySpec
+		seed     uint64
 		res      *sim.Result
 	}
 	var rows []row
-	total := len(scenarios) * len(specs)
+	total := o.seeds * len(scenarios) * len(specs)
 	k := 0
-	for _, sc := range scenarios {
-		var results []*sim.Result
-		for _, spec := range specs {
-			k++
-			res, err := runOne(o, sc, spec, m, train, test, k, total)
-			if err != nil {
-				return fmt.Errorf("scenario %s, policy %s: %w", sc.Name, spec.Name, err)
-			}
-			res.Policy = spec.Name
-			results = append(results, res)
-			rows = append(rows, row{sc.Name, spec, res})
-		}
-		if err := writeOutputs(o, sc, results); err != nil {
+	for i := range o.seeds {
+		so := o
+		so.seed = o.seed + uint64(i)
+		train, test, dataLabel, err := loadData(so)
+		if err != nil {
 			return err
+		}
+		m, err := newModel(so, train)
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			fmt.Printf("data: %s; model: %s; %d workers, batch %d/worker, lr %g, target acc %.3f (mean of %d evaluations every %v), %v virtual per run, seeds %d..%d\n",
+				dataLabel, m.Name(), sim.SuiteWorkers, o.batch, o.lr, o.target, o.window, o.evalEvery, o.duration, o.seed, o.seed+uint64(o.seeds)-1)
+			fmt.Printf("command: %s\n\n", strings.Join(os.Args, " "))
+		}
+		scs, err := scenarioNames(so.seed)
+		if err != nil {
+			return err
+		}
+		for _, sc := range scs {
+			var results []*sim.Result
+			for _, spec := range specs {
+				k++
+				res, err := runOne(so, sc, spec, m, train, test, k, total)
+				if err != nil {
+					return fmt.Errorf("seed %d, scenario %s, policy %s: %w", so.seed, sc.Name, spec.Name, err)
+				}
+				res.Policy = spec.Name
+				results = append(results, res)
+				rows = append(rows, row{sc.Name, spec, so.seed, res})
+			}
+			suffix := ""
+			if o.seeds > 1 {
+				suffix = fmt.Sprintf("_seed%d", so.seed)
+			}
+			if err := writeOutputs(o, sc, suffix, results); err != nil {
+				return err
+			}
 		}
 	}
 
+	// Per scenario and policy: the median time to target over the seeds
+	// (+Inf counts as the largest), mean final accuracy, blocked fraction
+	// and transfers.
+	type agg struct {
+		times                    []float64
+		acc, blocked, transfers  float64
+		firsts                   []float64
+		dropped, parChanges, num int
+	}
+	key := func(sc, pol string) string { return sc + "/" + pol }
+	aggs := map[string]*agg{}
+	for _, r := range rows {
+		a := aggs[key(r.scenario, r.spec.Name)]
+		if a == nil {
+			a = &agg{}
+			aggs[key(r.scenario, r.spec.Name)] = a
+		}
+		a.times = append(a.times, r.res.TimeToTargetSeconds())
+		fc := math.Inf(1)
+		if r.res.Crossed {
+			fc = r.res.FirstCrossing.Seconds()
+		}
+		a.firsts = append(a.firsts, fc)
+		a.acc += r.res.FinalAccuracy
+		a.blocked += r.res.BlockedFraction()
+		a.transfers += float64(r.res.AcceptedTransfers())
+		a.dropped += r.res.Dropped
+		a.parChanges += r.res.Stats.ParallelismChanges
+		a.num++
+	}
+	n := float64(o.seeds)
+
 	// Result lines, one per policy and scenario.
 	fmt.Println()
-	for _, r := range rows {
-		fmt.Printf("policy=%s scenario=%s time_to_target_s=%s final_acc=%.4f blocked_frac=%.4f transfers=%d\n",
-			r.spec.Name, r.scenario, fmtT(r.res.TimeToTargetSeconds()), r.res.FinalAccuracy, r.res.BlockedFraction(), r.res.AcceptedTransfers())
+	for _, sc := range scenarios {
+		for _, spec := range specs {
+			a := aggs[key(sc.Name, spec.Name)]
+			fmt.Printf("policy=%s scenario=%s time_to_target_s=%s final_acc=%.4f blocked_frac=%.4f transfers=%d\n",
+				spec.Name, sc.Name, fmtT(median(a.times)), a.acc/n, a.blocked/n, int(math.Round(a.transfers/n)))
+		}
 	}
 
 	// Table with the reduction of EPSP's better mode against each policy.
 	fmt.Println()
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tpolicy\ttime_to_target_s\tepsp_reduction\tfirst_crossing_s\tfinal_acc\tblocked\ttransfers\tdropped\tp_changes\t")
+	head := "scenario\tpolicy\ttime_to_target_s\tepsp_reduction\tfirst_crossing_s\tfinal_acc\tblocked\ttransfers\tdropped\tp_changes\t"
+	if o.seeds > 1 {
+		head += "per_seed_t2t_s\t"
+	}
+	fmt.Fprintln(tw, head)
 	for _, sc := range scenarios {
 		best := math.Inf(1)
-		for _, r := range rows {
-			if r.scenario == sc.Name && strings.HasPrefix(r.spec.Name, "epsp") {
-				best = min(best, r.res.TimeToTargetSeconds())
+		for _, spec := range specs {
+			if strings.HasPrefix(spec.Name, "epsp") {
+				best = min(best, median(aggs[key(sc.Name, spec.Name)].times))
 			}
 		}
-		for _, r := range rows {
-			if r.scenario != sc.Name {
-				continue
+		for _, spec := range specs {
+			a := aggs[key(sc.Name, spec.Name)]
+			t := median(a.times)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.4f\t%.3f\t%d\t%d\t%d\t", sc.Name, spec.Name, fmtT(t), reduction(best, t), fmtT(median(a.firsts)),
+				a.acc/n, a.blocked/n, int(math.Round(a.transfers/n)), a.dropped/a.num, a.parChanges/a.num)
+			if o.seeds > 1 {
+				var ts []string
+				for _, x := range a.times {
+					ts = append(ts, fmtT(x))
+				}
+				fmt.Fprintf(tw, "%s\t", strings.Join(ts, " "))
 			}
-			t := r.res.TimeToTargetSeconds()
-			fc := math.Inf(1)
-			if r.res.Crossed {
-				fc = r.res.FirstCrossing.Seconds()
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.4f\t%.3f\t%d\t%d\t%d\t\n", sc.Name, r.spec.Name, fmtT(t), reduction(best, t), fmtT(fc),
-				r.res.FinalAccuracy, r.res.BlockedFraction(), r.res.AcceptedTransfers(), r.res.Dropped, r.res.Stats.ParallelismChanges)
+			fmt.Fprintln(tw)
 		}
 	}
 	tw.Flush()
 	fmt.Println("\nepsp_reduction = (T_policy - T_epsp)/T_policy with T_epsp the faster EPSP mode; negative means EPSP is slower.")
+	if o.seeds > 1 {
+		fmt.Println("With several seeds, times are medians over seeds; accuracy, blocked fraction and counts are means.")
+	}
 	return nil
+}
+
+// median of xs (+Inf sorts last); the lower middle for an even count.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.Inf(1)
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[(len(s)-1)/2]
 }
 
 func fmtT(t float64) string {
@@ -282,8 +366,8 @@ func runOne(o options, sc sim.Scenario, spec policySpec, m model.Model, train, t
 	return res, nil
 }
 
-func writeOutputs(o options, sc sim.Scenario, results []*sim.Result) error {
-	base := filepath.Join(o.out, "straggler_"+sc.Name)
+func writeOutputs(o options, sc sim.Scenario, suffix string, results []*sim.Result) error {
+	base := filepath.Join(o.out, "straggler_"+sc.Name+suffix)
 	f, err := os.Create(base + ".csv")
 	if err != nil {
 		return err
