@@ -485,6 +485,8 @@ type rateAller interface {
 	RateAll(ps []int, now time.Duration, dst []float64) []float64
 }
 
+var _ rateAller = (*straggler.Hetero)(nil)
+
 // rate is worker w's samples/s at t given every worker's parallelism
 // (s.pvec): with core contention when the model can tell, else
 // Speed.Rate(w, p_w, t).

@@ -285,3 +285,22 @@ func TestWriteCSV(t *testing.T) {
 		t.Errorf("header written more than once")
 	}
 }
+
+// badTransfer orders a transfer from a worker that is waiting, which the
+// coordinator refuses; the simulator must stop with that error.
+type badTransfer struct{ epsp.BSP }
+
+func (*badTransfer) Name() string { return "bad-transfer" }
+func (b *badTransfer) Step(now time.Duration, v epsp.View, e epsp.Event) epsp.Output {
+	if e.Kind == epsp.EventClock {
+		return epsp.Output{Transfers: []epsp.TransferOrder{{From: e.Worker, To: (e.Worker + 1) % 2, Clock: e.Clock, Lo: 0, Hi: 1}}}
+	}
+	return b.BSP.Step(now, v, e)
+}
+
+func TestRun_PolicyErrorStops(t *testing.T) {
+	_, err := Run(testConfig(2), testJob(t, 2, nil, &badTransfer{}))
+	if !errors.Is(err, epsp.ErrPolicyOutput) {
+		t.Fatalf("err = %v, want epsp.ErrPolicyOutput", err)
+	}
+}
