@@ -347,3 +347,38 @@ func TestCtlMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestRole_MissingServerNamed runs the coordinator role by hand with an
+// address book whose servers do not exist: ps's bounded start gives up
+// after -start-timeout and the error names them.
+func TestRole_MissingServerNamed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary")
+	}
+	bin := buildBinary(t)
+	// An address nobody listens on: bind a port, then free it.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := l.Addr().String()
+	l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-role=coordinator", "-servers=2", "-workers=1", "-start-timeout=1s",
+		"-peers=server-0="+dead+",server-1="+dead+",worker-0="+dead)
+	cmd.Env = append(os.Environ(), "FALCON_SECRET=s")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("err = %v, want exit status 1\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
+	}
+	msg := errb.String()
+	for _, want := range []string{"cluster: coordinator: start:", "start timed out", "server-0 unreachable", "server-1 unreachable"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, msg)
+		}
+	}
+}

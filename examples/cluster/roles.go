@@ -139,6 +139,23 @@ func (n *node) linger(ctx context.Context) {
 	}
 }
 
+// start runs a role's bounded start (ps's Start) while preflight checks
+// the handshake with peers; a refused handshake ends the start at once.
+func (n *node) start(ctx context.Context, peers []transport.NodeID, start func(context.Context) error) error {
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		if err := n.preflight(sctx, peers); err != nil {
+			cancel(err)
+		}
+	}()
+	err := start(sctx)
+	if err != nil && ctx.Err() == nil && sctx.Err() != nil {
+		err = context.Cause(sctx) // the refused handshake, not ps's view of it
+	}
+	return err
+}
+
 // preflight pings peers (their control handler answers as soon as their
 // transport listens) until each answers or the start timeout passes. A
 // refused handshake is final, so it fails at once with an error saying so,
@@ -259,10 +276,7 @@ func (n *node) worker(ctx context.Context, idx int) error {
 	}
 	defer n.tr.Close()
 	defer w.Close()
-	if err := n.preflight(ctx, append(serverNames(o.servers), coordinatorName)); err != nil {
-		return fmt.Errorf("start: %w", err)
-	}
-	if err := w.Start(ctx, n.tr); err != nil {
+	if err := n.start(ctx, append(serverNames(o.servers), coordinatorName), func(ctx context.Context) error { return w.Start(ctx, n.tr) }); err != nil {
 		if c := context.Cause(ctx); ctx.Err() != nil {
 			return c
 		}
@@ -454,10 +468,7 @@ func (n *node) coordinator(ctx context.Context) (err error) {
 	}()
 	fmt.Printf("coordinator: policy=%s on %s; %s, %d keys over %d servers; waiting up to %v for servers\n",
 		o.policy, n.tr.Addr(), j.m.Name(), len(j.keys), o.servers, o.startWait)
-	if err := n.preflight(ctx, servers); err != nil {
-		return fmt.Errorf("start: %w", err)
-	}
-	if err := co.Start(ctx, n.tr); err != nil {
+	if err := n.start(ctx, servers, func(ctx context.Context) error { return co.Start(ctx, n.tr) }); err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
 	cl, err := ps.NewClient(n.tr, ps.ClientConfig{Servers: servers, Width: 1, Partitioner: j.partitioner})
