@@ -84,7 +84,17 @@ func (n *node) open(ctx context.Context, h *ctlHandler) error {
 	if !n.o.child {
 		return nil
 	}
-	fmt.Printf("%s%s\n", listenPrefix, tr.Addr())
+	if err := n.readBook(ctx); err != nil {
+		tr.Close()
+		return err
+	}
+	return nil
+}
+
+// readBook announces this child's address on stdout and reads the address
+// book the parent writes to stdin; stdin's EOF later stops the node.
+func (n *node) readBook(ctx context.Context) error {
+	fmt.Printf("%s%s\n", listenPrefix, n.tr.Addr())
 	in := bufio.NewReader(os.Stdin)
 	lines := make(chan string, 1)
 	go func() {
@@ -109,7 +119,7 @@ func (n *node) open(ctx context.Context, h *ctlHandler) error {
 		}
 		for name, addr := range book {
 			if name != n.id {
-				tr.AddPeer(name, addr)
+				n.tr.AddPeer(name, addr)
 			}
 		}
 		return nil
