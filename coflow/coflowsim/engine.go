@@ -13,6 +13,7 @@ type sim struct {
 	policy   policy
 	now      int64 // ms, time of the current allocation
 	stalled  bool
+	seq      int64 // DARK queue-entry counter
 }
 
 // policy is a coflowsim scheduler: where an admitted job goes in the active

@@ -34,6 +34,8 @@ type job struct {
 	redFinish   []int64 // ms
 	active      int     // unfinished flows
 	sent        float64 // bytes sent so far
+	queue       int     // DARK: current queue
+	queueSeq    int64   // DARK: when it joined that queue
 	done        bool
 }
 

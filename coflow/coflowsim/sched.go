@@ -255,12 +255,15 @@ func (pfp) allocate(s *sim) {
 // ---- DARK (Aalo-like D-CLAS) ----
 
 // dark keeps coflows in 10 queues by bytes already sent (queue k holds
-// [10 MiB·10^(k−1), 10 MiB·10^k)), serves queues in strict priority and
-// coflows FIFO inside a queue; each coflow splits what its predecessors
-// left per port equally among its flows (one flow after another, each
-// taking free/remaining-count at both ends). Queues are re-evaluated only at
-// admissions and departures. Reconstruction; it does not match the
-// reference output yet.
+// [10 MiB·10^(k−1), 10 MiB·10^k)) and serves the queues in strict priority.
+// A queue is FIFO by the time a coflow joined it: a new coflow joins the
+// tail of the first queue, and one whose bytes crossed a threshold joins
+// the tail of its new queue (this is what reproduces the fixtures' early
+// coflows; ordering by arrival inside a queue does not). Each coflow splits
+// what its predecessors left per port equally among its flows, one flow
+// after another, each taking free/(its not yet served flows at that port)
+// at both ends. Queues are re-evaluated only at admissions and departures.
+// Reconstruction; it does not match the whole reference output yet.
 type dark struct{}
 
 const (
@@ -269,8 +272,21 @@ const (
 	darkLimitMult  = 10
 )
 
-func (dark) perFlow() bool         { return false }
-func (dark) insert(s *sim, j *job) { s.active = append(s.active, j) }
+func (dark) perFlow() bool { return false }
+
+// insert appends the new coflow to the tail of the first queue.
+func (dark) insert(s *sim, j *job) {
+	s.seq++
+	j.queue, j.queueSeq = 0, s.seq
+	s.active = append(s.active, j)
+}
+
+func cmpQueue(a, b *job) int {
+	if a.queue != b.queue {
+		return a.queue - b.queue
+	}
+	return int(a.queueSeq - b.queueSeq)
+}
 
 func darkQueue(sent float64) int {
 	limit := darkFirstLimit
@@ -285,8 +301,17 @@ func darkQueue(sent float64) int {
 
 func (dark) allocate(s *sim) {
 	s.resetFree()
-	order := slices.Clone(s.active)
-	sort.SliceStable(order, func(a, b int) bool { return darkQueue(order[a].sent) < darkQueue(order[b].sent) })
+	// A coflow whose bytes sent crossed a threshold joins the tail of its
+	// new queue; movers keep their relative order.
+	slices.SortStableFunc(s.active, func(a, b *job) int { return cmpQueue(a, b) })
+	for _, j := range s.active {
+		if q := darkQueue(j.sent); q != j.queue {
+			s.seq++
+			j.queue, j.queueSeq = q, s.seq
+		}
+	}
+	slices.SortStableFunc(s.active, func(a, b *job) int { return cmpQueue(a, b) })
+	order := s.active
 	ns := make([]int, s.ports)
 	nr := make([]int, s.ports)
 	for _, j := range order {
