@@ -38,6 +38,13 @@ type Config struct {
 	// compresses only where that still shortens the bottleneck. Zero (false)
 	// means pipelined stages, D = min(k_s·s, r/ρ, k_r·u).
 	SequentialStages bool
+	// NoCoreHeadroom turns off the last backfill step: cores still free on a
+	// machine after all allocations are handed to its compressed flows in
+	// proportion to their reservations, so their codec stages keep up with
+	// the wire when the true codec speed falls below the prediction (they
+	// compress the same bytes, so no extra CPU-seconds are spent). Zero
+	// (false) means headroom is given. Ignored with WholeCores.
+	NoCoreHeadroom bool
 	// WholeCores reserves whole cores per compressed flow, ⌈d/s⌉ at the
 	// sender and ⌈d/u⌉ at the receiver for a disposal rate d = r/ρ; a flow
 	// that cannot get them is sent raw. Zero (false) means fractional

@@ -176,3 +176,42 @@ func TestScheduler_ResourceConservation(t *testing.T) {
 		})
 	}
 }
+
+// overestimate is an Estimator that believes codecs are factor× faster
+// than they are.
+type overestimate struct{ factor float64 }
+
+func (o overestimate) Estimate(_ time.Duration, f *coflow.Fabric, k int) coflow.CodecProfile {
+	c := f.Codec(k)
+	c.CompressSpeed *= o.factor
+	c.DecompressSpeed *= o.factor
+	return c
+}
+
+// TestScheduler_CoreHeadroom checks that handing idle cores to compressed
+// flows protects them against an over-predicted codec speed (the planned
+// cores alone would let the codec fall behind the wire) without breaking the
+// CPU budget (checked by the simulator) or the disposal rule.
+func TestScheduler_CoreHeadroom(t *testing.T) {
+	cfs, fab := synth(t, 16, 60, 8)
+	fab.SetCores(8)
+	// Slow codec: 150 MB/s per core, so the reserved cores matter.
+	fab.Codecs = []coflow.CodecProfile{{Name: "slowish", CompressSpeed: 150e6, DecompressSpeed: 600e6, Ratio: 0.3}}
+	avg := func(noHeadroom bool) time.Duration {
+		fv, err := New(Config{StarvationPeriod: -1, NoCoreHeadroom: noHeadroom}, overestimate{3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := runSim(t, fab, fv, cfs, nil)
+		var sum time.Duration
+		for _, c := range res.Coflows {
+			sum += c.CCT
+		}
+		return sum / time.Duration(len(cfs))
+	}
+	with, without := avg(false), avg(true)
+	t.Logf("avg CCT with headroom %v, without %v", with, without)
+	if with >= without {
+		t.Fatalf("headroom did not help against a 3x over-prediction: %v vs %v", with, without)
+	}
+}

@@ -87,7 +87,7 @@ func TestScheduler_PlansForStageMode(t *testing.T) {
 		t.Run(fmt.Sprintf("sequential=%v", seq), func(t *testing.T) {
 			fab := coflow.NewFabric(2, bw).SetCores(4)
 			fab.Codecs = []coflow.CodecProfile{codec}
-			fv, err := New(Config{StarvationPeriod: -1, SequentialStages: seq}, nil)
+			fv, err := New(Config{StarvationPeriod: -1, SequentialStages: seq, NoCoreHeadroom: true}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

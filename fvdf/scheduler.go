@@ -250,6 +250,9 @@ func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Alloc
 			}
 		}
 	}
+	if !s.cfg.NoCoreHeadroom && !s.cfg.WholeCores && len(pl.codecs) > 0 {
+		pl.coreHeadroom(st, al, base, cores)
+	}
 	// Emit in the order flows first got a rate (priority order), as package
 	// coflow's ordering schedulers do, so the driver sees identical input.
 	for _, k := range given {
@@ -302,6 +305,7 @@ type planner struct {
 	cursor          []int
 	sorted          []bool
 	ncomp           []int // compressed flows of the planned coflow per machine
+	reserved        []float64
 	tried, compress []bool
 	h               tHeap
 }
@@ -643,6 +647,56 @@ func (pl *planner) backfillBandwidth(a *coflow.Allocation, f coflow.FlowState, r
 	a.Rate += extra
 	remIn[f.Src] = math.Max(0, remIn[f.Src]-extra)
 	remOut[f.Dst] = math.Max(0, remOut[f.Dst]-extra)
+}
+
+// coreHeadroom hands the cores still free on each machine to the compressed
+// flows there, in proportion to what they reserved: every compressed flow's
+// reservation is scaled by g = min(1 + free_src/reserved_src,
+// 1 + free_dst/reserved_dst) ≥ 1. Its wire rate is unchanged, so it spends
+// no more CPU-seconds (the bytes to compress are the same); the extra
+// cores only keep its codec stages ahead of the wire when the true codec
+// speed is below the prediction. Parameter-free; off with NoCoreHeadroom.
+func (pl *planner) coreHeadroom(st *coflow.State, al []coflow.Allocation, base []int, cores []float64) {
+	reserved := pl.reserved[:0]
+	for range cores {
+		reserved = append(reserved, 0)
+	}
+	pl.reserved = reserved
+	found := false
+	for i := range st.Coflows {
+		for j, f := range st.Coflows[i].Flows {
+			a := &al[base[i]+j]
+			if a.Codec != coflow.Raw && a.Rate > 0 {
+				reserved[f.Src] += a.SendCores
+				reserved[f.Dst] += a.RecvCores
+				found = true
+			}
+		}
+	}
+	if !found {
+		return
+	}
+	factor := func(p int) float64 {
+		if reserved[p] <= 0 {
+			return 1
+		}
+		return 1 + cores[p]/reserved[p]
+	}
+	for i := range st.Coflows {
+		for j, f := range st.Coflows[i].Flows {
+			a := &al[base[i]+j]
+			if a.Codec == coflow.Raw || !(a.Rate > 0) {
+				continue
+			}
+			g := math.Min(factor(f.Src), factor(f.Dst))
+			a.SendCores *= g
+			a.RecvCores *= g
+		}
+	}
+	// The scaled reservations may exceed the budget by rounding only.
+	for p := range cores {
+		cores[p] = 0
+	}
 }
 
 // backfillCores switches a raw flow with a wire rate to the codec that lets
