@@ -28,7 +28,9 @@
 // ascending effective disposal bottleneck Γ' (compressing, greedily at the
 // bottleneck machine, where that is faster), MADD rates so a coflow's flows
 // finish together, cores reserved as r/(ρ·s) at the sender and r/(ρ·u) at
-// the receiver, backfilling of bandwidth then cores, a CPU budget
+// the receiver, backfilling of bandwidth then cores (raw flows switched to a
+// codec where free cores make them faster, then idle cores handed to
+// compressed flows as headroom), a CPU budget
 // (Config.CPUFraction) and Varys' T/δ starvation guard. With compression
 // disabled, or no codec that shrinks, it returns exactly package coflow's
 // SEBF allocation (tested bit for bit).

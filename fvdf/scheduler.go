@@ -54,7 +54,11 @@ func (Nominal) Estimate(_ time.Duration, f *coflow.Fabric, k int) coflow.CodecPr
 //     whose Γ is infinite (a port or CPU it needs is exhausted) waits.
 //  4. Backfill leftover bandwidth to flows in the same order (Varys), then
 //     leftover cores: a raw flow with a rate is switched to a codec when the
-//     free cores let it dispose strictly faster at the same wire rate.
+//     free cores let it dispose strictly faster at the same wire rate, and
+//     the cores still free on a machine are handed to its compressed flows
+//     in proportion to their reservations (headroom against an
+//     over-predicted codec speed; the bytes compressed, hence CPU-seconds,
+//     do not change).
 //  5. Starvation freedom (Varys' T/δ): during [kT, kT+δ) every flow of every
 //     active coflow gets a per-flow max-min fair share, raw (coflow.Fair),
 //     so no active coflow goes unserved for longer than T − δ.
