@@ -64,7 +64,8 @@
 //
 // FIFO, SCF, NCF, LCF and SEBF (Ordered: an order plus Varys' MADD and
 // backfilling), per-flow Fair (max-min) and PFP (shortest remaining flow
-// first), D-CLAS (Aalo) and Sincronia (BSSI order, greedy allocation).
+// first), D-CLAS (Aalo) and Sincronia (BSSI order with MADD and backfilling,
+// or greedy per-flow priority).
 // NewScheduler builds any of them by name with default settings.
 //
 // # Simulation semantics
