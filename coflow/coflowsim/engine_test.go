@@ -179,3 +179,66 @@ func TestIsolatedCoflowTimes(t *testing.T) {
 		}
 	}
 }
+
+func mustTrace(t *testing.T, text string) *coflow.Trace {
+	t.Helper()
+	tr, err := coflow.ReadTrace(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// Two coflows admitted in the same epoch share reducer port 1: a 64 MiB one
+// that arrives first and an 8 MiB one. FIFO serves the big one first
+// (512 ms, then 64 ms more); SEBF, SCF and LCF serve the small one first.
+// Reference: Varys §5.1 (SEBF), coflowsim's FIFO/SCF/LCF orders.
+func TestOrderingSchedulers(t *testing.T) {
+	tr := mustTrace(t, "4 2\n1 0 1 0 1 1:64.0\n2 100 1 2 1 1:8.0\n")
+	cases := []struct {
+		sched      string
+		big, small int64
+	}{
+		{"FIFO", 512, 576}, {"SEBF", 576, 64}, {"SCF", 576, 64}, {"LCF", 576, 64},
+	}
+	for _, c := range cases {
+		t.Run(c.sched, func(t *testing.T) {
+			res, err := Run(tr, c.sched, DefaultConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b, s := res.Records[0].DurationMs(), res.Records[1].DurationMs(); b != c.big || s != c.small {
+				t.Fatalf("durations %d, %d ms; want %d, %d", b, s, c.big, c.small)
+			}
+		})
+	}
+}
+
+// A coflow that needs a full port is skipped by MADD but its other flows
+// still use the free ports: coflow 2's flow to port 3 finishes in 64 ms
+// while its flow to port 1 waits for coflow 1 (512 ms) and then takes 64 ms.
+func TestSkippedCoflowUsesFreePorts(t *testing.T) {
+	tr := mustTrace(t, "4 2\n1 0 1 0 1 1:64.0\n2 100 1 2 2 1:8.0 3:8.0\n")
+	res, err := Run(tr, "FIFO", DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.Records[1]
+	if r.FinishMs != 576 || r.IndividualSumsMs != 576+64 {
+		t.Fatalf("coflow 2 finished at %d ms with reducer sums %d; want 576 and %d", r.FinishMs, r.IndividualSumsMs, 576+64)
+	}
+}
+
+// FAIR splits each port equally among the flows using it: two flows into
+// port 1 from different mappers each get half, so 8 MiB each take 128 ms;
+// a third flow alone on ports 3→4 runs at full rate (64 ms).
+func TestFairSplitsPorts(t *testing.T) {
+	tr := mustTrace(t, "5 2\n1 0 2 0 2 1 1:16.0\n2 0 1 3 1 4:8.0\n")
+	res, err := Run(tr, "FAIR", DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := res.Records[0].DurationMs(), res.Records[1].DurationMs(); a != 128 || b != 64 {
+		t.Fatalf("durations %d, %d ms; want 128, 64", a, b)
+	}
+}
