@@ -56,6 +56,8 @@ func Run(t *testing.T, newCluster Factory) {
 		{"CloseSemantics", testCloseSemantics},
 		{"HandlerError", testHandlerError},
 		{"RequestAppend", testRequestAppend},
+		{"CanceledCallerReusesBuffer", testCanceledCallerReusesBuffer},
+		{"AppendHandler", testAppendHandler},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newCluster) })
@@ -490,5 +492,91 @@ func testRequestAppend(t *testing.T, f Factory) {
 	// A nil dst works like Request.
 	if out, err := transport.RequestAppend(ctx, a, nil, b, []byte("plain")); err != nil || string(out) != "plain" {
 		t.Fatalf("RequestAppend(nil dst) = %q, %v", out, err)
+	}
+}
+
+// testCanceledCallerReusesBuffer: a caller whose ctx ends while the
+// handler is still reading the request may overwrite its request buffer as
+// soon as Request returns; the handler must never see it change (a
+// transport that lends the caller's buffer waits for the handler). Run
+// with -race this also checks for a data race.
+func testCanceledCallerReusesBuffer(t *testing.T, f Factory) {
+	started := make(chan struct{}, 1)
+	changed := make(chan bool, 1)
+	h := Funcs{Request: func(ctx context.Context, _ transport.NodeID, req []byte) ([]byte, error) {
+		want := bytes.Clone(req)
+		started <- struct{}{}
+		<-ctx.Done()
+		saw := false
+		for end := time.Now().Add(20 * time.Millisecond); time.Now().Before(end); {
+			saw = saw || !bytes.Equal(req, want)
+		}
+		changed <- saw
+		return nil, ctx.Err()
+	}}
+	c := f(t, []transport.Handler{Echo{}, h})
+	a, b := c.Nodes[0], c.Nodes[1].LocalID()
+	req := pattern(64<<10, 7)
+	ctx, cancel := context.WithCancel(ctxFor(t))
+	go func() {
+		<-started
+		cancel()
+	}()
+	if _, err := a.Request(ctx, b, req); !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled Request: err = %v, want context.Canceled", err)
+	}
+	for i := range req {
+		req[i] = ^req[i]
+	}
+	select {
+	case saw := <-changed:
+		if saw {
+			t.Fatal("the handler saw the request buffer change after the caller reused it")
+		}
+	case <-time.After(prompt):
+		t.Fatal("handler's ctx did not end after the caller canceled")
+	}
+}
+
+// appendReverse is an AppendHandler answering with the request reversed.
+type appendReverse struct{}
+
+func (h appendReverse) HandleRequest(ctx context.Context, from transport.NodeID, req []byte) ([]byte, error) {
+	return h.HandleRequestAppend(ctx, from, req, nil)
+}
+
+func (appendReverse) HandleRequestAppend(_ context.Context, _ transport.NodeID, req, dst []byte) ([]byte, error) {
+	for i := len(req) - 1; i >= 0; i-- {
+		dst = append(dst, req[i])
+	}
+	return dst, nil
+}
+
+func (appendReverse) HandleMessage(transport.NodeID, []byte) {}
+
+// testAppendHandler: a handler that implements transport.AppendHandler
+// answers Request and RequestAppend alike, whatever buffer the transport
+// offers it.
+func testAppendHandler(t *testing.T, f Factory) {
+	c := f(t, []transport.Handler{Echo{}, appendReverse{}})
+	a, b := c.Nodes[0], c.Nodes[1].LocalID()
+	ctx := ctxFor(t)
+	for _, n := range []int{1, 1000, 300_000} {
+		req := pattern(n, uint32(n))
+		want := make([]byte, n)
+		for i := range req {
+			want[n-1-i] = req[i]
+		}
+		got, err := a.Request(ctx, b, req)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("Request(%d bytes): %d bytes, %v", n, len(got), err)
+		}
+		for _, room := range []int{0, n / 2, n} {
+			dst := append(make([]byte, 0, 3+room), "pre"...)
+			out, err := transport.RequestAppend(ctx, a, dst, b, req)
+			if err != nil || string(out[:3]) != "pre" || !bytes.Equal(out[3:], want) {
+				t.Fatalf("RequestAppend(%d bytes, room %d): %d bytes, %v", n, room, len(out), err)
+			}
+		}
 	}
 }
