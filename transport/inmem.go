@@ -300,16 +300,42 @@ func (n *InmemNetwork) encode(to NodeID, msg []byte) (inmemMsg, error) {
 	return inmemMsg{codec: c, body: append([]byte(nil), wire...), raw: len(msg)}, nil
 }
 
-// encodeBorrow is encode for a request, whose body the receiving handler
-// may borrow: without a compression policy it is msg itself.
-func (n *InmemNetwork) encodeBorrow(to NodeID, msg []byte) (inmemMsg, error) {
-	if n.policy != nil {
-		return n.encode(to, msg)
-	}
+// encodeLent encodes a request or response body that the receiving side
+// only reads while the sending side waits for it, so nothing needs copying:
+// a raw body is msg itself (borrowed), a compressed one lives in a pooled
+// buffer (m.pool) that the receiver releases once it has decoded it.
+func (n *InmemNetwork) encodeLent(to NodeID, msg []byte) (inmemMsg, error) {
 	if len(msg) > n.maxSize {
 		return inmemMsg{}, fmt.Errorf("%w: %d bytes, maximum %d", ErrFrameTooLarge, len(msg), n.maxSize)
 	}
-	return inmemMsg{body: msg, raw: len(msg), borrowed: true}, nil
+	lent := inmemMsg{body: msg, raw: len(msg), borrowed: true}
+	if n.policy == nil || len(msg) == 0 {
+		return lent, nil
+	}
+	sp := getBuf(max(MaxCompressedLen(CodecLZ4, len(msg)), MaxCompressedLen(CodecSnappy, len(msg))))
+	c, wire, _, err := encodeBody(n.policy, to, msg, (*sp)[:0])
+	if err != nil || c == CodecNone {
+		putBuf(sp)
+		return lent, err
+	}
+	return inmemMsg{codec: c, body: wire, raw: len(msg), pool: sp}, nil
+}
+
+// decodeLent returns the body of a message from encodeLent for its
+// receiver: a raw body as it is, a compressed one decoded into a pooled
+// buffer (returned as ret, nil for a raw body). It releases m.pool.
+func (n *InmemNetwork) decodeLent(m inmemMsg) (body []byte, ret *[]byte, err error) {
+	if m.codec == CodecNone {
+		return m.body, nil, nil
+	}
+	defer putBuf(m.pool)
+	ret = getBuf(m.raw)
+	body, err = Decompress((*ret)[:0], m.codec, m.body, m.raw, n.maxSize)
+	if err != nil {
+		putBuf(ret)
+		return nil, nil, err
+	}
+	return body, ret, nil
 }
 
 // decode returns the receiver's view of m: its body when uncompressed
@@ -327,7 +353,9 @@ type inmemMsg struct {
 	body     []byte
 	raw      int
 	due      time.Time
-	borrowed bool // body is the caller's memory
+	borrowed bool    // body is the sender's memory
+	pool     *[]byte // pooled buffer holding body, released by the receiver
+	resp     *[]byte // pooled response buffer body was built in (see finish)
 }
 
 // Inmem is one node of an InmemNetwork. Without compression a request is
@@ -479,14 +507,15 @@ func (t *Inmem) deliver(q chan inmemMsg) {
 // call and the serving goroutine starting the handler, and released closes
 // once the handler has returned (or will never run).
 type inmemCall struct {
-	res      chan inmemResult // buffered 1
-	released chan struct{}
-	state    atomic.Int32
-	borrowed bool // the handler reads or writes the caller's memory
-	dst      []byte
-	appendTo bool // offer dst to an AppendHandler
-	ctx      context.Context
-	cancel   context.CancelFunc
+	res         chan inmemResult // buffered 1
+	released    chan struct{}
+	state       atomic.Int32
+	borrowed    bool // the handler reads or writes the caller's memory
+	dst         []byte
+	appendTo    bool // offer dst to an AppendHandler
+	wantsAppend bool // RequestAppend on a compressing network
+	ctx         context.Context
+	cancel      context.CancelFunc
 }
 
 const (
@@ -552,7 +581,7 @@ func (t *Inmem) request(ctx context.Context, to NodeID, req, dst []byte, appendM
 	if err != nil {
 		return nil, err
 	}
-	m, err := t.net.encodeBorrow(to, req)
+	m, err := t.net.encodeLent(to, req)
 	if err != nil {
 		return nil, err
 	}
@@ -562,6 +591,7 @@ func (t *Inmem) request(ctx context.Context, to NodeID, req, dst []byte, appendM
 	if appendMode && t.net.policy == nil {
 		c.dst, c.appendTo, c.borrowed = dst[len(dst):], true, true
 	}
+	c.wantsAppend = appendMode
 	if !dropped {
 		if err := peer.serve(t, m, delay, c); err != nil {
 			return nil, err
@@ -601,12 +631,18 @@ func (t *Inmem) finish(r inmemResult, dst []byte, appendMode bool) ([]byte, erro
 		if appendMode {
 			base = dst
 		}
-		return Decompress(base, m.codec, m.body, m.raw, t.net.maxSize)
+		out, err := Decompress(base, m.codec, m.body, m.raw, t.net.maxSize)
+		putBuf(m.pool)
+		return out, err
 	}
 	if !appendMode {
 		return m.body, nil
 	}
-	return joinAppend(dst, m.body), nil
+	out := joinAppend(dst, m.body)
+	if m.resp != nil && (len(m.body) == 0 || &out[len(out)-len(m.body)] != &m.body[0]) {
+		putRespBuf(m.resp, m.body, nil) // copied out: the buffer is free again
+	}
+	return out, nil
 }
 
 // joinAppend returns dst extended by out, where out is either written in
@@ -654,25 +690,37 @@ func (t *Inmem) serve(from *Inmem, m inmemMsg, delay time.Duration, c *inmemCall
 			c.res <- inmemResult{err: fmt.Errorf("%w: link %q-%q went down", ErrUnreachable, from.id, t.id)}
 			return
 		}
-		body, err := t.net.decode(m)
+		body, reqBuf, err := t.net.decodeLent(m)
 		if err != nil {
 			c.res <- inmemResult{err: err}
 			return
 		}
 		if !c.state.CompareAndSwap(callPending, callRunning) {
+			putBuf(reqBuf)
 			return // the caller gave up before the handler started
 		}
 		t.stats.received(m.raw, len(m.body))
 		var resp []byte
 		var herr error
-		if ah, ok := t.h.(AppendHandler); ok && c.appendTo {
+		var respBuf *[]byte
+		ah, isAppend := t.h.(AppendHandler)
+		switch {
+		case isAppend && c.appendTo:
 			resp, herr = ah.HandleRequestAppend(c.ctx, from.id, body, c.dst)
-		} else {
+		case isAppend && c.wantsAppend:
+			// Compressed network: the response is encoded (or copied into
+			// dst by the caller) before its buffer is needed again.
+			respBuf = getRespBuf()
+			resp, herr = ah.HandleRequestAppend(c.ctx, from.id, body, (*respBuf)[:0])
+		default:
 			resp, herr = t.h.HandleRequest(c.ctx, from.id, body)
 		}
-		// From here on the goroutine touches neither req nor dst: resp is
-		// handed over, and only its length is looked at below.
+		// From here on the goroutine touches neither the caller's req nor
+		// its dst: resp is handed over.
 		release()
+		if reqBuf != nil && !overlaps(resp, *reqBuf) {
+			putBuf(reqBuf)
+		}
 		if t.ctx.Err() != nil {
 			return // the node closed under the handler: no response leaves it
 		}
@@ -683,14 +731,13 @@ func (t *Inmem) serve(from *Inmem, m inmemMsg, delay time.Duration, c *inmemCall
 			c.res <- inmemResult{err: &RemoteError{Node: t.id, Msg: msg}}
 			return
 		}
-		var rm inmemMsg
-		if t.net.policy == nil {
-			if len(resp) > t.net.maxSize {
-				err = fmt.Errorf("%w: %d bytes, maximum %d", ErrFrameTooLarge, len(resp), t.net.maxSize)
+		rm, err := t.net.encodeLent(from.id, resp)
+		if respBuf != nil {
+			if rm.codec == CodecNone {
+				rm.resp = respBuf // the caller releases it once copied
+			} else {
+				putRespBuf(respBuf, resp, body)
 			}
-			rm = inmemMsg{body: resp, raw: len(resp)}
-		} else {
-			rm, err = t.net.encode(from.id, resp)
 		}
 		if err != nil {
 			c.res <- inmemResult{err: fmt.Errorf("transport: response from %q: %w", t.id, err)}
