@@ -353,9 +353,18 @@ type inmemMsg struct {
 	body     []byte
 	raw      int
 	due      time.Time
-	borrowed bool    // body is the sender's memory
-	pool     *[]byte // pooled buffer holding body, released by the receiver
-	resp     *[]byte // pooled response buffer body was built in (see finish)
+	borrowed bool     // body is the sender's memory
+	pool     *[]byte  // pooled buffer holding body, released by the receiver
+	resp     *[]byte  // pooled response buffer body was built in (see finish)
+	pieces   [][]byte // a request in pieces, for a VectorHandler (body nil)
+}
+
+// wireLen is the size of m on the wire.
+func (m *inmemMsg) wireLen() int {
+	if m.pieces != nil {
+		return m.raw
+	}
+	return len(m.body)
 }
 
 // Inmem is one node of an InmemNetwork. Without compression a request is
@@ -382,6 +391,7 @@ type Inmem struct {
 var (
 	_ Transport       = (*Inmem)(nil)
 	_ RequestAppender = (*Inmem)(nil)
+	_ VectorRequester = (*Inmem)(nil)
 )
 
 // LocalID returns the node's name.
@@ -570,7 +580,18 @@ func (t *Inmem) Request(ctx context.Context, to NodeID, req []byte) ([]byte, err
 	return t.request(ctx, to, req, nil, false)
 }
 
-func (t *Inmem) request(ctx context.Context, to NodeID, req, dst []byte, appendMode bool) ([]byte, error) {
+// RequestAppendV is RequestAppend with the request given in pieces (see
+// VectorRequester). Without compression a VectorHandler reads the pieces
+// themselves; other handlers get them joined in a pooled buffer.
+func (t *Inmem) RequestAppendV(ctx context.Context, dst []byte, to NodeID, reqs [][]byte) ([]byte, error) {
+	resp, err := t.request(ctx, to, nil, dst, true, reqs)
+	if err != nil {
+		return dst, err
+	}
+	return resp, nil
+}
+
+func (t *Inmem) request(ctx context.Context, to NodeID, req, dst []byte, appendMode bool, pieces ...[][]byte) (out []byte, err error) {
 	if t.isClosed() {
 		return nil, ErrClosed
 	}
@@ -581,11 +602,31 @@ func (t *Inmem) request(ctx context.Context, to NodeID, req, dst []byte, appendM
 	if err != nil {
 		return nil, err
 	}
-	m, err := t.net.encodeLent(to, req)
+	var m inmemMsg
+	if len(pieces) == 0 {
+		m, err = t.net.encodeLent(to, req)
+	} else if _, ok := peer.h.(VectorHandler); ok && t.net.policy == nil {
+		if n := piecesLen(pieces[0]); n > t.net.maxSize {
+			err = fmt.Errorf("%w: %d bytes, maximum %d", ErrFrameTooLarge, n, t.net.maxSize)
+		} else {
+			m = inmemMsg{raw: n, borrowed: true, pieces: pieces[0]}
+		}
+	} else {
+		// The handler needs one slice: join the pieces in a buffer that,
+		// lent like req, is free again once this call returns (unless the
+		// response handed to the caller is that very buffer, an echo).
+		jp := getBuf(piecesLen(pieces[0]))
+		defer func() {
+			if !overlaps(out, *jp) {
+				putBuf(jp)
+			}
+		}()
+		m, err = t.net.encodeLent(to, joinPieces((*jp)[:0], pieces[0]))
+	}
 	if err != nil {
 		return nil, err
 	}
-	t.stats.sent(m.raw, len(m.body))
+	t.stats.sent(m.raw, m.wireLen())
 	m.from = t.id
 	c := &inmemCall{res: make(chan inmemResult, 1), released: make(chan struct{}), borrowed: m.borrowed}
 	if appendMode && t.net.policy == nil {
@@ -699,12 +740,14 @@ func (t *Inmem) serve(from *Inmem, m inmemMsg, delay time.Duration, c *inmemCall
 			putBuf(reqBuf)
 			return // the caller gave up before the handler started
 		}
-		t.stats.received(m.raw, len(m.body))
+		t.stats.received(m.raw, m.wireLen())
 		var resp []byte
 		var herr error
 		var respBuf *[]byte
 		ah, isAppend := t.h.(AppendHandler)
 		switch {
+		case m.pieces != nil: // only ever sent to a VectorHandler, uncompressed
+			resp, herr = t.h.(VectorHandler).HandleRequestV(c.ctx, from.id, m.pieces, c.dst)
 		case isAppend && c.appendTo:
 			resp, herr = ah.HandleRequestAppend(c.ctx, from.id, body, c.dst)
 		case isAppend && c.wantsAppend:
@@ -715,8 +758,21 @@ func (t *Inmem) serve(from *Inmem, m inmemMsg, delay time.Duration, c *inmemCall
 		default:
 			resp, herr = t.h.HandleRequest(c.ctx, from.id, body)
 		}
-		// From here on the goroutine touches neither the caller's req nor
-		// its dst: resp is handed over.
+		// Encoding (compressing) reads resp, which may alias the caller's
+		// req: it happens before release. After release the goroutine
+		// touches neither the caller's req nor its dst: resp is handed over
+		// and only passed on.
+		var rm inmemMsg
+		if herr == nil {
+			rm, err = t.net.encodeLent(from.id, resp)
+			if respBuf != nil {
+				if rm.codec == CodecNone {
+					rm.resp = respBuf // the caller releases it once copied
+				} else {
+					putRespBuf(respBuf, resp, body)
+				}
+			}
+		}
 		release()
 		if reqBuf != nil && !overlaps(resp, *reqBuf) {
 			putBuf(reqBuf)
@@ -730,14 +786,6 @@ func (t *Inmem) serve(from *Inmem, m inmemMsg, delay time.Duration, c *inmemCall
 			from.stats.received(len(msg), len(msg))
 			c.res <- inmemResult{err: &RemoteError{Node: t.id, Msg: msg}}
 			return
-		}
-		rm, err := t.net.encodeLent(from.id, resp)
-		if respBuf != nil {
-			if rm.codec == CodecNone {
-				rm.resp = respBuf // the caller releases it once copied
-			} else {
-				putRespBuf(respBuf, resp, body)
-			}
 		}
 		if err != nil {
 			c.res <- inmemResult{err: fmt.Errorf("transport: response from %q: %w", t.id, err)}

@@ -187,6 +187,7 @@ type msgLock struct {
 var (
 	_ Transport       = (*TCP)(nil)
 	_ RequestAppender = (*TCP)(nil)
+	_ VectorRequester = (*TCP)(nil)
 )
 
 type peerState struct {
@@ -332,12 +333,30 @@ func (t *TCP) RequestAppend(ctx context.Context, dst []byte, to NodeID, req []by
 	return resp, nil
 }
 
+// RequestAppendV is RequestAppend with the request given in pieces (see
+// VectorRequester): uncompressed, header and pieces go out in one writev.
+func (t *TCP) RequestAppendV(ctx context.Context, dst []byte, to NodeID, reqs [][]byte) ([]byte, error) {
+	if len(reqs) == 1 {
+		return t.RequestAppend(ctx, dst, to, reqs[0])
+	}
+	resp, err := t.requestPieces(ctx, dst, to, reqs)
+	if err != nil {
+		return dst, err
+	}
+	return resp, nil
+}
+
 func (t *TCP) requestAppend(ctx context.Context, dst []byte, to NodeID, req []byte) ([]byte, error) {
+	one := [1][]byte{req}
+	return t.requestPieces(ctx, dst, to, one[:])
+}
+
+func (t *TCP) requestPieces(ctx context.Context, dst []byte, to NodeID, reqs [][]byte) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if len(req) > t.cfg.MaxFrameSize {
-		return nil, fmt.Errorf("%w: request of %d bytes, maximum %d", ErrFrameTooLarge, len(req), t.cfg.MaxFrameSize)
+	if n := piecesLen(reqs); n > t.cfg.MaxFrameSize {
+		return nil, fmt.Errorf("%w: request of %d bytes, maximum %d", ErrFrameTooLarge, n, t.cfg.MaxFrameSize)
 	}
 	c, err := t.conn(ctx, to)
 	if err != nil {
@@ -347,7 +366,7 @@ func (t *TCP) requestAppend(ctx context.Context, dst []byte, to NodeID, req []by
 	if err != nil {
 		return nil, err
 	}
-	if err := c.writeMsg(ctx, kindRequest, call.id, req); err != nil {
+	if err := c.writePieces(ctx, kindRequest, call.id, reqs); err != nil {
 		c.unregister(call.id)
 		return nil, err
 	}
@@ -632,7 +651,7 @@ type conn struct {
 	wmu  chan struct{} // one-slot semaphore serializing frame writes
 	hdr  [frameHeaderLen]byte
 	wbuf []byte
-	bufs [2][]byte
+	bufs [][]byte // scratch for writev: header and body pieces
 
 	nextID   atomic.Uint64
 	mu       sync.Mutex
@@ -753,6 +772,22 @@ func (c *conn) take(id uint64) *call {
 	return cl
 }
 
+// writePieces writes the concatenation of reqs as one frame: uncompressed
+// without joining the pieces, otherwise joined (in a pooled buffer) and
+// encoded by writeMsg.
+func (c *conn) writePieces(ctx context.Context, kind frameKind, id uint64, reqs [][]byte) error {
+	if len(reqs) == 1 {
+		return c.writeMsg(ctx, kind, id, reqs[0])
+	}
+	n := piecesLen(reqs)
+	if _, never := c.t.cfg.Compression.(never); !never && n > 0 {
+		jp := getBuf(n)
+		defer putBuf(jp)
+		return c.writeMsg(ctx, kind, id, joinPieces((*jp)[:0], reqs))
+	}
+	return c.writeFrameV(ctx, frameHeader{kind: kind, codec: CodecNone, id: id, wireLen: n, rawLen: n}, reqs)
+}
+
 // writeMsg encodes msg with the compression policy and writes it as one
 // frame.
 func (c *conn) writeMsg(ctx context.Context, kind frameKind, id uint64, msg []byte) error {
@@ -788,6 +823,12 @@ func (c *conn) writeMsg(ctx context.Context, kind frameKind, id uint64, msg []by
 // connection and the write itself; a write cut short by ctx leaves a
 // partial frame on the stream, so it kills the connection.
 func (c *conn) writeFrame(ctx context.Context, h frameHeader, body []byte) error {
+	one := [1][]byte{body}
+	return c.writeFrameV(ctx, h, one[:])
+}
+
+// writeFrameV is writeFrame with the body given in pieces.
+func (c *conn) writeFrameV(ctx context.Context, h frameHeader, body [][]byte) error {
 	var done <-chan struct{}
 	if ctx != nil {
 		done = ctx.Done()
@@ -817,14 +858,14 @@ func (c *conn) writeFrame(ctx context.Context, h frameHeader, body []byte) error
 	}
 	putHeader(c.hdr[:], h)
 	var err error
-	if len(body) <= smallFrame {
-		c.wbuf = append(append(c.wbuf[:0], c.hdr[:]...), body...)
+	if h.wireLen <= smallFrame {
+		c.wbuf = joinPieces(append(c.wbuf[:0], c.hdr[:]...), body)
 		_, err = c.nc.Write(c.wbuf)
 	} else {
-		c.bufs[0], c.bufs[1] = c.hdr[:], body
-		nb := net.Buffers(c.bufs[:])
+		c.bufs = append(append(c.bufs[:0], c.hdr[:]), body...)
+		nb := net.Buffers(c.bufs)
 		_, err = nb.WriteTo(c.nc)
-		c.bufs[1] = nil
+		clear(c.bufs)
 	}
 	if stop != nil && !stop() {
 		<-fired

@@ -78,6 +78,53 @@ type RequestAppender interface {
 	RequestAppend(ctx context.Context, dst []byte, to NodeID, req []byte) ([]byte, error)
 }
 
+// VectorRequester is an optional interface of transports that can send a
+// request given in pieces without joining them first: RequestAppendV is
+// RequestAppend with the request being the concatenation of reqs (which
+// are borrowed and read-only, as req is for Request). TCP writes the pieces
+// with one writev; Inmem hands them as they are to a VectorHandler and
+// joins them for any other handler. Use the RequestAppendV function to call
+// it on any Transport.
+type VectorRequester interface {
+	RequestAppendV(ctx context.Context, dst []byte, to NodeID, reqs [][]byte) ([]byte, error)
+}
+
+// RequestAppendV calls t.RequestAppendV when t implements VectorRequester,
+// and otherwise joins reqs and calls RequestAppend.
+func RequestAppendV(ctx context.Context, t Transport, dst []byte, to NodeID, reqs [][]byte) ([]byte, error) {
+	if v, ok := t.(VectorRequester); ok {
+		return v.RequestAppendV(ctx, dst, to, reqs)
+	}
+	return RequestAppend(ctx, t, dst, to, joinPieces(nil, reqs))
+}
+
+// joinPieces appends the concatenation of reqs to dst.
+func joinPieces(dst []byte, reqs [][]byte) []byte {
+	for _, r := range reqs {
+		dst = append(dst, r...)
+	}
+	return dst
+}
+
+func piecesLen(reqs [][]byte) int {
+	n := 0
+	for _, r := range reqs {
+		n += len(r)
+	}
+	return n
+}
+
+// VectorHandler is an optional interface of an AppendHandler that can
+// serve a request given in pieces: HandleRequestV is HandleRequestAppend
+// with the request being the concatenation of reqs (borrowed and
+// read-only, like req). The pieces may be split anywhere; the handler must
+// give the same answer as for the joined request. Inmem calls it for
+// RequestAppendV, so a large request is never copied.
+type VectorHandler interface {
+	AppendHandler
+	HandleRequestV(ctx context.Context, from NodeID, reqs [][]byte, dst []byte) ([]byte, error)
+}
+
 // AppendHandler is an optional interface of a Handler that can write its
 // response into a buffer the transport supplies instead of allocating one:
 // HandleRequestAppend is HandleRequest with the response appended to dst (an

@@ -58,6 +58,7 @@ func Run(t *testing.T, newCluster Factory) {
 		{"RequestAppend", testRequestAppend},
 		{"CanceledCallerReusesBuffer", testCanceledCallerReusesBuffer},
 		{"AppendHandler", testAppendHandler},
+		{"RequestInPieces", testRequestInPieces},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newCluster) })
@@ -576,6 +577,48 @@ func testAppendHandler(t *testing.T, f Factory) {
 			out, err := transport.RequestAppend(ctx, a, dst, b, req)
 			if err != nil || string(out[:3]) != "pre" || !bytes.Equal(out[3:], want) {
 				t.Fatalf("RequestAppend(%d bytes, room %d): %d bytes, %v", n, room, len(out), err)
+			}
+		}
+	}
+}
+
+// vectorReverse is appendReverse that also reads requests in pieces.
+type vectorReverse struct{ appendReverse }
+
+func (vectorReverse) HandleRequestV(_ context.Context, _ transport.NodeID, reqs [][]byte, dst []byte) ([]byte, error) {
+	for p := len(reqs) - 1; p >= 0; p-- {
+		for i := len(reqs[p]) - 1; i >= 0; i-- {
+			dst = append(dst, reqs[p][i])
+		}
+	}
+	return dst, nil
+}
+
+// testRequestInPieces: transport.RequestAppendV delivers the concatenation
+// of the pieces, split anywhere, to handlers that read pieces and to
+// handlers that do not.
+func testRequestInPieces(t *testing.T, f Factory) {
+	c := f(t, []transport.Handler{Echo{}, appendReverse{}, vectorReverse{}})
+	a := c.Nodes[0]
+	ctx := ctxFor(t)
+	for _, n := range []int{3, 5000, 300_000} {
+		req := pattern(n, uint32(n)+1)
+		want := make([]byte, n)
+		for i := range req {
+			want[n-1-i] = req[i]
+		}
+		for _, split := range [][]int{{0, n}, {1, n}, {n / 3, n - 1}} {
+			reqs := [][]byte{req[:split[0]], req[split[0]:split[1]], req[split[1]:]}
+			for _, to := range []int{1, 2} {
+				dst := append(make([]byte, 0, 8), "pre"...)
+				out, err := transport.RequestAppendV(ctx, a, dst, c.Nodes[to].LocalID(), reqs)
+				if err != nil || string(out[:3]) != "pre" || !bytes.Equal(out[3:], want) {
+					t.Fatalf("RequestAppendV(%d bytes split %v) to node %d: %d bytes, %v", n, split, to, len(out), err)
+				}
+			}
+			out, err := transport.RequestAppendV(ctx, a, nil, c.Nodes[1].LocalID(), [][]byte{req})
+			if err != nil || !bytes.Equal(out, want) {
+				t.Fatalf("RequestAppendV with one piece: %d bytes, %v", len(out), err)
 			}
 		}
 	}
