@@ -7,6 +7,7 @@ import (
 	"sort"
 	"sync"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sync/errgroup"
 
@@ -108,7 +109,7 @@ func NewClient(tr transport.Transport, cfg ClientConfig) (*Client, error) {
 	c := &Client{tr: tr, servers: append([]transport.NodeID(nil), cfg.Servers...), width: cfg.Width, part: cfg.Partitioner, timeout: cfg.RequestTimeout}
 	c.plans.New = func() any {
 		n := len(c.servers)
-		return &plan{per: make([][]piece, n), nvals: make([]int, n), bufs: make([][]byte, n), resps: make([][]byte, n)}
+		return &plan{per: make([][]piece, n), nvals: make([]int, n), bufs: make([][]byte, n), vec: make([][][]byte, n), resps: make([][]byte, n)}
 	}
 	return c, nil
 }
@@ -131,8 +132,9 @@ type plan struct {
 	nvals []int
 	lens  []int
 	segs  []Segment
-	bufs  [][]byte // request per server, reused
-	resps [][]byte // response per server, reused (transport.RequestAppend)
+	bufs  [][]byte   // request (or its header) per server, reused
+	vec   [][][]byte // request pieces per server, reused
+	resps [][]byte   // response per server, reused (transport.RequestAppend)
 }
 
 func (c *Client) getPlan() *plan {
@@ -251,8 +253,9 @@ func (c *Client) call(ctx context.Context, s int, req []byte) ([]byte, error) {
 // transport.RequestAppend). It returns the whole response buffer, for
 // reuse, and its payload.
 // values says that req asks for a values-only response (pull, pushpull).
-func (c *Client) callAppend(ctx context.Context, s int, dst, req []byte, values bool) (buf, payload []byte, err error) {
-	buf, err = requestAppend(ctx, c.tr, dst, c.servers[s], req, c.timeout)
+// reqs, when not nil, is the request in pieces (req is then unused).
+func (c *Client) callAppend(ctx context.Context, s int, dst, req []byte, reqs [][]byte, values bool) (buf, payload []byte, err error) {
+	buf, err = requestAppend(ctx, c.tr, dst, c.servers[s], req, reqs, c.timeout)
 	if err != nil {
 		if ctx.Err() != nil {
 			return buf, nil, ctx.Err()
@@ -289,14 +292,21 @@ func request(ctx context.Context, tr transport.Transport, to transport.NodeID, r
 	return resp, err
 }
 
-// requestAppend is request with the response appended to dst.
-func requestAppend(ctx context.Context, tr transport.Transport, dst []byte, to transport.NodeID, req []byte, timeout time.Duration) ([]byte, error) {
-	if timeout <= 0 {
+// requestAppend is request with the response appended to dst; reqs, when
+// not nil, is the request in pieces instead of req.
+func requestAppend(ctx context.Context, tr transport.Transport, dst []byte, to transport.NodeID, req []byte, reqs [][]byte, timeout time.Duration) ([]byte, error) {
+	send := func(ctx context.Context) ([]byte, error) {
+		if reqs != nil {
+			return transport.RequestAppendV(ctx, tr, dst, to, reqs)
+		}
 		return transport.RequestAppend(ctx, tr, dst, to, req)
+	}
+	if timeout <= 0 {
+		return send(ctx)
 	}
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	resp, err := transport.RequestAppend(rctx, tr, dst, to, req)
+	resp, err := send(rctx)
 	if err != nil && ctx.Err() == nil && rctx.Err() != nil {
 		return dst, fmt.Errorf("%w within %v", errNoAnswer, timeout)
 	}
@@ -379,7 +389,23 @@ func (c *Client) do(ctx context.Context, o op, keys []uint64, vals, out []float3
 		}
 	}
 	send := func(ctx context.Context, s int) error {
-		pl.bufs[s] = c.encode(pl.bufs[s], o, pl.per[s], pl.nvals[s], vals, pa)
+		// When this server's share of vals is one stretch, the request is
+		// sent in two pieces, the header and a byte view of that stretch
+		// (little-endian hosts): the in-process server applies it from the
+		// caller's memory, TCP writes it from there, nothing is encoded.
+		// Not when out overlaps vals (PushPull in place), since the reply
+		// is received into out.
+		var reqs [][]byte
+		if o != opPull && bulkF32 {
+			if v, ok := contiguous(pl.per[s], vals); ok && (out == nil || !overlapF32(v, out)) {
+				pl.bufs[s] = c.encode(pl.bufs[s], o, pl.per[s], 0, nil, pa)
+				reqs = append(pl.vec[s][:0], pl.bufs[s], f32Bytes(v))
+				pl.vec[s] = reqs
+			}
+		}
+		if reqs == nil {
+			pl.bufs[s] = c.encode(pl.bufs[s], o, pl.per[s], pl.nvals[s], vals, pa)
+		}
 		values := o == opPull || o == opPushPull
 		// When this server's values fill one stretch of out, they are
 		// received straight into it (through a byte view of out, on
@@ -392,7 +418,8 @@ func (c *Client) do(ctx context.Context, o op, keys []uint64, vals, out []float3
 				dst, direct = f32Bytes(v)[:0], true
 			}
 		}
-		buf, resp, err := c.callAppend(ctx, s, dst, pl.bufs[s], values)
+		buf, resp, err := c.callAppend(ctx, s, dst, pl.bufs[s], reqs, values)
+		clear(pl.vec[s]) // drop the view of vals
 		if !direct {
 			pl.resps[s] = buf
 		}
@@ -453,7 +480,17 @@ func contiguous(ps []piece, out []float32) ([]float32, bool) {
 	return out[ps[0].src:end], true
 }
 
-// encode writes the request for one server into buf.
+// overlapF32 reports whether a and b share memory.
+func overlapF32(a, b []float32) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return false
+	}
+	a0, b0 := uintptr(unsafe.Pointer(&a[0])), uintptr(unsafe.Pointer(&b[0]))
+	return a0 < b0+4*uintptr(len(b)) && b0 < a0+4*uintptr(len(a))
+}
+
+// encode writes the request for one server into buf: with nvals = 0 and
+// vals nil, only its header (padded), for a request sent in pieces.
 func (c *Client) encode(buf []byte, o op, ps []piece, nvals int, vals []float32, pa pushArgs) []byte {
 	size := 2 + 29 + 4 + segBytes*len(ps) + 3 + 4*nvals
 	if cap(buf) < size {
@@ -473,6 +510,9 @@ func (c *Client) encode(buf []byte, o op, ps []piece, nvals int, vals []float32,
 	}
 	if o != opPull {
 		e.pad4()
+		if vals == nil {
+			return e.b // the values travel as a piece of their own
+		}
 		n := len(e.b)
 		e.b = e.b[:n+4*nvals]
 		off := n

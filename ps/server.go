@@ -2,6 +2,7 @@ package ps
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -35,7 +36,7 @@ type Server struct {
 	pool  sync.Pool // *scratch
 }
 
-var _ transport.AppendHandler = (*Server)(nil)
+var _ transport.VectorHandler = (*Server)(nil)
 
 type scratch struct {
 	keys []uint64
@@ -82,7 +83,35 @@ func (s *Server) HandleRequest(ctx context.Context, from transport.NodeID, req [
 // the buffer the transport offers, the caller's own on an in-process
 // transport. req is only read.
 func (s *Server) HandleRequestAppend(_ context.Context, _ transport.NodeID, req, dst []byte) ([]byte, error) {
-	resp, err := s.serve(req, dst[:0])
+	resp, err := s.serve(req, nil, dst[:0])
+	return answer(req, resp, err)
+}
+
+// HandleRequestV is HandleRequestAppend with the request in pieces (see
+// transport.VectorHandler): a push or init whose values come as a piece of
+// their own is applied straight from that piece, so a client in the same
+// process never copies its gradients. Any other split is joined first.
+func (s *Server) HandleRequestV(ctx context.Context, from transport.NodeID, reqs [][]byte, dst []byte) ([]byte, error) {
+	if len(reqs) == 2 {
+		resp, err := s.serve(reqs[0], reqs[1], dst[:0])
+		// A malformed header may just be a different split: the joined
+		// request decides (nothing was applied, serve validates first).
+		if !errors.Is(err, errSplit) && !errors.Is(err, ErrMalformed) {
+			return answer(reqs[0], resp, err)
+		}
+	}
+	var joined []byte
+	for _, r := range reqs {
+		joined = append(joined, r...)
+	}
+	return s.HandleRequestAppend(ctx, from, joined, dst)
+}
+
+// errSplit reports a request in pieces not split where serve expects.
+var errSplit = errors.New("ps: request split elsewhere than before its values")
+
+// answer turns serve's result into a handler's.
+func answer(req, resp []byte, err error) ([]byte, error) {
 	if err != nil {
 		if returnsValues(req) {
 			return nil, newValuesError(err)
@@ -92,11 +121,30 @@ func (s *Server) HandleRequestAppend(_ context.Context, _ transport.NodeID, req,
 	return resp, nil
 }
 
-// serve answers req with a response appended to dst (empty).
-func (s *Server) serve(req, dst []byte) ([]byte, error) {
+// values returns the value block of a push or init whose header d has read
+// up to the padding: the rest of req, or tail when the values came as a
+// piece of their own (then nothing may follow the padding in req).
+func values(d *decoder, req, tail []byte, total int) []byte {
+	d.pad4(len(req))
+	if tail == nil {
+		return d.bytes(4 * total)
+	}
+	if d.err == nil && (len(d.b) != 0 || len(tail) != 4*total) {
+		d.err = errSplit
+	}
+	return tail
+}
+
+// serve answers req with a response appended to dst (empty). tail, when
+// not nil, is the value block of a push or init sent as a piece of its
+// own: the request is req followed by tail.
+func (s *Server) serve(req, tail, dst []byte) ([]byte, error) {
 	o, body, err := header(req)
 	if err != nil {
 		return nil, err
+	}
+	if tail != nil && o != opInit && o != opPush && o != opPushPull {
+		return nil, errSplit
 	}
 	d := decoder{b: body}
 	switch o {
@@ -143,8 +191,7 @@ func (s *Server) serve(req, dst []byte) ([]byte, error) {
 			}
 			return s.pull(sc, total, dst)
 		}
-		d.pad4(len(req))
-		vb := d.bytes(4 * total)
+		vb := values(&d, req, tail, total)
 		if err := d.end(); err != nil {
 			return nil, err
 		}
@@ -168,8 +215,7 @@ func (s *Server) serve(req, dst []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		d.pad4(len(req))
-		vb := d.bytes(4 * total)
+		vb := values(&d, req, tail, total)
 		if err := d.end(); err != nil {
 			return nil, err
 		}

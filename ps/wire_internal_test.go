@@ -318,6 +318,14 @@ func TestClient_ValuesPathErrorsAndModes(t *testing.T) {
 				if want := []float32{0, 1, 2, 3, 4, 5}; !slices.Equal(out, want) {
 					t.Fatalf("PushPull out = %v, want %v", out, want)
 				}
+				// In place (vals = out): the push is encoded, not lent.
+				inPlace := []float32{1, 1, 1, 1, 1, 1}
+				if err := cl.PushPull(ctx, keys, inPlace, inPlace, nil); err != nil {
+					t.Fatal(err)
+				}
+				if want := []float32{-1, 0, 1, 2, 3, 4}; !slices.Equal(inPlace, want) {
+					t.Fatalf("PushPull in place = %v, want %v", inPlace, want)
+				}
 				// The client believes key 9 exists; the server refuses the pull.
 				cl.learn([]uint64{9}, []int{3})
 				err = cl.Pull(ctx, []uint64{1, 9}, make([]float32, 6), nil)
@@ -353,5 +361,37 @@ func TestAxpyNeg(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestServer_RequestInPieces: a request served in pieces, split anywhere,
+// has the effect and answer of the joined request.
+func TestServer_RequestInPieces(t *testing.T) {
+	ctx := context.Background()
+	vals := []float32{1, 2, 3, 4, 5}
+	req := rawPush([]uint64{5, 7}, []int{2, 3}, vals)
+	hdr := len(req) - 4*len(vals)
+	for _, cut := range []int{0, 2, 10, hdr - 1, hdr, hdr + 1, len(req) - 4, len(req)} {
+		a, _ := NewServer("a", ServerConfig{Store: StoreConfig{Optimizer: SGD{LR: 1}}})
+		b, _ := NewServer("b", ServerConfig{Store: StoreConfig{Optimizer: SGD{LR: 1}}})
+		for _, s := range []*Server{a, b} {
+			s.store.InitValues([]uint64{5, 7}, []int{2, 3}, []float32{10, 10, 10, 10, 10})
+		}
+		want, werr := a.HandleRequestAppend(ctx, "c", req, nil)
+		got, gerr := b.HandleRequestV(ctx, "c", [][]byte{req[:cut], req[cut:]}, nil)
+		if !slices.Equal(got, want) || (werr == nil) != (gerr == nil) {
+			t.Fatalf("cut %d: answer %v, %v; joined %v, %v", cut, got, gerr, want, werr)
+		}
+		va, _ := a.store.Value(nil, 7)
+		vb, _ := b.store.Value(nil, 7)
+		if !slices.Equal(va, vb) || b.store.Steps(7) != 1 {
+			t.Fatalf("cut %d: key 7 = %v after %d steps, want %v after 1", cut, vb, b.store.Steps(7), va)
+		}
+	}
+	// A malformed request in pieces is refused like the joined one.
+	s, _ := NewServer("s", DefaultServerConfig())
+	resp, err := s.HandleRequestV(ctx, "c", [][]byte{req[:hdr], req[hdr : len(req)-1]}, nil)
+	if _, perr := parseResponse(resp, "s"); err != nil || !errors.Is(perr, ErrMalformed) {
+		t.Fatalf("truncated push in pieces: %v %v", perr, err)
 	}
 }
