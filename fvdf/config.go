@@ -38,6 +38,10 @@ type Config struct {
 	// compresses only where that still shortens the bottleneck. Zero (false)
 	// means pipelined stages, D = min(k_s·s, r/ρ, k_r·u).
 	SequentialStages bool
+	// NoDerate makes the scheduler plan with the predicted codec speeds as
+	// they are, even when the Estimator reports its recent error (see
+	// Uncertain). Zero (false) means speeds are divided by 1 + error.
+	NoDerate bool
 	// NoCoreHeadroom turns off the last backfill step: cores still free on a
 	// machine after all allocations are handed to its compressed flows in
 	// proportion to their reservations, so their codec stages keep up with

@@ -215,3 +215,36 @@ func TestScheduler_CoreHeadroom(t *testing.T) {
 		t.Fatalf("headroom did not help against a 3x over-prediction: %v vs %v", with, without)
 	}
 }
+
+// uncertain is a Nominal estimator reporting a fixed relative error.
+type uncertain struct{ err float64 }
+
+func (u uncertain) Estimate(_ time.Duration, f *coflow.Fabric, k int) coflow.CodecProfile {
+	return f.Codec(k)
+}
+func (u uncertain) Uncertainty(int) float64 { return u.err }
+
+// TestScheduler_DeratesUncertainSpeeds checks that with an estimator that
+// reports a relative error e the scheduler plans with speed s/(1+e): a
+// lone compressed flow reserves (1+e)× the sender cores.
+func TestScheduler_DeratesUncertainSpeeds(t *testing.T) {
+	fab := coflow.NewFabric(2, 125e6).SetCores(64)
+	fab.Codecs = []coflow.CodecProfile{{Name: "lz4", CompressSpeed: 600e6, DecompressSpeed: 4.9e9, Ratio: 0.36}}
+	st := &coflow.State{Fabric: fab, Coflows: []coflow.CoflowState{{Index: 0, Weight: 1, Width: 1, Bytes: 1e9,
+		Flows: []coflow.FlowState{{Ref: coflow.FlowRef{}, Src: 0, Dst: 1, Bytes: 1e9, Remaining: 1e9}}}}}
+	cores := func(noDerate bool) float64 {
+		s, err := New(Config{StarvationPeriod: -1, NoDerate: noDerate, NoCoreHeadroom: true}, uncertain{1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		al := s.Schedule(0, st)
+		if len(al) != 1 || al[0].Codec == coflow.Raw {
+			t.Fatalf("want one compressed allocation, got %+v", al)
+		}
+		return al[0].SendCores
+	}
+	plain, derated := cores(true), cores(false)
+	if math.Abs(derated/plain-2) > 1e-9 {
+		t.Fatalf("sender cores %v derated vs %v plain, want ratio 2", derated, plain)
+	}
+}

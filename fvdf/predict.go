@@ -148,11 +148,26 @@ func (o Oracle) Estimate(now time.Duration, f *coflow.Fabric, k int) coflow.Code
 // only after the compression it measures), one aggregated observation per
 // (time, codec). The ratio is taken from the fabric (the data mix is
 // known); speeds are predicted.
+//
+// It also tracks, per codec, an EWMA (α = 0.3, ours) of the relative error
+// |predicted − measured| / measured of its compression-speed predictions,
+// reported by Uncertainty.
 type Predicted struct {
 	preds   map[int]predictor.Predictor
 	make    func(def predictor.Estimate) (predictor.Predictor, error)
 	pending []obs
+	errs    map[int]float64
 }
+
+// uncertaintyAlpha is the smoothing of the prediction-error EWMA (ours: the
+// predictor package's default EWMA factor).
+const uncertaintyAlpha = 0.3
+
+var _ Uncertain = (*Predicted)(nil)
+
+// Uncertainty implements Uncertain: the smoothed relative error of codec
+// k's speed predictions so far (0 before any measurement).
+func (p *Predicted) Uncertainty(k int) float64 { return p.errs[k] }
 
 type obs struct {
 	at       time.Duration
@@ -167,7 +182,7 @@ func NewPredicted(name string, cfg predictor.Config) (*Predicted, error) {
 	if _, err := predictor.New(name, cfg); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnknownPredictor, err)
 	}
-	return &Predicted{preds: map[int]predictor.Predictor{}, make: func(def predictor.Estimate) (predictor.Predictor, error) {
+	return &Predicted{preds: map[int]predictor.Predictor{}, errs: map[int]float64{}, make: func(def predictor.Estimate) (predictor.Predictor, error) {
 		c := cfg
 		c.Default = def
 		return predictor.New(name, c)
@@ -233,7 +248,15 @@ func (p *Predicted) Estimate(now time.Duration, f *coflow.Fabric, k int) coflow.
 				continue
 			}
 			n := float64(o.nSamples)
-			p.get(f, o.codec).Observe(predictor.Measurement{At: o.at, CompressSpeed: o.cs / n, DecompressSpeed: o.ds / n})
+			q := p.get(f, o.codec)
+			if meas := o.cs / n; meas > 0 {
+				e := math.Abs(q.Predict().CompressSpeed-meas) / meas
+				if old, ok := p.errs[o.codec]; ok {
+					e = uncertaintyAlpha*e + (1-uncertaintyAlpha)*old
+				}
+				p.errs[o.codec] = e
+			}
+			q.Observe(predictor.Measurement{At: o.at, CompressSpeed: o.cs / n, DecompressSpeed: o.ds / n})
 		}
 		p.pending = keep
 	}

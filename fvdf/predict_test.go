@@ -57,6 +57,10 @@ func TestPredicted_LearnsOnlyFromThePast(t *testing.T) {
 	if e.CompressSpeed != 200e6 || e.DecompressSpeed != 2e9 || e.Ratio != 0.4 {
 		t.Fatalf("estimate = %+v, want s=200e6 u=2e9 ρ=0.4", e)
 	}
+	// The prior predicted 600e6 against a measured 200e6: relative error 2.
+	if u := p.Uncertainty(1); math.Abs(u-2) > 1e-12 {
+		t.Fatalf("uncertainty = %v, want 2", u)
+	}
 	if _, err := NewPredicted("nope", predictor.Config{}); !errors.Is(err, ErrUnknownPredictor) {
 		t.Fatalf("err = %v, want ErrUnknownPredictor", err)
 	}

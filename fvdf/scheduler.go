@@ -19,6 +19,15 @@ type Estimator interface {
 	Estimate(now time.Duration, f *coflow.Fabric, k int) coflow.CodecProfile
 }
 
+// Uncertain is an optional capability of an Estimator: the relative error
+// (0 = exact) of its recent codec-speed predictions for codec k. The
+// scheduler then plans with the pessimistic speed predicted/(1 + error),
+// so that an over-predicted codec does not fall behind the wire it
+// reserved (unless Config.NoDerate).
+type Uncertain interface {
+	Uncertainty(k int) float64
+}
+
 // Nominal is the Estimator that returns the fabric's own codec profiles
 // (an oracle when the true speeds never change).
 type Nominal struct{}
@@ -282,8 +291,17 @@ func (s *Scheduler) codecProfiles(now time.Duration, f *coflow.Fabric) []coflow.
 		return nil
 	}
 	out := make([]coflow.CodecProfile, len(f.Codecs)+1)
+	unc, derate := s.est.(Uncertain)
+	derate = derate && !s.cfg.NoDerate
 	for k := 1; k <= len(f.Codecs); k++ {
 		out[k] = s.est.Estimate(now, f, k)
+		if derate {
+			// Plan with a pessimistic speed: predicted / (1 + recent error).
+			if e := unc.Uncertainty(k); e > 0 {
+				out[k].CompressSpeed /= 1 + e
+				out[k].DecompressSpeed /= 1 + e
+			}
+		}
 	}
 	return out
 }

@@ -44,6 +44,7 @@ func main() {
 		static     = flag.Bool("static", false, "constant true codec speeds (no contention drift)")
 		sweep      = flag.Bool("sweep", false, "sweep bandwidth 1,10,40 × cores 1,4,16 and each data class alone")
 		sequential = flag.Bool("sequential", false, "sequential (non-pipelined) compression stages in the simulator")
+		noDerate   = flag.Bool("noderate", false, "FVDF plans with predicted codec speeds as they are (no derating by recent error)")
 		noHeadroom = flag.Bool("noheadroom", false, "FVDF does not hand leftover cores to compressed flows")
 		whole      = flag.Bool("wholecores", false, "FVDF reserves whole cores per compressed flow")
 		cpuprofile = flag.String("cpuprofile", "", "write a CPU profile to this file")
@@ -82,6 +83,7 @@ func main() {
 	base.Jobs.Seed = *seed
 	base.FVDF.WholeCores = *whole
 	base.FVDF.NoCoreHeadroom = *noHeadroom
+	base.FVDF.NoDerate = *noDerate
 	if *sequential {
 		sc := coflow.Config{Pipelining: false}
 		base.Sim = &sc
