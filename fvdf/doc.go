@@ -38,7 +38,10 @@
 // Prediction in the loop: the scheduler decides with an [Estimator]
 // ([Nominal], [Oracle], or [Predicted] wrapping any predictor.Predictor by
 // name), while the simulator advances with [TrueSpeeds] driven by a seeded
-// [Contention] drift; measured speeds flow back to the predictor.
+// [Contention] drift; measured speeds flow back to the predictor. An
+// estimator that reports its recent relative error ([Uncertain], as
+// Predicted does) makes the scheduler plan with the pessimistic speed
+// predicted/(1 + error).
 //
 // [Jobs] wraps coflows in map → shuffle → reduce jobs for JCT. [Run]
 // replays a workload under "fvdf", "sebf" or "fvdf-raw" and returns
