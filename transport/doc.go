@@ -26,11 +26,16 @@
 // ([ErrFrameTooLarge]) and refuses input that cannot decode to exactly the
 // declared size ([ErrCorruptFrame]).
 //
-// Two optional interfaces, found by type assertion, are implemented by
-// both transports: [RequestAppender] reads a response into a caller's
-// reused buffer (call it on any Transport with [RequestAppend]), and
-// [StatsReporter] counts frames and raw and wire bytes in each direction,
-// the traffic a compression policy saves.
+// Optional interfaces, found by type assertion, are implemented by both
+// transports: [RequestAppender] reads a response into a caller's reused
+// buffer (call it on any Transport with [RequestAppend]), [VectorRequester]
+// sends a request given in pieces without joining them ([RequestAppendV]),
+// and [StatsReporter] counts frames and raw and wire bytes in each
+// direction, the traffic a compression policy saves. On the serving side a
+// Handler may also be an [AppendHandler] (it writes its response into a
+// buffer the transport offers) and a [VectorHandler] (it reads a request in
+// pieces); with both, an in-process request and its response are never
+// copied.
 //
 // # Ordering and concurrency
 //
@@ -142,12 +147,22 @@
 //
 //	go test -run '^$' -bench 'Paired|Request|Ceiling' -benchtime 1s ./transport
 //
-// The hot path writes header and body with one system call (copied
-// together below 16 KiB, a writev above), reads through a 64 KiB buffer,
-// and keeps request bodies and compression scratch in pooled buffers; the
-// remaining gap to the raw stream is the goroutine hand-offs that
-// multiplexing needs and, for Request, allocating each response (which
-// RequestAppend avoids).
+// The TCP hot path writes header and body (or the pieces of a
+// RequestAppendV) with one system call (copied together below 16 KiB, a
+// writev above), reads through a 64 KiB buffer that large bodies bypass
+// (they are read straight into their destination), and keeps request
+// bodies, AppendHandler responses and compression scratch in pooled
+// buffers; the remaining gap to the raw stream is the goroutine hand-offs
+// that multiplexing needs and, for Request, allocating (and zeroing) each
+// response, which the caller owns: RequestAppend avoids it. A bigger read
+// buffer would not help large bodies (it would add a copy), and pooling
+// Request's responses is impossible since the caller keeps them.
+//
+// Inmem copies nothing without compression: the handler borrows the
+// caller's request (or its pieces), and the response is handed to the
+// caller as it is, or written by an AppendHandler straight into the
+// caller's dst. With compression, bodies travel in pooled buffers and a
+// body that does not shrink is lent rather than copied.
 //
 // # Usage
 //
