@@ -275,3 +275,65 @@ func (*reverser) HandleRequestAppend(_ context.Context, _ transport.NodeID, req,
 }
 
 func (*reverser) HandleMessage(transport.NodeID, []byte) {}
+
+// echoAppend is an AppendHandler that answers a request of even length
+// with the request itself (allowed: a response may alias req) and one of
+// odd length with its reversal, written into the offered buffer.
+type echoAppend struct{}
+
+func (h echoAppend) HandleRequest(ctx context.Context, from transport.NodeID, req []byte) ([]byte, error) {
+	return h.HandleRequestAppend(ctx, from, req, nil)
+}
+
+func (echoAppend) HandleRequestAppend(_ context.Context, _ transport.NodeID, req, dst []byte) ([]byte, error) {
+	if len(req)%2 == 0 {
+		return req, nil
+	}
+	for i := len(req) - 1; i >= 0; i-- {
+		dst = append(dst, req[i])
+	}
+	return dst, nil
+}
+
+func (echoAppend) HandleMessage(transport.NodeID, []byte) {}
+
+// TestTCP_AppendHandlerAliasingRequest: a response that is the request
+// buffer itself must not enter the response pool as well as the request
+// pool (the two would then hand it out twice); concurrent answers of
+// different sizes, some aliasing the request and some in pooled buffers,
+// stay intact.
+func TestTCP_AppendHandlerAliasingRequest(t *testing.T) {
+	nodes := tcpCluster(t, transport.TCPConfig{}, []transport.Handler{transporttest.Echo{}, echoAppend{}})
+	ctx := testCtx(t)
+	errs := make(chan error, 6)
+	for g := range 6 {
+		go func() {
+			for i := range 40 {
+				req := bytes.Repeat([]byte{byte(g + 1), byte(i)}, 1+(g*1237+i*517)%40000)
+				if i%2 == 1 {
+					req = append(req, 0xEE) // odd length: answered in the pooled buffer
+				}
+				want := bytes.Clone(req)
+				if len(req)%2 == 1 {
+					for j := range req {
+						want[len(req)-1-j] = req[j]
+					}
+				}
+				got, err := nodes[0].Request(ctx, nodes[1].LocalID(), req)
+				if err == nil && !bytes.Equal(got, want) {
+					err = fmt.Errorf("goroutine %d request %d: answer differs", g, i)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 6 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
