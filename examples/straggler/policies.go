@@ -65,13 +65,29 @@ func allPolicies() []policySpec {
 	}
 }
 
-// selectPolicies returns the specs named in a comma-separated list ("all"
-// for every one).
-func selectPolicies(list string) ([]policySpec, error) {
-	all := allPolicies()
-	if list == "" || list == "all" {
-		return all, nil
+// ablationPolicies are EPSP-enforced with one mechanism switched off. They
+// are not part of "all"; name them in -policies.
+func ablationPolicies() []policySpec {
+	mk := func(elastic, transfer bool) func(straggler.Model, int) (epsp.Policy, error) {
+		return func(topo straggler.Model, _ int) (epsp.Policy, error) {
+			c := epsp.DefaultEPSPConfig()
+			c.Elastic, c.Transfer, c.Topology = elastic, transfer, topo
+			return epsp.NewEPSP(c)
+		}
 	}
+	return []policySpec{
+		{"epsp-enforced-noelastic", "s=0, task transfer only", mk(false, true)},
+		{"epsp-enforced-notransfer", "s=0, elastic parallelism only", mk(true, false)},
+	}
+}
+
+// selectPolicies returns the specs named in a comma-separated list ("all"
+// for every one of the study; the ablations only by name).
+func selectPolicies(list string) ([]policySpec, error) {
+	if list == "" || list == "all" {
+		return allPolicies(), nil
+	}
+	all := append(allPolicies(), ablationPolicies()...)
 	var out []policySpec
 	for _, name := range strings.Split(list, ",") {
 		name = strings.TrimSpace(name)
