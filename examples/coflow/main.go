@@ -8,6 +8,13 @@
 //	go run ./examples/coflow -trace t.txt -sched sebf -format coflowsim > sebf.out
 //	go run ./examples/coflow -trace t.txt -sched sebf -mode coflowsim
 //
+// With -sched fvdf (or sebf-guard, fvdf-raw), or any of -bandwidth, -cores,
+// -data, -predictor, the replay models compression (package fvdf: per-machine
+// cores, lz4/snappy profiles for a data mix, a codec-speed predictor) and
+// prints one line per scheduler:
+//
+//	sched=<name> mode=exact coflows=<n> avg_cct_ms=<float> p95_cct_ms=<float> avg_jct_ms=<float> wire_bytes=<n> raw_bytes=<n> max_wait_ms=<float> wall_ms=<float>
+//
 // Modes: exact (default) is coflow.Sim, the event-driven fluid simulator;
 // coflowsim replays with the coflowsim-compatible semantics of package
 // coflow/coflowsim (epoch admission, 8 ms quanta, static SEBF order).
@@ -45,6 +52,8 @@ type options struct {
 	synthPorts, synthCoflows         int
 	synthGap                         time.Duration
 	seed                             uint64
+	comp                             compressionOptions
+	set                              map[string]bool // flags given on the command line
 }
 
 func main() {
@@ -58,8 +67,14 @@ func main() {
 	flag.IntVar(&o.synthPorts, "synth-ports", 50, "ports of the built-in synthetic trace")
 	flag.IntVar(&o.synthCoflows, "synth-coflows", 200, "coflows of the built-in synthetic trace")
 	flag.DurationVar(&o.synthGap, "synth-gap", time.Second, "mean inter-arrival of the built-in synthetic trace")
-	flag.Uint64Var(&o.seed, "seed", 1, "seed of the built-in synthetic trace")
+	flag.Uint64Var(&o.seed, "seed", 1, "seed of the built-in synthetic trace (and of the codec-speed drift and job model with compression)")
+	flag.Float64Var(&o.comp.bandwidthGbps, "bandwidth", 0, "with compression: port bandwidth in Gbit/s (default: -port-bps)")
+	flag.Float64Var(&o.comp.cores, "cores", 4, "with compression: cores per machine usable by codecs")
+	flag.StringVar(&o.comp.data, "data", "shuffle", "with compression: data mix: shuffle, a class (float32, sparse, int8, text, random) or class=w,...")
+	flag.StringVar(&o.comp.predictor, "predictor", "ewma", "with compression: codec-speed predictor: oracle, last, ewma, ar, lstm, gru")
 	flag.Parse()
+	o.set = map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	if err := run(o, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "coflow:", err)
 		os.Exit(1)
@@ -106,9 +121,15 @@ func run(o options, w io.Writer) error {
 	if o.scheds == "all" {
 		names = coflow.SchedulerNames()
 	}
+	for i := range names {
+		names[i] = strings.TrimSpace(names[i])
+	}
 	tr, label, err := loadTrace(o)
 	if err != nil {
 		return err
+	}
+	if wantsCompression(names, o.comp, o.set) {
+		return runCompression(tr, names, o, w)
 	}
 	var csvOut io.Writer
 	if o.csv != "" {

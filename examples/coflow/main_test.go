@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -118,5 +120,60 @@ func TestRun_CoflowsimMode(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("%d coflowsim summary lines, want 1:\n%s", n, out.String())
+	}
+}
+
+var compressionLine = regexp.MustCompile(`^sched=(\S+) mode=exact coflows=(\d+) avg_cct_ms=[0-9.]+ p95_cct_ms=[0-9.]+ avg_jct_ms=[0-9.]+ wire_bytes=(\d+) raw_bytes=(\d+) max_wait_ms=[0-9.]+ wall_ms=[0-9.]+$`)
+
+func TestRun_CompressionAwareReplay(t *testing.T) {
+	o := testOptions()
+	o.scheds = "fvdf,sebf"
+	o.comp = compressionOptions{cores: 4, data: "text", predictor: "ewma"}
+	var out bytes.Buffer
+	if err := run(o, &out); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range strings.Split(out.String(), "\n") {
+		m := compressionLine.FindStringSubmatch(l)
+		if m == nil {
+			if strings.HasPrefix(l, "sched=") {
+				t.Errorf("malformed line %q", l)
+			}
+			continue
+		}
+		got = append(got, m[1])
+		if m[2] != "20" {
+			t.Errorf("%s: coflows = %s, want 20", m[1], m[2])
+		}
+		wire, _ := strconv.ParseFloat(m[3], 64)
+		raw, _ := strconv.ParseFloat(m[4], 64)
+		switch m[1] {
+		case "fvdf":
+			// Text compresses (ratio well below 1): FVDF must send fewer bytes than it disposes of.
+			if !(wire < raw) {
+				t.Errorf("fvdf: wire bytes %s not below raw bytes %s on text", m[3], m[4])
+			}
+		case "sebf":
+			if wire != raw {
+				t.Errorf("sebf: wire bytes %s != raw bytes %s (SEBF never compresses)", m[3], m[4])
+			}
+		}
+	}
+	if strings.Join(got, ",") != "fvdf,sebf" {
+		t.Fatalf("lines for %v, want fvdf,sebf\n%s", got, out.String())
+	}
+}
+
+func TestRun_CompressionNeedsExactMode(t *testing.T) {
+	o := testOptions()
+	o.scheds, o.mode = "fvdf", "coflowsim"
+	o.comp = compressionOptions{cores: 4, data: "shuffle", predictor: "ewma"}
+	if err := run(o, io.Discard); err == nil || !strings.Contains(err.Error(), "-mode exact") {
+		t.Fatalf("run = %v, want an error asking for -mode exact", err)
+	}
+	o.mode, o.scheds = "exact", "fvdf,dclas"
+	if err := run(o, io.Discard); err == nil || !strings.Contains(err.Error(), "dclas") {
+		t.Fatalf("run = %v, want an error naming dclas", err)
 	}
 }
