@@ -52,9 +52,13 @@ type EPSPConfig struct {
 	// parallelism the worker had at the first control round (then nothing
 	// can move: set a Topology or PMax to make elastic control useful).
 	Topology Topology
-	// Transfers configures the transfer planner: φ, minimum chunk, and the
-	// threshold on a giver's remaining work. Zero fields take the planner's
-	// defaults (φ = 0.5, 1 sample, 10 % of the batch).
+	// Transfers configures the transfer planner: the splitting rule, the
+	// minimum chunk and the threshold on a giver's remaining work. Zero
+	// fields take the planner's defaults: SplitAll false is FlexRR's
+	// pairwise rule (φ = 0.5 of the remaining tail, one taker per giver at
+	// a time), 1 sample, 10 % of the batch. [DefaultEPSPConfig] sets
+	// SplitAll: a giver's remaining tail is split among it and all blocked
+	// idle takers in proportion to their speeds.
 	Transfers straggler.TransferConfig
 	// NoExtrapolate, if set, estimates a giver's position from its last
 	// progress report alone. By default the position is extrapolated to
@@ -65,9 +69,10 @@ type EPSPConfig struct {
 }
 
 // DefaultEPSPConfig returns enforced synchronization (s = 0) with elastic
-// parallelism and task transfer on, and every other field at its default.
+// parallelism and task transfer on, transfers by the multi-taker split
+// (Transfers.SplitAll), and every other field at its default.
 func DefaultEPSPConfig() EPSPConfig {
-	return EPSPConfig{Staleness: 0, Elastic: true, Transfer: true}
+	return EPSPConfig{Staleness: 0, Elastic: true, Transfer: true, Transfers: straggler.TransferConfig{SplitAll: true}}
 }
 
 // Validate checks the configuration.
@@ -116,17 +121,39 @@ func (c *EPSPConfig) Validate() error {
 //   - Elastic parallelism (Elastic): every ControlEvery ticks the
 //     [straggler.Controller] moves cores within each host's budget towards
 //     the workers whose projected clock is longest, with a dead-band.
-//   - Task transfer (Transfer): a blocked pioneer — a waiting worker the
-//     barrier or gate does not release — that is not already computing a
-//     transfer gets, from the [straggler.Planner], φ (0.5) of the remaining
-//     tail of a worker that blocks it (one whose clock is below the
-//     pioneer's minus s) and whose remaining work is at least the
-//     threshold (10 % of its batch). A taker is released only after its
+//   - Task transfer (Transfer): blocked pioneers — waiting workers the
+//     barrier or gate does not release — that are not already computing a
+//     transfer take work from workers that block them (whose clock is
+//     below the pioneer's minus s) and whose remaining work is at least
+//     the threshold (10 % of its batch). By default ([straggler.Planner]
+//     with SplitAll) one planning round splits each such giver's remaining
+//     tail R among the giver and ALL the blocked idle takers assigned to
+//     it, taker i getting ⌊R·v_i/(v_g + Σ_j v_j)⌋ (speeds from the EWMA
+//     estimates; a taker whose share would be under the minimum chunk is
+//     skipped), so that all finish together; with several givers, takers
+//     go greedily to the giver with the longest projected finish time,
+//     which shares them in proportion to the givers' remaining time. The
+//     pieces are ordered tail-first (highest Lo first) and the giver has
+//     them all outstanding until answered. Without SplitAll, a taker gets
+//     φ = 0.5 of one giver's tail and a giver has at most one order
+//     outstanding (FlexRR's rule). A taker is released only after its
 //     transfer is done; a giver answers each order (a refusal returns the
 //     range, and that giver is not asked for that taker again in the same
-//     clock), and a giver has at most one order outstanding. An accepted
-//     range may start later than ordered but must end at the ordered Hi
-//     (the policy's ledger keeps each owner's part contiguous).
+//     clock). An accepted range may start later than ordered but must end
+//     at the ordered Hi; the runtimes accept an order only while it is the
+//     tail of what the giver still owns, so each owner's part stays one
+//     prefix [0, end).
+//
+// The multi-taker split is our reconstruction of Falcon's guideline
+// "transferring blocked tasks to pioneer workers for fully exploiting
+// cluster computation capacity". It was chosen after the first comparison
+// in examples/straggler, in which EPSP used the pairwise FlexRR-style
+// split, on this analysis: with one straggler (speed 1) and 11 blocked
+// pioneers (speed 4), halving hands the first pioneer R/2, which then
+// needs R/8 time units and cannot be split again, while the proportional
+// split among all 12 finishes in R/45. It is not the paper's published
+// rule (none is public); Transfers.SplitAll = false gives the earlier
+// behaviour.
 //
 // With all workers equally fast, no worker has transferable work when
 // another finishes and no worker is slow, so EPSP orders exactly what BSP
@@ -198,11 +225,14 @@ func NewEPSP(cfg EPSPConfig) (*EPSP, error) {
 	}
 	if !cfg.Transfer {
 		name += ",no-transfer"
+	} else if !cfg.Transfers.SplitAll {
+		name += ",pairwise"
 	}
 	return &EPSP{cfg: cfg, name: name + ")", ctl: ctl, planner: pl, curve: curve, refused: map[[2]int]int{}}, nil
 }
 
-// Name returns e.g. "epsp(enforced)" or "epsp(slack,s=2,no-transfer)".
+// Name returns e.g. "epsp(enforced)", "epsp(slack,s=2,no-transfer)" or
+// "epsp(enforced,no-elastic,pairwise)" (transfers without SplitAll).
 func (p *EPSP) Name() string { return p.name }
 
 // Config returns the configuration with defaults filled in.
@@ -266,7 +296,10 @@ func (p *EPSP) Step(now time.Duration, v View, e Event) Output {
 	}
 	if p.cfg.Transfer {
 		blocks := func(g, t WorkerID) bool { return v.Clock(g) < v.Clock(t)-p.cfg.Staleness }
-		out.Transfers = st.plan(now, v, out.Release, blocks, func(g, t WorkerID) bool {
+		// A worker still computing will be blocked by g once it finishes
+		// its clock (its clock then advances by one).
+		blocksAfter := func(g, t WorkerID) bool { return v.Clock(g) < v.Clock(t)+1-p.cfg.Staleness }
+		out.Transfers = st.plan(now, v, out.Release, blocks, blocksAfter, func(g, t WorkerID) bool {
 			c, ok := p.refused[[2]int{int(g), int(t)}]
 			return ok && c == v.Clock(g)
 		}, !p.cfg.NoExtrapolate)
@@ -347,8 +380,8 @@ func (s polState) observe(now time.Duration, v View, e Event) {
 	case EventClock:
 		w := int(e.Worker)
 		held := v.Batch(e.Worker)
-		if end, ok := s.planner.Held(w, e.Clock); ok {
-			held = end
+		if n, ok := s.planner.HeldSamples(w, e.Clock); ok {
+			held = n
 		}
 		el := now - s.start[w]
 		if s.last[w].Clock == e.Clock && s.last[w].Elapsed > 0 {
@@ -359,7 +392,7 @@ func (s polState) observe(now time.Duration, v View, e Event) {
 			s.tracker.Observe(straggler.Report{Worker: w, Clock: e.Clock, Done: held, Elapsed: el, Parallelism: v.Parallelism(e.Worker)})
 		}
 	case EventTransferResult:
-		if a, ok := s.planner.PendingFrom(int(e.Transfer.From)); ok && a.Clock == e.Transfer.Clock && a.To == int(e.Transfer.To) {
+		if a, ok := s.planner.PendingFor(int(e.Transfer.From), int(e.Transfer.To), e.Transfer.Clock); ok {
 			s.planner.Resolve(a.ID, e.Transfer.Accepted, e.Transfer.Lo, a.Hi)
 		}
 		if !e.Transfer.Accepted {
@@ -433,11 +466,7 @@ func (s polState) states(now time.Duration, v View, released []WorkerID, extrapo
 		b := v.Batch(w)
 		st := straggler.WorkerState{Clock: v.Clock(w), Waiting: v.Waiting(w) && !slices.Contains(released, w), Batch: b, Speed: s.tracker.Speed(i)}
 		if !st.Waiting {
-			held := b
-			if end, ok := s.planner.Held(i, st.Clock); ok {
-				held = end
-			}
-			st.Remaining = max(held-s.cursor(now, v, w, extrapolate), 0)
+			st.Remaining = s.planner.Remaining(straggler.Giver{Worker: i, Clock: st.Clock, Batch: b, Cursor: s.cursor(now, v, w, extrapolate)})
 			if slices.Contains(released, w) {
 				st.Remaining = b
 			}
@@ -447,31 +476,62 @@ func (s polState) states(now time.Duration, v View, released []WorkerID, extrapo
 	return ws
 }
 
-// plan pairs blocked idle workers with givers that block them.
-func (s polState) plan(now time.Duration, v View, released []WorkerID, blocks, skip func(g, t WorkerID) bool, extrapolate bool) []TransferOrder {
+// plan assigns blocked idle workers to givers that block them (pairwise or
+// split, as the planner is configured). Within a giver's split the pieces
+// come tail-first.
+//
+// blocksAfter, if not nil, says which computing workers g will block once
+// they finish their clock: they are passed as takers with Ready = their
+// projected remaining time, which the multi-taker split counts (the
+// pairwise rule ignores them).
+func (s polState) plan(now time.Duration, v View, released []WorkerID, blocks, blocksAfter, skip func(g, t WorkerID) bool, extrapolate bool) []TransferOrder {
 	var takers []straggler.Taker
+	idle := 0
 	for i := range v.NumWorkers() {
 		w := WorkerID(i)
-		if v.Waiting(w) && !slices.Contains(released, w) && s.taking[w] == 0 {
+		switch {
+		case v.Waiting(w) && !slices.Contains(released, w) && s.taking[w] == 0:
 			takers = append(takers, straggler.Taker{Worker: i, Speed: s.speed(i)})
+			idle++
+		case blocksAfter != nil && (!v.Waiting(w) || slices.Contains(released, w)) && s.taking[w] == 0:
+			sp := s.speed(i)
+			if sp <= 0 {
+				continue
+			}
+			left := v.Batch(w)
+			if !slices.Contains(released, w) {
+				left = s.planner.Remaining(straggler.Giver{Worker: i, Clock: v.Clock(w), Batch: v.Batch(w), Cursor: s.cursor(now, v, w, extrapolate)})
+			}
+			takers = append(takers, straggler.Taker{Worker: i, Speed: sp, Ready: math.Max(float64(left)/sp, 1e-9)})
 		}
+	}
+	if idle == 0 {
+		return nil
 	}
 	// Fastest takers choose first; ties by id.
 	slices.SortStableFunc(takers, func(a, b straggler.Taker) int { return cmp.Compare(b.Speed, a.Speed) })
+	var gs []straggler.Giver
+	for i := range v.NumWorkers() {
+		g := WorkerID(i)
+		if v.Waiting(g) {
+			continue
+		}
+		gs = append(gs, straggler.Giver{Worker: i, Clock: v.Clock(g), Batch: v.Batch(g), Cursor: s.cursor(now, v, g, extrapolate), Speed: s.speed(i)})
+	}
+	can := func(g, t int) bool {
+		gw, tw := WorkerID(g), WorkerID(t)
+		if skip(gw, tw) {
+			return false
+		}
+		if v.Waiting(tw) && !slices.Contains(released, tw) {
+			return blocks(gw, tw)
+		}
+		return blocksAfter != nil && blocksAfter(gw, tw)
+	}
 	var out []TransferOrder
-	for _, t := range takers {
-		var gs []straggler.Giver
-		for i := range v.NumWorkers() {
-			g := WorkerID(i)
-			if i == t.Worker || v.Waiting(g) || !blocks(g, WorkerID(t.Worker)) || skip(g, WorkerID(t.Worker)) {
-				continue
-			}
-			gs = append(gs, straggler.Giver{Worker: i, Clock: v.Clock(g), Batch: v.Batch(g), Cursor: s.cursor(now, v, g, extrapolate), Speed: s.speed(i)})
-		}
-		for _, a := range s.planner.Plan(gs, []straggler.Taker{t}) {
-			out = append(out, TransferOrder{From: WorkerID(a.From), To: WorkerID(a.To), Clock: a.Clock, Lo: a.Lo, Hi: a.Hi})
-			s.taking[WorkerID(a.To)]++
-		}
+	for _, a := range s.planner.PlanFor(gs, takers, can) {
+		out = append(out, TransferOrder{From: WorkerID(a.From), To: WorkerID(a.To), Clock: a.Clock, Lo: a.Lo, Hi: a.Hi})
+		s.taking[WorkerID(a.To)]++
 	}
 	return out
 }

@@ -417,7 +417,11 @@ func BenchmarkEPSP_Step(b *testing.B) {
 // the blocked pioneer is offered another straggler's tail at once, and is
 // not asked to take from the refuser again in that clock.
 func TestEPSP_RefusalReplans(t *testing.T) {
-	p := polEPSP(t, func(c *epsp.EPSPConfig) { c.Elastic = false; c.NoExtrapolate = true })
+	p := polEPSP(t, func(c *epsp.EPSPConfig) {
+		c.Elastic = false
+		c.NoExtrapolate = true
+		c.Transfers.SplitAll = false // FlexRR's pairwise φ = 0.5
+	})
 	v := epsptest.NewFakeView(3, 100)
 	p.Step(time.Second, v, polProgress(v, 1, 10)) // 90 left: the longest
 	p.Step(time.Second, v, polProgress(v, 2, 40)) // 60 left

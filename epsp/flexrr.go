@@ -133,7 +133,7 @@ func (p *FlexRR) Step(now time.Duration, v View, e Event) Output {
 	// Helpers help before they start their next clock: plan first, over
 	// every waiting worker, then release the ones that are not helping.
 	var out Output
-	out.Transfers = p.st.plan(now, v, nil, sameClock, skip, !p.cfg.NoExtrapolate)
+	out.Transfers = p.st.plan(now, v, nil, sameClock, nil, skip, !p.cfg.NoExtrapolate)
 	p.planner.Forget(EffectiveMinClock(v) - 1)
 	out.Release = p.st.dropBusyTakers(GateRelease(v, p.cfg.Staleness))
 	p.st.markStarts(now, out.Release)

@@ -393,7 +393,11 @@ func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
 		if d.end() != nil {
 			return
 		}
-		w.goBackground(func() { w.answerTransfer(ord) })
+		// Give (or refuse) here, in the order the coordinator sent the
+		// orders, so that the pieces of a split, ordered tail-first, are
+		// taken tail-first; only the answer waits for the network.
+		acc, lo, hi, batch := w.giveTail(ord)
+		w.goBackground(func() { w.answerTransfer(ord, acc, lo, hi, batch) })
 	case opAbort:
 		msg := d.str()
 		if d.end() != nil {
@@ -433,22 +437,54 @@ func (w *Worker) goBackground(f func()) {
 	}()
 }
 
-// answerTransfer is the giver's side of a transfer: give [Lo,Hi) (possibly
-// trimmed at the front) if no goroutine has claimed it yet.
-func (w *Worker) answerTransfer(o epsp.TransferOrder) {
+// giveTail is the giver's side of a transfer: give [Lo,Hi) (possibly
+// trimmed at the front) if no goroutine has claimed it yet and it is the
+// tail of what the worker still owns of its batch (Hi is the batch end or
+// the start of a range already given). The pieces of a multi-taker split
+// come tail-first, so each is the tail when it arrives; a piece below one
+// that was refused or trimmed is refused, which keeps the worker's own
+// part one prefix [0, end) as the policy's ledger expects. Orders arrive
+// one at a time (HandleMessage is sequential per sender), so nothing
+// gives between the check and giveAway. It returns the answer and the
+// owner's batch size (0 if the order is not for the current clock).
+func (w *Worker) giveTail(o epsp.TransferOrder) (acc bool, lo, hi, batch int) {
 	w.mu.Lock()
 	j := w.cur
 	w.mu.Unlock()
-	acc, lo, hi, batch := false, 0, 0, 0
-	if j != nil && j.clock == o.Clock {
-		acc, lo, hi = j.giveAway(o.Lo, o.Hi)
-		batch = j.size
+	if j == nil || j.clock != o.Clock {
+		return false, 0, 0, 0
 	}
+	if o.Hi != j.ownedEnd() {
+		return false, 0, 0, j.size
+	}
+	acc, lo, hi = j.giveAway(o.Lo, o.Hi)
 	if acc {
 		w.mu.Lock()
 		w.stats.Given += hi - lo
 		w.mu.Unlock()
 	}
+	return acc, lo, hi, j.size
+}
+
+// ownedEnd is the end of the job's range not given away: hi0 lowered past
+// every given range that ends there.
+func (j *job) ownedEnd() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	end := j.hi0
+	for moved := true; moved; {
+		moved = false
+		for _, g := range j.given {
+			if g.hi == end && g.lo < end {
+				end, moved = g.lo, true
+			}
+		}
+	}
+	return end
+}
+
+// answerTransfer sends the giver's answer to the coordinator.
+func (w *Worker) answerTransfer(o epsp.TransferOrder, acc bool, lo, hi, batch int) {
 	e := newMsg(nil, opTransferResult)
 	e.u64(o.ID)
 	if acc {

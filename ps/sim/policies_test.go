@@ -104,8 +104,12 @@ func TestRun_EveryPolicy(t *testing.T) {
 			if r.Dropped != r.Stats.Dropped {
 				t.Errorf("dropped %d, coordinator says %d", r.Dropped, r.Stats.Dropped)
 			}
-			// The straggler (worker 0) gives work away, never takes it.
-			if tc.transfers && (r.Workers[0].Given == 0 || r.Workers[0].Taken != 0) {
+			// The straggler (worker 0) gives work away and takes little.
+			// Not never: with EPSP's multi-taker split it keeps only its
+			// own share of a clock and can finish before worker 1, its
+			// host mate, whose cores elastic control moved to it; it then
+			// helps worker 1 (a few samples per clock).
+			if tc.transfers && (r.Workers[0].Given == 0 || 10*r.Workers[0].Taken > r.Workers[0].Given) {
 				t.Errorf("straggler gave %d, took %d", r.Workers[0].Given, r.Workers[0].Taken)
 			}
 		})

@@ -206,6 +206,7 @@ type worker struct {
 	batch      int
 	batchIdx   []int  // dataset rows of the current batch, by position
 	todo       []span // positions not yet started
+	owned      int    // it still owns positions [0, owned) (the rest is given away)
 	doneIdx    []int  // rows processed so far this clock
 	clockStart time.Duration
 
@@ -424,6 +425,7 @@ func (s *Sim) release(w *worker) {
 	w.batch = s.coord.View().Batch(epsp.WorkerID(w.id))
 	w.batchIdx = s.drawBatch(w, w.batch)
 	w.todo = append(w.todo[:0], span{0, w.batch})
+	w.owned = w.batch
 	w.doneIdx = w.doneIdx[:0]
 	w.clockStart = s.q.Now()
 	if err := s.store.Pull(s.keys, s.lens, w.params); err != nil {
@@ -694,11 +696,15 @@ func (s *Sim) setParallelism(w *worker, p int) {
 }
 
 // offer delivers a transfer order to its giver, who accepts the part of
-// [Lo, Hi) it has not started.
+// [Lo, Hi) it has not started, but only if the order is the tail of what
+// it still owns (Hi == owned): a multi-taker split is ordered tail-first,
+// so its pieces arrive in that order, and a piece below one that was
+// refused or trimmed is refused too. The giver's own part thus stays one
+// prefix [0, owned).
 func (s *Sim) offer(o epsp.TransferOrder) {
 	g := s.w[o.From]
 	res := epsp.TransferResult{ID: o.ID}
-	if g.clock == o.Clock && (g.state == wPulling || g.state == wComputing) {
+	if g.clock == o.Clock && (g.state == wPulling || g.state == wComputing) && o.Hi == g.owned {
 		// Not-started positions in [Lo, Hi): take the last contiguous piece.
 		for i := len(g.todo) - 1; i >= 0; i-- {
 			lo, hi := max(g.todo[i].lo, o.Lo), min(g.todo[i].hi, o.Hi)
@@ -720,6 +726,7 @@ func (s *Sim) offer(o epsp.TransferOrder) {
 			}
 		}
 		g.todo = todo
+		g.owned = res.Lo
 		g.given += res.Hi - res.Lo
 		tk = &task{transfer: true, id: o.ID, owner: g.id, clock: o.Clock, batch: g.batch,
 			idx: slices.Clone(g.batchIdx[res.Lo:res.Hi]), lo: res.Lo, hi: res.Hi}
