@@ -34,6 +34,9 @@
 // RECONSTRUCTIONS, documented on each and configurable. The transfer
 // defaults (φ = 0.5 of the remaining tail, a helpee at most 0.9·batch
 // done) come from a public reproduction of FlexRR's RapidReassignment;
+// the multi-taker split (TransferConfig.SplitAll: a tail shared among
+// all idle takers in proportion to their speeds, so all finish together)
+// is ours, our reading of "fully exploiting cluster computation capacity";
 // the EWMA α = 0.5 from LB-BSP's default in our notes. The classification
 // threshold θ = 0.2, the dead-band 0.1, the serial fraction 0.1 and all
 // slowdown-injection parameters are ours.

@@ -61,6 +61,23 @@ func ExamplePlanner() {
 	// worker 1 keeps [0,78), worker 3 computes [78,128)
 }
 
+// With SplitAll, a straggler's tail is shared among all idle pioneers in
+// proportion to their speeds, cut tail-first, so that all finish together.
+func ExamplePlanner_splitAll() {
+	pl, _ := straggler.NewPlanner(straggler.TransferConfig{SplitAll: true})
+	orders := pl.Plan(
+		[]straggler.Giver{{Worker: 0, Clock: 2, Batch: 130, Speed: 1}},
+		[]straggler.Taker{{Worker: 1, Speed: 4}, {Worker: 2, Speed: 4}, {Worker: 3, Speed: 4}},
+	)
+	for _, o := range orders {
+		fmt.Printf("worker %d takes [%d,%d)\n", o.To, o.Lo, o.Hi)
+	}
+	// Output:
+	// worker 1 takes [90,130)
+	// worker 2 takes [50,90)
+	// worker 3 takes [10,50)
+}
+
 // The controller moves a core from a fast worker to a slow one on the
 // same host; a host without a slow worker is left alone.
 func ExampleController() {

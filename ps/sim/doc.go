@@ -28,9 +28,13 @@
 //     (read at the worker's next release), Transfers, Release; a tick
 //     (EventTick) fires every TickPeriod.
 //
-// A TransferOrder reaches its giver after Network.Latency. The giver hands
-// over the part of [Lo, Hi) it has not started (the chunk in progress is
-// started; the last contiguous piece of the rest is given) and answers
+// A TransferOrder reaches its giver after Network.Latency (orders sent
+// together arrive in the order sent). The giver hands over the part of
+// [Lo, Hi) it has not started (the chunk in progress is started), but
+// only if Hi is the end of what it still owns: the pieces of a
+// multi-taker split are ordered tail-first, and a piece below one that
+// was refused or trimmed is refused, so the giver keeps one prefix
+// [0, end) of its batch. It answers
 // after another Latency (EventTransferResult). The taker receives the task
 // one Latency later and computes it with its cached parameters as soon as
 // it is not computing its own batch (a worker that is released while it
