@@ -56,9 +56,12 @@
 //	    tell the coordinator clock c is done; wait for release into c+1
 //
 // Task transfer (falcon.md §3, a reconstruction: the paper's protocol is
-// not public): a giver accepts an order only for samples no goroutine has
-// claimed yet (trimming the front of the range), so it never computes what
-// it gave; the taker computes the range with its own latest parameters and
+// not public): a giver takes its orders in the order they were sent and
+// accepts one only if it ends where the giver's own range ends (so what it
+// keeps is always one prefix [0, end) of its batch, even with several
+// pieces outstanding, as EPSP's multi-taker split orders them tail-first)
+// and only for samples no goroutine has claimed yet (trimming the front of
+// the range), so it never computes what it gave; the taker computes the range with its own latest parameters and
 // pushes it with Owner = the giver; servers merge the parts sample-weighted
 // (ApplyNow scales each part by Samples/BatchSamples; Accumulate weights by
 // Samples), so every sample of a clock counts exactly once. The chunk size
