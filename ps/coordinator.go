@@ -207,6 +207,8 @@ func (c *Coordinator) WaitWorkers(ctx context.Context) error {
 }
 
 // waitServers pings every server until all answer or the deadline passes.
+// A server that refuses the handshake (transport.ErrUnauthorized) fails the
+// wait at once.
 func waitServers(ctx context.Context, cl *Client, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -226,6 +228,11 @@ func waitServers(ctx context.Context, cl *Client, timeout time.Duration) error {
 			if err == nil {
 				ok[s] = true
 				continue
+			}
+			if errors.Is(err, transport.ErrUnauthorized) {
+				// A refused handshake will not heal by retrying: the
+				// secret or the TLS identity is wrong. Fail now.
+				return fmt.Errorf("ps: start: %s refused the handshake: %w", cl.servers[s], err)
 			}
 			last[s] = err
 			missing++

@@ -2,8 +2,11 @@ package ps_test
 
 import (
 	"context"
+	"errors"
 	"math"
+	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -82,5 +85,31 @@ func TestCluster_TCP(t *testing.T) {
 	}
 	if st := co.Stats(); st.MaxLead > 1 || st.Applied != 2*150 {
 		t.Errorf("stats: lead %d, applied %d", st.MaxLead, st.Applied)
+	}
+}
+
+// A worker with the wrong secret fails its start at once, naming the
+// server that refused it, instead of retrying until StartTimeout.
+func TestStart_WrongSecretFailsFast(t *testing.T) {
+	s, err := ps.NewServer("server-0", ps.ServerConfig{})
+	must(t, err)
+	str, err := transport.NewTCP(transport.TCPConfig{ID: "server-0", Secret: []byte("right")}, s)
+	must(t, err)
+	defer str.Close()
+	w, err := ps.NewWorker("worker-0", ps.WorkerConfig{Coordinator: "coordinator", StartTimeout: 10 * time.Second,
+		Client: ps.ClientConfig{Servers: []transport.NodeID{"server-0"}}})
+	must(t, err)
+	defer w.Close()
+	wtr, err := transport.NewTCP(transport.TCPConfig{ID: "worker-0", Secret: []byte("wrong")}, w)
+	must(t, err)
+	defer wtr.Close()
+	wtr.AddPeer("server-0", str.Addr().String())
+	start := time.Now()
+	err = w.Start(context.Background(), wtr)
+	if !errors.Is(err, transport.ErrUnauthorized) || !strings.Contains(err.Error(), "server-0") {
+		t.Fatalf("Start = %v, want an unauthorized error naming server-0", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Start took %v: it retried a refused handshake", d)
 	}
 }
