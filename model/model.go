@@ -155,27 +155,7 @@ func (m *Softmax) LossGrad(params []float32, data *Dataset, idx []int, grad []fl
 func (m *Softmax) Evaluate(params []float32, data *Dataset, idx []int) (loss, acc float64) {
 	m.check(params)
 	m.checkData(data)
-	n := len(idx)
-	if idx == nil {
-		n = data.N
-	}
-	if n == 0 {
-		return 0, 0
-	}
-	correct := 0
-	for r := 0; r < n; r++ {
-		i := r
-		if idx != nil {
-			i = idx[r]
-		}
-		z := m.logits(params, data.Row(i))
-		y := int(data.Y[i])
-		loss += logSumExp(z) - z[y]
-		if argmax(z) == y {
-			correct++
-		}
-	}
-	return loss / float64(n), float64(correct) / float64(n)
+	return evaluate(data, idx, func(x []float32) []float64 { return m.logits(params, x) })
 }
 
 // MLP is a one-hidden-layer perceptron: h = relu(W1·x + b1),
@@ -328,6 +308,16 @@ func (m *MLP) LossGrad(params []float32, data *Dataset, idx []int, grad []float3
 func (m *MLP) Evaluate(params []float32, data *Dataset, idx []int) (loss, acc float64) {
 	m.check(params)
 	m.checkData(data)
+	return evaluate(data, idx, func(x []float32) []float64 {
+		_, z := m.forward(params, x)
+		return z
+	})
+}
+
+// evaluate returns the mean cross-entropy loss −log softmax(z)_y and the
+// accuracy of the logits z = logits(x) over the rows idx of data (all rows
+// if idx is nil).
+func evaluate(data *Dataset, idx []int, logits func(x []float32) []float64) (loss, acc float64) {
 	n := len(idx)
 	if idx == nil {
 		n = data.N
@@ -341,7 +331,7 @@ func (m *MLP) Evaluate(params []float32, data *Dataset, idx []int) (loss, acc fl
 		if idx != nil {
 			i = idx[r]
 		}
-		_, z := m.forward(params, data.Row(i))
+		z := logits(data.Row(i))
 		y := int(data.Y[i])
 		loss += logSumExp(z) - z[y]
 		if argmax(z) == y {
