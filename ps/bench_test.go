@@ -108,20 +108,34 @@ func benchKeys(n int) []uint64 {
 // applying SGD. Bytes per iteration: 8·n·workers (n floats up, n down).
 // Compare with BenchmarkCopyCeiling at the same n.
 func BenchmarkPushPull(b *testing.B) {
-	type envFn func(*testing.B, int, transport.Codec) benchEnv
+	eachTransportCase(b, func(b *testing.B, c transportCase) {
+		env := c.mk(b, c.workers, c.codec)
+		defer env.close()
+		runPushPull(b, env, c.n, false)
+	})
+}
+
+// transportCase is one rung of the push+pull benchmark ladder.
+type transportCase struct {
+	transport string // "inmem" or "tcp"
+	mk        func(*testing.B, int, transport.Codec) benchEnv
+	codec     transport.Codec
+	workers   int
+	n         int
+}
+
+// eachTransportCase runs f as a sub-benchmark for every transport, codec,
+// worker count and size of the ladder.
+func eachTransportCase(b *testing.B, f func(*testing.B, transportCase)) {
 	for _, tp := range []struct {
 		name string
-		mk   envFn
+		mk   func(*testing.B, int, transport.Codec) benchEnv
 	}{{"inmem", newInmemEnv}, {"tcp", newTCPEnv}} {
 		for _, codec := range []transport.Codec{transport.CodecNone, transport.CodecLZ4} {
 			for _, workers := range []int{1, 4} {
 				for _, sz := range benchSizes {
-					name := fmt.Sprintf("%s/codec=%s/workers=%d/%s", tp.name, codec, workers, sz.name)
-					b.Run(name, func(b *testing.B) {
-						env := tp.mk(b, workers, codec)
-						defer env.close()
-						runPushPull(b, env, sz.n, false)
-					})
+					c := transportCase{transport: tp.name, mk: tp.mk, codec: codec, workers: workers, n: sz.n}
+					b.Run(fmt.Sprintf("%s/codec=%s/workers=%d/%s", tp.name, codec, workers, sz.name), func(b *testing.B) { f(b, c) })
 				}
 			}
 		}

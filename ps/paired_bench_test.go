@@ -2,15 +2,12 @@ package ps_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/falconml/falcon/transport"
 )
 
 // BenchmarkPairedPushPull measures one Push followed by one Pull of n
@@ -31,30 +28,17 @@ import (
 //
 //	go test -run '^$' -bench PairedPushPull -benchtime 1s -count 5 ./ps
 func BenchmarkPairedPushPull(b *testing.B) {
-	type envFn func(*testing.B, int, transport.Codec) benchEnv
-	for _, tp := range []struct {
-		name string
-		mk   envFn
-	}{{"inmem", newInmemEnv}, {"tcp", newTCPEnv}} {
-		for _, codec := range []transport.Codec{transport.CodecNone, transport.CodecLZ4} {
-			for _, workers := range []int{1, 4} {
-				for _, sz := range benchSizes {
-					name := fmt.Sprintf("%s/codec=%s/workers=%d/%s", tp.name, codec, workers, sz.name)
-					b.Run(name, func(b *testing.B) {
-						env := tp.mk(b, workers, codec)
-						defer env.close()
-						var ceil func()
-						if tp.name == "inmem" {
-							ceil = copyCeiling(workers, sz.n)
-						} else {
-							ceil = rawTCPCeiling(b, workers, sz.n)
-						}
-						runPaired(b, env, sz.n, ceil)
-					})
-				}
-			}
+	eachTransportCase(b, func(b *testing.B, c transportCase) {
+		env := c.mk(b, c.workers, c.codec)
+		defer env.close()
+		var ceil func()
+		if c.transport == "inmem" {
+			ceil = copyCeiling(c.workers, c.n)
+		} else {
+			ceil = rawTCPCeiling(b, c.workers, c.n)
 		}
-	}
+		runPaired(b, env, c.n, ceil)
+	})
 }
 
 // copyCeiling returns one iteration of the in-process ceiling: per worker
