@@ -1,0 +1,552 @@
+package coflowsim
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// This file is a research harness, not a behaviour test: a literal
+// quantum-by-quantum replay of the ordering schedulers (FIFO, SCF, NCF, LCF,
+// SEBF) whose allocation rules are switched by a hyp, and TestLab, which
+// compares each hypothesis with the reference fixtures coflow by coflow and
+// reports the match count and the first mismatch (with that coflow's
+// per-reducer finish times). It is skipped unless FALCON_LAB is set:
+//
+//	FALCON_LAB=1 FALCON_LAB_H=base,bfd FALCON_LAB_S=FIFO,SEBF \
+//	    go test ./coflow/coflowsim/ -run TestLab -v
+//
+// FALCON_LAB_H names hypotheses from TestLab's table ("grid" enumerates the
+// flag combinations; slow, minutes); FALCON_LAB_DUMP=<job id> with
+// FALCON_LAB_T=<trace> and FALCON_LAB_UNTIL=<ms> prints the active coflows,
+// their flows' remaining MiB and rates (fraction of a port) at every
+// reallocation while that job is active.
+//
+// Measured (start/finish/duration matches, synth-a/synth-b), see doc.go:
+//
+//	base (= sched.go: MADD on remaining bytes, joint max-min for skipped
+//	coflows, EDF backfill)  FIFO 61/52 SEBF 80/103 SCF 78/102 NCF 79/90 LCF 73/89
+//	bfd  (finished flows still take backfill capacity)
+//	                        FIFO 67/47 SEBF 74/102 SCF 74/104 NCF 76/92 LCF 72/87
+//	bfdo (bfd, backfill in priority order)  FIFO 66/45 SEBF 74/104 ...
+//	jf   (caps within a coflow from the capacity free before it) = base
+//	et   (EDF keys truncated to int as in Java) = base
+//	ad   (finished flows' leftover bytes count in the skip test) FIFO 60/51 ...
+//	mms  (max-min per skipped coflow in order, not jointly) FIFO 50/35 ...
+//	cs   (one-round share: send/flows at mapper, recv/flows of reducer)
+//	                        FIFO 54/52, SEBF 70/100
+//	i1*  (skip if any port anywhere is full; skipped rates not reset;
+//	      no share for skipped coflows) FIFO <= 33/28
+//	os   (MADD on original flow size, not remaining) FIFO 7/6
+
+// hyp is one set of allocation rules for the ordering schedulers.
+type hyp struct {
+	// skip is how coflows that need a full port share the leftover:
+	// "maxmin" (jointly, as sched.go), "maxminSeq" (one coflow after
+	// another), "cs" (one round, min(send free / skipped flows at the
+	// mapper, receive free / flows at the reducer or port)), "none".
+	skip        string
+	csDoneCount bool   // cs: finished flows count in the denominators
+	csDoneRate  bool   // cs: finished flows take their share too
+	csRecv      string // cs: "red" (flows of the reducer) or "port"
+	csSendJob   bool   // cs: send denominator counts this coflow's flows only
+	// skipMode is when a coflow is skipped: "" (a port where it still has
+	// bytes is full), "tasks" (any port it has a flow on), "any" (any full
+	// port in the fabric).
+	skipMode  string
+	noReset   bool // skipped coflows keep their previous rates
+	jobFree   bool // caps within a coflow use the capacity free before it
+	alphaDone bool // finished flows' leftover bytes count in alpha/skip
+	origSize  bool // MADD on the original flow size instead of remaining
+	bfDone    bool // finished flows still take backfill capacity
+	bfOrder   bool // backfill in priority order instead of EDF
+	edfTrunc  bool // EDF keys truncated to int32 as Java's (int) cast
+
+	dump      int   // job id to dump state for (0: none)
+	dumpUntil int64 // last reallocation time to dump
+}
+
+type labSim struct {
+	h       hyp
+	jobs    []*job
+	active  []*job
+	sf, rf  []float64
+	ports   int
+	cfg     Config
+	key     func(*job) float64
+	now     int64
+	log     *strings.Builder
+	stalled bool
+	size    map[*flow]float64
+}
+
+func (s *labSim) allocate() {
+	h := s.h
+	for i := range s.sf {
+		s.sf[i], s.rf[i] = s.cfg.PortBps, s.cfg.PortBps
+	}
+	var skipped []*job
+	send := make([]float64, s.ports)
+	recv := make([]float64, s.ports)
+	for _, j := range s.active {
+		clear(send)
+		clear(recv)
+		for _, f := range j.flows {
+			if !h.noReset {
+				f.rate = 0
+			}
+			if !f.done || h.alphaDone {
+				send[f.src] += f.rem
+				recv[f.dst] += f.rem
+			}
+		}
+		alpha, full := 0.0, false
+		for p := range send {
+			var us, ur bool
+			switch h.skipMode {
+			case "any":
+				us, ur = true, true
+			case "tasks":
+				us, ur = hasSrc(j, p), hasDst(j, p)
+			default:
+				us, ur = send[p] > 0, recv[p] > 0
+			}
+			if (us && s.sf[p] <= zeroBytes) || (ur && s.rf[p] <= zeroBytes) {
+				full = true
+				break
+			}
+			if send[p] > 0 {
+				alpha = math.Max(alpha, send[p]*8/s.sf[p])
+			}
+			if recv[p] > 0 {
+				alpha = math.Max(alpha, recv[p]*8/s.rf[p])
+			}
+		}
+		if full {
+			skipped = append(skipped, j)
+			continue
+		}
+		if h.noReset {
+			for _, f := range j.flows {
+				f.rate = 0
+			}
+		}
+		su := make([]float64, s.ports)
+		ru := make([]float64, s.ports)
+		for _, f := range j.flows {
+			if f.done && !h.alphaDone {
+				continue
+			}
+			sz := f.rem
+			if h.origSize {
+				sz = s.size[f]
+			}
+			r := math.Min(sz*8/alpha, math.Min(s.sf[f.src], s.rf[f.dst]))
+			if h.jobFree {
+				su[f.src] += r
+				ru[f.dst] += r
+			} else {
+				s.sf[f.src] -= r
+				s.rf[f.dst] -= r
+			}
+			if !f.done {
+				f.rate = r
+			}
+		}
+		for p := range su {
+			s.sf[p] -= su[p]
+			s.rf[p] -= ru[p]
+		}
+	}
+	switch h.skip {
+	case "maxmin":
+		var fl []*flow
+		for _, j := range skipped {
+			for _, f := range j.flows {
+				if !f.done {
+					fl = append(fl, f)
+				}
+			}
+		}
+		maxMin(fl, s.sf, s.rf)
+	case "maxminSeq":
+		for _, j := range skipped {
+			var fl []*flow
+			for _, f := range j.flows {
+				if !f.done {
+					fl = append(fl, f)
+				}
+			}
+			maxMin(fl, s.sf, s.rf)
+		}
+	case "cs":
+		nm := make([]int, s.ports)
+		nr := make([]int, s.ports)
+		for _, j := range skipped {
+			for _, f := range j.flows {
+				if !f.done || h.csDoneCount {
+					nm[f.src]++
+					nr[f.dst]++
+				}
+			}
+		}
+		su := make([]float64, s.ports)
+		ru := make([]float64, s.ports)
+		for _, j := range skipped {
+			for _, f := range j.flows {
+				if f.done && !h.csDoneRate {
+					continue
+				}
+				var rd float64
+				switch h.csRecv {
+				case "red":
+					n := j.redActive[f.red]
+					if h.csDoneCount {
+						n = j.numMappers
+					}
+					rd = s.rf[f.dst] / float64(n)
+				case "port":
+					rd = s.rf[f.dst] / float64(nr[f.dst])
+				}
+				sd := s.sf[f.src] / float64(nm[f.src])
+				if h.csSendJob {
+					n := 0
+					for _, g := range j.flows {
+						if g.src == f.src && (!g.done || h.csDoneCount) {
+							n++
+						}
+					}
+					sd = s.sf[f.src] / float64(n)
+				}
+				r := math.Min(sd, rd)
+				if r <= zeroBytes {
+					r = 0
+				}
+				if !f.done {
+					f.rate = r
+				}
+				su[f.src] += r
+				ru[f.dst] += r
+			}
+		}
+		for p := range su {
+			s.sf[p] -= su[p]
+			s.rf[p] -= ru[p]
+		}
+	}
+	bf := append([]*job(nil), s.active...)
+	if !h.bfOrder {
+		sort.SliceStable(bf, func(a, b int) bool {
+			if s.h.edfTrunc {
+				return int32(float64(bf[a].start)+float64(bf[a].deadline)-float64(s.now)) < int32(float64(bf[b].start)+float64(bf[b].deadline)-float64(s.now))
+			}
+			return bf[a].start+bf[a].deadline < bf[b].start+bf[b].deadline
+		})
+	}
+	for _, j := range bf {
+		for _, f := range j.flows {
+			if f.done && !h.bfDone {
+				continue
+			}
+			m := math.Min(s.sf[f.src], s.rf[f.dst])
+			if m <= zeroBytes {
+				continue
+			}
+			if !f.done {
+				f.rate += m
+			}
+			s.sf[f.src] -= m
+			s.rf[f.dst] -= m
+		}
+	}
+}
+
+func hasSrc(j *job, p int) bool {
+	for _, f := range j.flows {
+		if f.src == p {
+			return true
+		}
+	}
+	return false
+}
+
+func hasDst(j *job, p int) bool {
+	for _, f := range j.flows {
+		if f.dst == p {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *labSim) dumpState(t int64) {
+	fmt.Fprintf(s.log, "t=%d\n", t)
+	for _, j := range s.active {
+		fmt.Fprintf(s.log, " JOB-%d start=%d alpha=%.0f dl=%d:", j.id, j.start, j.alpha, j.deadline)
+		if len(j.flows) > 60 {
+			ps := map[int]float64{}
+			pr := map[int]float64{}
+			for _, f := range j.flows {
+				ps[f.src] += f.rate / s.cfg.PortBps
+				pr[f.dst] += f.rate / s.cfg.PortBps
+			}
+			fmt.Fprintf(s.log, " send %v recv %v\n", ps, pr)
+			continue
+		}
+		for _, f := range j.flows {
+			if !f.done {
+				fmt.Fprintf(s.log, " %d>%d:%.4gMiB@%.4g", f.src, f.dst, f.rem/mib, f.rate/s.cfg.PortBps)
+			}
+		}
+		fmt.Fprintln(s.log)
+	}
+}
+
+func (s *labSim) run() {
+	E, Q := s.cfg.EpochMs, s.cfg.QuantumMs
+	next := 0
+	for epoch := int64(0); next < len(s.jobs) || len(s.active) > 0; epoch += E {
+		added := false
+		for next < len(s.jobs) && s.jobs[next].arrival < epoch+E {
+			j := s.jobs[next]
+			j.start = epoch
+			if s.key == nil {
+				s.active = append(s.active, j)
+			} else {
+				pos := len(s.active)
+				for i, a := range s.active {
+					if s.key(a) > s.key(j) {
+						pos = i
+						break
+					}
+				}
+				s.active = append(s.active[:pos], append([]*job{j}, s.active[pos:]...)...)
+			}
+			next++
+			added = true
+		}
+		if added {
+			s.now = epoch
+			s.allocate()
+			s.maybeDump(epoch)
+		}
+		for q := int64(0); q < E; q += Q {
+			t := epoch + q
+			dep := false
+			for _, j := range s.active {
+				for _, f := range j.flows {
+					if f.done {
+						continue
+					}
+					b := s.perQuantum(f.rate)
+					b = math.Min(b, f.rem)
+					f.rem -= b
+					j.sent += b
+					if f.rem <= zeroBytes {
+						f.done = true
+						j.active--
+						j.redActive[f.red]--
+						j.redFinish[f.red] = max(j.redFinish[f.red], t+Q)
+					}
+				}
+				if j.active == 0 {
+					j.done = true
+					j.finish = t + Q
+					dep = true
+				}
+			}
+			if dep {
+				kept := s.active[:0]
+				for _, j := range s.active {
+					if !j.done {
+						kept = append(kept, j)
+					}
+				}
+				s.active = kept
+				s.now = t + Q
+				s.allocate()
+				s.maybeDump(t + Q)
+			}
+		}
+		if epoch > 1e7 {
+			s.stalled = true
+			return
+		}
+	}
+}
+
+func (s *labSim) maybeDump(t int64) {
+	if s.h.dump == 0 || t > s.h.dumpUntil {
+		return
+	}
+	for _, j := range s.active {
+		if j.id == s.h.dump {
+			s.dumpState(t)
+			return
+		}
+	}
+}
+
+func (s *labSim) perQuantum(rate float64) float64 {
+	return rate / 8 * (float64(s.cfg.QuantumMs) / float64(s.cfg.SecondMs))
+}
+
+func labKey(sched string) func(*job) float64 {
+	switch sched {
+	case "SCF":
+		return func(j *job) float64 { return j.maxBytes / float64(j.numMappers) }
+	case "NCF":
+		return func(j *job) float64 { return float64(min(j.numMappers, j.numReducers)) }
+	case "LCF":
+		return (*job).remaining
+	case "SEBF":
+		return func(j *job) float64 { return j.alpha }
+	}
+	return nil
+}
+
+type refLine struct {
+	start, finish float64
+	sums          float64
+}
+
+func readRef(t *testing.T, path string) map[int]refLine {
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m := map[int]refLine{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) != 10 {
+			continue
+		}
+		id, _ := strconv.Atoi(strings.TrimPrefix(fs[0], "JOB-"))
+		st, _ := strconv.ParseFloat(fs[1], 64)
+		fi, _ := strconv.ParseFloat(fs[2], 64)
+		su, _ := strconv.ParseFloat(fs[9], 64)
+		m[id] = refLine{st, fi, su}
+	}
+	return m
+}
+
+func labRun(t *testing.T, trace, sched string, h hyp) (match, sums, total int, first string, log string) {
+	dir := sharedData(t, "coflowsim-fixtures")
+	tr := readTraceFile(t, filepath.Join(dir, trace+".txt"))
+	ref := readRef(t, filepath.Join(dir, trace+"."+sched+".out"))
+	cfg := DefaultConfig()
+	s := &labSim{h: h, ports: tr.Ports, cfg: cfg, key: labKey(sched), sf: make([]float64, tr.Ports), rf: make([]float64, tr.Ports), log: &strings.Builder{}}
+	s.jobs = buildJobs(tr, cfg, sched != "DARK")
+	s.size = map[*flow]float64{}
+	for _, j := range s.jobs {
+		for _, f := range j.flows {
+			s.size[f] = f.rem
+		}
+	}
+	s.run()
+	if s.stalled {
+		first = "STALLED "
+		for _, j := range s.active {
+			first += fmt.Sprintf("JOB-%d ", j.id)
+		}
+	}
+	for _, j := range s.jobs {
+		total++
+		r := ref[j.id]
+		var sum int64
+		for _, f := range j.redFinish {
+			sum += f - j.start
+		}
+		if r.start == float64(j.start) && r.finish == float64(j.finish) {
+			match++
+			if r.sums == float64(sum) {
+				sums++
+			}
+		} else if first == "" {
+			first = fmt.Sprintf("JOB-%d start %d finish %d (ref %v %v) sums %d (ref %v) reducers %v", j.id, j.start, j.finish, r.start, r.finish, sum, r.sums, j.redFinish)
+		}
+	}
+	return match, sums, total, first, s.log.String()
+}
+
+func TestLab(t *testing.T) {
+	if os.Getenv("FALCON_LAB") == "" {
+		t.Skip("set FALCON_LAB=1")
+	}
+	hs := map[string]hyp{
+		"base":    {skip: "maxmin"},
+		"cs":      {skip: "cs"},
+		"cs-jf":   {skip: "cs", jobFree: true},
+		"cs-jf-e": {skip: "cs", jobFree: true, edfTrunc: true},
+		"mms":     {skip: "maxminSeq"},
+		"os":      {skip: "maxmin", origSize: true},
+		"osj":     {skip: "maxmin", origSize: true, jobFree: true},
+		"bfd":     {skip: "maxmin", bfDone: true},
+		"bfdo":    {skip: "maxmin", bfDone: true, bfOrder: true},
+		"bfda":    {skip: "maxmin", bfDone: true, alphaDone: true},
+		"bfdj":    {skip: "maxmin", bfDone: true, jobFree: true},
+		"jf":      {skip: "maxmin", jobFree: true},
+		"et":      {skip: "maxmin", edfTrunc: true},
+		"ad":      {skip: "maxmin", alphaDone: true},
+		"i1":      {skip: "none", skipMode: "any", noReset: true},
+		"i1b":     {skip: "none", skipMode: "any"},
+		"i1c":     {skip: "none", skipMode: "tasks", noReset: true},
+		"i1d":     {skip: "none", noReset: true},
+		"i1e":     {skip: "none"},
+		"i1f":     {skip: "none", skipMode: "tasks"},
+		"i2":      {skip: "maxmin", skipMode: "any"},
+		"i2b":     {skip: "maxmin", skipMode: "tasks"},
+		"i3":      {skip: "cs", skipMode: "any"},
+		"i3b":     {skip: "cs", skipMode: "tasks"},
+	}
+	names := strings.Split(os.Getenv("FALCON_LAB_H"), ",")
+	if names[0] == "grid" {
+		names = nil
+		for _, skip := range []string{"maxmin", "cs"} {
+			for m := 0; m < 1<<8; m++ {
+				bit := func(i int) bool { return m>>i&1 == 1 }
+				h := hyp{skip: skip, jobFree: bit(0), alphaDone: bit(1), csDoneCount: bit(2), csDoneRate: bit(3), csSendJob: bit(4), bfDone: bit(5), bfOrder: bit(6), csRecv: "red"}
+				if bit(7) {
+					h.csRecv = "port"
+				}
+				if skip == "maxmin" && (h.csDoneCount || h.csDoneRate || h.csSendJob || bit(7)) {
+					continue
+				}
+				name := fmt.Sprintf("%+v", h)
+				hs[name] = h
+				names = append(names, name)
+			}
+		}
+	}
+	scheds := strings.Split(os.Getenv("FALCON_LAB_S"), ",")
+	for _, hn := range names {
+		h, ok := hs[hn]
+		if !ok {
+			t.Fatalf("no hypothesis %q", hn)
+		}
+		if d := os.Getenv("FALCON_LAB_DUMP"); d != "" {
+			h.dump, _ = strconv.Atoi(d)
+			h.dumpUntil = 1 << 62
+			if u := os.Getenv("FALCON_LAB_UNTIL"); u != "" {
+				h.dumpUntil, _ = strconv.ParseInt(u, 10, 64)
+			}
+		}
+		for _, sc := range scheds {
+			for _, tr := range []string{"synth-a", "synth-b"} {
+				m, su, n, first, log := labRun(t, tr, sc, h)
+				t.Logf("%-8s %-5s %s: %d/%d (sums %d) first: %s", hn, sc, tr, m, n, su, first)
+				if h.dump != 0 && tr == os.Getenv("FALCON_LAB_T") {
+					t.Log(log)
+				}
+			}
+		}
+	}
+}
