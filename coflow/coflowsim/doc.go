@@ -48,6 +48,22 @@
 // that hit a full port is ours. Repeated mapper ports are kept as separate
 // flows.
 //
+// What the fixtures tell about the ordering schedulers (lab_test.go holds
+// the harness that replays them under switchable rules; run it with
+// FALCON_LAB=1): MADD rates come from the remaining bytes, not the original
+// flow sizes (the latter matches under 30 coflows of 120); a coflow is
+// skipped only for a full port where it still has bytes (skipping it for
+// any full port, which is how the public coflowsim issue #1 describes an
+// old version, breaks the first coflows); the skipped coflows' share comes
+// before the backfill, and sharing it jointly by max-min beats sharing it
+// coflow by coflow. The remaining gap is small and inside that share: on
+// synth-a under FIFO, JOB-5's bottleneck receiver (port 39) moves 1.2 to
+// 2.2 MiB less in the reference during its skipped phase than here, so it
+// ends 16 ms later; a one-round share (each skipped flow gets the smaller
+// of free/flows at its two ports, counting only flows whose ports have
+// capacity) matches 22 more coflows in all, but one fewer each for SEBF
+// and NCF on synth-a, so it is not used.
+//
 // The replay does not visit every quantum: between two events all rates are
 // constant, and each flow's per-quantum float64 subtraction is reproduced in
 // closed form binade by binade (the test suite checks the result against a
