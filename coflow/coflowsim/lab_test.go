@@ -50,6 +50,10 @@ import (
 //	                        FIFO 61/52 SEBF 79/111 SCF 81/107 NCF 78/94 LCF 74/92
 //	     (829 coflows in all against base's 807, but SEBF and NCF lose one
 //	      on synth-a, so sched.go keeps max-min)
+//	skr/sks (skip only for a full receiver / only for a full sender)
+//	                        FIFO 46/46 and 43/31
+//	gridcsu (csu with the finished-flow, backfill-order and send-count
+//	      switches): nothing above csu's 829
 //	csum (csu, then max-min on what is left) FIFO 62/49 SEBF 81/102 SCF 79/101
 //	                        NCF 79/90 LCF 76/89
 
@@ -125,6 +129,10 @@ func (s *labSim) allocate() {
 				us, ur = true, true
 			case "tasks":
 				us, ur = hasSrc(j, p), hasDst(j, p)
+			case "recv":
+				us, ur = false, recv[p] > 0
+			case "send":
+				us, ur = send[p] > 0, false
 			default:
 				us, ur = send[p] > 0, recv[p] > 0
 			}
@@ -538,6 +546,8 @@ func TestLab(t *testing.T) {
 		"cs-jf":   {skip: "cs", jobFree: true},
 		"cs-jf-e": {skip: "cs", jobFree: true, edfTrunc: true},
 		"mms":     {skip: "maxminSeq"},
+		"skr":     {skip: "maxmin", skipMode: "recv"},
+		"sks":     {skip: "maxmin", skipMode: "send"},
 		"csum":    {skip: "cs", csRecv: "port", csUnblocked: true, csThenMaxMin: true},
 		"csu":     {skip: "cs", csRecv: "port", csUnblocked: true},
 		"csur":    {skip: "cs", csRecv: "red", csUnblocked: true},
@@ -568,6 +578,16 @@ func TestLab(t *testing.T) {
 		"i3b":     {skip: "cs", skipMode: "tasks"},
 	}
 	names := strings.Split(os.Getenv("FALCON_LAB_H"), ",")
+	if names[0] == "gridcsu" {
+		names = nil
+		for m := 0; m < 1<<5; m++ {
+			bit := func(i int) bool { return m>>i&1 == 1 }
+			h := hyp{skip: "cs", csRecv: "port", csUnblocked: true, csSendJob: bit(0), bfOrder: bit(1), bfDone: bit(2), alphaDone: bit(3), csThenMaxMin: bit(4)}
+			name := fmt.Sprintf("csu%02d", m)
+			hs[name] = h
+			names = append(names, name)
+		}
+	}
 	if names[0] == "grid" {
 		names = nil
 		for _, skip := range []string{"maxmin", "cs"} {
