@@ -261,7 +261,7 @@ func TestSchedulers_Properties(t *testing.T) {
 					c := &cfs[i]
 					total += c.TotalBytes()
 					r := res.Coflows[i]
-					lb := isolatedBound(c, fab)
+					lb := coflowtest.IsolatedBound(c, fab)
 					if r.CCT.Seconds() < lb*(1-tol)-1e-9 {
 						t.Errorf("coflow %d: CCT %v below isolated bound %.6fs", c.ID, r.CCT, lb)
 					}
@@ -302,22 +302,4 @@ func variant(t *testing.T, name string) coflow.Scheduler {
 		t.Fatal(err)
 	}
 	return s
-}
-
-// isolatedBound is the coflow's bottleneck time on an empty fabric.
-func isolatedBound(c *coflow.Coflow, fab *coflow.Fabric) float64 {
-	in := map[int]float64{}
-	out := map[int]float64{}
-	for _, f := range c.Flows {
-		in[f.Src] += f.Bytes
-		out[f.Dst] += f.Bytes
-	}
-	var g float64
-	for p, b := range in {
-		g = math.Max(g, b/fab.Ports[p].Ingress)
-	}
-	for p, b := range out {
-		g = math.Max(g, b/fab.Ports[p].Egress)
-	}
-	return g
 }

@@ -318,7 +318,7 @@ func TestSim_ReplayFB(t *testing.T) {
 	var total float64
 	for i := range cfs {
 		total += cfs[i].TotalBytes()
-		if lb := isolatedBound(&cfs[i], fab); res.Coflows[i].CCT.Seconds() < lb*(1-tol) {
+		if lb := coflowtest.IsolatedBound(&cfs[i], fab); res.Coflows[i].CCT.Seconds() < lb*(1-tol) {
 			t.Fatalf("coflow %d: CCT %v below bound %.3fs", cfs[i].ID, res.Coflows[i].CCT, lb)
 		}
 	}

@@ -76,7 +76,7 @@ func RunSuite(t *testing.T, newSched func() coflow.Scheduler, opts SuiteOptions)
 					t.Errorf("coflow %d: arrival %v, start %v, finish %v", c.ID, c.Arrival, r.Start, r.Finish)
 				}
 				compressed := r.WireBytes < r.Bytes*(1-Tolerance)
-				if lb := isolatedBound(c, fab); !compressed && r.CCT.Seconds() < lb*(1-Tolerance)-1e-9 {
+				if lb := IsolatedBound(c, fab); !compressed && r.CCT.Seconds() < lb*(1-Tolerance)-1e-9 {
 					t.Errorf("coflow %d: CCT %v below its isolated bound %.6fs", c.ID, r.CCT, lb)
 				}
 			}
@@ -87,8 +87,11 @@ func RunSuite(t *testing.T, newSched func() coflow.Scheduler, opts SuiteOptions)
 	}
 }
 
-// isolatedBound is the coflow's bottleneck time alone on the fabric.
-func isolatedBound(c *coflow.Coflow, fab *coflow.Fabric) float64 {
+// IsolatedBound is the coflow's bottleneck time alone on an empty fabric,
+// in seconds: max over its ports of the bytes it moves through the port
+// divided by the port's capacity. No schedule can finish it sooner (without
+// compression).
+func IsolatedBound(c *coflow.Coflow, fab *coflow.Fabric) float64 {
 	in := map[int]float64{}
 	out := map[int]float64{}
 	for _, f := range c.Flows {
