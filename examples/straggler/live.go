@@ -33,9 +33,9 @@ const liveKeyLen = 1024
 // rate the scenario's heterogeneity model gives. It prints both results
 // and the two rankings.
 func runLive(o options, scenarios []sim.Scenario, specs []policySpec, m model.Model, train, test *model.Dataset) error {
-	fmt.Printf("live mode: %s on %d rows, %d workers, batch %d/worker, lr %g, target %.3f (mean of %d evaluations every %v), %v per run, time scale %gx\n",
+	fmt.Fprintf(o.stdout, "live mode: %s on %d rows, %d workers, batch %d/worker, lr %g, target %.3f (mean of %d evaluations every %v), %v per run, time scale %gx\n",
 		m.Name(), train.N, sim.SuiteWorkers, o.batch, o.lr, o.target, o.window, o.evalEvery, o.duration, o.liveScale)
-	fmt.Printf("command: %s\n\n", strings.Join(os.Args, " "))
+	fmt.Fprintf(o.stdout, "command: %s\n\n", strings.Join(os.Args, " "))
 	type pair struct {
 		spec      policySpec
 		sim, live *sim.Result
@@ -60,11 +60,11 @@ func runLive(o options, scenarios []sim.Scenario, specs []policySpec, m model.Mo
 			rows = append(rows, pair{spec, sr, lr})
 		}
 		for _, r := range rows {
-			fmt.Printf("policy=%s scenario=%s mode=live time_to_target_s=%s final_acc=%.4f blocked_frac=%.4f transfers=%d\n",
+			fmt.Fprintf(o.stdout, "policy=%s scenario=%s mode=live time_to_target_s=%s final_acc=%.4f blocked_frac=%.4f transfers=%d\n",
 				r.spec.Name, sc.Name, fmtT(r.live.TimeToTargetSeconds()), r.live.FinalAccuracy, r.live.BlockedFraction(), r.live.AcceptedTransfers())
 		}
-		fmt.Println()
-		tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(o.stdout)
+		tw := tabwriter.NewWriter(o.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "scenario\tpolicy\tsim_t2t_s\tlive_t2t_s\tsim_rank\tlive_rank\tsim_acc\tlive_acc\tsim_blocked\tlive_blocked\tsim_transfers\tlive_transfers\t")
 		simT := make([]float64, len(rows))
 		liveT := make([]float64, len(rows))
@@ -78,7 +78,7 @@ func runLive(o options, scenarios []sim.Scenario, specs []policySpec, m model.Mo
 				r.sim.BlockedFraction(), r.live.BlockedFraction(), r.sim.AcceptedTransfers(), r.live.AcceptedTransfers())
 		}
 		tw.Flush()
-		fmt.Printf("Spearman rank correlation sim vs live (%s): %.3f\n\n", sc.Name, spearman(sRank, lRank))
+		fmt.Fprintf(o.stdout, "Spearman rank correlation sim vs live (%s): %.3f\n\n", sc.Name, spearman(sRank, lRank))
 	}
 	return nil
 }

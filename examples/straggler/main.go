@@ -20,6 +20,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -54,10 +55,11 @@ type options struct {
 	live      bool
 	liveScale float64
 	quiet     bool
+	stdout    io.Writer // the table and the policy= lines
 }
 
 func main() {
-	var o options
+	o := options{stdout: os.Stdout}
 	flag.StringVar(&o.scenario, "scenario", "mixed", "scenario name, or \"all\" for the suite (homogeneous, static, straggler, transient, mixed)")
 	flag.StringVar(&o.policies, "policies", "all", "comma-separated policies to run")
 	flag.StringVar(&o.data, "data", "auto", "mnist, synthetic, or auto (MNIST if its files are found, else synthetic)")
@@ -176,9 +178,9 @@ func run(o options) error {
 			return err
 		}
 		if i == 0 {
-			fmt.Printf("data: %s; model: %s; %d workers, batch %d/worker, lr %g, target acc %.3f (mean of %d evaluations every %v), %v virtual per run, seeds %d..%d\n",
+			fmt.Fprintf(o.stdout, "data: %s; model: %s; %d workers, batch %d/worker, lr %g, target acc %.3f (mean of %d evaluations every %v), %v virtual per run, seeds %d..%d\n",
 				dataLabel, m.Name(), sim.SuiteWorkers, o.batch, o.lr, o.target, o.window, o.evalEvery, o.duration, o.seed, o.seed+uint64(o.seeds)-1)
-			fmt.Printf("command: %s\n\n", strings.Join(os.Args, " "))
+			fmt.Fprintf(o.stdout, "command: %s\n\n", strings.Join(os.Args, " "))
 		}
 		scs, err := scenarioNames(so.seed)
 		if err != nil {
@@ -239,18 +241,18 @@ func run(o options) error {
 	n := float64(o.seeds)
 
 	// Result lines, one per policy and scenario.
-	fmt.Println()
+	fmt.Fprintln(o.stdout)
 	for _, sc := range scenarios {
 		for _, spec := range specs {
 			a := aggs[key(sc.Name, spec.Name)]
-			fmt.Printf("policy=%s scenario=%s time_to_target_s=%s final_acc=%.4f blocked_frac=%.4f transfers=%d\n",
+			fmt.Fprintf(o.stdout, "policy=%s scenario=%s time_to_target_s=%s final_acc=%.4f blocked_frac=%.4f transfers=%d\n",
 				spec.Name, sc.Name, fmtT(median(a.times)), a.acc/n, a.blocked/n, int(math.Round(a.transfers/n)))
 		}
 	}
 
 	// Table with the reduction of EPSP's better mode against each policy.
-	fmt.Println()
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(o.stdout)
+	tw := tabwriter.NewWriter(o.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := "scenario\tpolicy\ttime_to_target_s\tepsp_reduction\tfirst_crossing_s\tfinal_acc\tblocked\ttransfers\tdropped\tp_changes\t"
 	if o.seeds > 1 {
 		head += "per_seed_t2t_s\t"
@@ -279,9 +281,9 @@ func run(o options) error {
 		}
 	}
 	tw.Flush()
-	fmt.Println("\nepsp_reduction = (T_policy - T_epsp)/T_policy with T_epsp the faster EPSP mode; negative means EPSP is slower.")
+	fmt.Fprintln(o.stdout, "\nepsp_reduction = (T_policy - T_epsp)/T_policy with T_epsp the faster EPSP mode; negative means EPSP is slower.")
 	if o.seeds > 1 {
-		fmt.Println("With several seeds, times are medians over seeds; accuracy, blocked fraction and counts are means.")
+		fmt.Fprintln(o.stdout, "With several seeds, times are medians over seeds; accuracy, blocked fraction and counts are means.")
 	}
 	return nil
 }
