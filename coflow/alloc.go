@@ -84,34 +84,30 @@ func (b *rateBook) loads(c *CoflowState) (send, recv []PortLoad) {
 	if c.Send != nil || c.Recv != nil || len(c.Flows) == 0 {
 		return c.Send, c.Recv
 	}
-	b.sendTmp, b.recvTmp = b.sendTmp[:0], b.recvTmp[:0]
-	for i := range c.Flows {
-		f := &c.Flows[i]
-		if b.mark[f.Src] < 0 {
-			b.mark[f.Src] = int32(len(b.sendTmp))
-			b.sendTmp = append(b.sendTmp, PortLoad{Port: f.Src})
-		}
-		pl := &b.sendTmp[b.mark[f.Src]]
-		pl.Bytes += f.Remaining
-		pl.Flows++
-	}
-	for _, pl := range b.sendTmp {
-		b.mark[pl.Port] = -1
-	}
-	for i := range c.Flows {
-		f := &c.Flows[i]
-		if b.mark[f.Dst] < 0 {
-			b.mark[f.Dst] = int32(len(b.recvTmp))
-			b.recvTmp = append(b.recvTmp, PortLoad{Port: f.Dst})
-		}
-		pl := &b.recvTmp[b.mark[f.Dst]]
-		pl.Bytes += f.Remaining
-		pl.Flows++
-	}
-	for _, pl := range b.recvTmp {
-		b.mark[pl.Port] = -1
-	}
+	b.sendTmp = b.sumPorts(b.sendTmp[:0], c, func(f *FlowState) int { return f.Src })
+	b.recvTmp = b.sumPorts(b.recvTmp[:0], c, func(f *FlowState) int { return f.Dst })
 	return b.sendTmp, b.recvTmp
+}
+
+// sumPorts appends to dst one PortLoad per port(f) of c's flows, in order of
+// first appearance, with their remaining bytes and flow counts. It uses and
+// then clears b.mark, which is -1 for every port between calls.
+func (b *rateBook) sumPorts(dst []PortLoad, c *CoflowState, port func(*FlowState) int) []PortLoad {
+	for i := range c.Flows {
+		f := &c.Flows[i]
+		p := port(f)
+		if b.mark[p] < 0 {
+			b.mark[p] = int32(len(dst))
+			dst = append(dst, PortLoad{Port: p})
+		}
+		pl := &dst[b.mark[p]]
+		pl.Bytes += f.Remaining
+		pl.Flows++
+	}
+	for _, pl := range dst {
+		b.mark[pl.Port] = -1
+	}
+	return dst
 }
 
 func (b *rateBook) full(p int, in bool) bool {
