@@ -198,29 +198,28 @@ func runPushPull(b *testing.B, env benchEnv, n int, oneCall bool) {
 		}
 		return cl.Pull(ctx, keys, outs[i], nil)
 	}
-	if len(env.clients) == 1 {
-		for range b.N {
-			if err := round(0); err != nil {
-				b.Fatal(err)
-			}
-		}
-		return
-	}
-	var wg sync.WaitGroup
 	errs := make([]error, len(env.clients))
 	for range b.N {
-		for i := range env.clients {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[i] = round(i)
-			}()
+		fanOut(b, errs, round)
+	}
+}
+
+// fanOut runs f(i) for every i < len(errs), concurrently when there is
+// more than one (inline otherwise, so one worker pays no goroutine), and
+// fails b on the first error. errs is the caller's scratch space.
+func fanOut(b *testing.B, errs []error, f func(i int) error) {
+	if len(errs) == 1 {
+		errs[0] = f(0)
+	} else {
+		var wg sync.WaitGroup
+		for i := range errs {
+			wg.Go(func() { errs[i] = f(i) })
 		}
 		wg.Wait()
-		for _, err := range errs {
-			if err != nil {
-				b.Fatal(err)
-			}
+	}
+	for _, err := range errs {
+		if err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -120,27 +120,8 @@ func rawTCPCeiling(b *testing.B, workers, n int) func() {
 		_, err := io.ReadFull(conns[i], bufs[i])
 		return err
 	}
-	var wg sync.WaitGroup
 	errs := make([]error, workers)
-	return func() {
-		if workers == 1 {
-			errs[0] = one(0)
-		} else {
-			for i := range workers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					errs[i] = one(i)
-				}()
-			}
-			wg.Wait()
-		}
-		for _, err := range errs {
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	return func() { fanOut(b, errs, one) }
 }
 
 func runPaired(b *testing.B, env benchEnv, n int, ceil func()) {
@@ -174,27 +155,8 @@ func runPaired(b *testing.B, env benchEnv, n int, ceil func()) {
 		}
 		return cl.Pull(ctx, keys, outs[i], nil)
 	}
-	var wg sync.WaitGroup
 	errs := make([]error, w)
-	pushPull := func() {
-		if w == 1 {
-			errs[0] = round(0)
-		} else {
-			for i := range w {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					errs[i] = round(i)
-				}()
-			}
-			wg.Wait()
-		}
-		for _, err := range errs {
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	pushPull := func() { fanOut(b, errs, round) }
 	pushPull() // warm up buffers and pools
 	ceil()
 	var tPP, tCeil time.Duration
