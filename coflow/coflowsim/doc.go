@@ -35,7 +35,9 @@
 // bottleneck needs with the capacity left), let the coflows that need a
 // full port share the leftover, and backfill in deadline order; DARK is an
 // Aalo-like D-CLAS (10 queues, 10 MiB × 10^k on bytes sent, strict
-// priority, FIFO by queue-entry time inside a queue); FAIR is per-flow
+// priority, FIFO by queue-entry time inside a queue; each coflow splits
+// what is left at a port equally among its flows that can still be served);
+// FAIR is per-flow
 // sharing (each port split equally among its flows); PFP is shortest
 // remaining flow first, receiver port by receiver port.
 //
@@ -63,6 +65,18 @@
 // of free/flows at its two ports, counting only flows whose ports have
 // capacity) matches 22 more coflows in all, but one fewer each for SEBF
 // and NCF on synth-a, so it is not used.
+//
+// What the fixtures tell about DARK: inside a coflow every flow gets
+// min(send free / n_src, receive free / n_dst) of the capacity its
+// predecessors left, n_p counting only the coflow's flows whose two ports
+// still have capacity. Handing a blocked flow's share to the coflow's next
+// flow at that port (the previous rule) matches 47 and 36 coflows of 120
+// and 200, dividing by all of the coflow's flows at the port 41 and 24; the
+// rule used matches 68 and 56 (synth-b's JOB-5 is the telling case: its
+// mapper's other flow, of JOB-4, got a fifth of the receiver it shares with
+// JOB-7, not the share JOB-4's blocked flow left). The same split applied
+// to the ordering schedulers' skipped coflows, coflow by coflow, loses
+// coflows there (FIFO 48/33 against 61/52).
 //
 // The replay does not visit every quantum: between two events all rates are
 // constant, and each flow's per-quantum float64 subtraction is reproduced in

@@ -39,6 +39,8 @@ import (
 //	et   (EDF keys truncated to int as in Java) = base
 //	ad   (finished flows' leftover bytes count in the skip test) FIFO 60/51 ...
 //	mms  (max-min per skipped coflow in order, not jointly) FIFO 50/35 ...
+//	fus  (DARK's per-coflow split, fairShareJob, per skipped coflow in order)
+//	                        FIFO 48/33 SEBF 72/96 SCF 79/91 NCF 72/72 LCF 67/82
 //	cs   (one-round share: send/flows at mapper, recv/flows of reducer)
 //	                        FIFO 54/52, SEBF 70/100
 //	i1*  (skip if any port anywhere is full; skipped rates not reset;
@@ -195,6 +197,38 @@ func (s *labSim) allocate() {
 				}
 			}
 			maxMin(fl, s.sf, s.rf)
+		case "fixuSeq":
+			// one skipped coflow after another: each splits what is left
+			// at a port equally among its flows whose two ports both
+			// have capacity (DARK's per-coflow share).
+			ns := make([]int, s.ports)
+			nr := make([]int, s.ports)
+			for _, j := range skipped {
+				clear(ns)
+				clear(nr)
+				for _, f := range j.flows {
+					if f.done || s.sf[f.src] <= zeroBytes || s.rf[f.dst] <= zeroBytes {
+						continue
+					}
+					ns[f.src]++
+					nr[f.dst]++
+				}
+				su := make([]float64, s.ports)
+				ru := make([]float64, s.ports)
+				for _, f := range j.flows {
+					if f.done || ns[f.src] == 0 || nr[f.dst] == 0 || s.sf[f.src] <= zeroBytes || s.rf[f.dst] <= zeroBytes {
+						continue
+					}
+					r := math.Min(s.sf[f.src]/float64(ns[f.src]), s.rf[f.dst]/float64(nr[f.dst]))
+					f.rate = r
+					su[f.src] += r
+					ru[f.dst] += r
+				}
+				for p := range su {
+					s.sf[p] -= su[p]
+					s.rf[p] -= ru[p]
+				}
+			}
 		case "maxminSeq":
 			for _, j := range skipped {
 				var fl []*flow
@@ -546,6 +580,7 @@ func TestLab(t *testing.T) {
 		"cs-jf":   {skip: "cs", jobFree: true},
 		"cs-jf-e": {skip: "cs", jobFree: true, edfTrunc: true},
 		"mms":     {skip: "maxminSeq"},
+		"fus":     {skip: "fixuSeq"},
 		"skr":     {skip: "maxmin", skipMode: "recv"},
 		"sks":     {skip: "maxmin", skipMode: "send"},
 		"csum":    {skip: "cs", csRecv: "port", csUnblocked: true, csThenMaxMin: true},

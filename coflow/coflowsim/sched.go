@@ -259,6 +259,41 @@ func (pfp) allocate(s *sim) {
 	}
 }
 
+// fairShareJob gives every unfinished flow of j whose two ports still have
+// capacity (more than zeroBytes free) the rate
+//
+//	min(sendFree[src] / n_src, recvFree[dst] / n_dst)
+//
+// where n_p counts those flows of j at port p and the free capacities are
+// the ones left before j; then it takes the rates off the ports. Flows with
+// a full port get 0. Counting only flows that can be served is what the
+// DARK fixtures show (dividing by all of the coflow's flows at a port, or
+// handing a blocked flow's share to the next flow, both lose coflows from
+// the first epoch on). ns and nr are scratch arrays of the port count.
+func fairShareJob(j *job, sendFree, recvFree []float64, ns, nr []int) {
+	clear(ns)
+	clear(nr)
+	open := func(f *flow) bool {
+		return !f.done && sendFree[f.src] > zeroBytes && recvFree[f.dst] > zeroBytes
+	}
+	for _, f := range j.flows {
+		f.rate = 0
+		if open(f) {
+			ns[f.src]++
+			nr[f.dst]++
+		}
+	}
+	for _, f := range j.flows {
+		if open(f) {
+			f.rate = math.Min(sendFree[f.src]/float64(ns[f.src]), recvFree[f.dst]/float64(nr[f.dst]))
+		}
+	}
+	for _, f := range j.flows {
+		sendFree[f.src] -= f.rate
+		recvFree[f.dst] -= f.rate
+	}
+}
+
 // ---- DARK (Aalo-like D-CLAS) ----
 
 // dark keeps coflows in 10 queues by bytes already sent (queue k holds
@@ -266,11 +301,10 @@ func (pfp) allocate(s *sim) {
 // A queue is FIFO by the time a coflow joined it: a new coflow joins the
 // tail of the first queue, and one whose bytes crossed a threshold joins
 // the tail of its new queue (this is what reproduces the fixtures' early
-// coflows; ordering by arrival inside a queue does not). Each coflow splits
-// what its predecessors left per port equally among its flows, one flow
-// after another, each taking free/(its not yet served flows at that port)
-// at both ends. Queues are re-evaluated only at admissions and departures.
-// Reconstruction; it does not match the whole reference output yet.
+// coflows; ordering by arrival inside a queue does not). Each coflow, in
+// that order, splits what its predecessors left (fairShareJob). Queues are
+// re-evaluated only at admissions and departures. Reconstruction; it does
+// not match the whole reference output yet.
 type dark struct{}
 
 const (
@@ -318,29 +352,9 @@ func (dark) allocate(s *sim) {
 		}
 	}
 	slices.SortStableFunc(s.active, func(a, b *job) int { return cmpQueue(a, b) })
-	order := s.active
 	ns := make([]int, s.ports)
 	nr := make([]int, s.ports)
-	for _, j := range order {
-		clear(ns)
-		clear(nr)
-		for _, f := range j.flows {
-			f.rate = 0
-			if !f.done {
-				ns[f.src]++
-				nr[f.dst]++
-			}
-		}
-		for _, f := range j.flows {
-			if f.done {
-				continue
-			}
-			r := math.Min(s.sendFree[f.src]/float64(ns[f.src]), s.recvFree[f.dst]/float64(nr[f.dst]))
-			ns[f.src]--
-			nr[f.dst]--
-			f.rate = r
-			s.sendFree[f.src] -= r
-			s.recvFree[f.dst] -= r
-		}
+	for _, j := range s.active {
+		fairShareJob(j, s.sendFree, s.recvFree, ns, nr)
 	}
 }
