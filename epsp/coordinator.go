@@ -230,7 +230,7 @@ func (c *Coordinator) Step(now time.Duration, e Event) (Output, error) {
 		if r.Clock != c.clock[r.Worker] || c.waiting[r.Worker] {
 			return Output{}, nil // late report of a finished clock
 		}
-		if r.Done < 0 || r.Assigned < 0 {
+		if r.Done < 0 || r.Assigned < 0 || r.Claimed < 0 {
 			return Output{}, fmt.Errorf("%w: progress of worker %d: done %d of %d", ErrBadEvent, r.Worker, r.Done, r.Assigned)
 		}
 		c.progress[r.Worker] = r

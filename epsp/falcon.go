@@ -450,7 +450,7 @@ func (s polState) cursor(now time.Duration, v View, w WorkerID, extrapolate bool
 	r := s.last[w]
 	done, at := 0, s.start[w]
 	if r.Clock == v.Clock(w) && !v.Waiting(w) {
-		done, at = r.Done, s.reportAt[w]
+		done, at = r.Cursor(), s.reportAt[w]
 	}
 	if extrapolate && now > at {
 		done += int(math.Round(s.speed(int(w)) * (now - at).Seconds()))

@@ -119,11 +119,20 @@ type ProgressReport struct {
 	// far this clock; Assigned is how many it still owns (its batch minus
 	// what it gave away). Remaining work is Assigned-Done.
 	Done, Assigned int
+	// Claimed counts the samples of the own batch that the worker's
+	// compute goroutines have claimed (processed or in progress): a
+	// transfer can only take samples past it. Zero means Done (nothing in
+	// progress). Done/Elapsed is the throughput; Claimed is the position.
+	Claimed int
 	// Parallelism is the number of goroutines computing.
 	Parallelism int
 	// Elapsed is the time since the clock began.
 	Elapsed time.Duration
 }
+
+// Cursor is the position from which the worker's batch can still be
+// given away: max(Claimed, Done).
+func (r ProgressReport) Cursor() int { return max(r.Claimed, r.Done) }
 
 // Remaining is Assigned-Done, never negative.
 func (r ProgressReport) Remaining() int {

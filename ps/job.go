@@ -34,7 +34,8 @@ type job struct {
 	given    []span
 	p        int
 	active   int
-	done     int // samples computed
+	done     int // samples computed, summed when goroutines exit
+	computed int // own samples whose chunk is finished (progress reports)
 	chunks   int
 	grad     []float32
 	loss     float64
@@ -188,10 +189,11 @@ func (j *job) run() {
 		if j.own {
 			j.mu.Lock()
 			j.chunks++
+			j.computed += hi - lo
 			report := j.chunks%w.cfg.ProgressEvery == 0
 			var r epsp.ProgressReport
 			if report {
-				r = epsp.ProgressReport{Worker: w.cfg.ID, Clock: j.clock, Done: j.claimedLocked(), Assigned: j.assignedLocked(),
+				r = epsp.ProgressReport{Worker: w.cfg.ID, Clock: j.clock, Done: j.computed, Claimed: j.claimedLocked(), Assigned: j.assignedLocked(),
 					Parallelism: j.p, Elapsed: time.Since(j.began)}
 			}
 			j.mu.Unlock()
@@ -203,8 +205,8 @@ func (j *job) run() {
 }
 
 // claimedLocked is the number of the job's own samples claimed so far
-// (computed or being computed): what the progress report calls Done, since
-// a transfer can no longer take them.
+// (computed or being computed): the progress report's Claimed, since a
+// transfer can no longer take them.
 func (j *job) claimedLocked() int {
 	claimed := j.cursor - j.lo0
 	for _, g := range j.given {

@@ -47,6 +47,7 @@ func encodeProgress(e *encoder, r epsp.ProgressReport) {
 	e.i64(int64(r.Assigned))
 	e.i64(int64(r.Parallelism))
 	e.i64(int64(r.Elapsed))
+	e.i64(int64(r.Claimed))
 }
 
 func decodeProgress(d *decoder) epsp.ProgressReport {
@@ -57,6 +58,7 @@ func decodeProgress(d *decoder) epsp.ProgressReport {
 		Assigned:    d.int(0, 1<<62, "assigned"),
 		Parallelism: d.int(0, maxInt32, "parallelism"),
 		Elapsed:     time.Duration(d.i64()),
+		Claimed:     d.int(0, 1<<62, "claimed"),
 	}
 }
 

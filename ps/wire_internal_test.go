@@ -8,8 +8,10 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 	"unsafe"
 
+	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -393,5 +395,22 @@ func TestServer_RequestInPieces(t *testing.T) {
 	resp, err := s.HandleRequestV(ctx, "c", [][]byte{req[:hdr], req[hdr : len(req)-1]}, nil)
 	if _, perr := parseResponse(resp, "s"); err != nil || !errors.Is(perr, ErrMalformed) {
 		t.Fatalf("truncated push in pieces: %v %v", perr, err)
+	}
+}
+
+func TestProgressRoundTrip(t *testing.T) {
+	in := epsp.ProgressReport{Worker: 3, Clock: 17, Done: 8, Claimed: 16, Assigned: 60, Parallelism: 4, Elapsed: 2500 * time.Microsecond}
+	var e encoder
+	encodeProgress(&e, in)
+	d := decoder{b: e.b}
+	out := decodeProgress(&d)
+	if d.err != nil || out != in {
+		t.Fatalf("decoded %+v (err %v), want %+v", out, d.err, in)
+	}
+	// A truncated report is an error, not a zero Claimed.
+	d = decoder{b: e.b[:len(e.b)-1]}
+	decodeProgress(&d)
+	if !errors.Is(d.err, ErrMalformed) {
+		t.Fatalf("truncated report: err %v, want ErrMalformed", d.err)
 	}
 }

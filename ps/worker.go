@@ -71,7 +71,9 @@ type WorkerConfig struct {
 	// zero means 4. Transfers can only move samples not yet claimed.
 	Chunk int
 	// ProgressEvery is the number of chunks between progress reports;
-	// zero means 2.
+	// zero means 2. A report's Done counts the samples of finished chunks,
+	// so that Done/Elapsed is the worker's throughput; Claimed adds the
+	// chunks still being computed.
 	ProgressEvery int
 	// RequestTimeout bounds each request to the coordinator (admit, clock,
 	// transfer answers); waiting for a release is not a request and is
