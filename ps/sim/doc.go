@@ -13,12 +13,15 @@
 //  1. on release it pulls: the store is read at release time, the
 //     response arrives after Network.Delay(4·params bytes), and
 //     BaseVersion is the coordinator's Version() at the read;
-//  2. it computes its batch in chunks of ProgressEvery samples, each
-//     taking the time to integrate the worker's rate
+//  2. it computes its batch in rounds: each of its p goroutines claims
+//     Chunk samples, as in the live runtime, so a round is p·Chunk
+//     samples and lasts the time its longest claim needs at R/p (a last,
+//     partial round leaves goroutines idle; see roundWork), that is the
+//     time to integrate the worker's rate
 //     Rate(w, p, t) samples/s (piecewise constant; integrated exactly
 //     across the model's NextChange points, and with core contention
 //     among the workers of a host when the model offers RateAll), and
-//     sends an EventProgress after every chunk but the last;
+//     sends an EventProgress after every round but the last;
 //  3. it computes the real mean gradient of the rows it processed at its
 //     pulled parameters, pushes it (Admit; ApplyNow applies
 //     g·Scale·Samples/BatchSamples, Accumulate adds it to the clock's
@@ -30,7 +33,7 @@
 //
 // A TransferOrder reaches its giver after Network.Latency (orders sent
 // together arrive in the order sent). The giver hands over the part of
-// [Lo, Hi) it has not started (the chunk in progress is started), but
+// [Lo, Hi) it has not started (the round in progress is started), but
 // only if Hi is the end of what it still owns: the pieces of a
 // multi-taker split are ordered tail-first, and a piece below one that
 // was refused or trimmed is refused, so the giver keeps one prefix

@@ -57,9 +57,13 @@ type Config struct {
 	Optimizer ps.Optimizer
 	// TickPeriod is the period of EventTick; zero means 100 ms.
 	TickPeriod time.Duration
-	// ProgressEvery is the chunk size in samples: workers compute in
-	// chunks and report progress after each. Zero means max(1, Batch/8).
-	ProgressEvery int
+	// Chunk is how many samples each of a worker's compute goroutines
+	// claims at a time, as ps.WorkerConfig.Chunk in the live runtime: a
+	// worker with parallelism p computes its batch in rounds of p·Chunk
+	// samples (see roundWork) and reports progress after each round, and
+	// a transfer can only take samples no round has claimed. Zero means
+	// max(1, Batch/(8·Parallelism)).
+	Chunk int
 	// EvalEvery is the virtual-time interval between evaluations of the
 	// server's model on the test set; zero means 1 s.
 	EvalEvery time.Duration
@@ -118,7 +122,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: LR = %v", ErrConfig, c.LR)
 	case c.TickPeriod < 0 || c.EvalEvery < 0 || c.StallTimeout < 0:
 		return fmt.Errorf("%w: negative period", ErrConfig)
-	case c.ProgressEvery < 0 || c.EvalSamples < 0 || c.KeyLen < 0 || c.TargetWindow < 0:
+	case c.Chunk < 0 || c.EvalSamples < 0 || c.KeyLen < 0 || c.TargetWindow < 0:
 		return fmt.Errorf("%w: negative size", ErrConfig)
 	case c.Duration <= 0:
 		return fmt.Errorf("%w: Duration = %v", ErrConfig, c.Duration)
@@ -137,8 +141,8 @@ func (c *Config) fill() {
 	if c.TickPeriod == 0 {
 		c.TickPeriod = 100 * time.Millisecond
 	}
-	if c.ProgressEvery == 0 {
-		c.ProgressEvery = max(1, c.Batch/8)
+	if c.Chunk == 0 {
+		c.Chunk = max(1, c.Batch/(8*c.Parallelism))
 	}
 	if c.EvalEvery == 0 {
 		c.EvalEvery = time.Second
@@ -451,14 +455,34 @@ func (s *Sim) nextChunk(w *worker) {
 		return
 	}
 	sp := &w.todo[0]
-	hi := min(sp.hi, sp.lo+s.cfg.ProgressEvery)
+	hi := min(sp.hi, sp.lo+w.p*s.cfg.Chunk)
 	w.segTask = nil
 	w.segLo, w.segHi = sp.lo, hi
 	sp.lo = hi
 	if sp.lo == sp.hi {
 		w.todo = w.todo[1:]
 	}
-	s.startSegment(w, float64(w.segHi-w.segLo))
+	s.startSegment(w, roundWork(w.segHi-w.segLo, w.p, s.cfg.Chunk))
+}
+
+// roundWork is the compute time, in samples at the worker's rate R(p), of
+// n samples computed by p goroutines that each claim chunk samples at a
+// time and compute at R(p)/p (the live runtime's ps job): the n samples
+// make full rounds of p·chunk samples, each lasting chunk·p/R, and a last
+// partial round of r samples whose longest claim, min(chunk, r), takes
+// min(chunk, r)·p/R while the other goroutines idle. So
+//
+//	roundWork(n) = ⌊n/(p·c)⌋·p·c + min(c, n mod p·c)·p
+//
+// which is n when n is a multiple of p·c and more otherwise: a tail of
+// claimed chunks cannot use the whole worker.
+func roundWork(n, p, chunk int) float64 {
+	full := n / (p * chunk) * p * chunk
+	work := full
+	if r := n - full; r > 0 {
+		work += min(chunk, r) * p
+	}
+	return float64(work)
 }
 
 func (s *Sim) startSegment(w *worker, work float64) {
@@ -550,22 +574,28 @@ func (s *Sim) segmentDone(w *worker) {
 	}
 	w.doneIdx = append(w.doneIdx, w.batchIdx[w.segLo:w.segHi]...)
 	w.samples += w.segHi - w.segLo
-	if len(w.todo) > 0 {
-		s.step(epsp.Event{Kind: epsp.EventProgress, Progress: s.progress(w)})
-		if s.err != nil || w.computing {
-			return
-		}
+	if len(w.todo) == 0 {
+		s.nextChunk(w) // pushes
+		return
 	}
+	// As in the live runtime, the goroutines claim the next round and the
+	// report counts it as claimed, not done.
 	s.nextChunk(w)
+	s.step(epsp.Event{Kind: epsp.EventProgress, Progress: s.progress(w)})
 }
 
 func (s *Sim) progress(w *worker) epsp.ProgressReport {
-	assigned := len(w.doneIdx)
+	done := len(w.doneIdx)
+	claimed := done
+	if w.computing && w.segTask == nil {
+		claimed += w.segHi - w.segLo
+	}
+	assigned := claimed
 	for _, sp := range w.todo {
 		assigned += sp.hi - sp.lo
 	}
 	return epsp.ProgressReport{
-		Worker: epsp.WorkerID(w.id), Clock: w.clock, Done: len(w.doneIdx), Assigned: assigned,
+		Worker: epsp.WorkerID(w.id), Clock: w.clock, Done: done, Claimed: claimed, Assigned: assigned,
 		Parallelism: w.p, Elapsed: s.q.Now() - w.clockStart,
 	}
 }
@@ -775,7 +805,7 @@ func (s *Sim) runQueue(w *worker) {
 	t := w.queue[0]
 	w.queue = w.queue[1:]
 	w.segTask = t
-	s.startSegment(w, float64(len(t.idx)))
+	s.startSegment(w, roundWork(len(t.idx), w.p, s.cfg.Chunk))
 }
 
 // pushTransfer pushes the gradient of a transferred range, computed with
