@@ -65,7 +65,7 @@ func runLive(o options, scenarios []sim.Scenario, specs []policySpec, m model.Mo
 		}
 		fmt.Fprintln(o.stdout)
 		tw := tabwriter.NewWriter(o.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "scenario\tpolicy\tsim_t2t_s\tlive_t2t_s\tsim_rank\tlive_rank\tsim_acc\tlive_acc\tsim_blocked\tlive_blocked\tsim_transfers\tlive_transfers\t")
+		fmt.Fprintln(tw, "scenario\tpolicy\tsim_t2t_s\tlive_t2t_s\tsim_rank\tlive_rank\tsim_acc\tlive_acc\tsim_blocked\tlive_blocked\tsim_transfers\tlive_transfers\tsim_clocks\tlive_clocks\t")
 		simT := make([]float64, len(rows))
 		liveT := make([]float64, len(rows))
 		for i, r := range rows {
@@ -73,9 +73,10 @@ func runLive(o options, scenarios []sim.Scenario, specs []policySpec, m model.Mo
 		}
 		sRank, lRank := ranks(simT), ranks(liveT)
 		for i, r := range rows {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%g\t%g\t%.4f\t%.4f\t%.3f\t%.3f\t%d\t%d\t\n", sc.Name, r.spec.Name,
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%g\t%g\t%.4f\t%.4f\t%.3f\t%.3f\t%d\t%d\t%d\t%d\t\n", sc.Name, r.spec.Name,
 				fmtT(simT[i]), fmtT(liveT[i]), sRank[i], lRank[i], r.sim.FinalAccuracy, r.live.FinalAccuracy,
-				r.sim.BlockedFraction(), r.live.BlockedFraction(), r.sim.AcceptedTransfers(), r.live.AcceptedTransfers())
+				r.sim.BlockedFraction(), r.live.BlockedFraction(), r.sim.AcceptedTransfers(), r.live.AcceptedTransfers(),
+				totalClocks(r.sim), totalClocks(r.live))
 		}
 		tw.Flush()
 		fmt.Fprintf(o.stdout, "Spearman rank correlation sim vs live (%s): %.3f\n\n", sc.Name, spearman(sRank, lRank))
@@ -168,6 +169,7 @@ type slowModel struct {
 	start time.Time
 	scale float64
 	pool  *sync.Pool // of *modelScratch
+	debt  *paceDebt
 }
 
 type modelScratch struct {
@@ -196,10 +198,39 @@ func (s *slowModel) Gradient(params []float32, samples []int, grad []float32) fl
 	now := time.Duration(float64(t0.Sub(s.start)) / s.scale)
 	sc.r = s.speed.RateAll(sc.p, now, sc.r)
 	want := time.Duration(float64(n) * float64(max(sc.p[s.w], 1)) / sc.r[s.w] * s.scale * float64(time.Second))
-	if d := want - time.Since(t0); d > 0 {
-		time.Sleep(d)
-	}
+	s.pace(t0, want)
 	return loss * float64(n)
+}
+
+// pace makes a call that started at t0 last want in all. A sleep wakes up
+// late, and the real gradient can take longer than want on a loaded
+// machine; the excess is kept as the worker's debt and taken off its next
+// calls (from any of its goroutines, which claim chunks from one queue),
+// so that over a run the worker computes at the model's rate rather than
+// losing the scheduler's wake-up latency on every chunk.
+func (s *slowModel) pace(t0 time.Time, want time.Duration) {
+	owe := want - time.Since(t0)
+	s.debt.mu.Lock()
+	take := min(s.debt.d, max(owe, 0))
+	s.debt.d -= take
+	s.debt.mu.Unlock()
+	owe -= take
+	if owe > 0 {
+		ts := time.Now()
+		time.Sleep(owe)
+		owe -= time.Since(ts)
+	}
+	if owe < 0 {
+		s.debt.mu.Lock()
+		s.debt.d -= owe
+		s.debt.mu.Unlock()
+	}
+}
+
+// paceDebt is a worker's wall time owed back by pace.
+type paceDebt struct {
+	mu sync.Mutex
+	d  time.Duration
 }
 
 // liveObserver tracks parallelism, blocked time and transfers. Blocked
@@ -214,6 +245,7 @@ type liveObserver struct {
 	doneAt    map[[2]int]time.Duration // (worker, clock) -> clock done
 	releaseAt map[[2]int]time.Duration // (worker, clock) -> released into clock
 	transfers int
+	clocks    []int // clocks completed per worker
 }
 
 func (l *liveObserver) Observe(e ps.Event) {
@@ -226,6 +258,9 @@ func (l *liveObserver) Observe(e ps.Event) {
 	case ps.EvClockDone:
 		l.mu.Lock()
 		l.doneAt[[2]int{int(e.Worker), e.Clock}] = now
+		if int(e.Worker) < len(l.clocks) {
+			l.clocks[e.Worker]++
+		}
 		l.mu.Unlock()
 	case ps.EvRelease:
 		l.mu.Lock()
@@ -288,7 +323,7 @@ func liveOne(o options, sc sim.Scenario, spec policySpec, m model.Model, train, 
 	init := make(liveInit, n)
 	m.Init(init, rand.New(rand.NewPCG(o.seed, 0x1417)))
 
-	obs := &liveObserver{par: make([]atomic.Int32, nw), doneAt: map[[2]int]time.Duration{}, releaseAt: map[[2]int]time.Duration{}}
+	obs := &liveObserver{par: make([]atomic.Int32, nw), clocks: make([]int, nw), doneAt: map[[2]int]time.Duration{}, releaseAt: map[[2]int]time.Duration{}}
 	for w := range nw {
 		obs.par[w].Store(int32(sc.Parallelism))
 	}
@@ -397,7 +432,7 @@ func liveOne(o options, sc sim.Scenario, spec policySpec, m model.Model, train, 
 	}()
 	g, gctx := errgroup.WithContext(runCtx)
 	for w, wk := range workers {
-		sm := &slowModel{w: w, train: train, speed: speed, par: obs.par, start: start, scale: o.liveScale, pool: pool}
+		sm := &slowModel{w: w, train: train, speed: speed, par: obs.par, start: start, scale: o.liveScale, pool: pool, debt: &paceDebt{}}
 		g.Go(func() error {
 			// Clocks only bounds the run (the deadline ends it); Train
 			// preallocates per clock, so it must not be huge.
@@ -427,11 +462,11 @@ func liveOne(o options, sc sim.Scenario, spec policySpec, m model.Model, train, 
 	}
 	wallEnd := time.Since(start)
 	blocked := obs.blocked(nw, wallEnd)
+	obs.mu.Lock()
 	for w := range nw {
 		b := time.Duration(float64(blocked[w]) / o.liveScale)
-		res.Workers[w] = sim.WorkerStats{Worker: w, Blocked: b, Busy: max(end-b, 0), FinalP: int(obs.par[w].Load())}
+		res.Workers[w] = sim.WorkerStats{Worker: w, Blocked: b, Busy: max(end-b, 0), Clocks: obs.clocks[w], FinalP: int(obs.par[w].Load())}
 	}
-	obs.mu.Lock()
 	accepted := obs.transfers
 	obs.mu.Unlock()
 	res.Stats = co.Stats()
@@ -440,4 +475,13 @@ func liveOne(o options, sc sim.Scenario, spec policySpec, m model.Model, train, 
 	}
 	res.Dropped = res.Stats.Dropped
 	return res, nil
+}
+
+// totalClocks is the number of clocks all workers completed in a run.
+func totalClocks(r *sim.Result) int {
+	n := 0
+	for _, w := range r.Workers {
+		n += w.Clocks
+	}
+	return n
 }
