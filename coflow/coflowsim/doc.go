@@ -32,39 +32,49 @@
 // (static bottleneck bytes) fix each coflow's place at admission, then
 // allocate in order with MADD (every flow of a coflow at
 // bytesRemaining·8 / currentAlpha, currentAlpha being the time its
-// bottleneck needs with the capacity left), let the coflows that need a
-// full port share the leftover, and backfill in deadline order; DARK is an
-// Aalo-like D-CLAS (10 queues, 10 MiB × 10^k on bytes sent, strict
-// priority, FIFO by queue-entry time inside a queue; each coflow splits
-// what is left at a port equally among its flows that can still be served);
-// FAIR is per-flow
-// sharing (each port split equally among its flows); PFP is shortest
-// remaining flow first, receiver port by receiver port.
+// bottleneck needs with the capacity left), give the coflows that need a
+// full port one round of a per-port equal split of the leftover, and
+// backfill in deadline order, each coflow's flows by sender port, then
+// receiver port; DARK is an Aalo-like D-CLAS (10 queues, 10 MiB × 10^k on
+// bytes sent, strict priority, FIFO by queue-entry time inside a queue;
+// each coflow splits what is left at a port equally among its flows that
+// can still be served); FAIR is per-flow sharing (each port split equally
+// among its flows); PFP is shortest remaining flow first, receiver port by
+// receiver port.
 //
 // How exact it is: the constants, the rounding, the epochs, the quanta, the
 // random deadlines, the output format and FAIR are reproduced exactly —
 // every line of the reference FAIR outputs matches. The other schedulers
 // are reconstructions from CoflowSim's description (it was not translated)
 // and match part of the reference coflows; TestFixtures reports the counts
-// and the first mismatch. The max-min sharing of the leftover among coflows
-// that hit a full port is ours. Repeated mapper ports are kept as separate
-// flows.
+// and the first mismatch. Repeated mapper ports are kept as separate flows.
 //
 // What the fixtures tell about the ordering schedulers (lab_test.go holds
 // the harness that replays them under switchable rules; run it with
-// FALCON_LAB=1): MADD rates come from the remaining bytes, not the original
+// FALCON_LAB=1; counts are start/finish/duration matches of 120 and 200
+// coflows): MADD rates come from the remaining bytes, not the original
 // flow sizes (the latter matches under 30 coflows of 120); a coflow is
 // skipped only for a full port where it still has bytes (skipping it for
 // any full port, which is how the public coflowsim issue #1 describes an
 // old version, breaks the first coflows); the skipped coflows' share comes
-// before the backfill, and sharing it jointly by max-min beats sharing it
-// coflow by coflow. The remaining gap is small and inside that share: on
-// synth-a under FIFO, JOB-5's bottleneck receiver (port 39) moves 1.2 to
-// 2.2 MiB less in the reference during its skipped phase than here, so it
-// ends 16 ms later; a one-round share (each skipped flow gets the smaller
-// of free/flows at its two ports, counting only flows whose ports have
-// capacity) matches 22 more coflows in all, but one fewer each for SEBF
-// and NCF on synth-a, so it is not used.
+// before the backfill. The order of the backfill inside a coflow decides
+// most of what remains: visiting the flows by sender port, then receiver
+// port (or receiver, then sender: the fixtures cannot tell them apart)
+// instead of in the trace's reducer-major order makes, for example, FIFO's
+// reducer completion sums of synth-b's JOB-7 match to the last quantum. With
+// that order the skipped coflows' share is one round, all skipped coflows
+// together, of min(send free / n_src, receive free / n_dst), n_p counting
+// only skipped flows whose two ports both have capacity (shareSkipped):
+// FIFO 85/73, SEBF 105/138, SCF 101/118, NCF 101/138, LCF 93/100, 1052
+// coflows in all. Ruled out on the same fixtures, all with the port-ordered
+// backfill (totals over the ten runs): joint max-min of the skipped flows
+// (the previous rule; 824, and 807 with the trace-order backfill), that
+// max-min after the one-round share (825), max-min or the per-coflow split
+// coflow by coflow (716, 741), receiver-side counts per reducer (804), counting
+// a coflow's own flows only at the sender (801), the backfill in priority
+// instead of deadline order (900), finished flows taking backfill capacity
+// (793) or counting in the skip test (987), no share at all (631), and a
+// backfill by receiver port only (918) or by sender port only (845).
 //
 // What the fixtures tell about DARK: inside a coflow every flow gets
 // min(send free / n_src, receive free / n_dst) of the capacity its
@@ -74,9 +84,9 @@
 // and 200, dividing by all of the coflow's flows at the port 41 and 24; the
 // rule used matches 68 and 56 (synth-b's JOB-5 is the telling case: its
 // mapper's other flow, of JOB-4, got a fifth of the receiver it shares with
-// JOB-7, not the share JOB-4's blocked flow left). The same split applied
-// to the ordering schedulers' skipped coflows, coflow by coflow, loses
-// coflows there (FIFO 48/33 against 61/52).
+// JOB-7, not the share JOB-4's blocked flow left). Moving a coflow that
+// crosses a threshold one queue at a time (66/50) or keeping arrival order
+// inside a queue (43/36) matches fewer.
 //
 // The replay does not visit every quantum: between two events all rates are
 // constant, and each flow's per-quantum float64 subtraction is reproduced in

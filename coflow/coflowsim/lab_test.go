@@ -30,8 +30,17 @@ import (
 //
 // Measured (start/finish/duration matches, synth-a/synth-b), see doc.go:
 //
-//	base (= sched.go: MADD on remaining bytes, joint max-min for skipped
-//	coflows, EDF backfill)  FIFO 61/52 SEBF 80/103 SCF 78/102 NCF 79/90 LCF 73/89
+//	sd-csu (= sched.go: MADD on remaining bytes, one-round share csu for
+//	skipped coflows, EDF backfill visiting each coflow's flows by sender,
+//	then receiver port)     FIFO 85/73 SEBF 105/138 SCF 101/118 NCF 101/138
+//	                        LCF 93/100 (1052 in all)
+//	sd-* / ds-* / d-* / s-* (other rules with a port-ordered backfill):
+//	                        totals in doc.go
+//
+// The rest were measured with the trace-order backfill:
+//
+//	base (the former sched.go: MADD on remaining bytes, joint max-min for
+//	skipped coflows, EDF backfill)  FIFO 61/52 SEBF 80/103 SCF 78/102 NCF 79/90 LCF 73/89
 //	bfd  (finished flows still take backfill capacity)
 //	                        FIFO 67/47 SEBF 74/102 SCF 74/104 NCF 76/92 LCF 72/87
 //	bfdo (bfd, backfill in priority order)  FIFO 66/45 SEBF 74/104 ...
@@ -75,15 +84,19 @@ type hyp struct {
 	// skipMode is when a coflow is skipped: "" (a port where it still has
 	// bytes is full), "tasks" (any port it has a flow on), "any" (any full
 	// port in the fabric).
-	skipMode  string
-	noReset   bool   // skipped coflows keep their previous rates
-	jobFree   bool   // caps within a coflow use the capacity free before it
-	alphaDone bool   // finished flows' leftover bytes count in alpha/skip
-	order     string // "", "bfFirst", "bfAll"
-	origSize  bool   // MADD on the original flow size instead of remaining
-	bfDone    bool   // finished flows still take backfill capacity
-	bfOrder   bool   // backfill in priority order instead of EDF
-	edfTrunc  bool   // EDF keys truncated to int32 as Java's (int) cast
+	skipMode    string
+	noReset     bool   // skipped coflows keep their previous rates
+	jobFree     bool   // caps within a coflow use the capacity free before it
+	alphaDone   bool   // finished flows' leftover bytes count in alpha/skip
+	order       string // "", "bfFirst", "bfAll"
+	origSize    bool   // MADD on the original flow size instead of remaining
+	bfDone      bool   // finished flows still take backfill capacity
+	bfOrder     bool   // backfill in priority order instead of EDF
+	edfTrunc    bool   // EDF keys truncated to int32 as Java's (int) cast
+	bfMode      string // backfill increments: "" greedy min(free), "dec", "fix", "fixu" (see backfill)
+	bfTwice     bool   // after a fair backfill, a greedy one
+	mmDone      bool   // maxmin: finished flows of skipped coflows take (and waste) their share
+	bfFlowOrder string // order of a coflow's flows in the backfill (see bfFlows)
 
 	dump      int   // job id to dump state for (0: none)
 	dumpUntil int64 // last reallocation time to dump
@@ -189,10 +202,15 @@ func (s *labSim) allocate() {
 		switch h.skip {
 		case "maxmin":
 			var fl []*flow
+			var ghosts []*flow
 			for _, j := range skipped {
 				for _, f := range j.flows {
 					if !f.done {
 						fl = append(fl, f)
+					} else if h.mmDone {
+						g := &flow{src: f.src, dst: f.dst}
+						ghosts = append(ghosts, g)
+						fl = append(fl, g)
 					}
 				}
 			}
@@ -322,11 +340,67 @@ func (s *labSim) allocate() {
 				return bf[a].start+bf[a].deadline < bf[b].start+bf[b].deadline
 			})
 		}
+		if h.bfMode != "" {
+			// fair increments: each flow adds min(send free / n_src,
+			// receive free / n_dst); "dec": n counts the flows not yet
+			// visited and free is current; "fix": n counts all unfinished
+			// flows, free as before the pass; "fixu": like fix, counting
+			// only flows whose two ports have capacity.
+			ns := make([]int, s.ports)
+			nr := make([]int, s.ports)
+			open := func(f *flow) bool {
+				return !f.done && (h.bfMode != "fixu" || (s.sf[f.src] > zeroBytes && s.rf[f.dst] > zeroBytes))
+			}
+			for _, j := range bf {
+				for _, f := range j.flows {
+					if open(f) {
+						ns[f.src]++
+						nr[f.dst]++
+					}
+				}
+			}
+			sf0 := append([]float64(nil), s.sf...)
+			rf0 := append([]float64(nil), s.rf...)
+			add := make(map[*flow]float64)
+			for _, j := range bf {
+				for _, f := range j.flows {
+					if !open(f) {
+						continue
+					}
+					var m float64
+					if h.bfMode == "dec" {
+						m = math.Min(s.sf[f.src]/float64(ns[f.src]), s.rf[f.dst]/float64(nr[f.dst]))
+						ns[f.src]--
+						nr[f.dst]--
+						if m <= 0 {
+							continue
+						}
+						f.rate += m
+						s.sf[f.src] -= m
+						s.rf[f.dst] -= m
+						continue
+					}
+					m = math.Min(sf0[f.src]/float64(ns[f.src]), rf0[f.dst]/float64(nr[f.dst]))
+					if m <= zeroBytes {
+						continue
+					}
+					add[f] = m
+				}
+			}
+			for f, m := range add {
+				f.rate += m
+				s.sf[f.src] -= m
+				s.rf[f.dst] -= m
+			}
+			if !h.bfTwice {
+				return
+			}
+		}
 		for _, j := range bf {
 			if only != nil && only[j] {
 				continue
 			}
-			for _, f := range j.flows {
+			for _, f := range s.bfFlows(j) {
 				if f.done && !h.bfDone {
 					continue
 				}
@@ -358,6 +432,42 @@ func (s *labSim) allocate() {
 		share()
 		backfill(nil)
 	}
+}
+
+// bfFlows is the order in which backfill visits j's flows.
+func (s *labSim) bfFlows(j *job) []*flow {
+	fl := append([]*flow(nil), j.flows...)
+	switch s.h.bfFlowOrder {
+	case "mapper": // mapper-major, in trace order of mappers
+		sort.SliceStable(fl, func(a, b int) bool { return fl[a].mi < fl[b].mi })
+	case "rev":
+		for i, k := 0, len(fl)-1; i < k; i, k = i+1, k-1 {
+			fl[i], fl[k] = fl[k], fl[i]
+		}
+	case "dst":
+		sort.SliceStable(fl, func(a, b int) bool { return fl[a].dst < fl[b].dst })
+	case "src":
+		sort.SliceStable(fl, func(a, b int) bool { return fl[a].src < fl[b].src })
+	case "srcdst":
+		sort.SliceStable(fl, func(a, b int) bool {
+			if fl[a].src != fl[b].src {
+				return fl[a].src < fl[b].src
+			}
+			return fl[a].dst < fl[b].dst
+		})
+	case "dstsrc":
+		sort.SliceStable(fl, func(a, b int) bool {
+			if fl[a].dst != fl[b].dst {
+				return fl[a].dst < fl[b].dst
+			}
+			return fl[a].src < fl[b].src
+		})
+	case "small":
+		sort.SliceStable(fl, func(a, b int) bool { return fl[a].rem < fl[b].rem })
+	case "big":
+		sort.SliceStable(fl, func(a, b int) bool { return fl[a].rem > fl[b].rem })
+	}
+	return fl
 }
 
 func hasSrc(j *job, p int) bool {
@@ -575,42 +685,78 @@ func TestLab(t *testing.T) {
 		t.Skip("set FALCON_LAB=1")
 	}
 	hs := map[string]hyp{
-		"base":    {skip: "maxmin"},
-		"cs":      {skip: "cs"},
-		"cs-jf":   {skip: "cs", jobFree: true},
-		"cs-jf-e": {skip: "cs", jobFree: true, edfTrunc: true},
-		"mms":     {skip: "maxminSeq"},
-		"fus":     {skip: "fixuSeq"},
-		"skr":     {skip: "maxmin", skipMode: "recv"},
-		"sks":     {skip: "maxmin", skipMode: "send"},
-		"csum":    {skip: "cs", csRecv: "port", csUnblocked: true, csThenMaxMin: true},
-		"csu":     {skip: "cs", csRecv: "port", csUnblocked: true},
-		"csur":    {skip: "cs", csRecv: "red", csUnblocked: true},
-		"bf1":     {skip: "maxmin", order: "bfFirst"},
-		"bf2":     {skip: "maxmin", order: "bfAll"},
-		"bf1c":    {skip: "cs", csRecv: "red", order: "bfFirst"},
-		"bf2c":    {skip: "cs", csRecv: "red", order: "bfAll"},
-		"nr":      {skip: "maxmin", noReset: true},
-		"nrc":     {skip: "cs", noReset: true, csRecv: "red"},
-		"os":      {skip: "maxmin", origSize: true},
-		"osj":     {skip: "maxmin", origSize: true, jobFree: true},
-		"bfd":     {skip: "maxmin", bfDone: true},
-		"bfdo":    {skip: "maxmin", bfDone: true, bfOrder: true},
-		"bfda":    {skip: "maxmin", bfDone: true, alphaDone: true},
-		"bfdj":    {skip: "maxmin", bfDone: true, jobFree: true},
-		"jf":      {skip: "maxmin", jobFree: true},
-		"et":      {skip: "maxmin", edfTrunc: true},
-		"ad":      {skip: "maxmin", alphaDone: true},
-		"i1":      {skip: "none", skipMode: "any", noReset: true},
-		"i1b":     {skip: "none", skipMode: "any"},
-		"i1c":     {skip: "none", skipMode: "tasks", noReset: true},
-		"i1d":     {skip: "none", noReset: true},
-		"i1e":     {skip: "none"},
-		"i1f":     {skip: "none", skipMode: "tasks"},
-		"i2":      {skip: "maxmin", skipMode: "any"},
-		"i2b":     {skip: "maxmin", skipMode: "tasks"},
-		"i3":      {skip: "cs", skipMode: "any"},
-		"i3b":     {skip: "cs", skipMode: "tasks"},
+		"base":     {skip: "maxmin"},
+		"cs":       {skip: "cs"},
+		"cs-jf":    {skip: "cs", jobFree: true},
+		"cs-jf-e":  {skip: "cs", jobFree: true, edfTrunc: true},
+		"mms":      {skip: "maxminSeq"},
+		"fus":      {skip: "fixuSeq"},
+		"w1":       {skip: "none", bfMode: "dec"},
+		"mmd":      {skip: "maxmin", mmDone: true},
+		"fo-m":     {skip: "maxmin", bfFlowOrder: "mapper"},
+		"sd-csu":   {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst"},
+		"ds-csu":   {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "dstsrc"},
+		"d-csu":    {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "dst"},
+		"s-csu":    {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "src"},
+		"sd-csur":  {skip: "cs", csRecv: "red", csUnblocked: true, bfFlowOrder: "srcdst"},
+		"sd-csud":  {skip: "cs", csRecv: "port", csUnblocked: true, bfDone: true, bfFlowOrder: "srcdst"},
+		"sd-csuo":  {skip: "cs", csRecv: "port", csUnblocked: true, bfOrder: true, bfFlowOrder: "srcdst"},
+		"sd-csua":  {skip: "cs", csRecv: "port", csUnblocked: true, alphaDone: true, bfFlowOrder: "srcdst"},
+		"sd-csusj": {skip: "cs", csRecv: "port", csUnblocked: true, csSendJob: true, bfFlowOrder: "srcdst"},
+		"sd-csum":  {skip: "cs", csRecv: "port", csUnblocked: true, csThenMaxMin: true, bfFlowOrder: "srcdst"},
+		"sd-fus":   {skip: "fixuSeq", bfFlowOrder: "srcdst"},
+		"sd-mms":   {skip: "maxminSeq", bfFlowOrder: "srcdst"},
+		"sd-bfd":   {skip: "maxmin", bfDone: true, bfFlowOrder: "srcdst"},
+		"sd-ad":    {skip: "maxmin", alphaDone: true, bfFlowOrder: "srcdst"},
+		"sd-bfdo":  {skip: "maxmin", bfOrder: true, bfFlowOrder: "srcdst"},
+		"sd-et":    {skip: "maxmin", edfTrunc: true, bfFlowOrder: "srcdst"},
+		"sd-jf":    {skip: "maxmin", jobFree: true, bfFlowOrder: "srcdst"},
+		"sd-none":  {skip: "none", bfFlowOrder: "srcdst"},
+		"fo-r":     {skip: "maxmin", bfFlowOrder: "rev"},
+		"fo-d":     {skip: "maxmin", bfFlowOrder: "dst"},
+		"fo-s":     {skip: "maxmin", bfFlowOrder: "src"},
+		"fo-sd":    {skip: "maxmin", bfFlowOrder: "srcdst"},
+		"fo-ds":    {skip: "maxmin", bfFlowOrder: "dstsrc"},
+		"fo-sm":    {skip: "maxmin", bfFlowOrder: "small"},
+		"fo-b":     {skip: "maxmin", bfFlowOrder: "big"},
+		"mmdb":     {skip: "maxmin", mmDone: true, bfDone: true},
+		"w2":       {skip: "none", bfMode: "fix"},
+		"w3":       {skip: "none", bfMode: "fixu"},
+		"w1g":      {skip: "none", bfMode: "dec", bfTwice: true},
+		"w2g":      {skip: "none", bfMode: "fix", bfTwice: true},
+		"w3g":      {skip: "none", bfMode: "fixu", bfTwice: true},
+		"mw3g":     {skip: "maxmin", bfMode: "fixu", bfTwice: true},
+		"mw1g":     {skip: "maxmin", bfMode: "dec", bfTwice: true},
+		"skr":      {skip: "maxmin", skipMode: "recv"},
+		"sks":      {skip: "maxmin", skipMode: "send"},
+		"csum":     {skip: "cs", csRecv: "port", csUnblocked: true, csThenMaxMin: true},
+		"csu":      {skip: "cs", csRecv: "port", csUnblocked: true},
+		"csur":     {skip: "cs", csRecv: "red", csUnblocked: true},
+		"bf1":      {skip: "maxmin", order: "bfFirst"},
+		"bf2":      {skip: "maxmin", order: "bfAll"},
+		"bf1c":     {skip: "cs", csRecv: "red", order: "bfFirst"},
+		"bf2c":     {skip: "cs", csRecv: "red", order: "bfAll"},
+		"nr":       {skip: "maxmin", noReset: true},
+		"nrc":      {skip: "cs", noReset: true, csRecv: "red"},
+		"os":       {skip: "maxmin", origSize: true},
+		"osj":      {skip: "maxmin", origSize: true, jobFree: true},
+		"bfd":      {skip: "maxmin", bfDone: true},
+		"bfdo":     {skip: "maxmin", bfDone: true, bfOrder: true},
+		"bfda":     {skip: "maxmin", bfDone: true, alphaDone: true},
+		"bfdj":     {skip: "maxmin", bfDone: true, jobFree: true},
+		"jf":       {skip: "maxmin", jobFree: true},
+		"et":       {skip: "maxmin", edfTrunc: true},
+		"ad":       {skip: "maxmin", alphaDone: true},
+		"i1":       {skip: "none", skipMode: "any", noReset: true},
+		"i1b":      {skip: "none", skipMode: "any"},
+		"i1c":      {skip: "none", skipMode: "tasks", noReset: true},
+		"i1d":      {skip: "none", noReset: true},
+		"i1e":      {skip: "none"},
+		"i1f":      {skip: "none", skipMode: "tasks"},
+		"i2":       {skip: "maxmin", skipMode: "any"},
+		"i2b":      {skip: "maxmin", skipMode: "tasks"},
+		"i3":       {skip: "cs", skipMode: "any"},
+		"i3b":      {skip: "cs", skipMode: "tasks"},
 	}
 	names := strings.Split(os.Getenv("FALCON_LAB_H"), ",")
 	if names[0] == "gridcsu" {
@@ -660,6 +806,76 @@ func TestLab(t *testing.T) {
 				t.Logf("%-8s %-5s %s: %d/%d (sums %d) first: %s", hn, sc, tr, m, n, su, first)
 				if h.dump != 0 && tr == os.Getenv("FALCON_LAB_T") {
 					t.Log(log)
+				}
+			}
+		}
+	}
+}
+
+// maxMin raises the rates of fl by progressive filling of the free
+// capacities and takes what it used off the ports: all unfrozen flows rise
+// by the same increment, the smallest free/count over the ports they use,
+// and the flows through a port that fills are frozen. It costs
+// O(ports × rounds + flows).
+func maxMin(fl []*flow, sendFree, recvFree []float64) {
+	if len(fl) == 0 {
+		return
+	}
+	n := len(sendFree)
+	ns := make([]int, n)
+	nr := make([]int, n)
+	bySrc := make([][]int32, n)
+	byDst := make([][]int32, n)
+	for i, f := range fl {
+		ns[f.src]++
+		nr[f.dst]++
+		bySrc[f.src] = append(bySrc[f.src], int32(i))
+		byDst[f.dst] = append(byDst[f.dst], int32(i))
+	}
+	base := make([]float64, len(fl))
+	for i, f := range fl {
+		base[i] = f.rate
+	}
+	frozen := make([]bool, len(fl))
+	left := len(fl)
+	level := 0.0
+	freeze := func(i int32) {
+		if frozen[i] {
+			return
+		}
+		frozen[i] = true
+		left--
+		f := fl[i]
+		f.rate = base[i] + level
+		ns[f.src]--
+		nr[f.dst]--
+	}
+	for left > 0 {
+		inc := math.Inf(1)
+		for p := 0; p < n; p++ {
+			if ns[p] > 0 {
+				inc = math.Min(inc, sendFree[p]/float64(ns[p]))
+			}
+			if nr[p] > 0 {
+				inc = math.Min(inc, recvFree[p]/float64(nr[p]))
+			}
+		}
+		inc = math.Max(inc, 0)
+		level += inc
+		for p := 0; p < n; p++ {
+			sendFree[p] -= inc * float64(ns[p])
+			recvFree[p] -= inc * float64(nr[p])
+		}
+		// A port is full when nothing, or a negligible share, is left.
+		for p := 0; p < n; p++ {
+			if ns[p] > 0 && (sendFree[p] <= 1e-6 || sendFree[p]/float64(ns[p]) <= inc*1e-12) {
+				for _, i := range bySrc[p] {
+					freeze(i)
+				}
+			}
+			if nr[p] > 0 && (recvFree[p] <= 1e-6 || recvFree[p]/float64(nr[p]) <= inc*1e-12) {
+				for _, i := range byDst[p] {
+					freeze(i)
 				}
 			}
 		}

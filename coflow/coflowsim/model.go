@@ -2,6 +2,7 @@ package coflowsim
 
 import (
 	"math"
+	"slices"
 
 	"github.com/falconml/falcon/coflow"
 )
@@ -14,6 +15,7 @@ type flow struct {
 	rem      float64 // bytes left
 	rate     float64 // bit per simulated second
 	red      int     // index of the reducer within its job
+	mi       int     // index of the mapper within its job
 	done     bool
 }
 
@@ -30,6 +32,7 @@ type job struct {
 	start       int64   // ms: the epoch that admitted it
 	finish      int64   // ms
 	flows       []*flow // reducer-major, mappers in trace order
+	portOrder   []*flow // the same flows by sender port, then receiver port
 	redActive   []int   // unfinished flows per reducer
 	redFinish   []int64 // ms
 	active      int     // unfinished flows
@@ -40,6 +43,20 @@ type job struct {
 }
 
 func (j *job) remaining() float64 { return j.totalBytes - j.sent }
+
+// byPort returns j's flows sorted by sender port, then receiver port.
+func (j *job) byPort() []*flow {
+	if j.portOrder == nil {
+		j.portOrder = slices.Clone(j.flows)
+		slices.SortStableFunc(j.portOrder, func(a, b *flow) int {
+			if a.src != b.src {
+				return a.src - b.src
+			}
+			return a.dst - b.dst
+		})
+	}
+	return j.portOrder
+}
 
 // buildJobs turns trace lines into jobs the way coflowsim's
 // COFLOW-BENCHMARK reader does: each reducer's megabytes are rounded up to
@@ -67,9 +84,9 @@ func buildJobs(tr *coflow.Trace, cfg Config, withRandom bool) []*job {
 			j.totalBytes += bytes
 			j.maxBytes = math.Max(j.maxBytes, bytes)
 			per := bytes / float64(nm)
-			for _, m := range c.Mappers {
+			for mi, m := range c.Mappers {
 				f := &slab[len(j.flows)]
-				*f = flow{src: m, dst: r.Port, rem: per, red: ri}
+				*f = flow{src: m, dst: r.Port, rem: per, red: ri, mi: mi}
 				j.flows = append(j.flows, f)
 				send[m] += per
 				recv[r.Port] += per

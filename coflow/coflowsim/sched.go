@@ -47,10 +47,9 @@ func (o *ordered) insert(s *sim, j *job) {
 //     skipped. Otherwise every flow gets rate = bytesRemaining·8 /
 //     currentAlpha, capped at min(send free, receive free) (MADD: all its
 //     flows finish together), and the rates are taken off the ports.
-//  2. The flows of the skipped coflows share what is left, max-min fair
-//     (our reconstruction of coflowsim's "fair share" of the leftover).
+//  2. The skipped coflows share what is left in one round (shareSkipped).
 //  3. Backfill: coflows sorted stably by start + deadline − now; each flow
-//     in turn adds min(send free, receive free).
+//     in turn, in port order (backfill), adds min(send free, receive free).
 func (o *ordered) allocate(s *sim) {
 	s.resetFree()
 	send := make([]float64, s.ports)
@@ -97,19 +96,55 @@ func (o *ordered) allocate(s *sim) {
 			s.recvFree[f.dst] -= r
 		}
 	}
-	maxMin(skipped, s.sendFree, s.recvFree)
+	shareSkipped(skipped, s.sendFree, s.recvFree)
 	s.backfill()
 }
 
+// shareSkipped gives the unfinished flows of the skipped coflows, all
+// together, one round of
+//
+//	min(sendFree[src] / n_src, recvFree[dst] / n_dst)
+//
+// where n_p counts the skipped flows at port p whose two ports both still
+// have capacity (more than zeroBytes); flows with a full port get nothing.
+// All shares are computed from the capacity left before the round and then
+// taken off the ports. It is the joint form of DARK's per-coflow split
+// (fairShareJob); what the two leave unused goes to the backfill.
+func shareSkipped(fl []*flow, sendFree, recvFree []float64) {
+	if len(fl) == 0 {
+		return
+	}
+	ns := make([]int, len(sendFree))
+	nr := make([]int, len(recvFree))
+	open := func(f *flow) bool { return sendFree[f.src] > zeroBytes && recvFree[f.dst] > zeroBytes }
+	for _, f := range fl {
+		if open(f) {
+			ns[f.src]++
+			nr[f.dst]++
+		}
+	}
+	for _, f := range fl {
+		if open(f) {
+			f.rate = math.Min(sendFree[f.src]/float64(ns[f.src]), recvFree[f.dst]/float64(nr[f.dst]))
+		}
+	}
+	for _, f := range fl {
+		sendFree[f.src] -= f.rate
+		recvFree[f.dst] -= f.rate
+	}
+}
+
 // backfill gives each flow, coflow by coflow in deadline order, whatever
-// capacity is still free at both of its ports.
+// capacity is still free at both of its ports. Inside a coflow the flows
+// are visited by sender port, then receiver port (the trace's mapper and
+// reducer order gives fewer matches).
 func (s *sim) backfill() {
 	bf := slices.Clone(s.active)
 	sort.SliceStable(bf, func(a, b int) bool {
 		return bf[a].start+bf[a].deadline-s.now < bf[b].start+bf[b].deadline-s.now
 	})
 	for _, j := range bf {
-		for _, f := range j.flows {
+		for _, f := range j.byPort() {
 			if f.done {
 				continue
 			}
@@ -120,76 +155,6 @@ func (s *sim) backfill() {
 			f.rate += m
 			s.sendFree[f.src] -= m
 			s.recvFree[f.dst] -= m
-		}
-	}
-}
-
-// maxMin raises the rates of fl by progressive filling of the free
-// capacities and takes what it used off the ports: all unfrozen flows rise
-// by the same increment, the smallest free/count over the ports they use,
-// and the flows through a port that fills are frozen. It costs
-// O(ports × rounds + flows).
-func maxMin(fl []*flow, sendFree, recvFree []float64) {
-	if len(fl) == 0 {
-		return
-	}
-	n := len(sendFree)
-	ns := make([]int, n)
-	nr := make([]int, n)
-	bySrc := make([][]int32, n)
-	byDst := make([][]int32, n)
-	for i, f := range fl {
-		ns[f.src]++
-		nr[f.dst]++
-		bySrc[f.src] = append(bySrc[f.src], int32(i))
-		byDst[f.dst] = append(byDst[f.dst], int32(i))
-	}
-	base := make([]float64, len(fl))
-	for i, f := range fl {
-		base[i] = f.rate
-	}
-	frozen := make([]bool, len(fl))
-	left := len(fl)
-	level := 0.0
-	freeze := func(i int32) {
-		if frozen[i] {
-			return
-		}
-		frozen[i] = true
-		left--
-		f := fl[i]
-		f.rate = base[i] + level
-		ns[f.src]--
-		nr[f.dst]--
-	}
-	for left > 0 {
-		inc := math.Inf(1)
-		for p := 0; p < n; p++ {
-			if ns[p] > 0 {
-				inc = math.Min(inc, sendFree[p]/float64(ns[p]))
-			}
-			if nr[p] > 0 {
-				inc = math.Min(inc, recvFree[p]/float64(nr[p]))
-			}
-		}
-		inc = math.Max(inc, 0)
-		level += inc
-		for p := 0; p < n; p++ {
-			sendFree[p] -= inc * float64(ns[p])
-			recvFree[p] -= inc * float64(nr[p])
-		}
-		// A port is full when nothing, or a negligible share, is left.
-		for p := 0; p < n; p++ {
-			if ns[p] > 0 && (sendFree[p] <= 1e-6 || sendFree[p]/float64(ns[p]) <= inc*1e-12) {
-				for _, i := range bySrc[p] {
-					freeze(i)
-				}
-			}
-			if nr[p] > 0 && (recvFree[p] <= 1e-6 || recvFree[p]/float64(nr[p]) <= inc*1e-12) {
-				for _, i := range byDst[p] {
-					freeze(i)
-				}
-			}
 		}
 	}
 }

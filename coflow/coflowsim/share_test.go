@@ -1,0 +1,73 @@
+package coflowsim
+
+import (
+	"math"
+	"testing"
+)
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-12 }
+
+// shareSkipped counts, at each port, only the flows whose two ports both
+// have capacity; a flow with a full port gets nothing and does not dilute
+// the others' shares.
+func TestShareSkippedCountsOpenFlows(t *testing.T) {
+	sendFree := []float64{1, 1, 0}
+	recvFree := []float64{1, 0.5, 1}
+	fl := []*flow{
+		{src: 0, dst: 0}, // min(1/2, 1/2)
+		{src: 0, dst: 1}, // min(1/2, 0.5/1)
+		{src: 2, dst: 0}, // sender full: 0, not counted at receiver 0
+		{src: 1, dst: 0}, // min(1/1, 1/2)
+	}
+	shareSkipped(fl, sendFree, recvFree)
+	for i, want := range []float64{0.5, 0.5, 0, 0.5} {
+		if !near(fl[i].rate, want) {
+			t.Errorf("flow %d: rate %v, want %v", i, fl[i].rate, want)
+		}
+	}
+	for p, want := range []float64{0, 0.5, 0} {
+		if !near(sendFree[p], want) {
+			t.Errorf("send port %d: %v free, want %v", p, sendFree[p], want)
+		}
+	}
+	for p, want := range []float64{0, 0, 1} {
+		if !near(recvFree[p], want) {
+			t.Errorf("receive port %d: %v free, want %v", p, recvFree[p], want)
+		}
+	}
+}
+
+// fairShareJob is the same split for one coflow; finished flows take part
+// in nothing.
+func TestFairShareJob(t *testing.T) {
+	sendFree := []float64{1, 0.25}
+	recvFree := []float64{1, 1}
+	j := &job{flows: []*flow{
+		{src: 0, dst: 0, rem: 1},
+		{src: 0, dst: 1, rem: 1},
+		{src: 1, dst: 1, rem: 1},
+		{src: 1, dst: 0, done: true},
+	}}
+	fairShareJob(j, sendFree, recvFree, make([]int, 2), make([]int, 2))
+	for i, want := range []float64{0.5, 0.5, 0.25, 0} {
+		if !near(j.flows[i].rate, want) {
+			t.Errorf("flow %d: rate %v, want %v", i, j.flows[i].rate, want)
+		}
+	}
+	if !near(recvFree[1], 0.25) || !near(sendFree[0], 0) || !near(sendFree[1], 0) {
+		t.Errorf("free after: send %v recv %v", sendFree, recvFree)
+	}
+}
+
+// The backfill visits a coflow's flows by sender port, then receiver
+// port, not in the trace's reducer-major order: here the flow 0→2 (second
+// in trace order) takes sender 0's spare capacity before 0→3.
+func TestBackfillPortOrder(t *testing.T) {
+	s := &sim{cfg: DefaultConfig(), ports: 4, sendFree: []float64{1, 1, 1, 1}, recvFree: []float64{1, 1, 1, 1}}
+	j := &job{flows: []*flow{{src: 0, dst: 3, rem: 1}, {src: 0, dst: 2, rem: 1}}}
+	s.active = []*job{j}
+	s.backfill()
+	if j.flows[0].rate != 0 || j.flows[1].rate != 1 {
+		t.Fatalf("rates 0→3 %v, 0→2 %v; want 0 and 1", j.flows[0].rate, j.flows[1].rate)
+	}
+}
