@@ -39,8 +39,8 @@
 // bytes sent, strict priority, FIFO by queue-entry time inside a queue;
 // each coflow splits what is left at a port equally among its flows that
 // can still be served); FAIR is per-flow sharing (each port split equally
-// among its flows); PFP is shortest remaining flow first, receiver port by
-// receiver port.
+// among its flows); PFP serves the receiver ports in increasing order and,
+// at each, the flows smallest (original size) first.
 //
 // How exact it is: the constants, the rounding, the epochs, the quanta, the
 // random deadlines, the output format and FAIR are reproduced exactly —
@@ -75,6 +75,15 @@
 // instead of deadline order (900), finished flows taking backfill capacity
 // (793) or counting in the skip test (987), no share at all (631), and a
 // backfill by receiver port only (918) or by sender port only (845).
+//
+// What the fixtures tell about PFP (coflowsim: "SRTF"): each receiver
+// port, in increasing order, serves its flows smallest first, each taking
+// min(send free, receive free), and the size that orders them is the
+// flow's original size (105/120 and 106/200), not its remaining bytes
+// (40/17), nor the remaining bytes sorted only at admissions (91/71), nor
+// one global order (at most 15/6); ties go to the earlier coflow and then
+// the lower sender port (the trace's mapper order: 44/20; ties by sender
+// port before coflow: 92/81).
 //
 // What the fixtures tell about DARK: inside a coflow every flow gets
 // min(send free / n_src, receive free / n_dst) of the capacity its

@@ -13,6 +13,7 @@ const mib = 1048576.0
 type flow struct {
 	src, dst int
 	rem      float64 // bytes left
+	size     float64 // bytes at the start
 	rate     float64 // bit per simulated second
 	red      int     // index of the reducer within its job
 	mi       int     // index of the mapper within its job
@@ -86,7 +87,7 @@ func buildJobs(tr *coflow.Trace, cfg Config, withRandom bool) []*job {
 			per := bytes / float64(nm)
 			for mi, m := range c.Mappers {
 				f := &slab[len(j.flows)]
-				*f = flow{src: m, dst: r.Port, rem: per, red: ri, mi: mi}
+				*f = flow{src: m, dst: r.Port, rem: per, size: per, red: ri, mi: mi}
 				j.flows = append(j.flows, f)
 				send[m] += per
 				recv[r.Port] += per

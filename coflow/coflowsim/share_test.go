@@ -71,3 +71,17 @@ func TestBackfillPortOrder(t *testing.T) {
 		t.Fatalf("rates 0→3 %v, 0→2 %v; want 0 and 1", j.flows[0].rate, j.flows[1].rate)
 	}
 }
+
+// PFP orders a receiver's flows by original size: coflow 2's 1000 MiB flow,
+// admitted at 10,240 ms, goes before the 2000 MiB flow of coflow 1 even
+// though only 720 MiB of that one are left by then.
+func TestPFPOrdersByOriginalSize(t *testing.T) {
+	tr := mustTrace(t, "3 2\n1 0 1 0 1 1:2000.0\n2 10240 1 2 1 1:1000.0\n")
+	res, err := Run(tr, "PFP", DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := res.Records[0].FinishMs, res.Records[1].FinishMs; a != 24000 || b != 18240 {
+		t.Fatalf("finish %d and %d ms; want 24000 and 18240", a, b)
+	}
+}
