@@ -85,18 +85,21 @@ type hyp struct {
 	// bytes is full), "tasks" (any port it has a flow on), "any" (any full
 	// port in the fabric).
 	skipMode    string
-	noReset     bool   // skipped coflows keep their previous rates
-	jobFree     bool   // caps within a coflow use the capacity free before it
-	alphaDone   bool   // finished flows' leftover bytes count in alpha/skip
-	order       string // "", "bfFirst", "bfAll"
-	origSize    bool   // MADD on the original flow size instead of remaining
-	bfDone      bool   // finished flows still take backfill capacity
-	bfOrder     bool   // backfill in priority order instead of EDF
-	edfTrunc    bool   // EDF keys truncated to int32 as Java's (int) cast
-	bfMode      string // backfill increments: "" greedy min(free), "dec", "fix", "fixu" (see backfill)
-	bfTwice     bool   // after a fair backfill, a greedy one
-	mmDone      bool   // maxmin: finished flows of skipped coflows take (and waste) their share
-	bfFlowOrder string // order of a coflow's flows in the backfill (see bfFlows)
+	noReset     bool    // skipped coflows keep their previous rates
+	jobFree     bool    // caps within a coflow use the capacity free before it
+	alphaDone   bool    // finished flows' leftover bytes count in alpha/skip
+	order       string  // "", "bfFirst", "bfAll"
+	origSize    bool    // MADD on the original flow size instead of remaining
+	bfDone      bool    // finished flows still take backfill capacity
+	bfOrder     bool    // backfill in priority order instead of EDF
+	edfTrunc    bool    // EDF keys truncated to int32 as Java's (int) cast
+	bfMode      string  // backfill increments: "" greedy min(free), "dec", "fix", "fixu" (see backfill)
+	bfTwice     bool    // after a fair backfill, a greedy one
+	mmDone      bool    // maxmin: finished flows of skipped coflows take (and waste) their share
+	bfFlowOrder string  // order of a coflow's flows in the backfill (see bfFlows)
+	madd        string  // MADD arithmetic variant (see alphaOf)
+	fullThr     float64 // full-port threshold in bit/s (0: zeroBytes; <0: exactly 0)
+	bfGlobal    string  // "src"/"dst": backfill all flows by that port first, then coflow
 
 	dump      int   // job id to dump state for (0: none)
 	dumpUntil int64 // last reallocation time to dump
@@ -151,15 +154,15 @@ func (s *labSim) allocate() {
 			default:
 				us, ur = send[p] > 0, recv[p] > 0
 			}
-			if (us && s.sf[p] <= zeroBytes) || (ur && s.rf[p] <= zeroBytes) {
+			if (us && s.sf[p] <= h.thr()) || (ur && s.rf[p] <= h.thr()) {
 				full = true
 				break
 			}
 			if send[p] > 0 {
-				alpha = math.Max(alpha, send[p]*8/s.sf[p])
+				alpha = math.Max(alpha, h.alphaOf(send[p], s.sf[p]))
 			}
 			if recv[p] > 0 {
-				alpha = math.Max(alpha, recv[p]*8/s.rf[p])
+				alpha = math.Max(alpha, h.alphaOf(recv[p], s.rf[p]))
 			}
 		}
 		if full {
@@ -181,7 +184,7 @@ func (s *labSim) allocate() {
 			if h.origSize {
 				sz = s.size[f]
 			}
-			r := math.Min(sz*8/alpha, math.Min(s.sf[f.src], s.rf[f.dst]))
+			r := math.Min(h.rateOf(sz, alpha), math.Min(s.sf[f.src], s.rf[f.dst]))
 			if h.jobFree {
 				su[f.src] += r
 				ru[f.dst] += r
@@ -262,7 +265,7 @@ func (s *labSim) allocate() {
 			nr := make([]int, s.ports)
 			for _, j := range skipped {
 				for _, f := range j.flows {
-					if h.csUnblocked && (f.done || s.sf[f.src] <= zeroBytes || s.rf[f.dst] <= zeroBytes) {
+					if h.csUnblocked && (f.done || s.sf[f.src] <= h.thr() || s.rf[f.dst] <= h.thr()) {
 						continue
 					}
 					if !f.done || h.csDoneCount {
@@ -303,7 +306,7 @@ func (s *labSim) allocate() {
 						sd = s.sf[f.src] / float64(n)
 					}
 					r := math.Min(sd, rd)
-					if r <= zeroBytes {
+					if r <= h.thr() {
 						r = 0
 					}
 					if !f.done {
@@ -396,6 +399,47 @@ func (s *labSim) allocate() {
 				return
 			}
 		}
+		if h.bfGlobal != "" {
+			// one global pass over all flows: by sender port (or receiver
+			// port), then coflow in EDF order, then the other port.
+			rank := map[*job]int{}
+			var all []*flow
+			owner := map[*flow]*job{}
+			for i, j := range bf {
+				rank[j] = i
+				for _, f := range j.flows {
+					all = append(all, f)
+					owner[f] = j
+				}
+			}
+			sort.SliceStable(all, func(a, b int) bool {
+				fa, fb := all[a], all[b]
+				pa, pb, qa, qb := fa.src, fb.src, fa.dst, fb.dst
+				if h.bfGlobal == "dst" {
+					pa, pb, qa, qb = fa.dst, fb.dst, fa.src, fb.src
+				}
+				if pa != pb {
+					return pa < pb
+				}
+				if rank[owner[fa]] != rank[owner[fb]] {
+					return rank[owner[fa]] < rank[owner[fb]]
+				}
+				return qa < qb
+			})
+			for _, f := range all {
+				if f.done {
+					continue
+				}
+				m := math.Min(s.sf[f.src], s.rf[f.dst])
+				if m <= h.thr() {
+					continue
+				}
+				f.rate += m
+				s.sf[f.src] -= m
+				s.rf[f.dst] -= m
+			}
+			return
+		}
 		for _, j := range bf {
 			if only != nil && only[j] {
 				continue
@@ -405,7 +449,7 @@ func (s *labSim) allocate() {
 					continue
 				}
 				m := math.Min(s.sf[f.src], s.rf[f.dst])
-				if m <= zeroBytes {
+				if m <= h.thr() {
 					continue
 				}
 				if !f.done {
@@ -468,6 +512,44 @@ func (s *labSim) bfFlows(j *job) []*flow {
 		sort.SliceStable(fl, func(a, b int) bool { return fl[a].rem > fl[b].rem })
 	}
 	return fl
+}
+
+// thr is the free capacity (bit/s) at or under which a port counts as full.
+func (h hyp) thr() float64 {
+	if h.fullThr != 0 {
+		if h.fullThr < 0 {
+			return 0
+		}
+		return h.fullThr
+	}
+	return zeroBytes
+}
+
+// alphaOf and rateOf are the MADD arithmetic under h.madd.
+func (h hyp) alphaOf(bytes, free float64) float64 {
+	switch h.madd {
+	case "b": // seconds from bytes and bytes per second
+		return bytes / (free / 8)
+	case "c": // (bytes/free)*8
+		return bytes / free * 8
+	case "d": // in bytes per bps: alpha = bytes/free, rate = rem/alpha
+		return bytes / free
+	}
+	return bytes * 8 / free
+}
+
+func (h hyp) rateOf(rem, alpha float64) float64 {
+	switch h.madd {
+	case "b":
+		return rem / alpha * 8
+	case "c":
+		return rem / alpha * 8
+	case "d":
+		return rem / alpha
+	case "e":
+		return rem / (alpha / 8)
+	}
+	return rem * 8 / alpha
 }
 
 func hasSrc(j *job, p int) bool {
@@ -694,6 +776,23 @@ func TestLab(t *testing.T) {
 		"w1":       {skip: "none", bfMode: "dec"},
 		"mmd":      {skip: "maxmin", mmDone: true},
 		"fo-m":     {skip: "maxmin", bfFlowOrder: "mapper"},
+		"m-b":      {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", madd: "b"},
+		"m-c":      {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", madd: "c"},
+		"m-d":      {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", madd: "d"},
+		"m-e":      {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", madd: "e"},
+		"t0":       {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", fullThr: -1},
+		"t6":       {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", fullThr: 1e-6},
+		"t1":       {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", fullThr: 1},
+		"t3":       {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", fullThr: 1e3},
+		"t5":       {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", fullThr: 1e5},
+		"x-jf":     {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", jobFree: true},
+		"x-et":     {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", edfTrunc: true},
+		"x-cdc":    {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csDoneCount: true},
+		"x-nr":     {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", noReset: true},
+		"x-os":     {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", origSize: true},
+		"x-tk":     {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", skipMode: "tasks"},
+		"g-s":      {skip: "cs", csRecv: "port", csUnblocked: true, bfGlobal: "src"},
+		"g-d":      {skip: "cs", csRecv: "port", csUnblocked: true, bfGlobal: "dst"},
 		"sd-csu":   {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst"},
 		"ds-csu":   {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "dstsrc"},
 		"d-csu":    {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "dst"},
