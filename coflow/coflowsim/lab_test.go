@@ -100,6 +100,12 @@ type hyp struct {
 	madd        string  // MADD arithmetic variant (see alphaOf)
 	fullThr     float64 // full-port threshold in bit/s (0: zeroBytes; <0: exactly 0)
 	bfGlobal    string  // "src"/"dst": backfill all flows by that port first, then coflow
+	epochAlloc  bool    // reallocate at every epoch start, even with no admission
+	resort      string  // "admit": re-sort the whole order at each admission; "always": at each allocation
+	insBack     bool    // insert after the last coflow with a key not larger (scan from the back)
+	doneThr     float64 // remaining bytes at or under which a flow is done (0: zeroBytes)
+	noCap       bool    // MADD rates not capped by the free capacity at the flow's ports
+	csAll       bool    // cs: every active coflow's flows take part in the one-round share
 
 	dump      int   // job id to dump state for (0: none)
 	dumpUntil int64 // last reallocation time to dump
@@ -121,6 +127,9 @@ type labSim struct {
 
 func (s *labSim) allocate() {
 	h := s.h
+	if h.resort == "always" && s.key != nil {
+		sort.SliceStable(s.active, func(a, b int) bool { return s.key(s.active[a]) < s.key(s.active[b]) })
+	}
 	for i := range s.sf {
 		s.sf[i], s.rf[i] = s.cfg.PortBps, s.cfg.PortBps
 	}
@@ -185,6 +194,9 @@ func (s *labSim) allocate() {
 				sz = s.size[f]
 			}
 			r := math.Min(h.rateOf(sz, alpha), math.Min(s.sf[f.src], s.rf[f.dst]))
+			if h.noCap {
+				r = h.rateOf(sz, alpha)
+			}
 			if h.jobFree {
 				su[f.src] += r
 				ru[f.dst] += r
@@ -261,6 +273,9 @@ func (s *labSim) allocate() {
 				maxMin(fl, s.sf, s.rf)
 			}
 		case "cs":
+			if h.csAll {
+				skipped = s.active
+			}
 			nm := make([]int, s.ports)
 			nr := make([]int, s.ports)
 			for _, j := range skipped {
@@ -514,6 +529,14 @@ func (s *labSim) bfFlows(j *job) []*flow {
 	return fl
 }
 
+// doneAt is the remaining-bytes threshold of a finished flow.
+func (h hyp) doneAt() float64 {
+	if h.doneThr != 0 {
+		return h.doneThr
+	}
+	return zeroBytes
+}
+
 // thr is the free capacity (bit/s) at or under which a port counts as full.
 func (h hyp) thr() float64 {
 	if h.fullThr != 0 {
@@ -611,12 +634,24 @@ func (s *labSim) run() {
 						break
 					}
 				}
+				if s.h.insBack {
+					pos = 0
+					for i := len(s.active) - 1; i >= 0; i-- {
+						if s.key(s.active[i]) <= s.key(j) {
+							pos = i + 1
+							break
+						}
+					}
+				}
 				s.active = append(s.active[:pos], append([]*job{j}, s.active[pos:]...)...)
 			}
 			next++
 			added = true
+			if s.h.resort == "admit" && s.key != nil {
+				sort.SliceStable(s.active, func(a, b int) bool { return s.key(s.active[a]) < s.key(s.active[b]) })
+			}
 		}
-		if added {
+		if added || (s.h.epochAlloc && len(s.active) > 0) {
 			s.now = epoch
 			s.allocate()
 			s.maybeDump(epoch)
@@ -633,7 +668,7 @@ func (s *labSim) run() {
 					b = math.Min(b, f.rem)
 					f.rem -= b
 					j.sent += b
-					if f.rem <= zeroBytes {
+					if f.rem <= s.h.doneAt() {
 						f.done = true
 						j.active--
 						j.redActive[f.red]--
@@ -682,6 +717,13 @@ func (s *labSim) perQuantum(rate float64) float64 {
 	return rate / 8 * (float64(s.cfg.QuantumMs) / float64(s.cfg.SecondMs))
 }
 
+func labRefName(sched string) string {
+	if strings.HasPrefix(sched, "LCF") {
+		return "LCF"
+	}
+	return sched
+}
+
 func labKey(sched string) func(*job) float64 {
 	switch sched {
 	case "SCF":
@@ -690,6 +732,14 @@ func labKey(sched string) func(*job) float64 {
 		return func(j *job) float64 { return float64(min(j.numMappers, j.numReducers)) }
 	case "LCF":
 		return (*job).remaining
+	case "LCFtotal":
+		return func(j *job) float64 { return j.totalBytes }
+	case "LCFpm":
+		return func(j *job) float64 { return j.remaining() / float64(j.numMappers) }
+	case "LCFpr":
+		return func(j *job) float64 { return j.remaining() / float64(j.numReducers) }
+	case "LCFpf":
+		return func(j *job) float64 { return j.remaining() / float64(j.numMappers*j.numReducers) }
 	case "SEBF":
 		return func(j *job) float64 { return j.alpha }
 	}
@@ -726,7 +776,7 @@ func readRef(t *testing.T, path string) map[int]refLine {
 func labRun(t *testing.T, trace, sched string, h hyp) (match, sums, total int, first string, log string) {
 	dir := sharedData(t, "coflowsim-fixtures")
 	tr := readTraceFile(t, filepath.Join(dir, trace+".txt"))
-	ref := readRef(t, filepath.Join(dir, trace+"."+sched+".out"))
+	ref := readRef(t, filepath.Join(dir, trace+"."+labRefName(sched)+".out"))
 	cfg := DefaultConfig()
 	s := &labSim{h: h, ports: tr.Ports, cfg: cfg, key: labKey(sched), sf: make([]float64, tr.Ports), rf: make([]float64, tr.Ports), log: &strings.Builder{}}
 	s.jobs = buildJobs(tr, cfg, sched != "DARK")
@@ -793,6 +843,16 @@ func TestLab(t *testing.T) {
 		"x-tk":     {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", skipMode: "tasks"},
 		"g-s":      {skip: "cs", csRecv: "port", csUnblocked: true, bfGlobal: "src"},
 		"g-d":      {skip: "cs", csRecv: "port", csUnblocked: true, bfGlobal: "dst"},
+		"ea":       {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", epochAlloc: true},
+		"rsa":      {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", resort: "admit"},
+		"rsw":      {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", resort: "always"},
+		"ib":       {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", insBack: true},
+		"z1":       {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", doneThr: 1},
+		"z1k":      {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", doneThr: 1024},
+		"z6":       {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", doneThr: 1e-6},
+		"z64k":     {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", doneThr: 65536},
+		"nc":       {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", noCap: true},
+		"ca":       {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csAll: true},
 		"sd-csu":   {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst"},
 		"ds-csu":   {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "dstsrc"},
 		"d-csu":    {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "dst"},
