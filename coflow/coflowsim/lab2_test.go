@@ -406,6 +406,7 @@ type darkLab struct {
 }
 
 func (d darkLab) perFlow() bool { return strings.Contains(d.v, "pf") }
+
 var darkAdmitted bool
 
 func (darkLab) insert(s *sim, j *job) {
