@@ -27,61 +27,157 @@ import (
 // liveKeyLen cuts the parameter vector into keys as the simulator does.
 const liveKeyLen = 1024
 
-// runLive runs each scenario twice per policy: in the simulator and live,
-// with real goroutines (ps's coordinator, servers and workers over the
-// in-process transport) whose compute is slowed on the wall clock to the
-// rate the scenario's heterogeneity model gives. It prints both results
-// and the two rankings.
-func runLive(o options, scenarios []sim.Scenario, specs []policySpec, m model.Model, train, test *model.Dataset) error {
-	fmt.Fprintf(o.stdout, "live mode: %s on %d rows, %d workers, batch %d/worker, lr %g, target %.3f (mean of %d evaluations every %v), %v per run, time scale %gx\n",
-		m.Name(), train.N, sim.SuiteWorkers, o.batch, o.lr, o.target, o.window, o.evalEvery, o.duration, o.liveScale)
-	fmt.Fprintf(o.stdout, "command: %s\n\n", strings.Join(os.Args, " "))
+// runLive runs each scenario twice per policy and seed: in the simulator
+// and live, with real goroutines (ps's coordinator, servers and workers
+// over the in-process transport) whose compute is slowed on the wall clock
+// to the rate the scenario's heterogeneity model gives. It prints both
+// results, the two rankings of the median times over the seeds, their
+// Spearman correlation and the pairs the two order oppositely.
+func runLive(o options, specs []policySpec) error {
 	type pair struct {
-		spec      policySpec
-		sim, live *sim.Result
+		sim, live []*sim.Result // one per seed
 	}
-	for _, sc := range scenarios {
-		var rows []pair
-		for i, spec := range specs {
-			sr, err := runOne(o, sc, spec, m, train, test, i+1, len(specs))
-			if err != nil {
-				return fmt.Errorf("sim %s/%s: %w", sc.Name, spec.Name, err)
-			}
-			sr.Policy = spec.Name
-			start := time.Now()
-			lr, err := liveOne(o, sc, spec, m, train, test)
-			if err != nil {
-				return fmt.Errorf("live %s/%s: %w", sc.Name, spec.Name, err)
-			}
-			if !o.quiet {
-				fmt.Fprintf(os.Stderr, "[%d/%d] %-11s %-14s live time_to_target=%ss final_acc=%.3f (%.1fs wall)\n",
-					i+1, len(specs), sc.Name, spec.Name, fmtT(lr.TimeToTargetSeconds()), lr.FinalAccuracy, time.Since(start).Seconds())
-			}
-			rows = append(rows, pair{spec, sr, lr})
+	var names []string
+	rows := map[string][]pair{} // scenario -> per policy
+	for i := range o.seeds {
+		so := o
+		so.seed = o.seed + uint64(i)
+		train, test, _, err := loadData(so)
+		if err != nil {
+			return err
 		}
-		for _, r := range rows {
-			fmt.Fprintf(o.stdout, "policy=%s scenario=%s mode=live time_to_target_s=%s final_acc=%.4f blocked_frac=%.4f transfers=%d\n",
-				r.spec.Name, sc.Name, fmtT(r.live.TimeToTargetSeconds()), r.live.FinalAccuracy, r.live.BlockedFraction(), r.live.AcceptedTransfers())
+		m, err := newModel(so, train)
+		if err != nil {
+			return err
 		}
+		if i == 0 {
+			fmt.Fprintf(o.stdout, "live mode: %s on %d rows, %d workers, batch %d/worker, lr %g, target %.3f (mean of %d evaluations every %v), %v per run, time scale %gx, seeds %d..%d\n",
+				m.Name(), train.N, sim.SuiteWorkers, o.batch, o.lr, o.target, o.window, o.evalEvery, o.duration, o.liveScale, o.seed, o.seed+uint64(o.seeds)-1)
+			fmt.Fprintf(o.stdout, "command: %s\n\n", strings.Join(os.Args, " "))
+		}
+		scenarios, err := scenariosFor(o.scenario, so.seed)
+		if err != nil {
+			return err
+		}
+		for _, sc := range scenarios {
+			if i == 0 {
+				names = append(names, sc.Name)
+				rows[sc.Name] = make([]pair, len(specs))
+			}
+			for k, spec := range specs {
+				sr, err := runOne(so, sc, spec, m, train, test, k+1, len(specs))
+				if err != nil {
+					return fmt.Errorf("sim %s/%s seed %d: %w", sc.Name, spec.Name, so.seed, err)
+				}
+				sr.Policy = spec.Name
+				start := time.Now()
+				lr, err := liveOne(so, sc, spec, m, train, test)
+				if err != nil {
+					return fmt.Errorf("live %s/%s seed %d: %w", sc.Name, spec.Name, so.seed, err)
+				}
+				if !o.quiet {
+					fmt.Fprintf(os.Stderr, "[%d/%d] %-11s %-14s seed %d live time_to_target=%ss final_acc=%.3f (%.1fs wall)\n",
+						k+1, len(specs), sc.Name, spec.Name, so.seed, fmtT(lr.TimeToTargetSeconds()), lr.FinalAccuracy, time.Since(start).Seconds())
+				}
+				fmt.Fprintf(o.stdout, "policy=%s scenario=%s mode=live seed=%d time_to_target_s=%s final_acc=%.4f blocked_frac=%.4f transfers=%d\n",
+					spec.Name, sc.Name, so.seed, fmtT(lr.TimeToTargetSeconds()), lr.FinalAccuracy, lr.BlockedFraction(), lr.AcceptedTransfers())
+				r := &rows[sc.Name][k]
+				r.sim = append(r.sim, sr)
+				r.live = append(r.live, lr)
+			}
+		}
+	}
+	for _, name := range names {
 		fmt.Fprintln(o.stdout)
 		tw := tabwriter.NewWriter(o.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "scenario\tpolicy\tsim_t2t_s\tlive_t2t_s\tsim_rank\tlive_rank\tsim_acc\tlive_acc\tsim_blocked\tlive_blocked\tsim_transfers\tlive_transfers\tsim_clocks\tlive_clocks\t")
-		simT := make([]float64, len(rows))
-		liveT := make([]float64, len(rows))
-		for i, r := range rows {
-			simT[i], liveT[i] = r.sim.TimeToTargetSeconds(), r.live.TimeToTargetSeconds()
+		pr := rows[name]
+		simT := make([]float64, len(pr))
+		liveT := make([]float64, len(pr))
+		for i, r := range pr {
+			simT[i], liveT[i] = medianOf(r.sim, (*sim.Result).TimeToTargetSeconds), medianOf(r.live, (*sim.Result).TimeToTargetSeconds)
 		}
 		sRank, lRank := ranks(simT), ranks(liveT)
-		for i, r := range rows {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%g\t%g\t%.4f\t%.4f\t%.3f\t%.3f\t%d\t%d\t%d\t%d\t\n", sc.Name, r.spec.Name,
-				fmtT(simT[i]), fmtT(liveT[i]), sRank[i], lRank[i], r.sim.FinalAccuracy, r.live.FinalAccuracy,
-				r.sim.BlockedFraction(), r.live.BlockedFraction(), r.sim.AcceptedTransfers(), r.live.AcceptedTransfers(),
-				totalClocks(r.sim), totalClocks(r.live))
+		for i, r := range pr {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%g\t%g\t%.4f\t%.4f\t%.3f\t%.3f\t%.0f\t%.0f\t%.0f\t%.0f\t\n", name, specs[i].Name,
+				fmtT(simT[i]), fmtT(liveT[i]), sRank[i], lRank[i],
+				meanOf(r.sim, func(x *sim.Result) float64 { return x.FinalAccuracy }), meanOf(r.live, func(x *sim.Result) float64 { return x.FinalAccuracy }),
+				meanOf(r.sim, (*sim.Result).BlockedFraction), meanOf(r.live, (*sim.Result).BlockedFraction),
+				meanOf(r.sim, func(x *sim.Result) float64 { return float64(x.AcceptedTransfers()) }), meanOf(r.live, func(x *sim.Result) float64 { return float64(x.AcceptedTransfers()) }),
+				meanOf(r.sim, func(x *sim.Result) float64 { return float64(totalClocks(x)) }), meanOf(r.live, func(x *sim.Result) float64 { return float64(totalClocks(x)) }))
 		}
 		tw.Flush()
-		fmt.Fprintf(o.stdout, "Spearman rank correlation sim vs live (%s): %.3f\n\n", sc.Name, spearman(sRank, lRank))
+		if o.seeds > 1 {
+			fmt.Fprintf(o.stdout, "(times are medians over %d seeds; accuracy, blocked, transfers and clocks are means)\n", o.seeds)
+		}
+		inv, sep := inversions(simT, liveT, rankTolerance)
+		fmt.Fprintf(o.stdout, "Spearman rank correlation sim vs live (%s): %.3f\n", name, spearman(sRank, lRank))
+		fmt.Fprintf(o.stdout, "pairs ordered oppositely by more than %.2fs in both (%s): %d of %d the simulator separates", rankTolerance, name, len(inv), sep)
+		for _, p := range inv {
+			fmt.Fprintf(o.stdout, "; %s/%s", specs[p[0]].Name, specs[p[1]].Name)
+		}
+		fmt.Fprintln(o.stdout)
 	}
 	return nil
+}
+
+// rankTolerance is the margin under which two times to target count as a
+// tie when the simulator's and the live ranking are compared: two
+// evaluation periods of the study (one is 50 ms), the resolution of a
+// time to target. It was fixed before the multi-seed live comparison.
+const rankTolerance = 0.1
+
+// inversions returns the pairs (i, j) that the two series order
+// oppositely, each by more than tol (+Inf counts as larger than any time),
+// and how many pairs a separates by more than tol.
+func inversions(a, b []float64, tol float64) (inv [][2]int, separated int) {
+	gap := func(x, y float64) float64 {
+		switch {
+		case math.IsInf(x, 1) && math.IsInf(y, 1):
+			return 0
+		case math.IsInf(x, 1):
+			return math.Inf(1)
+		case math.IsInf(y, 1):
+			return math.Inf(-1)
+		}
+		return x - y
+	}
+	for i := range a {
+		for j := i + 1; j < len(a); j++ {
+			da, db := gap(a[i], a[j]), gap(b[i], b[j])
+			if math.Abs(da) <= tol {
+				continue
+			}
+			separated++
+			if math.Abs(db) > tol && (da > 0) != (db > 0) {
+				inv = append(inv, [2]int{i, j})
+			}
+		}
+	}
+	return inv, separated
+}
+
+// medianOf is the median of f over rs (+Inf sorts last).
+func medianOf(rs []*sim.Result, f func(*sim.Result) float64) float64 {
+	xs := make([]float64, len(rs))
+	for i, r := range rs {
+		xs[i] = f(r)
+	}
+	sort.Float64s(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
+}
+
+// meanOf is the mean of f over rs.
+func meanOf(rs []*sim.Result, f func(*sim.Result) float64) float64 {
+	var s float64
+	for _, r := range rs {
+		s += f(r)
+	}
+	return s / float64(len(rs))
 }
 
 // ranks returns 1-based ranks of xs (smaller is better), ties sharing the
@@ -169,7 +265,7 @@ type slowModel struct {
 	start time.Time
 	scale float64
 	pool  *sync.Pool // of *modelScratch
-	debt  *paceDebt
+	pacer *pacer
 }
 
 type modelScratch struct {
@@ -180,13 +276,15 @@ type modelScratch struct {
 }
 
 func (s *slowModel) Gradient(params []float32, samples []int, grad []float32) float64 {
-	t0 := time.Now()
-	sc := s.pool.Get().(*modelScratch)
-	defer s.pool.Put(sc)
 	n := len(samples)
 	if n == 0 {
 		return 0
 	}
+	s.pacer.acquire(func() int { return int(s.par[s.w].Load()) })
+	defer s.pacer.release()
+	t0 := time.Now()
+	sc := s.pool.Get().(*modelScratch)
+	defer s.pool.Put(sc)
 	loss := sc.m.LossGrad(params, s.train, samples, sc.g)
 	fn := float32(n)
 	for i, g := range sc.g {
@@ -198,22 +296,58 @@ func (s *slowModel) Gradient(params []float32, samples []int, grad []float32) fl
 	now := time.Duration(float64(t0.Sub(s.start)) / s.scale)
 	sc.r = s.speed.RateAll(sc.p, now, sc.r)
 	want := time.Duration(float64(n) * float64(max(sc.p[s.w], 1)) / sc.r[s.w] * s.scale * float64(time.Second))
-	s.pace(t0, want)
+	s.pacer.pace(t0, want)
 	return loss * float64(n)
 }
 
-// pace makes a call that started at t0 last want in all. A sleep wakes up
-// late, and the real gradient can take longer than want on a loaded
-// machine; the excess is kept as the worker's debt and taken off its next
-// calls (from any of its goroutines, which claim chunks from one queue),
-// so that over a run the worker computes at the model's rate rather than
-// losing the scheduler's wake-up latency on every chunk.
-func (s *slowModel) pace(t0 time.Time, want time.Duration) {
+// pacer holds a worker's compute to the model's rate R(p):
+//
+//   - at most p calls compute at once, each at R(p)/p, so a taker that
+//     computes a transferred range while its own batch is still running
+//     shares its p slots rather than doubling its speed (the simulator
+//     runs the two one after the other);
+//   - a call that started at t0 lasts want in all. A sleep wakes up late,
+//     and the real gradient can take longer than want on a loaded
+//     machine; the excess is kept as the worker's debt and taken off its
+//     next calls (from any of its goroutines, which claim chunks from one
+//     queue), so that over a run the worker computes at the model's rate
+//     rather than losing the scheduler's wake-up latency on every chunk.
+type pacer struct {
+	mu     sync.Mutex
+	free   *sync.Cond
+	active int
+	debt   time.Duration
+}
+
+func newPacer() *pacer {
+	p := &pacer{}
+	p.free = sync.NewCond(&p.mu)
+	return p
+}
+
+// acquire waits for one of the worker's par() compute slots.
+func (p *pacer) acquire(par func() int) {
+	p.mu.Lock()
+	for p.active >= max(par(), 1) {
+		p.free.Wait()
+	}
+	p.active++
+	p.mu.Unlock()
+}
+
+func (p *pacer) release() {
+	p.mu.Lock()
+	p.active--
+	p.mu.Unlock()
+	p.free.Broadcast()
+}
+
+func (p *pacer) pace(t0 time.Time, want time.Duration) {
 	owe := want - time.Since(t0)
-	s.debt.mu.Lock()
-	take := min(s.debt.d, max(owe, 0))
-	s.debt.d -= take
-	s.debt.mu.Unlock()
+	p.mu.Lock()
+	take := min(p.debt, max(owe, 0))
+	p.debt -= take
+	p.mu.Unlock()
 	owe -= take
 	if owe > 0 {
 		ts := time.Now()
@@ -221,16 +355,10 @@ func (s *slowModel) pace(t0 time.Time, want time.Duration) {
 		owe -= time.Since(ts)
 	}
 	if owe < 0 {
-		s.debt.mu.Lock()
-		s.debt.d -= owe
-		s.debt.mu.Unlock()
+		p.mu.Lock()
+		p.debt -= owe
+		p.mu.Unlock()
 	}
-}
-
-// paceDebt is a worker's wall time owed back by pace.
-type paceDebt struct {
-	mu sync.Mutex
-	d  time.Duration
 }
 
 // liveObserver tracks parallelism, blocked time and transfers. Blocked
@@ -432,7 +560,7 @@ func liveOne(o options, sc sim.Scenario, spec policySpec, m model.Model, train, 
 	}()
 	g, gctx := errgroup.WithContext(runCtx)
 	for w, wk := range workers {
-		sm := &slowModel{w: w, train: train, speed: speed, par: obs.par, start: start, scale: o.liveScale, pool: pool, debt: &paceDebt{}}
+		sm := &slowModel{w: w, train: train, speed: speed, par: obs.par, start: start, scale: o.liveScale, pool: pool, pacer: newPacer()}
 		g.Go(func() error {
 			// Clocks only bounds the run (the deadline ends it); Train
 			// preallocates per clock, so it must not be huge.

@@ -123,6 +123,16 @@ func newModel(o options, d *model.Dataset) (model.Model, error) {
 	return nil, fmt.Errorf("unknown -model %q", o.modelName)
 }
 
+// scenariosFor returns the named scenario, or the whole suite for "all",
+// for a seed.
+func scenariosFor(name string, seed uint64) ([]sim.Scenario, error) {
+	if name == "all" {
+		return sim.Scenarios(seed), nil
+	}
+	sc, err := sim.ScenarioByName(name, seed)
+	return []sim.Scenario{sc}, err
+}
+
 func run(o options) error {
 	specs, err := selectPolicies(o.policies)
 	if err != nil {
@@ -131,27 +141,12 @@ func run(o options) error {
 	if o.seeds < 1 {
 		return fmt.Errorf("-seeds %d: want >= 1", o.seeds)
 	}
-	scenarioNames := func(seed uint64) ([]sim.Scenario, error) {
-		if o.scenario == "all" {
-			return sim.Scenarios(seed), nil
-		}
-		sc, err := sim.ScenarioByName(o.scenario, seed)
-		return []sim.Scenario{sc}, err
-	}
-	scenarios, err := scenarioNames(o.seed)
+	scenarios, err := scenariosFor(o.scenario, o.seed)
 	if err != nil {
 		return err
 	}
 	if o.live {
-		train, test, _, err := loadData(o)
-		if err != nil {
-			return err
-		}
-		m, err := newModel(o, train)
-		if err != nil {
-			return err
-		}
-		return runLive(o, scenarios, specs, m, train, test)
+		return runLive(o, specs)
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
@@ -182,7 +177,7 @@ func run(o options) error {
 				dataLabel, m.Name(), sim.SuiteWorkers, o.batch, o.lr, o.target, o.window, o.evalEvery, o.duration, o.seed, o.seed+uint64(o.seeds)-1)
 			fmt.Fprintf(o.stdout, "command: %s\n\n", strings.Join(os.Args, " "))
 		}
-		scs, err := scenarioNames(so.seed)
+		scs, err := scenariosFor(o.scenario, so.seed)
 		if err != nil {
 			return err
 		}
