@@ -74,7 +74,21 @@
 // a coflow's own flows only at the sender (801), the backfill in priority
 // instead of deadline order (900), finished flows taking backfill capacity
 // (793) or counting in the skip test (987), no share at all (631), and a
-// backfill by receiver port only (918) or by sender port only (845).
+// backfill by receiver port only (918) or by sender port only (845). On top
+// of the rule used, these change nothing or lose coflows: other
+// arithmetic for MADD's alpha and rates, every loop in port order, no cap
+// on MADD rates, unrounded or truncated backfill keys (all 1052); a
+// full-port threshold anywhere from 1 to 1e5 bit/s (1052, 1053) or above
+// (1e6: 1030); a finished-flow threshold from 1e-3 to 1 byte (1052);
+// reallocating at every epoch start (1052, other coflows); sharing per
+// port among senders and receivers counted separately (794); one global
+// backfill by port across coflows (892, 908); backfilling only skipped or
+// only non-skipped coflows (810, 788); reallocating inside the quantum in
+// which a coflow departs (at most 799); and for LCF, re-sorting at
+// admissions (86/82) or inserting from the back (85/72). The first
+// mismatches left are mostly a quantum or a few off (e.g. FIFO synth-a
+// JOB-6, SEBF synth-b JOB-9 and JOB-35, SCF synth-a JOB-16, NCF synth-b
+// JOB-9 whose reducer sums match exactly).
 //
 // What the fixtures tell about PFP (coflowsim: "SRTF"): each receiver
 // port, in increasing order, serves its flows smallest first, each taking
@@ -83,7 +97,8 @@
 // (40/17), nor the remaining bytes sorted only at admissions (91/71), nor
 // one global order (at most 15/6); ties go to the earlier coflow and then
 // the lower sender port (the trace's mapper order: 44/20; ties by sender
-// port before coflow: 92/81).
+// port before coflow: 92/81, by remaining bytes 55/36, by later coflow
+// first 87/68).
 //
 // What the fixtures tell about DARK: inside a coflow every flow gets
 // min(send free / n_src, receive free / n_dst) of the capacity its
@@ -93,9 +108,18 @@
 // and 200, dividing by all of the coflow's flows at the port 41 and 24; the
 // rule used matches 68 and 56 (synth-b's JOB-5 is the telling case: its
 // mapper's other flow, of JOB-4, got a fifth of the receiver it shares with
-// JOB-7, not the share JOB-4's blocked flow left). Moving a coflow that
-// crosses a threshold one queue at a time (66/50) or keeping arrival order
-// inside a queue (43/36) matches fewer.
+// JOB-7, not the share JOB-4's blocked flow left). Matching fewer: moving
+// a coflow that crosses a threshold one queue at a time (66/50), arrival
+// order inside a queue (43/36), movers of one re-evaluation in arrival
+// order (69/47), re-evaluating the queues only at admissions (31/22) or
+// only at departures (45/51), thresholds of 10 MB (54/43) or 1 MiB (65/40),
+// bytes sent counted from finished flows only (34/21), a backfill after the
+// queues (at most 58/46), recomputing at every flow completion (12/11),
+// max-min inside a coflow (43/32), shares weighted by remaining bytes
+// (16/18), one joint split per queue (5/1), and a split handing a limited
+// flow's share on, at both ends (47/31) or at one (at most 52/50). The
+// first mismatches in time (synth-a JOB-55 at 102 s, synth-b JOB-15 at
+// 22 s) are not explained by any of these.
 //
 // The replay does not visit every quantum: between two events all rates are
 // constant, and each flow's per-quantum float64 subtraction is reproduced in

@@ -147,10 +147,26 @@ func (p pfpLab) allocate(s *sim) {
 			if strings.Contains(p.v, "tsrc") && key(fl[a]) == key(fl[b]) {
 				return fl[a].src < fl[b].src
 			}
+			if strings.Contains(p.v, "trem") && key(fl[a]) == key(fl[b]) {
+				return fl[a].rem < fl[b].rem
+			}
+			if strings.Contains(p.v, "tmore") && key(fl[a]) == key(fl[b]) {
+				return fl[a].rem > fl[b].rem
+			}
 			if strings.Contains(p.v, "tjdesc") && key(fl[a]) == key(fl[b]) {
 				return labJob[fl[a]].id > labJob[fl[b]].id
 			}
 			return key(fl[a]) < key(fl[b])
+		})
+	case strings.Contains(p.v, "gsize"):
+		sort.SliceStable(fl, func(a, b int) bool {
+			if labSize[fl[a]] != labSize[fl[b]] {
+				return labSize[fl[a]] < labSize[fl[b]]
+			}
+			if strings.Contains(p.v, "thend") {
+				return fl[a].dst < fl[b].dst
+			}
+			return false
 		})
 	case strings.Contains(p.v, "sendg"):
 		sort.SliceStable(fl, func(a, b int) bool {
@@ -472,7 +488,24 @@ func (d darkLab) allocate(s *sim) {
 			if !reeval {
 				break
 			}
-			if q := d.queueOf(j.sent); q != j.queue {
+			sent := j.sent
+			if has("sfin") {
+				sent = 0
+				for _, f := range j.flows {
+					if f.done {
+						sent += f.size
+					}
+				}
+			}
+			if has("sred") {
+				sent = 0
+				for _, f := range j.flows {
+					if j.redActive[f.red] == 0 {
+						sent += f.size
+					}
+				}
+			}
+			if q := d.queueOf(sent); q != j.queue {
 				s.seq++
 				j.queue, j.queueSeq = q, s.seq
 			}
@@ -522,6 +555,64 @@ func (d darkLab) allocate(s *sim) {
 	nr := make([]int, s.ports)
 	sf0 := make([]float64, s.ports)
 	rf0 := make([]float64, s.ports)
+	if has("jointq") {
+		for i := 0; i < len(s.active); {
+			k := i
+			var fl []*flow
+			for k < len(s.active) && s.active[k].queue == s.active[i].queue {
+				for _, f := range s.active[k].flows {
+					f.rate = 0
+					if !f.done {
+						fl = append(fl, f)
+					}
+				}
+				k++
+			}
+			shareSkipped(fl, s.sendFree, s.recvFree)
+			i = k
+		}
+		return
+	}
+	if has("asym") {
+		for _, j := range s.active {
+			clear(ns)
+			clear(nr)
+			fl := j.flows
+			if has("po") {
+				fl = j.byPort()
+			}
+			open := func(f *flow) bool {
+				return !f.done && s.sendFree[f.src] > thr && s.recvFree[f.dst] > thr
+			}
+			for _, f := range fl {
+				f.rate = 0
+				if open(f) {
+					ns[f.src]++
+					nr[f.dst]++
+				}
+			}
+			copy(sf0, s.sendFree)
+			copy(rf0, s.recvFree)
+			for _, f := range fl {
+				if f.done || ns[f.src] == 0 || nr[f.dst] == 0 || sf0[f.src] <= thr || rf0[f.dst] <= thr {
+					continue
+				}
+				var r float64
+				if has("asymr") { // receiver side sequential, sender fixed
+					r = math.Min(sf0[f.src]/float64(ns[f.src]), s.recvFree[f.dst]/float64(nr[f.dst]))
+					nr[f.dst]--
+				} else { // sender side sequential, receiver fixed
+					r = math.Min(s.sendFree[f.src]/float64(ns[f.src]), rf0[f.dst]/float64(nr[f.dst]))
+					ns[f.src]--
+				}
+				r = math.Max(0, math.Min(r, math.Min(s.sendFree[f.src], s.recvFree[f.dst])))
+				f.rate = r
+				s.sendFree[f.src] -= r
+				s.recvFree[f.dst] -= r
+			}
+		}
+		return
+	}
 	if has("seqo") {
 		for _, j := range s.active {
 			clear(ns)
@@ -586,7 +677,7 @@ func (d darkLab) allocate(s *sim) {
 		clear(nr)
 		for _, f := range j.flows {
 			f.rate = 0
-			if !f.done {
+			if !f.done || has("dcnt") {
 				if has("fixu") && (s.sendFree[f.src] <= thr || s.recvFree[f.dst] <= thr) {
 					continue
 				}
@@ -596,8 +687,15 @@ func (d darkLab) allocate(s *sim) {
 		}
 		copy(sf0, s.sendFree)
 		copy(rf0, s.recvFree)
+		var waste []float64
 		for _, f := range j.flows {
 			if f.done {
+				if has("dcnt") && has("dwaste") && ns[f.src] > 0 && nr[f.dst] > 0 && sf0[f.src] > thr && rf0[f.dst] > thr {
+					w := math.Min(sf0[f.src]/float64(ns[f.src]), rf0[f.dst]/float64(nr[f.dst]))
+					waste = append(waste, w)
+					s.sendFree[f.src] -= w
+					s.recvFree[f.dst] -= w
+				}
 				continue
 			}
 			var r float64

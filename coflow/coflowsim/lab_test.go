@@ -106,6 +106,10 @@ type hyp struct {
 	doneThr     float64 // remaining bytes at or under which a flow is done (0: zeroBytes)
 	noCap       bool    // MADD rates not capped by the free capacity at the flow's ports
 	csAll       bool    // cs: every active coflow's flows take part in the one-round share
+	allPort     bool    // every loop visits a coflow's flows in port order
+	csHalf      bool    // cs: n_src counts flows with an open sender, n_dst with an open receiver
+	edfRaw      string  // backfill key from the unrounded deadline: "exact", "trunc", "floor"
+	midQuantum  string  // "prio"/"arrival": reallocate inside the quantum when a coflow departs, visiting coflows in that order
 
 	dump      int   // job id to dump state for (0: none)
 	dumpUntil int64 // last reallocation time to dump
@@ -280,7 +284,16 @@ func (s *labSim) allocate() {
 			nr := make([]int, s.ports)
 			for _, j := range skipped {
 				for _, f := range j.flows {
-					if h.csUnblocked && (f.done || s.sf[f.src] <= h.thr() || s.rf[f.dst] <= h.thr()) {
+					if h.csUnblocked && !h.csHalf && (f.done || s.sf[f.src] <= h.thr() || s.rf[f.dst] <= h.thr()) {
+						continue
+					}
+					if h.csHalf {
+						if !f.done && s.sf[f.src] > h.thr() {
+							nm[f.src]++
+						}
+						if !f.done && s.rf[f.dst] > h.thr() {
+							nr[f.dst]++
+						}
 						continue
 					}
 					if !f.done || h.csDoneCount {
@@ -352,6 +365,17 @@ func (s *labSim) allocate() {
 		bf := append([]*job(nil), s.active...)
 		if !h.bfOrder {
 			sort.SliceStable(bf, func(a, b int) bool {
+				if s.h.edfRaw != "" {
+					ka := float64(bf[a].start) + bf[a].deadlineRaw - float64(s.now)
+					kb := float64(bf[b].start) + bf[b].deadlineRaw - float64(s.now)
+					switch s.h.edfRaw {
+					case "trunc":
+						return int64(ka) < int64(kb)
+					case "floor":
+						return math.Floor(ka) < math.Floor(kb)
+					}
+					return ka < kb
+				}
 				if s.h.edfTrunc {
 					return int32(float64(bf[a].start)+float64(bf[a].deadline)-float64(s.now)) < int32(float64(bf[b].start)+float64(bf[b].deadline)-float64(s.now))
 				}
@@ -487,6 +511,19 @@ func (s *labSim) allocate() {
 	case "bfAll": // backfill everything, then share
 		backfill(nil)
 		share()
+	case "bfSkippedOnly", "bfMaddOnly":
+		sk := map[*job]bool{}
+		for _, j := range skipped {
+			sk[j] = true
+		}
+		ex := map[*job]bool{}
+		for _, j := range s.active {
+			if sk[j] == (h.order == "bfMaddOnly") {
+				ex[j] = true
+			}
+		}
+		share()
+		backfill(ex)
 	default:
 		share()
 		backfill(nil)
@@ -659,6 +696,48 @@ func (s *labSim) run() {
 		for q := int64(0); q < E; q += Q {
 			t := epoch + q
 			dep := false
+			if s.h.midQuantum != "" {
+				// A departing coflow is removed and the rates are
+				// recomputed at once, inside the quantum: the coflows
+				// visited after it move at the new rates already.
+				order := append([]*job(nil), s.active...)
+				if s.h.midQuantum == "arrival" {
+					sort.SliceStable(order, func(a, b int) bool { return order[a].id < order[b].id })
+				}
+				for _, j := range order {
+					if j.done {
+						continue
+					}
+					for _, f := range j.flows {
+						if f.done {
+							continue
+						}
+						b := math.Min(s.perQuantum(f.rate), f.rem)
+						f.rem -= b
+						j.sent += b
+						if f.rem <= s.h.doneAt() {
+							f.done = true
+							j.active--
+							j.redActive[f.red]--
+							j.redFinish[f.red] = max(j.redFinish[f.red], t+Q)
+						}
+					}
+					if j.active == 0 {
+						j.done = true
+						j.finish = t + Q
+						kept := s.active[:0]
+						for _, k := range s.active {
+							if !k.done {
+								kept = append(kept, k)
+							}
+						}
+						s.active = kept
+						s.now = t + Q
+						s.allocate()
+					}
+				}
+				continue
+			}
 			for _, j := range s.active {
 				for _, f := range j.flows {
 					if f.done {
@@ -780,6 +859,11 @@ func labRun(t *testing.T, trace, sched string, h hyp) (match, sums, total int, f
 	cfg := DefaultConfig()
 	s := &labSim{h: h, ports: tr.Ports, cfg: cfg, key: labKey(sched), sf: make([]float64, tr.Ports), rf: make([]float64, tr.Ports), log: &strings.Builder{}}
 	s.jobs = buildJobs(tr, cfg, sched != "DARK")
+	if h.allPort {
+		for _, j := range s.jobs {
+			j.flows = j.byPort()
+		}
+	}
 	s.size = map[*flow]float64{}
 	for _, j := range s.jobs {
 		for _, f := range j.flows {
@@ -853,6 +937,19 @@ func TestLab(t *testing.T) {
 		"z64k":     {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", doneThr: 65536},
 		"nc":       {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", noCap: true},
 		"ca":       {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csAll: true},
+		"ap":       {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", allPort: true},
+		"ch":       {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csHalf: true},
+		"t6b":      {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", fullThr: 1e6},
+		"t7":       {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", fullThr: 1e7},
+		"t8":       {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", fullThr: 1e8},
+		"t4":       {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", fullThr: 1e4},
+		"er":       {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", edfRaw: "exact"},
+		"ert":      {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", edfRaw: "trunc"},
+		"erf":      {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", edfRaw: "floor"},
+		"mqp":      {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", midQuantum: "prio"},
+		"mqa":      {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", midQuantum: "arrival"},
+		"bso":      {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", order: "bfSkippedOnly"},
+		"bmo":      {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", order: "bfMaddOnly"},
 		"sd-csu":   {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst"},
 		"ds-csu":   {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "dstsrc"},
 		"d-csu":    {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "dst"},

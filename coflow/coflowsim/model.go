@@ -30,6 +30,7 @@ type job struct {
 	maxBytes    float64 // largest reducer total
 	alpha       float64 // static bottleneck: max bytes through one port
 	deadline    int64   // ms, see buildJobs
+	deadlineRaw float64 // ms, before rounding
 	start       int64   // ms: the epoch that admitted it
 	finish      int64   // ms
 	flows       []*flow // reducer-major, mappers in trace order
@@ -106,6 +107,7 @@ func buildJobs(tr *coflow.Trace, cfg Config, withRandom bool) []*job {
 			d *= 1 + u
 		}
 		j.deadline = int64(math.Round(d))
+		j.deadlineRaw = d
 		jobs[i] = j
 	}
 	return jobs
