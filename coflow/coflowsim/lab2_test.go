@@ -69,6 +69,15 @@ func labPolicyRun(t *testing.T, trace, refSched string, pol policy, withRandom b
 			}
 			t.Logf("  %s JOB-%d finish %d ref %v sums %d ref %v reducers %v", trace, j.id, j.finish, r.finish, sum, r.sums, j.redFinish)
 		}
+		if os.Getenv("LAB2_SUMS") != "" && r.start == float64(j.start) && r.finish == float64(j.finish) {
+			var sum int64
+			for _, f := range j.redFinish {
+				sum += f - j.start
+			}
+			if float64(sum) != r.sums {
+				t.Logf("  %s JOB-%d times match (finish %d), sums %d ref %v reducers %v", trace, j.id, j.finish, sum, r.sums, j.redFinish)
+			}
+		}
 		if os.Getenv("LAB2_ALL") != "" && (r.start != float64(j.start) || r.finish != float64(j.finish)) {
 			t.Logf("  %s JOB-%d finish %d ref %v (dur %d vs %v)", trace, j.id, j.finish, r.finish, j.finish-j.start, r.finish-r.start)
 		}
@@ -219,6 +228,9 @@ func (p pfpLab) allocate(s *sim) {
 	}
 	for _, f := range fl {
 		r := math.Min(s.sendFree[f.src], s.recvFree[f.dst])
+		if strings.Contains(p.v, "cap") {
+			r = math.Min(r, f.rem*8*float64(s.cfg.SecondMs)/float64(s.cfg.QuantumMs))
+		}
 		f.rate = r
 		s.sendFree[f.src] -= r
 		s.recvFree[f.dst] -= r
@@ -570,6 +582,28 @@ func (d darkLab) allocate(s *sim) {
 			}
 			shareSkipped(fl, s.sendFree, s.recvFree)
 			i = k
+		}
+		return
+	}
+	if has("greedy") {
+		for _, j := range s.active {
+			fl := j.flows
+			if has("po") {
+				fl = j.byPort()
+			}
+			for _, f := range fl {
+				f.rate = 0
+				if f.done {
+					continue
+				}
+				r := math.Min(s.sendFree[f.src], s.recvFree[f.dst])
+				if r <= thr {
+					continue
+				}
+				f.rate = r
+				s.sendFree[f.src] -= r
+				s.recvFree[f.dst] -= r
+			}
 		}
 		return
 	}

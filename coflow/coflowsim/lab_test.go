@@ -110,6 +110,11 @@ type hyp struct {
 	csHalf      bool    // cs: n_src counts flows with an open sender, n_dst with an open receiver
 	edfRaw      string  // backfill key from the unrounded deadline: "exact", "trunc", "floor"
 	midQuantum  string  // "prio"/"arrival": reallocate inside the quantum when a coflow departs, visiting coflows in that order
+	redEvent    bool    // also reallocate when a reducer's last flow finishes
+	tieFirst    bool    // a new coflow goes before existing ones with an equal key
+	csSeqFree   bool    // cs: each share is taken off the ports at once (later flows see less)
+	inline      bool    // a skipped coflow takes DARK's per-coflow split at once, before the coflows after it
+	flowEvent   bool    // also reallocate when any flow finishes
 
 	dump      int   // job id to dump state for (0: none)
 	dumpUntil int64 // last reallocation time to dump
@@ -179,6 +184,16 @@ func (s *labSim) allocate() {
 			}
 		}
 		if full {
+			if h.inline {
+				// share at once, before the coflows after it
+				ns := make([]int, s.ports)
+				nr := make([]int, s.ports)
+				for _, f := range j.flows {
+					f.rate = 0
+				}
+				fairShareJob(j, s.sf, s.rf, ns, nr)
+				continue
+			}
 			skipped = append(skipped, j)
 			continue
 		}
@@ -339,6 +354,11 @@ func (s *labSim) allocate() {
 					}
 					if !f.done {
 						f.rate = r
+					}
+					if h.csSeqFree {
+						s.sf[f.src] -= r
+						s.rf[f.dst] -= r
+						continue
 					}
 					su[f.src] += r
 					ru[f.dst] += r
@@ -666,7 +686,7 @@ func (s *labSim) run() {
 			} else {
 				pos := len(s.active)
 				for i, a := range s.active {
-					if s.key(a) > s.key(j) {
+					if s.key(a) > s.key(j) || (s.h.tieFirst && s.key(a) == s.key(j)) {
 						pos = i
 						break
 					}
@@ -696,6 +716,7 @@ func (s *labSim) run() {
 		for q := int64(0); q < E; q += Q {
 			t := epoch + q
 			dep := false
+			redDone := false
 			if s.h.midQuantum != "" {
 				// A departing coflow is removed and the rates are
 				// recomputed at once, inside the quantum: the coflows
@@ -752,6 +773,12 @@ func (s *labSim) run() {
 						j.active--
 						j.redActive[f.red]--
 						j.redFinish[f.red] = max(j.redFinish[f.red], t+Q)
+						if s.h.redEvent && j.redActive[f.red] == 0 {
+							redDone = true
+						}
+						if s.h.flowEvent {
+							redDone = true
+						}
 					}
 				}
 				if j.active == 0 {
@@ -760,7 +787,7 @@ func (s *labSim) run() {
 					dep = true
 				}
 			}
-			if dep {
+			if dep || redDone {
 				kept := s.active[:0]
 				for _, j := range s.active {
 					if !j.done {
@@ -950,6 +977,12 @@ func TestLab(t *testing.T) {
 		"mqa":      {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", midQuantum: "arrival"},
 		"bso":      {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", order: "bfSkippedOnly"},
 		"bmo":      {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", order: "bfMaddOnly"},
+		"re":       {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", redEvent: true},
+		"fe":       {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", flowEvent: true},
+		"tf":       {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", tieFirst: true},
+		"csf":      {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csSeqFree: true},
+		"csfa":     {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csSeqFree: true, allPort: true},
+		"inl":      {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", inline: true},
 		"sd-csu":   {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst"},
 		"ds-csu":   {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "dstsrc"},
 		"d-csu":    {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "dst"},
