@@ -28,7 +28,8 @@
 //     (1 + u) factor). The generator is reproduced bit for bit.
 //
 // Schedulers, by CoflowSim's names: FIFO, SCF (largest reducer bytes per
-// mapper), NCF (min(#mappers, #reducers)), LCF (remaining bytes) and SEBF
+// mapper), NCF (min(#mappers, #reducers)), LCF (remaining bytes, counted
+// from the trace's megabytes before the rounding) and SEBF
 // (static bottleneck bytes) fix each coflow's place at admission, then
 // allocate in order with MADD (every flow of a coflow at
 // bytesRemaining·8 / currentAlpha, currentAlpha being the time its
@@ -66,7 +67,7 @@
 // together, of min(send free / n_src, receive free / n_dst), n_p counting
 // only skipped flows whose two ports both have capacity (shareSkipped):
 // FIFO 85/73, SEBF 105/138, SCF 101/118, NCF 101/138, LCF 93/100, 1052
-// coflows in all. Ruled out on the same fixtures, all with the port-ordered
+// coflows in all (LCF 106/121 with the unrounded bytes below). Ruled out on the same fixtures, all with the port-ordered
 // backfill (totals over the ten runs): joint max-min of the skipped flows
 // (the previous rule; 824, and 807 with the trace-order backfill), that
 // max-min after the one-round share (825), max-min or the per-coflow split
@@ -85,7 +86,12 @@
 // backfill by port across coflows (892, 908); backfilling only skipped or
 // only non-skipped coflows (810, 788); reallocating inside the quantum in
 // which a coflow departs (at most 799); and for LCF, re-sorting at
-// admissions (86/82) or inserting from the back (85/72). The first
+// admissions (86/82) or inserting from the back (85/72). LCF's size is
+// the trace's megabytes before coflowsim's rounding minus the bytes sent
+// (106/121; the rounded bytes, which the output prints, 93/100; the
+// unrounded total without subtracting what was sent 87/98; clipping each
+// reducer at zero changes nothing); the same unrounded bytes for SCF change
+// nothing and for SEBF's bottleneck lose coflows (105/124). The first
 // mismatches left are mostly a quantum or a few off (e.g. FIFO synth-a
 // JOB-6, SEBF synth-b JOB-9 and JOB-35, SCF synth-a JOB-16, NCF synth-b
 // JOB-9 whose reducer sums match exactly).

@@ -827,6 +827,12 @@ func labRefName(sched string) string {
 	if strings.HasPrefix(sched, "LCF") {
 		return "LCF"
 	}
+	if strings.HasPrefix(sched, "SEBF") {
+		return "SEBF"
+	}
+	if strings.HasPrefix(sched, "SCF") {
+		return "SCF"
+	}
 	return sched
 }
 
@@ -837,9 +843,47 @@ func labKey(sched string) func(*job) float64 {
 	case "NCF":
 		return func(j *job) float64 { return float64(min(j.numMappers, j.numReducers)) }
 	case "LCF":
+		return func(j *job) float64 { return j.rawBytes - j.sent }
+	case "LCFrounded":
 		return (*job).remaining
 	case "LCFtotal":
 		return func(j *job) float64 { return j.totalBytes }
+	case "LCFraw":
+		return func(j *job) float64 { return j.rawBytes - j.sent }
+	case "LCFrawr":
+		return func(j *job) float64 {
+			got := make([]float64, len(j.rawRed))
+			for _, f := range j.flows {
+				got[f.red] += f.size - f.rem
+			}
+			var left float64
+			for i, r := range j.rawRed {
+				left += math.Max(0, r-got[i])
+			}
+			return left
+		}
+	case "SEBFraw":
+		return func(j *job) float64 {
+			send := map[int]float64{}
+			recv := map[int]float64{}
+			for _, f := range j.flows {
+				b := j.rawRed[f.red] / float64(j.numMappers)
+				send[f.src] += b
+				recv[f.dst] += b
+			}
+			a := 0.0
+			for _, v := range send {
+				a = math.Max(a, v)
+			}
+			for _, v := range recv {
+				a = math.Max(a, v)
+			}
+			return a
+		}
+	case "LCFrawst":
+		return func(j *job) float64 { return j.rawBytes }
+	case "SCFraw":
+		return func(j *job) float64 { return j.rawMax / float64(j.numMappers) }
 	case "LCFpm":
 		return func(j *job) float64 { return j.remaining() / float64(j.numMappers) }
 	case "LCFpr":

@@ -85,3 +85,17 @@ func TestPFPOrdersByOriginalSize(t *testing.T) {
 		t.Fatalf("finish %d and %d ms; want 24000 and 18240", a, b)
 	}
 }
+
+// LCF weighs a coflow by the trace's megabytes before coflowsim's rounding:
+// coflow 1 (1 MB over 3 mappers, rounded to 3 MiB) goes before coflow 2
+// (2 MB from one mapper) at the receiver they share.
+func TestLCFUsesUnroundedBytes(t *testing.T) {
+	tr := mustTrace(t, "5 2\n1 0 3 0 1 2 1 3:1.0\n2 0 1 4 1 3:2.0\n")
+	res, err := Run(tr, "LCF", DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := res.Records[0].FinishMs, res.Records[1].FinishMs; a != 24 || b != 40 {
+		t.Fatalf("finish %d and %d ms; want 24 and 40", a, b)
+	}
+}
