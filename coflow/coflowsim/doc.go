@@ -67,8 +67,9 @@
 // together, of min(send free / n_src, receive free / n_dst), n_p counting
 // only skipped flows whose two ports both have capacity (shareSkipped):
 // FIFO 85/73, SEBF 105/138, SCF 101/118, NCF 101/138, LCF 93/100, 1052
-// coflows in all (LCF 106/121 with the unrounded bytes below). Ruled out on the same fixtures, all with the port-ordered
-// backfill (totals over the ten runs): joint max-min of the skipped flows
+// coflows in all (LCF 106/121 with the unrounded bytes below). Ruled out
+// on the same fixtures, all with the port-ordered backfill (totals over the
+// ten runs, LCF by rounded bytes): joint max-min of the skipped flows
 // (the previous rule; 824, and 807 with the trace-order backfill), that
 // max-min after the one-round share (825), max-min or the per-coflow split
 // coflow by coflow (716, 741), receiver-side counts per reducer (804), counting
