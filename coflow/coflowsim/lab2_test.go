@@ -140,6 +140,8 @@ func (p pfpLab) allocate(s *sim) {
 	case strings.Contains(p.v, "rkey"):
 		var key func(f *flow) float64
 		switch {
+		case strings.Contains(p.v, "rawsz"):
+			key = func(f *flow) float64 { j := labJob[f]; return j.rawRed[f.red] / float64(j.numMappers) }
 		case strings.Contains(p.v, "size"):
 			key = func(f *flow) float64 { return labSize[f] }
 		case strings.Contains(p.v, "jobrem"):

@@ -114,6 +114,7 @@ type hyp struct {
 	tieFirst    bool    // a new coflow goes before existing ones with an equal key
 	csSeqFree   bool    // cs: each share is taken off the ports at once (later flows see less)
 	inline      bool    // a skipped coflow takes DARK's per-coflow split at once, before the coflows after it
+	rawAlpha    bool    // MADD's alpha from the bytes left of the unrounded reducer sizes
 	flowEvent   bool    // also reallocate when any flow finishes
 
 	dump      int   // job id to dump state for (0: none)
@@ -153,8 +154,15 @@ func (s *labSim) allocate() {
 				f.rate = 0
 			}
 			if !f.done || h.alphaDone {
-				send[f.src] += f.rem
-				recv[f.dst] += f.rem
+				b := f.rem
+				if h.rawAlpha {
+					b = math.Max(0, f.rem-(f.size-j.rawRed[f.red]/float64(j.numMappers)))
+					if b == 0 {
+						b = 1e-9 // keep the port counted
+					}
+				}
+				send[f.src] += b
+				recv[f.dst] += b
 			}
 		}
 		alpha, full := 0.0, false
@@ -827,6 +835,9 @@ func labRefName(sched string) string {
 	if strings.HasPrefix(sched, "LCF") {
 		return "LCF"
 	}
+	if strings.HasPrefix(sched, "NCF") {
+		return "NCF"
+	}
 	if strings.HasPrefix(sched, "SEBF") {
 		return "SEBF"
 	}
@@ -848,6 +859,14 @@ func labKey(sched string) func(*job) float64 {
 		return (*job).remaining
 	case "LCFtotal":
 		return func(j *job) float64 { return j.totalBytes }
+	case "NCFflows":
+		return func(j *job) float64 { return float64(j.numMappers * j.numReducers) }
+	case "NCFmax":
+		return func(j *job) float64 { return float64(max(j.numMappers, j.numReducers)) }
+	case "NCFm":
+		return func(j *job) float64 { return float64(j.numMappers) }
+	case "NCFr":
+		return func(j *job) float64 { return float64(j.numReducers) }
 	case "LCFraw":
 		return func(j *job) float64 { return j.rawBytes - j.sent }
 	case "LCFrawr":
@@ -1027,6 +1046,7 @@ func TestLab(t *testing.T) {
 		"csf":      {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csSeqFree: true},
 		"csfa":     {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csSeqFree: true, allPort: true},
 		"inl":      {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", inline: true},
+		"ra":       {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", rawAlpha: true},
 		"sd-csu":   {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst"},
 		"ds-csu":   {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "dstsrc"},
 		"d-csu":    {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "dst"},
