@@ -503,6 +503,9 @@ func (d darkLab) allocate(s *sim) {
 				break
 			}
 			sent := j.sent
+			if has("sraw") {
+				sent = j.rawBytes - (j.totalBytes - j.sent)
+			}
 			if has("sfin") {
 				sent = 0
 				for _, f := range j.flows {
@@ -564,6 +567,15 @@ func (d darkLab) allocate(s *sim) {
 	}
 	if has("thrbig") {
 		thr = 1e3
+	}
+	if has("thr5") {
+		thr = 1e5
+	}
+	if has("thr6") {
+		thr = 1e6
+	}
+	if has("thr7") {
+		thr = 1e7
 	}
 	ns := make([]int, s.ports)
 	nr := make([]int, s.ports)
