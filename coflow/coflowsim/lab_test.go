@@ -115,6 +115,7 @@ type hyp struct {
 	csSeqFree   bool    // cs: each share is taken off the ports at once (later flows see less)
 	inline      bool    // a skipped coflow takes DARK's per-coflow split at once, before the coflows after it
 	rawAlpha    bool    // MADD's alpha from the bytes left of the unrounded reducer sizes
+	rawDone     bool    // a reducer is done once its unrounded bytes arrived; the coflow when all are
 	flowEvent   bool    // also reallocate when any flow finishes
 
 	dump      int   // job id to dump state for (0: none)
@@ -789,6 +790,28 @@ func (s *labSim) run() {
 						}
 					}
 				}
+				if s.h.rawDone && !j.done {
+					got := make([]float64, len(j.rawRed))
+					for _, f := range j.flows {
+						got[f.red] += f.size - f.rem
+					}
+					all := true
+					for i, r := range j.rawRed {
+						if got[i] < r-1e-3 {
+							all = false
+						} else if j.redFinish[i] == 0 {
+							j.redFinish[i] = t + Q
+						}
+					}
+					if all {
+						for _, f := range j.flows {
+							if !f.done {
+								f.done = true
+								j.active--
+							}
+						}
+					}
+				}
 				if j.active == 0 {
 					j.done = true
 					j.finish = t + Q
@@ -1047,6 +1070,7 @@ func TestLab(t *testing.T) {
 		"csfa":     {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csSeqFree: true, allPort: true},
 		"inl":      {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", inline: true},
 		"ra":       {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", rawAlpha: true},
+		"rd":       {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", rawDone: true},
 		"sd-csu":   {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst"},
 		"ds-csu":   {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "dstsrc"},
 		"d-csu":    {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "dst"},
