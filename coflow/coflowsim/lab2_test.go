@@ -41,7 +41,7 @@ func labPolicyRun(t *testing.T, trace, refSched string, pol policy, withRandom b
 	ref := readRef(t, filepath.Join(dir, trace+"."+refSched+".out"))
 	cfg := DefaultConfig()
 	s := &sim{cfg: cfg, ports: tr.Ports, policy: pol, sendFree: make([]float64, tr.Ports), recvFree: make([]float64, tr.Ports)}
-	s.jobs = buildJobs(tr, cfg, withRandom)
+	s.jobs = labBuildJobs(tr, cfg, withRandom)
 	s.run()
 	if s.stalled {
 		first = "STALLED "
@@ -141,7 +141,7 @@ func (p pfpLab) allocate(s *sim) {
 		var key func(f *flow) float64
 		switch {
 		case strings.Contains(p.v, "rawsz"):
-			key = func(f *flow) float64 { j := labJob[f]; return j.rawRed[f.red] / float64(j.numMappers) }
+			key = func(f *flow) float64 { j := labJob[f]; return lab(j).rawRed[f.red] / float64(j.numMappers) }
 		case strings.Contains(p.v, "size"):
 			key = func(f *flow) float64 { return labSize[f] }
 		case strings.Contains(p.v, "jobrem"):

@@ -157,7 +157,7 @@ func (s *labSim) allocate() {
 			if !f.done || h.alphaDone {
 				b := f.rem
 				if h.rawAlpha {
-					b = math.Max(0, f.rem-(f.size-j.rawRed[f.red]/float64(j.numMappers)))
+					b = math.Max(0, f.rem-(f.size-lab(j).rawRed[f.red]/float64(j.numMappers)))
 					if b == 0 {
 						b = 1e-9 // keep the port counted
 					}
@@ -395,8 +395,8 @@ func (s *labSim) allocate() {
 		if !h.bfOrder {
 			sort.SliceStable(bf, func(a, b int) bool {
 				if s.h.edfRaw != "" {
-					ka := float64(bf[a].start) + bf[a].deadlineRaw - float64(s.now)
-					kb := float64(bf[b].start) + bf[b].deadlineRaw - float64(s.now)
+					ka := float64(bf[a].start) + lab(bf[a]).deadlineRaw - float64(s.now)
+					kb := float64(bf[b].start) + lab(bf[b]).deadlineRaw - float64(s.now)
 					switch s.h.edfRaw {
 					case "trunc":
 						return int64(ka) < int64(kb)
@@ -564,7 +564,7 @@ func (s *labSim) bfFlows(j *job) []*flow {
 	fl := append([]*flow(nil), j.flows...)
 	switch s.h.bfFlowOrder {
 	case "mapper": // mapper-major, in trace order of mappers
-		sort.SliceStable(fl, func(a, b int) bool { return fl[a].mi < fl[b].mi })
+		sort.SliceStable(fl, func(a, b int) bool { return labMapper[fl[a]] < labMapper[fl[b]] })
 	case "rev":
 		for i, k := 0, len(fl)-1; i < k; i, k = i+1, k-1 {
 			fl[i], fl[k] = fl[k], fl[i]
@@ -791,12 +791,12 @@ func (s *labSim) run() {
 					}
 				}
 				if s.h.rawDone && !j.done {
-					got := make([]float64, len(j.rawRed))
+					got := make([]float64, len(lab(j).rawRed))
 					for _, f := range j.flows {
 						got[f.red] += f.size - f.rem
 					}
 					all := true
-					for i, r := range j.rawRed {
+					for i, r := range lab(j).rawRed {
 						if got[i] < r-1e-3 {
 							all = false
 						} else if j.redFinish[i] == 0 {
@@ -894,12 +894,12 @@ func labKey(sched string) func(*job) float64 {
 		return func(j *job) float64 { return j.rawBytes - j.sent }
 	case "LCFrawr":
 		return func(j *job) float64 {
-			got := make([]float64, len(j.rawRed))
+			got := make([]float64, len(lab(j).rawRed))
 			for _, f := range j.flows {
 				got[f.red] += f.size - f.rem
 			}
 			var left float64
-			for i, r := range j.rawRed {
+			for i, r := range lab(j).rawRed {
 				left += math.Max(0, r-got[i])
 			}
 			return left
@@ -909,7 +909,7 @@ func labKey(sched string) func(*job) float64 {
 			send := map[int]float64{}
 			recv := map[int]float64{}
 			for _, f := range j.flows {
-				b := j.rawRed[f.red] / float64(j.numMappers)
+				b := lab(j).rawRed[f.red] / float64(j.numMappers)
 				send[f.src] += b
 				recv[f.dst] += b
 			}
@@ -925,7 +925,7 @@ func labKey(sched string) func(*job) float64 {
 	case "LCFrawst":
 		return func(j *job) float64 { return j.rawBytes }
 	case "SCFraw":
-		return func(j *job) float64 { return j.rawMax / float64(j.numMappers) }
+		return func(j *job) float64 { return lab(j).rawMax / float64(j.numMappers) }
 	case "LCFpm":
 		return func(j *job) float64 { return j.remaining() / float64(j.numMappers) }
 	case "LCFpr":
@@ -971,7 +971,7 @@ func labRun(t *testing.T, trace, sched string, h hyp) (match, sums, total int, f
 	ref := readRef(t, filepath.Join(dir, trace+"."+labRefName(sched)+".out"))
 	cfg := DefaultConfig()
 	s := &labSim{h: h, ports: tr.Ports, cfg: cfg, key: labKey(sched), sf: make([]float64, tr.Ports), rf: make([]float64, tr.Ports), log: &strings.Builder{}}
-	s.jobs = buildJobs(tr, cfg, sched != "DARK")
+	s.jobs = labBuildJobs(tr, cfg, sched != "DARK")
 	if h.allPort {
 		for _, j := range s.jobs {
 			j.flows = j.byPort()

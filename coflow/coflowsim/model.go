@@ -16,7 +16,6 @@ type flow struct {
 	size     float64 // bytes at the start
 	rate     float64 // bit per simulated second
 	red      int     // index of the reducer within its job
-	mi       int     // index of the mapper within its job
 	done     bool
 }
 
@@ -26,24 +25,21 @@ type job struct {
 	arrival     int64 // ms, from the trace
 	numMappers  int
 	numReducers int
-	totalBytes  float64   // after rounding
-	maxBytes    float64   // largest reducer total
-	rawBytes    float64   // total before coflowsim's rounding (trace MB × MiB)
-	rawMax      float64   // largest reducer before rounding
-	rawRed      []float64 // each reducer's bytes before rounding
-	alpha       float64   // static bottleneck: max bytes through one port
-	deadline    int64     // ms, see buildJobs
-	deadlineRaw float64   // ms, before rounding
-	start       int64     // ms: the epoch that admitted it
-	finish      int64     // ms
-	flows       []*flow   // reducer-major, mappers in trace order
-	portOrder   []*flow   // the same flows by sender port, then receiver port
-	redActive   []int     // unfinished flows per reducer
-	redFinish   []int64   // ms
-	active      int       // unfinished flows
-	sent        float64   // bytes sent so far
-	queue       int       // DARK: current queue
-	queueSeq    int64     // DARK: when it joined that queue
+	totalBytes  float64 // after rounding
+	maxBytes    float64 // largest reducer total
+	rawBytes    float64 // total before coflowsim's rounding (trace MB × MiB)
+	alpha       float64 // static bottleneck: max bytes through one port
+	deadline    int64   // ms, see buildJobs
+	start       int64   // ms: the epoch that admitted it
+	finish      int64   // ms
+	flows       []*flow // reducer-major, mappers in trace order
+	portOrder   []*flow // the same flows by sender port, then receiver port
+	redActive   []int   // unfinished flows per reducer
+	redFinish   []int64 // ms
+	active      int     // unfinished flows
+	sent        float64 // bytes sent so far
+	queue       int     // DARK: current queue
+	queueSeq    int64   // DARK: when it joined that queue
 	done        bool
 }
 
@@ -85,16 +81,14 @@ func buildJobs(tr *coflow.Trace, cfg Config, withRandom bool) []*job {
 		j.flows = make([]*flow, 0, len(slab))
 		for ri, r := range c.Reducers {
 			j.rawBytes += r.MB * mib
-			j.rawRed = append(j.rawRed, r.MB*mib)
-			j.rawMax = math.Max(j.rawMax, r.MB*mib)
 			perFlowMB := math.Max(math.Ceil(r.MB/float64(nm)), 1)
 			bytes := perFlowMB * float64(nm) * mib
 			j.totalBytes += bytes
 			j.maxBytes = math.Max(j.maxBytes, bytes)
 			per := bytes / float64(nm)
-			for mi, m := range c.Mappers {
+			for _, m := range c.Mappers {
 				f := &slab[len(j.flows)]
-				*f = flow{src: m, dst: r.Port, rem: per, size: per, red: ri, mi: mi}
+				*f = flow{src: m, dst: r.Port, rem: per, size: per, red: ri}
 				j.flows = append(j.flows, f)
 				send[m] += per
 				recv[r.Port] += per
@@ -113,7 +107,6 @@ func buildJobs(tr *coflow.Trace, cfg Config, withRandom bool) []*job {
 			d *= 1 + u
 		}
 		j.deadline = int64(math.Round(d))
-		j.deadlineRaw = d
 		jobs[i] = j
 	}
 	return jobs
