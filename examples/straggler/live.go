@@ -493,7 +493,7 @@ func liveOne(o options, sc sim.Scenario, spec policySpec, m model.Model, train, 
 	var workers []*ps.Worker
 	for w, id := range workerIDs {
 		wk, err := ps.NewWorker(string(id), ps.WorkerConfig{ID: epsp.WorkerID(w), Coordinator: "coordinator", Client: cc,
-			StartTimeout: 10 * time.Second, Chunk: max(1, o.batch/(8*sc.Parallelism)), ProgressEvery: sc.Parallelism}, ro...)
+			StartTimeout: 10 * time.Second, Chunk: liveChunk(o, sc), ProgressEvery: sc.Parallelism}, ro...)
 		if err != nil {
 			return nil, err
 		}
@@ -612,4 +612,13 @@ func totalClocks(r *sim.Result) int {
 		n += w.Clocks
 	}
 	return n
+}
+
+// liveChunk is the runtime's claim size: -chunk, or the simulator's
+// default max(1, batch/(8·initial parallelism)).
+func liveChunk(o options, sc sim.Scenario) int {
+	if o.chunk > 0 {
+		return o.chunk
+	}
+	return max(1, o.batch/(8*sc.Parallelism))
 }

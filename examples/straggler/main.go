@@ -54,6 +54,7 @@ type options struct {
 	out       string
 	live      bool
 	liveScale float64
+	chunk     int
 	quiet     bool
 	stdout    io.Writer // the table and the policy= lines
 }
@@ -78,6 +79,7 @@ func main() {
 	flag.StringVar(&o.out, "out", ".", "directory for the CSV and PNG files")
 	flag.BoolVar(&o.live, "live", false, "run with real goroutines and injected slowdowns on the wall clock instead of the simulator")
 	flag.Float64Var(&o.liveScale, "live-scale", 1, "with -live: stretch wall time by this factor (rates divided, periods multiplied); times are reported divided by it")
+	flag.IntVar(&o.chunk, "chunk", 0, "samples a compute goroutine claims at a time (simulator and live); 0 means batch/(8·initial parallelism)")
 	flag.BoolVar(&o.quiet, "q", false, "no progress on stderr")
 	flag.Parse()
 	if err := run(o); err != nil {
@@ -137,6 +139,9 @@ func run(o options) error {
 	specs, err := selectPolicies(o.policies)
 	if err != nil {
 		return err
+	}
+	if o.chunk < 0 {
+		return fmt.Errorf("-chunk %d: want >= 0", o.chunk)
 	}
 	if o.seeds < 1 {
 		return fmt.Errorf("-seeds %d: want >= 1", o.seeds)
@@ -316,6 +321,7 @@ func simConfig(o options, sc sim.Scenario) sim.Config {
 	c := sim.DefaultConfig()
 	c.Workers = sim.SuiteWorkers
 	c.Batch = o.batch
+	c.Chunk = o.chunk
 	c.Parallelism = sc.Parallelism
 	c.LR = float32(o.lr)
 	c.Duration = o.duration
