@@ -123,8 +123,8 @@ func runLive(o options, specs []policySpec) error {
 
 // rankTolerance is the margin under which two times to target count as a
 // tie when the simulator's and the live ranking are compared: two
-// evaluation periods of the study (one is 50 ms), the resolution of a
-// time to target. It was fixed before the multi-seed live comparison.
+// evaluation periods of the study (50 ms each, the resolution of a time to
+// target). It was fixed before the multi-seed live comparison was run.
 const rankTolerance = 0.1
 
 // inversions returns the pairs (i, j) that the two series order

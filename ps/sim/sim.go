@@ -574,14 +574,13 @@ func (s *Sim) segmentDone(w *worker) {
 	}
 	w.doneIdx = append(w.doneIdx, w.batchIdx[w.segLo:w.segHi]...)
 	w.samples += w.segHi - w.segLo
-	if len(w.todo) == 0 {
-		s.nextChunk(w) // pushes
-		return
+	last := len(w.todo) == 0
+	s.nextChunk(w) // claims the next round, or pushes after the last
+	if !last {
+		// As in the live runtime, the report counts the round just
+		// claimed as claimed, not done.
+		s.step(epsp.Event{Kind: epsp.EventProgress, Progress: s.progress(w)})
 	}
-	// As in the live runtime, the goroutines claim the next round and the
-	// report counts it as claimed, not done.
-	s.nextChunk(w)
-	s.step(epsp.Event{Kind: epsp.EventProgress, Progress: s.progress(w)})
 }
 
 func (s *Sim) progress(w *worker) epsp.ProgressReport {
