@@ -102,7 +102,15 @@
 // the next reallocation (same coflows; reducer sums matching too for 709
 // instead of 927); n_p counting blocked flows too (809); a full-port
 // threshold of 0 (820), 1e-7 bit/s (849) or 1e-6 (1074; 1e-5 and up as
-// 1e-3). The EDF key from the unrounded deadline
+// 1e-3); a flow done only at 0 bytes (595); MADD's alpha rounded up to
+// a quantum (705) or a ms, or down to a quantum (720, 683); a lost
+// quantum for every coflow after a departure in an epoch's last quantum
+// (1071), or for the coflows admitted before it only (1085: it fixes FIFO
+// synth-a JOB-6, whose reference finish is one quantum after the 8541
+// quanta its bottleneck receiver needs at full rate, and JOB-7, 9, 27, 37
+// that wait for it, but breaks JOB-18 and JOB-24, which are behind the
+// departing JOB-16 in FIFO order where JOB-6 is ahead of it). The EDF key
+// from the unrounded deadline
 // (not its integer part, which the fixture README describes) gives 1087,
 // one coflow (LCF synth-b) more, and is not adopted. Reducer sums show the
 // earliest divergences (lab_test.go's FALCON_LAB_EARLY): SCF synth-b JOB-7

@@ -125,6 +125,12 @@ type hyp struct {
 	rawAlpha    bool    // MADD's alpha from the bytes left of the unrounded reducer sizes
 	rawDone     bool    // a reducer is done once its unrounded bytes arrived; the coflow when all are
 	flowEvent   bool    // also reallocate when any flow finishes
+	csHalfS     bool    // cs: as csHalf at the sender only (n_dst counts flows with both ports open)
+	csHalfR     bool    // cs: as csHalf at the receiver only
+	alphaRound  string  // MADD's alpha rounded: "q" up to a quantum, "ms" up to a ms, "qf" down to a quantum
+	remCum      bool    // a flow's remaining bytes are its size minus its accumulated sent bytes
+	edgeLoss    bool    // when a coflow departs in an epoch's last quantum, the next epoch's first quantum moves nothing
+	edgeLossOld bool    // as edgeLoss, for the coflows admitted before that epoch only
 	csJob       bool    // cs: n_src and n_dst count only the flow's own coflow's open flows (DARK's split, all from one snapshot)
 	csMaxN      bool    // cs: rate min(send free, receive free) / max(n_src, n_dst)
 	capQuantum  bool    // backfill: a flow's rate is capped at its remaining bytes per quantum
@@ -156,7 +162,10 @@ type labSim struct {
 	log     *strings.Builder
 	stalled bool
 	size    map[*flow]float64
+	sentF   map[*flow]float64
 	events  []int64
+	// depAtEdge: a coflow departed in the last quantum of the epoch
+	depAtEdge bool
 }
 
 func (s *labSim) allocate() {
@@ -190,6 +199,18 @@ func (s *labSim) allocate() {
 				recv[f.dst] += b
 			}
 		}
+		if tt := os.Getenv("FALCON_LAB_TRACE_T"); tt != "" && tt == strconv.FormatInt(s.now, 10) {
+			fmt.Fprintf(s.log, "before JOB-%d:", j.id)
+			for _, ps := range strings.Split(os.Getenv("FALCON_LAB_TRACE_P"), ",") {
+				p, _ := strconv.Atoi(ps[1:])
+				if ps[0] == 's' {
+					fmt.Fprintf(s.log, " %s=%.6g", ps, s.sf[p]/s.cfg.PortBps)
+				} else {
+					fmt.Fprintf(s.log, " %s=%.6g", ps, s.rf[p]/s.cfg.PortBps)
+				}
+			}
+			fmt.Fprintln(s.log)
+		}
 		alpha, full := 0.0, false
 		for p := range send {
 			var us, ur bool
@@ -215,6 +236,16 @@ func (s *labSim) allocate() {
 			if recv[p] > 0 {
 				alpha = math.Max(alpha, h.alphaOf(recv[p], s.rf[p]))
 			}
+		}
+		switch h.alphaRound {
+		case "q": // up to a whole quantum
+			q := float64(s.cfg.QuantumMs) / float64(s.cfg.SecondMs)
+			alpha = math.Ceil(alpha/q-1e-9) * q
+		case "ms": // up to a whole simulator ms
+			alpha = math.Ceil(alpha*float64(s.cfg.SecondMs)-1e-9) / float64(s.cfg.SecondMs)
+		case "qf": // down to a whole quantum (at least one)
+			q := float64(s.cfg.QuantumMs) / float64(s.cfg.SecondMs)
+			alpha = math.Max(math.Floor(alpha/q+1e-9), 1) * q
 		}
 		if full {
 			if h.inline {
@@ -389,14 +420,15 @@ func (s *labSim) allocate() {
 			}
 			for _, j := range skipped {
 				for _, f := range j.flows {
-					if h.csUnblocked && !h.csHalf && (f.done || s.sf[f.src] <= h.thr() || s.rf[f.dst] <= h.thr()) {
+					if h.csUnblocked && !h.csHalf && !h.csHalfS && !h.csHalfR && (f.done || s.sf[f.src] <= h.thr() || s.rf[f.dst] <= h.thr()) {
 						continue
 					}
-					if h.csHalf {
-						if !f.done && s.sf[f.src] > h.thr() {
+					if h.csHalf || h.csHalfS || h.csHalfR {
+						open := !f.done && s.sf[f.src] > h.thr() && s.rf[f.dst] > h.thr()
+						if (!f.done && s.sf[f.src] > h.thr() && !h.csHalfR) || (h.csHalfR && open) {
 							nm[f.src]++
 						}
-						if !f.done && s.rf[f.dst] > h.thr() {
+						if (!f.done && s.rf[f.dst] > h.thr() && !h.csHalfS) || (h.csHalfS && open) {
 							nr[f.dst]++
 						}
 						continue
@@ -869,7 +901,13 @@ func (s *labSim) run() {
 			s.allocate()
 			s.maybeDump(epoch)
 		}
-		for q := int64(0); q < E; q += Q {
+		q0 := int64(0)
+		if s.h.edgeLoss && s.depAtEdge {
+			q0 = Q // the quantum after a departure at the epoch's end moves nothing
+		}
+		lossOld := s.h.edgeLossOld && s.depAtEdge
+		s.depAtEdge = false
+		for q := q0; q < E; q += Q {
 			t := epoch + q
 			dep := false
 			redDone := false
@@ -917,11 +955,19 @@ func (s *labSim) run() {
 			}
 			for _, j := range s.active {
 				for _, f := range j.flows {
-					if f.done {
+					if f.done || (lossOld && q == 0 && j.start < epoch) {
 						continue
 					}
 					b := s.perQuantum(f.rate)
+					if os.Getenv("FALCON_LAB_RESID") == strconv.Itoa(j.id) && f.rem-b <= s.h.doneAt() {
+						fmt.Fprintf(s.log, "t=%d %d>%d rem %.17g b %.17g residue %.6g\n", t+Q, f.src, f.dst, f.rem, b, f.rem-b)
+					}
 					b = math.Min(b, f.rem)
+					if s.h.remCum {
+						s.sentF[f] += b
+						f.rem = s.size[f] - s.sentF[f]
+						b = 0
+					}
 					f.rem -= b
 					j.sent += b
 					if f.rem <= s.h.doneAt() {
@@ -964,6 +1010,9 @@ func (s *labSim) run() {
 					j.finish = t + Q
 					dep = true
 				}
+			}
+			if dep && q+Q == E {
+				s.depAtEdge = true
 			}
 			if dep || redDone {
 				kept := s.active[:0]
@@ -1137,6 +1186,7 @@ func labRun(t *testing.T, trace, sched string, h hyp) (match, sums, total int, f
 		}
 	}
 	s.size = map[*flow]float64{}
+	s.sentF = map[*flow]float64{}
 	for _, j := range s.jobs {
 		for _, f := range j.flows {
 			s.size[f] = f.rem
@@ -1172,6 +1222,9 @@ func labRun(t *testing.T, trace, sched string, h hyp) (match, sums, total int, f
 		}
 		if r.start != float64(j.start) || r.finish != float64(j.finish) {
 			labEarlyFin = min(labEarlyFin, j.finish, int64(r.finish))
+			if os.Getenv("FALCON_LAB_LIST") != "" {
+				labJobLine += fmt.Sprintf(" J%d(%d-%d ref %v)", j.id, j.start, j.finish, r.finish)
+			}
 		} else if r.sums != float64(sum) {
 			labEarlySum = min(labEarlySum, slices.Min(j.redFinish))
 		}
@@ -1252,6 +1305,16 @@ func TestLab(t *testing.T) {
 		"sd-csu":             {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst"},
 		"mo":                 {skip: "maddOpen", bfFlowOrder: "srcdst"},
 		"lf":                 {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", localFree: true},
+		"elo":                {skip: "cs", csRecv: "port", csUnblocked: true, edgeLossOld: true, bfFlowOrder: "srcdst"},
+		"el":                 {skip: "cs", csRecv: "port", csUnblocked: true, edgeLoss: true, bfFlowOrder: "srcdst"},
+		"rc":                 {skip: "cs", csRecv: "port", csUnblocked: true, remCum: true, bfFlowOrder: "srcdst"},
+		"rc0":                {skip: "cs", csRecv: "port", csUnblocked: true, remCum: true, doneThr: 1e-300, bfFlowOrder: "srcdst"},
+		"z0":                 {skip: "cs", csRecv: "port", csUnblocked: true, doneThr: 1e-300, bfFlowOrder: "srcdst"},
+		"arq":                {skip: "cs", csRecv: "port", csUnblocked: true, alphaRound: "q", bfFlowOrder: "srcdst"},
+		"arms":               {skip: "cs", csRecv: "port", csUnblocked: true, alphaRound: "ms", bfFlowOrder: "srcdst"},
+		"arqf":               {skip: "cs", csRecv: "port", csUnblocked: true, alphaRound: "qf", bfFlowOrder: "srcdst"},
+		"chs":                {skip: "cs", csRecv: "port", csUnblocked: true, csHalfS: true, bfFlowOrder: "srcdst"},
+		"chr":                {skip: "cs", csRecv: "port", csUnblocked: true, csHalfR: true, bfFlowOrder: "srcdst"},
 		"t-4":                {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", fullThr: 1e-4},
 		"t-5":                {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", fullThr: 1e-5},
 		"t-7":                {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", fullThr: 1e-7},
