@@ -53,6 +53,11 @@
 // every EvalEvery; the time to target is the first evaluation at which the
 // mean accuracy over the last TargetWindow evaluations reaches Target.
 //
+// Against the live runtime (examples/straggler -live, 12 workers, 5
+// scenarios, 11 policies, 3 seeds) the simulated throughput agrees: live
+// clocks over simulated clocks have median 0.98 and the blocked fractions
+// agree within 0.03 for 44 of 55 policy–scenario pairs.
+//
 // What the simulator does not model: contention on the network (each
 // message takes latency + size/bandwidth independently), server CPU, the
 // cost of the coordinator, and a communication window of local steps
