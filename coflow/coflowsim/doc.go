@@ -109,7 +109,15 @@
 // synth-a JOB-6, whose reference finish is one quantum after the 8541
 // quanta its bottleneck receiver needs at full rate, and JOB-7, 9, 27, 37
 // that wait for it, but breaks JOB-18 and JOB-24, which are behind the
-// departing JOB-16 in FIFO order where JOB-6 is ahead of it). The EDF key
+// departing JOB-16 in FIFO order where JOB-6 is ahead of it). Losing
+// that quantum only for the coflows ahead of the departing one in priority
+// order (or, equivalently on these fixtures, those that arrived before it)
+// gives 1091: FIFO synth-a 90 and nothing else changes (lab hypothesis
+// "lae"). It is not adopted: it rests on one event (JOB-16 departing at
+// 51,200 ms, an epoch start; the same departure under LCF and SEBF and
+// LCF synth-b's JOB-113 at 133,120 ms change nothing either way), and no
+// plausible mechanism for it is known. It is the strongest lead left for
+// FIFO. The EDF key
 // from the unrounded deadline
 // (not its integer part, which the fixture README describes) gives 1087,
 // one coflow (LCF synth-b) more, and is not adopted. Reducer sums show the

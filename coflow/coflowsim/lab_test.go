@@ -131,6 +131,8 @@ type hyp struct {
 	remCum      bool    // a flow's remaining bytes are its size minus its accumulated sent bytes
 	edgeLoss    bool    // when a coflow departs in an epoch's last quantum, the next epoch's first quantum moves nothing
 	edgeLossOld bool    // as edgeLoss, for the coflows admitted before that epoch only
+	lossAhead   string  // "edge"/"any": when a coflow departs (in an epoch's last quantum / ever), the coflows ahead of it lose the next quantum
+	lossArr     bool    // lossAhead counts the coflows that arrived before the departing one instead
 	csJob       bool    // cs: n_src and n_dst count only the flow's own coflow's open flows (DARK's split, all from one snapshot)
 	csMaxN      bool    // cs: rate min(send free, receive free) / max(n_src, n_dst)
 	capQuantum  bool    // backfill: a flow's rate is capped at its remaining bytes per quantum
@@ -166,6 +168,8 @@ type labSim struct {
 	events  []int64
 	// depAtEdge: a coflow departed in the last quantum of the epoch
 	depAtEdge bool
+	// skipNext, skipNow: coflows that move nothing in the next / this quantum (lossAhead)
+	skipNext, skipNow map[*job]bool
 }
 
 func (s *labSim) allocate() {
@@ -909,6 +913,7 @@ func (s *labSim) run() {
 		s.depAtEdge = false
 		for q := q0; q < E; q += Q {
 			t := epoch + q
+			s.skipNow, s.skipNext = s.skipNext, nil
 			dep := false
 			redDone := false
 			if s.h.midQuantum != "" {
@@ -955,7 +960,7 @@ func (s *labSim) run() {
 			}
 			for _, j := range s.active {
 				for _, f := range j.flows {
-					if f.done || (lossOld && q == 0 && j.start < epoch) {
+					if f.done || (lossOld && q == 0 && j.start < epoch) || s.skipNow[j] {
 						continue
 					}
 					b := s.perQuantum(f.rate)
@@ -1013,6 +1018,31 @@ func (s *labSim) run() {
 			}
 			if dep && q+Q == E {
 				s.depAtEdge = true
+			}
+			if dep && (s.h.lossAhead == "any" || (s.h.lossAhead == "edge" && q+Q == E)) {
+				// the coflows ahead of the first departing one lose the next quantum
+				s.skipNext = map[*job]bool{}
+				for _, j := range s.active {
+					if j.done {
+						break
+					}
+					s.skipNext[j] = true
+				}
+				if s.h.lossArr {
+					// instead: the coflows that arrived before the departing one
+					s.skipNext = map[*job]bool{}
+					first := math.MaxInt
+					for _, j := range s.active {
+						if j.done {
+							first = min(first, j.id)
+						}
+					}
+					for _, j := range s.active {
+						if !j.done && j.id < first {
+							s.skipNext[j] = true
+						}
+					}
+				}
 			}
 			if dep || redDone {
 				kept := s.active[:0]
@@ -1305,6 +1335,9 @@ func TestLab(t *testing.T) {
 		"sd-csu":             {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst"},
 		"mo":                 {skip: "maddOpen", bfFlowOrder: "srcdst"},
 		"lf":                 {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", localFree: true},
+		"laea":               {skip: "cs", csRecv: "port", csUnblocked: true, lossAhead: "edge", lossArr: true, bfFlowOrder: "srcdst"},
+		"lae":                {skip: "cs", csRecv: "port", csUnblocked: true, lossAhead: "edge", bfFlowOrder: "srcdst"},
+		"laa":                {skip: "cs", csRecv: "port", csUnblocked: true, lossAhead: "any", bfFlowOrder: "srcdst"},
 		"elo":                {skip: "cs", csRecv: "port", csUnblocked: true, edgeLossOld: true, bfFlowOrder: "srcdst"},
 		"el":                 {skip: "cs", csRecv: "port", csUnblocked: true, edgeLoss: true, bfFlowOrder: "srcdst"},
 		"rc":                 {skip: "cs", csRecv: "port", csUnblocked: true, remCum: true, bfFlowOrder: "srcdst"},
