@@ -157,18 +157,13 @@ func inversions(a, b []float64, tol float64) (inv [][2]int, separated int) {
 	return inv, separated
 }
 
-// medianOf is the median of f over rs (+Inf sorts last).
+// medianOf is the median of f over rs (as median: +Inf sorts last).
 func medianOf(rs []*sim.Result, f func(*sim.Result) float64) float64 {
 	xs := make([]float64, len(rs))
 	for i, r := range rs {
 		xs[i] = f(r)
 	}
-	sort.Float64s(xs)
-	n := len(xs)
-	if n%2 == 1 {
-		return xs[n/2]
-	}
-	return (xs[n/2-1] + xs[n/2]) / 2
+	return median(xs)
 }
 
 // meanOf is the mean of f over rs.
