@@ -3,6 +3,7 @@ package epsp
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -60,6 +61,7 @@ type Stats struct {
 	SamplesTransferred            int // samples in accepted transfers
 	ParallelismChanges            int
 	BatchChanges                  int
+	Left                          int // workers that left (EventLeave)
 	// MaxLead is the largest Clock(w)-MinClock() of a worker at the moment
 	// it was released: how far ahead of the slowest any worker ran.
 	MaxLead int
@@ -95,6 +97,7 @@ type Coordinator struct {
 
 	clock    []int
 	waiting  []bool
+	left     []bool
 	progress []ProgressReport
 	batch    []int
 	par      []int
@@ -124,6 +127,7 @@ func NewCoordinator(cfg Config, p Policy) (*Coordinator, error) {
 		policy:    p,
 		clock:     make([]int, n),
 		waiting:   make([]bool, n),
+		left:      make([]bool, n),
 		progress:  make([]ProgressReport, n),
 		batch:     make([]int, n),
 		par:       make([]int, n),
@@ -172,6 +176,8 @@ func (c *Coordinator) Admit(now time.Duration, p Push) (PushDecision, error) {
 		return PushDecision{}, fmt.Errorf("%w: samples %d of batch %d", ErrBadPush, p.Samples, p.BatchSamples)
 	case p.Clock < 0:
 		return PushDecision{}, fmt.Errorf("%w: clock %d", ErrBadPush, p.Clock)
+	case p.Worker == p.Owner && c.left[p.Worker]:
+		return PushDecision{}, fmt.Errorf("%w: worker %d pushed its own batch after leaving", ErrBadPush, p.Worker)
 	}
 	d := c.policy.Admit(now, c.View(), p)
 	switch d.Action {
@@ -201,7 +207,7 @@ func (c *Coordinator) Admit(now time.Duration, p Push) (PushDecision, error) {
 // recording them: released workers stop waiting, flushes count as updates,
 // parallelism and batch orders change the view, transfers get IDs and are
 // tracked until done or refused. Releases of workers that are not waiting
-// (or duplicates) are removed from the returned Output.
+// or have left (or duplicates) are removed from the returned Output.
 //
 // An event that contradicts the state (a worker clocking twice, a result
 // for an unknown transfer) is refused with ErrBadEvent and changes nothing.
@@ -213,6 +219,9 @@ func (c *Coordinator) Step(now time.Duration, e Event) (Output, error) {
 			return Output{}, fmt.Errorf("%w: clock: %v", ErrBadEvent, err)
 		}
 		w := e.Worker
+		if c.left[w] {
+			return Output{}, fmt.Errorf("%w: worker %d clocked after leaving", ErrBadEvent, w)
+		}
 		if c.waiting[w] {
 			return Output{}, fmt.Errorf("%w: worker %d clocked again while waiting at clock %d", ErrBadEvent, w, c.clock[w])
 		}
@@ -281,6 +290,16 @@ func (c *Coordinator) Step(now time.Duration, e Event) (Output, error) {
 		e.Transfer = TransferResult{ID: o.ID, Accepted: true, Lo: o.Lo, Hi: o.Hi, From: o.From, To: o.To, Clock: o.Clock}
 		e.Worker = o.To
 		e.Clock = o.Clock
+	case EventLeave:
+		if err := c.checkWorker(e.Worker); err != nil {
+			return Output{}, fmt.Errorf("%w: leave: %v", ErrBadEvent, err)
+		}
+		if c.left[e.Worker] {
+			return Output{}, fmt.Errorf("%w: worker %d left twice", ErrBadEvent, e.Worker)
+		}
+		c.left[e.Worker] = true
+		c.stats.Left++
+		e.Clock = c.clock[e.Worker] - 1
 	default:
 		return Output{}, fmt.Errorf("%w: unknown kind %v", ErrBadEvent, e.Kind)
 	}
@@ -328,7 +347,7 @@ func (c *Coordinator) record(out Output) (Output, error) {
 		kept := out.Release[:0:0]
 		min := c.minClock()
 		for _, w := range out.Release {
-			if c.checkWorker(w) != nil || !c.waiting[w] {
+			if c.checkWorker(w) != nil || !c.waiting[w] || c.left[w] {
 				continue
 			}
 			c.waiting[w] = false
@@ -374,12 +393,18 @@ func (c *Coordinator) checkWorker(w WorkerID) error {
 	return nil
 }
 
+// minClock is the smallest clock of the workers still training (of all
+// workers once every one has left).
 func (c *Coordinator) minClock() int {
-	m := c.clock[0]
-	for _, k := range c.clock[1:] {
-		if k < m {
-			m = k
+	m, all := math.MaxInt, math.MaxInt
+	for w, k := range c.clock {
+		all = min(all, k)
+		if !c.left[w] {
+			m = min(m, k)
 		}
+	}
+	if m == math.MaxInt {
+		return all
 	}
 	return m
 }

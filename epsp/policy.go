@@ -84,6 +84,12 @@ const (
 	EventTransferResult
 	// EventTransferDone: the taker pushed the transferred part (Transfer.ID).
 	EventTransferDone
+	// EventLeave: Worker has finished training (its last clock is Clock)
+	// and will push its own batch and clock no more; it may still compute
+	// transferred ranges it has accepted. The Coordinator stops counting
+	// it in MinClock and drops releases of it; a policy that waits for a
+	// number of pushes per step must stop counting it too.
+	EventLeave
 )
 
 func (k EventKind) String() string {
@@ -98,6 +104,8 @@ func (k EventKind) String() string {
 		return "transfer-result"
 	case EventTransferDone:
 		return "transfer-done"
+	case EventLeave:
+		return "leave"
 	}
 	return fmt.Sprintf("EventKind(%d)", uint8(k))
 }
@@ -221,6 +229,7 @@ type View interface {
 	// Clock is the number of clocks worker w has completed; it is
 	// computing (or waiting to start) clock Clock(w).
 	Clock(w WorkerID) int
+	// MinClock is the smallest Clock of the workers that have not left.
 	MinClock() int
 	MaxClock() int
 	// Version counts updates applied so far (each ApplyNow push and each

@@ -57,6 +57,7 @@ type SyncOpt struct {
 	accepted []int64 // step each worker's current push was accepted for; -1 if dropped
 	count    int     // fresh pushes accepted for the current step
 	stored   int     // accepted pushes of the current step whose EventClock arrived
+	left     int     // workers that left (EventLeave)
 	stats    SyncOptStats
 }
 
@@ -110,7 +111,7 @@ func (p *SyncOpt) Admit(_ time.Duration, v View, x Push) PushDecision {
 		p.stats.Stale++
 		p.accepted[x.Worker] = -1
 		return PushDecision{Action: Drop}
-	case p.count >= p.m-p.b:
+	case p.count >= p.quorum():
 		p.stats.Late++
 		p.accepted[x.Worker] = -1
 		return PushDecision{Action: Drop}
@@ -121,25 +122,37 @@ func (p *SyncOpt) Admit(_ time.Duration, v View, x Push) PushDecision {
 	return PushDecision{Action: Accumulate, Clock: int(t)}
 }
 
-// Step flushes the step once its N accepted pushes are stored and
-// releases workers whose push was dropped.
+// quorum is the number of fresh pushes a step applies: N, or fewer once
+// workers have left, so that the workers still training are not left
+// waiting for pushes that will never come.
+func (p *SyncOpt) quorum() int { return max(min(p.m-p.b, p.m-p.left), 1) }
+
+// Step flushes the step once its quorum of accepted pushes is stored and
+// releases workers whose push was dropped. A worker that leaves lowers the
+// quorum to the workers still training, which may complete the step.
 func (p *SyncOpt) Step(_ time.Duration, v View, e Event) Output {
 	p.init(v)
 	var out Output
-	if e.Kind != EventClock {
+	t := int64(v.Version())
+	switch e.Kind {
+	case EventClock:
+		if p.accepted[e.Worker] == t {
+			p.stored++
+		} else {
+			out.Release = append(out.Release, e.Worker) // dropped: start on the current step
+		}
+	case EventLeave:
+		p.left++
+	default:
 		return out
 	}
-	t := int64(v.Version())
-	if p.accepted[e.Worker] == t {
-		p.stored++
-	} else {
-		out.Release = append(out.Release, e.Worker) // dropped: start on the current step
-	}
-	if p.stored == p.m-p.b {
+	// Every accepted push must be stored before the flush (a leave can
+	// lower the quorum below the pushes already accepted).
+	if p.stored > 0 && p.stored == p.count && p.stored >= p.quorum() {
 		out.Flush = append(out.Flush, FlushOrder{Clock: int(t), Scale: 1})
 		p.stats.Steps++
 		for w := range p.m {
-			if p.accepted[w] == t { // all N have clocked, so all are waiting
+			if p.accepted[w] == t { // all accepted have clocked, so all are waiting
 				out.Release = append(out.Release, WorkerID(w))
 				p.accepted[w] = -1
 			}

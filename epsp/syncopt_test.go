@@ -122,3 +122,47 @@ func TestSyncOpt_Script(t *testing.T) {
 }
 
 func splitLines(s string) []string { return strings.Split(strings.TrimSuffix(s, "\n"), "\n") }
+
+// Workers that have run all their clocks leave; the step then needs only
+// the pushes of the workers still training, so the last one is not left
+// waiting for a quorum that can no longer form.
+func TestSyncOpt_LeaveLowersQuorum(t *testing.T) {
+	so, _ := epsp.NewSyncOpt(epsp.DefaultSyncOptConfig()) // 4 workers: N = 3, b = 1
+	d, err := epsptest.NewDriver(epsp.Config{NumWorkers: 4, Batch: 8}, so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = d.Run(`
+		push w=0
+		push w=1
+		clock w=0
+		clock w=1
+		leave w=2      # still 3 workers training: N = 3 stays, nothing happens
+		push w=3       # the third accepted push
+		leave w=1      # quorum min(3, 4-2) = 2, but w=3's push is not stored yet
+		clock w=3      # all three accepted pushes stored: flush, release 0 1 3
+	`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"@0s push w=0 clock=0 base=0 samples=8/8 -> accumulate clock=0",
+		"@0s push w=1 clock=0 base=0 samples=8/8 -> accumulate clock=0",
+		"@0s clock w=0 c=0 -> -",
+		"@0s clock w=1 c=0 -> -",
+		"@0s leave w=2 -> -",
+		"@0s push w=3 clock=0 base=0 samples=8/8 -> accumulate clock=0",
+		"@0s leave w=1 -> -",
+		"@0s clock w=3 c=0 -> flush[0] release[0 3]",
+	}
+	if got := splitLines(d.Trace()); !slices.Equal(got, want) {
+		t.Fatalf("trace:\n%s", d.Trace())
+	}
+	// A worker that left cannot push its own batch or clock again.
+	if err := d.Run("push w=1"); err == nil {
+		t.Fatal("own push after leaving accepted")
+	}
+	if err := d.Run("leave w=1"); err == nil {
+		t.Fatal("second leave accepted")
+	}
+}

@@ -338,6 +338,8 @@ func (c *Coordinator) decode(from transport.NodeID, b []byte) (*coordReq, error)
 		r.ev = epsp.Event{Kind: epsp.EventTransferResult, Worker: w, Transfer: epsp.TransferResult{ID: id, Accepted: acc, Lo: lo, Hi: hi}}
 	case opTransferDone:
 		r.ev = epsp.Event{Kind: epsp.EventTransferDone, Worker: w, Transfer: epsp.TransferResult{ID: d.u64()}}
+	case opLeave:
+		r.ev = epsp.Event{Kind: epsp.EventLeave, Worker: w}
 	case opFail:
 		r.reason = d.str()
 	default:
@@ -441,6 +443,12 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		return coordResp{err: err}
 	case opProgress:
 		return coordResp{err: c.step(r.ev, orders)}
+	case opLeave:
+		err := c.step(r.ev, orders)
+		if err == nil {
+			c.opts.emit(Event{Kind: EvLeave, Node: "coordinator", Worker: r.worker})
+		}
+		return coordResp{err: err}
 	}
 	return coordResp{err: fmt.Errorf("%w: op %d", ErrMalformed, r.op)}
 }

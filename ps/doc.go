@@ -54,6 +54,7 @@
 //	    ("parallelism as an infrastructure"); report progress every few chunks
 //	    push the mean gradient with its sample count, as the coordinator admits it
 //	    tell the coordinator clock c is done; wait for release into c+1
+//	after the last clock: leave (the policy stops waiting for this worker)
 //
 // Task transfer (falcon.md §3, a reconstruction: the paper's protocol is
 // not public): a giver takes its orders in the order they were sent and

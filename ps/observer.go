@@ -35,12 +35,14 @@ const (
 	EvTransferDone
 	// EvChunk: Worker computed samples [Lo, Hi) of Owner's batch of Clock.
 	EvChunk
+	// EvLeave: Worker finished training and left (epsp.EventLeave).
+	EvLeave
 )
 
 // String returns the kind's name, e.g. "clock-start".
 func (k EventKind) String() string {
 	names := [...]string{"", "push-admitted", "applied", "flushed", "clock-start", "clock-done", "release",
-		"parallelism", "batch", "transfer-ordered", "transfer-result", "transfer-done", "chunk"}
+		"parallelism", "batch", "transfer-ordered", "transfer-result", "transfer-done", "chunk", "leave"}
 	if int(k) < len(names) && k > 0 {
 		return names[k]
 	}

@@ -59,6 +59,7 @@ const (
 	opTransferOrder
 	opTransferTask
 	opAbort // coordinator → worker message: the run is aborted (reason)
+	opLeave // worker → coordinator request: the worker has finished training
 )
 
 const (

@@ -588,8 +588,8 @@ func (w *Worker) pushGradTo(ctx context.Context, push epsp.Push, keys []uint64, 
 
 // Train runs tc.Clocks clocks of data-parallel training of model on the
 // batches sampler assigns, following the coordinator's orders. It returns
-// when this worker's last clock is released (the worker keeps serving
-// transfers until Close).
+// when this worker's last clock is released and it has left (Leave; the
+// worker keeps serving transfers until Close).
 //
 // An error after training has begun (a server or the coordinator
 // unreachable) is reported to the coordinator, which aborts the run so
@@ -667,7 +667,7 @@ func (w *Worker) run(ctx context.Context, tc TrainConfig, total int) (TrainStats
 			return w.statsWith(loss), err
 		}
 	}
-	return w.statsWith(loss), nil
+	return w.statsWith(loss), w.Leave(ctx)
 }
 
 func (w *Worker) statsWith(loss []float64) TrainStats {
@@ -710,6 +710,17 @@ func (w *Worker) PushGradient(ctx context.Context, keys []uint64, grad []float32
 	}
 	push := epsp.Push{Worker: w.cfg.ID, Owner: w.cfg.ID, Clock: c, BaseVersion: version, Samples: samples, BatchSamples: samples}
 	return w.pushGradTo(ctx, push, keys, lens, sum)
+}
+
+// Leave tells the coordinator that this worker has finished training: it
+// will push its own batch and clock no more (epsp.EventLeave), so policies
+// that count pushes per step (Sync-opt) stop waiting for it and release
+// the workers still training. The worker still computes transferred
+// ranges until Close. Train ends with it, after its last clock is
+// released; a manual loop calls it after its last Clock.
+func (w *Worker) Leave(ctx context.Context) error {
+	_, err := w.coordCall(ctx, newMsg(nil, opLeave).b)
+	return err
 }
 
 // Clock ends the worker's current clock (its pushes must be stored) and

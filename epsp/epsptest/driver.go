@@ -55,6 +55,8 @@ func (r Record) String() string {
 			fmt.Fprintf(&b, "result id=%d accepted=%v [%d,%d)", e.Transfer.ID, e.Transfer.Accepted, e.Transfer.Lo, e.Transfer.Hi)
 		case epsp.EventTransferDone:
 			fmt.Fprintf(&b, "done id=%d", e.Transfer.ID)
+		case epsp.EventLeave:
+			fmt.Fprintf(&b, "leave w=%d", e.Worker)
 		}
 		b.WriteString(" ->")
 		b.WriteString(FormatOutput(r.Out))
@@ -199,6 +201,7 @@ func (d *Driver) Trace() string {
 //	tick
 //	result id=I accept|refuse [lo=L] [hi=H]   (defaults: the ordered range)
 //	done id=I
+//	leave w=W
 //
 // Run stops at the first error: a malformed line (ErrScript, with its line
 // number) or an error of the coordinator.
@@ -286,6 +289,12 @@ func (d *Driver) Run(script string) error {
 			}}
 		case "tick":
 			e = epsp.Event{Kind: epsp.EventTick}
+		case "leave":
+			w, err := worker()
+			if err != nil {
+				return err
+			}
+			e = epsp.Event{Kind: epsp.EventLeave, Worker: w}
 		case "result", "done":
 			id, ok := args["id"]
 			o, known := orders[uint64(id)]

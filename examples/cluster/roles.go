@@ -295,7 +295,7 @@ func (n *node) worker(ctx context.Context, idx int) error {
 	n.watch(ctx, coordinatorName)
 	fmt.Printf("%s: joined; %d training rows, %s, slowdown x%g\n", n.id, j.train.N, j.m.Name(), slow[idx])
 	// The coordinator may end the run while this worker still waits for a
-	// release it will never get (a policy that counts steps, Sync-opt).
+	// release it will never get (a policy that strands it; see below).
 	tctx, tcancel := context.WithCancel(ctx)
 	defer tcancel()
 	go func() {
@@ -547,7 +547,9 @@ func (n *node) coordinator(ctx context.Context) (err error) {
 			}
 			// Two seconds (20 control ticks at the default) with every
 			// unfinished worker waiting for a release: the policy will not
-			// release them (Sync-opt counts steps, not clocks).
+			// release them. Sync-opt no longer strands workers (they leave
+			// after their last clock); this is a safety net for policies
+			// that count pushes and ignore epsp.EventLeave.
 			if waiting, ok := tk.stuck(done); !ok {
 				stuckSince = time.Time{}
 			} else if stuckSince.IsZero() {

@@ -2,7 +2,6 @@ package pstest
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -30,11 +29,10 @@ type PolicyRun struct {
 // sample of every clock is computed exactly once, whatever transfers,
 // parallelism or batch changes the policy orders (CheckExactlyOnce).
 //
-// Policies that count steps rather than clocks (Sync-opt's backup workers)
-// can leave a worker waiting for pushes that never come once the others
-// have run all their clocks: when nothing happens for 100 ms after a
-// worker finished, the remaining workers are stopped and only their
-// completed clocks are checked. RunPolicy returns the coordinator's stats.
+// Every worker must run all its clocks: a policy that counts steps rather
+// than clocks (Sync-opt's backup workers) must stop counting the workers
+// that have left (epsp.EventLeave) instead of leaving the last one waiting.
+// RunPolicy returns the coordinator's stats.
 func RunPolicy(t *testing.T, newPolicy func() epsp.Policy, run PolicyRun, opts ...Option) epsp.Stats {
 	t.Helper()
 	if run.Workers == 0 {
@@ -66,11 +64,9 @@ func RunPolicy(t *testing.T, newPolicy func() epsp.Policy, run PolicyRun, opts .
 	tc := ps.TrainConfig{Keys: []uint64{0}, Lens: []int{run.Workers * run.Clocks}, Init: ps.Zeros{}, Clocks: run.Clocks}
 	type result struct {
 		i   int
-		st  ps.TrainStats
 		err error
 	}
 	results := make(chan result, run.Workers)
-	stops := make([]context.CancelFunc, run.Workers)
 	for i, w := range c.Workers {
 		d := run.Fast
 		if i == 0 {
@@ -78,46 +74,21 @@ func RunPolicy(t *testing.T, newPolicy func() epsp.Policy, run PolicyRun, opts .
 		}
 		m := &LedgerModel{Workers: run.Workers, Clocks: run.Clocks, Staleness: -1,
 			Delay: func(epsp.WorkerID, int) time.Duration { return d }}
-		wctx, stop := context.WithCancel(ctx)
-		stops[i] = stop
 		go func() {
-			st, err := w.Train(wctx, m, LedgerSampler{Clocks: run.Clocks}, tc)
-			results <- result{i, st, err}
+			_, err := w.Train(ctx, m, LedgerSampler{Clocks: run.Clocks}, tc)
+			results <- result{i, err}
 		}()
 	}
 	complete := make([]int, run.Workers)
-	stopped := make([]bool, run.Workers)
-	pending := run.Workers
-	finished := false
-	last, quiet := rec.Len(), 0
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for pending > 0 {
+	for range run.Workers {
 		select {
 		case r := <-results:
-			pending--
-			switch {
-			case r.err == nil:
-				complete[r.i] = run.Clocks
-				finished = true
-			case stopped[r.i] && errors.Is(r.err, context.Canceled):
-				// The last clock it recorded may be the one it was stopped in.
-				complete[r.i] = max(len(r.st.Loss)-1, 0)
-			default:
+			if r.err != nil {
 				t.Fatalf("%s: %v", c.WorkerIDs[r.i], r.err)
 			}
-		case <-tick.C:
-			if n := rec.Len(); n != last {
-				last, quiet = n, 0
-				continue
-			}
-			quiet++
-			if finished && quiet >= 5 { // 100 ms without an event
-				for i := range stops {
-					stopped[i] = true
-					stops[i]()
-				}
-			}
+			complete[r.i] = run.Clocks
+		case <-ctx.Done():
+			t.Fatalf("training did not end within %v (a worker left waiting for a release?)", run.Timeout)
 		}
 	}
 	CheckExactlyOnce(t, rec.Events(), complete)
