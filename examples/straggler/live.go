@@ -40,13 +40,7 @@ func runLive(o options, specs []policySpec) error {
 	var names []string
 	rows := map[string][]pair{} // scenario -> per policy
 	for i := range o.seeds {
-		so := o
-		so.seed = o.seed + uint64(i)
-		train, test, _, err := loadData(so)
-		if err != nil {
-			return err
-		}
-		m, err := newModel(so, train)
+		so, train, test, _, m, err := forSeed(o, i)
 		if err != nil {
 			return err
 		}

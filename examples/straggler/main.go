@@ -125,6 +125,18 @@ func newModel(o options, d *model.Dataset) (model.Model, error) {
 	return nil, fmt.Errorf("unknown -model %q", o.modelName)
 }
 
+// forSeed returns the options, data and model of the i-th seed of a run
+// (seed o.seed+i).
+func forSeed(o options, i int) (so options, train, test *model.Dataset, label string, m model.Model, err error) {
+	so = o
+	so.seed = o.seed + uint64(i)
+	if train, test, label, err = loadData(so); err != nil {
+		return
+	}
+	m, err = newModel(so, train)
+	return
+}
+
 // scenariosFor returns the named scenario, or the whole suite for "all",
 // for a seed.
 func scenariosFor(name string, seed uint64) ([]sim.Scenario, error) {
@@ -167,13 +179,7 @@ func run(o options) error {
 	total := o.seeds * len(scenarios) * len(specs)
 	k := 0
 	for i := range o.seeds {
-		so := o
-		so.seed = o.seed + uint64(i)
-		train, test, dataLabel, err := loadData(so)
-		if err != nil {
-			return err
-		}
-		m, err := newModel(so, train)
+		so, train, test, dataLabel, m, err := forSeed(o, i)
 		if err != nil {
 			return err
 		}
