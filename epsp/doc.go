@@ -14,7 +14,8 @@
 //     until a barrier flushes it (BSP, enforced EPSP, Sync-opt, LB-BSP), or
 //     drop it (Sync-opt's late gradients).
 //   - Step: an event happened (a worker finished a clock, reported
-//     progress, a control tick, a transfer was answered or completed);
+//     progress, a control tick, a transfer was answered or completed, a
+//     worker finished training and left);
 //     which orders follow? Orders are flushes of clock buffers, releases of
 //     waiting workers, parallelism and batch-size changes, and transfers of
 //     sample ranges from stragglers to pioneers.
