@@ -23,46 +23,37 @@ func TestLabScan(t *testing.T) {
 	if os.Getenv("FALCON_LAB_SCAN") == "" {
 		t.Skip("set FALCON_LAB_SCAN=<schedulers>")
 	}
-	dir := sharedData(t, "coflowsim-fixtures")
-	for _, sc := range strings.Split(os.Getenv("FALCON_LAB_SCAN"), ",") {
-		for _, tr := range []string{"synth-a", "synth-b"} {
-			trc := readTraceFile(t, filepath.Join(dir, tr+".txt"))
-			ref := readRef(t, filepath.Join(dir, tr+"."+sc+".out"))
-			res, err := Run(trc, sc, DefaultConfig())
-			if err != nil {
-				t.Fatal(err)
+	replayFixtures(t, os.Getenv("FALCON_LAB_SCAN"), func(sc, tr string, res *Result, ref map[int]refLine) {
+		type mm struct {
+			id        int
+			st, f, rf int64
+			key       int64
+		}
+		var ms []mm
+		for _, r := range res.Records {
+			rr := ref[r.ID]
+			if float64(r.FinishMs) != rr.finish {
+				ms = append(ms, mm{r.ID, r.StartMs, r.FinishMs, int64(rr.finish), min(r.FinishMs, int64(rr.finish))})
 			}
-			type mm struct {
-				id        int
-				st, f, rf int64
-				key       int64
+		}
+		sort.Slice(ms, func(a, b int) bool { return ms[a].key < ms[b].key })
+		s := ""
+		for i, m := range ms {
+			if i >= 6 {
+				break
 			}
-			var ms []mm
+			// count coflows active at m.key in the reference
+			act := 0
 			for _, r := range res.Records {
 				rr := ref[r.ID]
-				if float64(r.FinishMs) != rr.finish {
-					ms = append(ms, mm{r.ID, r.StartMs, r.FinishMs, int64(rr.finish), min(r.FinishMs, int64(rr.finish))})
+				if rr.start <= float64(m.key) && rr.finish > float64(m.key) {
+					act++
 				}
 			}
-			sort.Slice(ms, func(a, b int) bool { return ms[a].key < ms[b].key })
-			s := ""
-			for i, m := range ms {
-				if i >= 6 {
-					break
-				}
-				// count coflows active at m.key in the reference
-				act := 0
-				for _, r := range res.Records {
-					rr := ref[r.ID]
-					if rr.start <= float64(m.key) && rr.finish > float64(m.key) {
-						act++
-					}
-				}
-				s += fmt.Sprintf(" J%d(st %d us %d ref %d act %d)", m.id, m.st, m.f, m.rf, act)
-			}
-			t.Logf("%s %s %d mism:%s", sc, tr, len(ms), s)
+			s += fmt.Sprintf(" J%d(st %d us %d ref %d act %d)", m.id, m.st, m.f, m.rf, act)
 		}
-	}
+		t.Logf("%s %s %d mism:%s", sc, tr, len(ms), s)
+	})
 }
 
 // TestLabSums lists the coflows whose start and finish match the reference
@@ -71,8 +62,27 @@ func TestLabSums(t *testing.T) {
 	if os.Getenv("FALCON_LAB_SUMS") == "" {
 		t.Skip("set FALCON_LAB_SUMS=<schedulers>")
 	}
+	replayFixtures(t, os.Getenv("FALCON_LAB_SUMS"), func(sc, tr string, res *Result, ref map[int]refLine) {
+		s := ""
+		n := 0
+		for _, r := range res.Records {
+			rr := ref[r.ID]
+			if float64(r.FinishMs) == rr.finish && float64(r.IndividualSumsMs) != rr.sums {
+				n++
+				if n <= 8 {
+					s += fmt.Sprintf(" J%d(%d-%d m%d r%d sums %d ref %v)", r.ID, r.StartMs, r.FinishMs, r.NumMappers, r.NumReducers, r.IndividualSumsMs, rr.sums)
+				}
+			}
+		}
+		t.Logf("%s %s %d:%s", sc, tr, n, s)
+	})
+}
+
+// replayFixtures replays both fixture traces under each scheduler of the
+// comma list schedulers and hands the result and the reference to f.
+func replayFixtures(t *testing.T, schedulers string, f func(sc, tr string, res *Result, ref map[int]refLine)) {
 	dir := sharedData(t, "coflowsim-fixtures")
-	for _, sc := range strings.Split(os.Getenv("FALCON_LAB_SUMS"), ",") {
+	for _, sc := range strings.Split(schedulers, ",") {
 		for _, tr := range []string{"synth-a", "synth-b"} {
 			trc := readTraceFile(t, filepath.Join(dir, tr+".txt"))
 			ref := readRef(t, filepath.Join(dir, tr+"."+sc+".out"))
@@ -80,18 +90,7 @@ func TestLabSums(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := ""
-			n := 0
-			for _, r := range res.Records {
-				rr := ref[r.ID]
-				if float64(r.FinishMs) == rr.finish && float64(r.IndividualSumsMs) != rr.sums {
-					n++
-					if n <= 8 {
-						s += fmt.Sprintf(" J%d(%d-%d m%d r%d sums %d ref %v)", r.ID, r.StartMs, r.FinishMs, r.NumMappers, r.NumReducers, r.IndividualSumsMs, rr.sums)
-					}
-				}
-			}
-			t.Logf("%s %s %d:%s", sc, tr, n, s)
+			f(sc, tr, res, ref)
 		}
 	}
 }
