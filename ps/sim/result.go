@@ -80,6 +80,38 @@ type Result struct {
 	// Stats are the coordinator's counters, including the staleness
 	// histogram (Stats.Staleness[d] = admitted pushes d updates stale).
 	Stats epsp.Stats
+	// ClockTime summarises, over every worker and clock, the time from a
+	// worker's release into a clock to the moment its clock is complete
+	// (pull, compute, transferred work and push).
+	ClockTime Timing
+}
+
+// Timing accumulates durations and gives their count, mean and
+// coefficient of variation (population standard deviation over mean),
+// with Welford's update.
+type Timing struct {
+	N    int
+	Mean time.Duration
+	m2   float64 // sum of squared deviations, ns²
+	mean float64 // running mean, ns
+}
+
+// Add records one duration.
+func (t *Timing) Add(d time.Duration) {
+	t.N++
+	x := float64(d)
+	delta := x - t.mean
+	t.mean += delta / float64(t.N)
+	t.m2 += delta * (x - t.mean)
+	t.Mean = time.Duration(t.mean)
+}
+
+// CV is the standard deviation over the mean; 0 without samples.
+func (t Timing) CV() float64 {
+	if t.N == 0 || t.mean == 0 {
+		return 0
+	}
+	return math.Sqrt(t.m2/float64(t.N)) / t.mean
 }
 
 // TimeToTargetSeconds is TimeToTarget in seconds, or +Inf if the target

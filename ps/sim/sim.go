@@ -84,6 +84,15 @@ type Config struct {
 	TargetWindow int
 	// StopAtTarget ends the run when the target is reached.
 	StopAtTarget bool
+	// ComputeNoise is the coefficient of variation of a round's compute
+	// time: each round (p·Chunk claimed samples, or a transferred range)
+	// takes its modelled time multiplied by an independent lognormal factor
+	// of mean 1 and this CV, drawn from a per-worker stream seeded by Seed.
+	// It stands for what a live runtime adds to the heterogeneity model
+	// (scheduler wake-ups, cache and memory effects), which keeps workers
+	// of equal speed from finishing in lockstep. Zero means none: equal
+	// workers then finish every clock at the same instant.
+	ComputeNoise float64
 	// Network models pulls, pushes and control messages.
 	Network Network
 	// KeyLen is the number of parameters per parameter-server key; zero
@@ -126,6 +135,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: negative size", ErrConfig)
 	case c.Duration <= 0:
 		return fmt.Errorf("%w: Duration = %v", ErrConfig, c.Duration)
+	case !(c.ComputeNoise >= 0 && c.ComputeNoise <= 10):
+		return fmt.Errorf("%w: ComputeNoise = %v, want a CV in [0, 10]", ErrConfig, c.ComputeNoise)
 	case c.Target < 0 || c.Target > 1:
 		return fmt.Errorf("%w: Target = %v", ErrConfig, c.Target)
 	case c.Network.Latency < 0 || c.Network.Bandwidth < 0:
@@ -229,6 +240,7 @@ type worker struct {
 	shard  []int
 	cursor int
 	rng    *rand.Rand
+	noise  *rand.Rand // round-time noise (Config.ComputeNoise)
 
 	// accounting
 	busy, blocked, network time.Duration
@@ -328,6 +340,7 @@ func New(cfg Config, job Job) (*Sim, error) {
 			id: i, p: cfg.Parallelism, params: make([]float32, n),
 			shard: slices.Clone(perm[i*per : (i+1)*per]),
 			rng:   rand.New(rand.NewPCG(cfg.Seed, 0x3000+uint64(i))),
+			noise: rand.New(rand.NewPCG(cfg.Seed, 0x5000+uint64(i))),
 		}
 		wk.rng.Shuffle(len(wk.shard), func(a, b int) { wk.shard[a], wk.shard[b] = wk.shard[b], wk.shard[a] })
 		s.w = append(s.w, wk)
@@ -462,7 +475,7 @@ func (s *Sim) nextChunk(w *worker) {
 	if sp.lo == sp.hi {
 		w.todo = w.todo[1:]
 	}
-	s.startSegment(w, roundWork(w.segHi-w.segLo, w.p, s.cfg.Chunk))
+	s.startSegment(w, s.noisy(w, roundWork(w.segHi-w.segLo, w.p, s.cfg.Chunk)))
 }
 
 // roundWork is the compute time, in samples at the worker's rate R(p), of
@@ -483,6 +496,18 @@ func roundWork(n, p, chunk int) float64 {
 		work += min(chunk, r) * p
 	}
 	return float64(work)
+}
+
+// noisy multiplies a round's work by w's next lognormal factor of mean 1
+// and CV c = Config.ComputeNoise: exp(σZ − σ²/2) with σ² = ln(1 + c²) and
+// Z standard normal. With c = 0 it returns work and draws nothing.
+func (s *Sim) noisy(w *worker, work float64) float64 {
+	c := s.cfg.ComputeNoise
+	if c == 0 {
+		return work
+	}
+	sigma := math.Sqrt(math.Log1p(c * c))
+	return work * math.Exp(sigma*w.noise.NormFloat64()-sigma*sigma/2)
 }
 
 func (s *Sim) startSegment(w *worker, work float64) {
@@ -628,6 +653,7 @@ func (s *Sim) pushOwn(w *worker) {
 func (s *Sim) clocked(w *worker, clock int) {
 	s.setState(w, wWaiting)
 	w.clocks++
+	s.res.ClockTime.Add(s.q.Now() - w.clockStart)
 	s.lastActivity = s.q.Now()
 	s.step(epsp.Event{Kind: epsp.EventClock, Worker: epsp.WorkerID(w.id), Clock: clock})
 	if s.err == nil && w.state == wWaiting && !w.computing {
@@ -804,7 +830,7 @@ func (s *Sim) runQueue(w *worker) {
 	t := w.queue[0]
 	w.queue = w.queue[1:]
 	w.segTask = t
-	s.startSegment(w, roundWork(len(t.idx), w.p, s.cfg.Chunk))
+	s.startSegment(w, s.noisy(w, roundWork(len(t.idx), w.p, s.cfg.Chunk)))
 }
 
 // pushTransfer pushes the gradient of a transferred range, computed with

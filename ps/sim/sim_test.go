@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -232,6 +233,8 @@ func TestConfig_Validate(t *testing.T) {
 		{"duration", func(c *Config) { c.Duration = 0 }},
 		{"target", func(c *Config) { c.Target = 2 }},
 		{"latency", func(c *Config) { c.Network.Latency = -1 }},
+		{"negative noise", func(c *Config) { c.ComputeNoise = -0.1 }},
+		{"NaN noise", func(c *Config) { c.ComputeNoise = math.NaN() }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -302,5 +305,62 @@ func TestRun_PolicyErrorStops(t *testing.T) {
 	_, err := Run(testConfig(2), testJob(t, 2, nil, &badTransfer{}))
 	if !errors.Is(err, epsp.ErrPolicyOutput) {
 		t.Fatalf("err = %v, want epsp.ErrPolicyOutput", err)
+	}
+}
+
+// TestRun_ComputeNoise checks the round-time noise: without it equal
+// workers finish every clock together; with it their clock times spread
+// about as independent rounds predict, and the run stays reproducible.
+func TestRun_ComputeNoise(t *testing.T) {
+	run := func(noise float64) *Result {
+		c := testConfig(8)
+		c.ComputeNoise = noise
+		r, err := Run(c, testJob(t, 8, nil, epsp.NewBSP()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	quiet := run(0)
+	if quiet.ClockTime.N == 0 || quiet.ClockTime.CV() > 1e-9 {
+		t.Fatalf("no noise: clock times %d with CV %v, want some with CV 0", quiet.ClockTime.N, quiet.ClockTime.CV())
+	}
+	const c = 0.2
+	a, b := run(c), run(c)
+	var ba, bb bytes.Buffer
+	if err := a.WriteCSV(&ba); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WriteCSV(&bb); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(ba.Bytes(), bb.Bytes()) || a.ClockTime != b.ClockTime {
+		t.Fatal("two noisy runs with the same seed differ")
+	}
+	// Batch 16 in rounds of 2 samples: 8 independent rounds per clock, so
+	// the compute part of a clock has CV c/√8; the fixed network part
+	// dilutes it a little.
+	want := c / math.Sqrt(8)
+	if got := a.ClockTime.CV(); got < 0.5*want || got > 1.2*want {
+		t.Errorf("clock-time CV %.4f with round CV %.2f, want about %.4f", got, c, want)
+	}
+	if d := a.ClockTime.Mean - quiet.ClockTime.Mean; d < -quiet.ClockTime.Mean/10 || d > quiet.ClockTime.Mean/10 {
+		t.Errorf("mean clock time %v with noise, %v without: the noise should have mean 1", a.ClockTime.Mean, quiet.ClockTime.Mean)
+	}
+}
+
+func TestTiming(t *testing.T) {
+	var tm Timing
+	if tm.CV() != 0 {
+		t.Fatalf("empty CV = %v", tm.CV())
+	}
+	for _, d := range []time.Duration{1, 2, 3} {
+		tm.Add(d * time.Millisecond)
+	}
+	if tm.N != 3 || tm.Mean != 2*time.Millisecond {
+		t.Fatalf("N, Mean = %d, %v; want 3, 2ms", tm.N, tm.Mean)
+	}
+	if want := math.Sqrt(2.0/3) / 2; math.Abs(tm.CV()-want) > 1e-12 {
+		t.Fatalf("CV = %v, want %v", tm.CV(), want)
 	}
 }
