@@ -55,6 +55,7 @@ type options struct {
 	live      bool
 	liveScale float64
 	chunk     int
+	noise     float64
 	quiet     bool
 	stdout    io.Writer // the table and the policy= lines
 }
@@ -79,6 +80,7 @@ func main() {
 	flag.StringVar(&o.out, "out", ".", "directory for the CSV and PNG files")
 	flag.BoolVar(&o.live, "live", false, "run with real goroutines and injected slowdowns on the wall clock instead of the simulator")
 	flag.Float64Var(&o.liveScale, "live-scale", 1, "with -live: stretch wall time by this factor (rates divided, periods multiplied); times are reported divided by it")
+	flag.Float64Var(&o.noise, "noise", simNoise, "simulator only: CV of each compute round's time (sim.Config.ComputeNoise); 0 for none")
 	flag.IntVar(&o.chunk, "chunk", 0, "samples a compute goroutine claims at a time (simulator and live); 0 means batch/(8·initial parallelism)")
 	flag.BoolVar(&o.quiet, "q", false, "no progress on stderr")
 	flag.Parse()
@@ -151,6 +153,9 @@ func run(o options) error {
 	specs, err := selectPolicies(o.policies)
 	if err != nil {
 		return err
+	}
+	if !(o.noise >= 0 && o.noise <= 10) {
+		return fmt.Errorf("-noise %v: want a CV in [0, 10]", o.noise)
 	}
 	if o.chunk < 0 {
 		return fmt.Errorf("-chunk %d: want >= 0", o.chunk)
@@ -328,6 +333,7 @@ func simConfig(o options, sc sim.Scenario) sim.Config {
 	c.Workers = sim.SuiteWorkers
 	c.Batch = o.batch
 	c.Chunk = o.chunk
+	c.ComputeNoise = o.noise
 	c.Parallelism = sc.Parallelism
 	c.LR = float32(o.lr)
 	c.Duration = o.duration

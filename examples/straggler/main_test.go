@@ -105,6 +105,36 @@ func TestInversions(t *testing.T) {
 	}
 }
 
+func TestAgreement(t *testing.T) {
+	inf := math.Inf(1)
+	type pairs = [][2]int
+	tests := []struct {
+		name       string
+		sim, live  [][]float64 // [policy][seed]
+		simSure    int
+		liveSure   int
+		simTied    int
+		contradict pairs
+	}{
+		{"same order on every seed", [][]float64{{1, 2, 3}, {2, 3, 4}}, [][]float64{{1, 2, 3}, {2, 3, 4}}, 1, 1, 0, nil},
+		{"one seed disagrees: nobody is sure", [][]float64{{1, 2, 5}, {2, 3, 4}}, [][]float64{{2, 3, 4}, {1, 2, 5}}, 0, 0, 0, nil},
+		{"sim sure, live medians opposite", [][]float64{{1, 2, 3}, {2, 3, 4}}, [][]float64{{1, 4, 5}, {2, 2, 3}}, 1, 0, 0, pairs{{0, 1}}},
+		{"live sure, sim medians opposite", [][]float64{{1, 4, 5}, {2, 2, 3}}, [][]float64{{1, 2, 3}, {2, 3, 4}}, 0, 1, 0, pairs{{0, 1}}},
+		{"sim sure, live medians tie", [][]float64{{1, 2, 3}, {2, 3, 4}}, [][]float64{{1, 3, 3}, {2, 3.05, 3}}, 1, 0, 1, nil},
+		{"medians within tolerance are not sure", [][]float64{{1, 2, 3}, {1.01, 2.05, 3.01}}, [][]float64{{2, 3, 4}, {1, 2, 3}}, 0, 1, 0, nil},
+		{"inf is behind every time", [][]float64{{inf, inf, inf}, {1, 2, 3}}, [][]float64{{1, 2, 3}, {inf, 5, inf}}, 1, 1, 0, pairs{{0, 1}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := agreement(tt.sim, tt.live, 0.1)
+			if a.simSure != tt.simSure || a.liveSure != tt.liveSure || a.simTied != tt.simTied || !slices.Equal(a.contradictions(), tt.contradict) {
+				t.Fatalf("agreement = %+v, contradictions %v; want simSure %d liveSure %d simTied %d contradictions %v",
+					a, a.contradictions(), tt.simSure, tt.liveSure, tt.simTied, tt.contradict)
+			}
+		})
+	}
+}
+
 // TestRun_LiveShort runs the live comparison end to end for two policies
 // and two seeds on a small synthetic setup: real goroutines, the
 // in-process transport and paced compute.
@@ -127,7 +157,7 @@ func TestRun_LiveShort(t *testing.T) {
 	if len(lines) != 4 {
 		t.Fatalf("%d live policy lines, want 4 (2 policies x 2 seeds):\n%s", len(lines), text)
 	}
-	for _, want := range []string{"Spearman rank correlation sim vs live (straggler)", "the simulator separates", "medians over 2 seeds"} {
+	for _, want := range []string{"Spearman rank correlation sim vs live (straggler)", "the simulator separates", "medians over 2 seeds", "contradictions (straggler)", "pairs ordered on every seed (straggler)"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
 		}
