@@ -67,3 +67,57 @@ func advance(x, b, z float64, k int64) (float64, int64) {
 	}
 	return x, 0
 }
+
+// accumulate applies k quanta of the reference simulator's bookkeeping of
+// bytes sent,
+//
+//	x += b
+//
+// and returns the new x, bit for bit the result of k sequential float64
+// additions (k >= 0, x >= 0, b >= 0). Inside one binade [lo, 2lo) of the
+// result the ulp u is fixed, x is a multiple of u and fl(x + b) = x + c
+// with c = b rounded to the nearest multiple of u (a tie, b/u half-way, is
+// stepped one quantum at a time), so the loop costs O(binades crossed).
+func accumulate(x, b float64, k int64) float64 {
+	if b <= 0 {
+		return x
+	}
+	for k > 0 {
+		if x == 0 {
+			x = b
+			k--
+			continue
+		}
+		_, e := math.Frexp(x) // x in [2^(e-1), 2^e)
+		u := math.Ldexp(1, e-53)
+		var m int64
+		if x >= 0x1p-1022 { // normal: its ulp is u
+			q := b / u // exact: u is a power of two
+			qr := math.Floor(q)
+			var c float64
+			switch frac := q - qr; {
+			case frac < 0.5:
+				c = qr
+			case frac > 0.5:
+				c = qr + 1
+			}
+			if c == 0 && q-qr < 0.5 {
+				return x // b is below half an ulp: x never changes
+			}
+			if c > 0 && c < 1<<53 {
+				X := int64(x / u)       // in [2^52, 2^53)
+				room := (1<<53 - 1) - X // steps that stay inside the binade
+				if ci := int64(c); room >= ci {
+					m = min(room/ci, k)
+					x = float64(X+m*ci) * u
+					k -= m
+				}
+			}
+		}
+		if m == 0 {
+			x += b
+			k--
+		}
+	}
+	return x
+}

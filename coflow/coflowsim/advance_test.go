@@ -59,3 +59,37 @@ func TestAdvanceMatchesSequentialSubtraction(t *testing.T) {
 		}
 	}
 }
+
+func TestAccumulateMatchesSequentialAddition(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	type tc struct{ x, b float64 }
+	cases := []tc{
+		{0, 1048576.0 / 3}, {0, 0.1}, {5, 0.3}, {1, 1e-17}, {0, 16.76 * 1048576 / 128},
+		{math.Ldexp(1, 30) + 12345, 3.5 * math.Ldexp(1, -22)},
+		{math.Ldexp(1, 30) + 12346, 0.5 * math.Ldexp(1, -22)},
+		{math.Ldexp(1, 30) + 3, 1.5 * math.Ldexp(1, -22)},
+		{1e9, 0.5 * math.Ldexp(1, -23)},
+	}
+	for range 3000 {
+		b := math.Ldexp(1+rng.Float64(), rng.IntN(30))
+		if rng.IntN(3) == 0 {
+			b = 1048576 / float64(rng.IntN(60)+1)
+		}
+		x := 0.0
+		if rng.IntN(2) == 0 {
+			x = b * float64(rng.IntN(1000))
+		}
+		cases = append(cases, tc{x, b})
+	}
+	for _, c := range cases {
+		for _, k := range []int64{0, 1, 2, 7, 100, 5001, 100000} {
+			want := c.x
+			for range k {
+				want += c.b
+			}
+			if got := accumulate(c.x, c.b, k); got != want {
+				t.Fatalf("accumulate(%v, %v, %d) = %v, sequential = %v", c.x, c.b, k, got, want)
+			}
+		}
+	}
+}

@@ -39,13 +39,14 @@
 // receiver port; DARK is an Aalo-like D-CLAS (10 queues, 10 MiB × 10^k on
 // bytes sent, strict priority, FIFO by queue-entry time inside a queue;
 // each coflow splits what is left at a port equally among its flows that
-// can still be served); FAIR is per-flow sharing (each port split equally
+// can still be served; see below for the queue rules); FAIR is per-flow sharing (each port split equally
 // among its flows); PFP serves the receiver ports in increasing order and,
 // at each, the flows smallest (original size) first.
 //
 // How exact it is: the constants, the rounding, the epochs, the quanta, the
-// random deadlines, the output format and FAIR are reproduced exactly —
-// every line of the reference FAIR outputs matches. The other schedulers
+// random deadlines, the output format, FAIR and DARK are reproduced
+// exactly — every line of the reference FAIR and DARK outputs matches. The
+// other schedulers
 // are reconstructions from CoflowSim's description (it was not translated)
 // and match part of the reference coflows; TestFixtures reports the counts
 // and the first mismatch. Repeated mapper ports are kept as separate flows.
@@ -146,26 +147,39 @@
 // port before coflow: 92/81, by remaining bytes 55/36, by later coflow
 // first 87/68).
 //
-// What the fixtures tell about DARK: inside a coflow every flow gets
-// min(send free / n_src, receive free / n_dst) of the capacity its
-// predecessors left, n_p counting only the coflow's flows whose two ports
-// still have capacity. Handing a blocked flow's share to the coflow's next
-// flow at that port (the previous rule) matches 47 and 36 coflows of 120
-// and 200, dividing by all of the coflow's flows at the port 41 and 24; the
-// rule used matches 68 and 56 (synth-b's JOB-5 is the telling case: its
-// mapper's other flow, of JOB-4, got a fifth of the receiver it shares with
-// JOB-7, not the share JOB-4's blocked flow left). Matching fewer: moving
-// a coflow that crosses a threshold one queue at a time (66/50), arrival
-// order inside a queue (43/36), movers of one re-evaluation in arrival
-// order (69/47), re-evaluating the queues only at admissions (31/22) or
-// only at departures (45/51), thresholds of 10 MB (54/43) or 1 MiB (65/40),
-// bytes sent counted from finished flows only (34/21), a backfill after the
-// queues (at most 58/46), recomputing at every flow completion (12/11),
-// max-min inside a coflow (43/32), shares weighted by remaining bytes
-// (16/18), one joint split per queue (5/1), and a split handing a limited
-// flow's share on, at both ends (47/31) or at one (at most 52/50). The
-// first mismatches in time (synth-a JOB-55 at 102 s, synth-b JOB-15 at
-// 22 s) are not explained by any of these.
+// What the fixtures tell about DARK (every line of both reference outputs
+// now matches): inside a coflow every flow gets min(send free / n_src,
+// receive free / n_dst) of the capacity its predecessors left, n_p counting
+// only the coflow's flows whose two ports still have capacity (handing a
+// blocked flow's share to the coflow's next flow at that port matches 47
+// and 36 coflows of 120 and 200; dividing by all of the coflow's flows at
+// the port 41 and 24). Three queue rules took it from 68/56 to 120/200,
+// and only together: a coflow leaves a queue once its bytes sent exceed
+// the limit, not reach it (alone 67/58: sums of quanta land exactly on
+// 10 MiB often, e.g. synth-a's JOB-55 at 92,200 ms); at a re-evaluation
+// the coflows that change queue are visited from the last queue to the
+// first, so one coming from a lower-priority queue joins the tail of its
+// new queue ahead of one coming from a higher one (alone 66/50; with the
+// strict limit 120/139); and the bytes sent are the per-quantum sums of
+// each flow's transfers (flow.moved, added up per coflow in trace order),
+// not size minus remaining bytes, whose last bits differ (alone 68/56;
+// summing per coflow per quantum instead of per flow scores the same
+// 120/200; total minus the remaining bytes 120/139). The event jump keeps
+// those float64 sums exact (accumulate). Matching fewer, with the earlier
+// rules: moving a coflow that crosses a threshold one queue at a time
+// (66/50), arrival order inside a queue (43/36), movers in arrival order
+// (69/47; with the strict limit 71/53), by bytes sent (41/33) or reversed
+// (36/37), queues that follow the bytes sent every quantum, so that
+// movers are ordered by crossing time (43/39), re-evaluating only at
+// admissions (31/22) or only at departures (45/51), reallocating whenever
+// a coflow crosses a limit (10/6), thresholds of 10 MB (54/43) or 1 MiB
+// (65/40), bytes sent counted from finished flows only (34/21), a backfill
+// after the queues (at most 58/46), recomputing at every flow completion
+// (12/11), max-min inside a coflow (43/32), shares weighted by remaining
+// bytes (16/18), one joint split per queue (5/1), a split handing a
+// limited flow's share on, at both ends (47/31) or at one (at most 52/50),
+// and skipping a coflow with a flow through a full port, as the ordering
+// schedulers do (at most 29/16).
 //
 // The replay does not visit every quantum: between two events all rates are
 // constant, and each flow's per-quantum float64 subtraction is reproduced in

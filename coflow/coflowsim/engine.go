@@ -14,6 +14,7 @@ type sim struct {
 	now      int64 // ms, time of the current allocation
 	stalled  bool
 	seq      int64 // DARK queue-entry counter
+	moved    bool  // keep flow.moved, coflowsim's per-quantum count of bytes sent (DARK)
 }
 
 // policy is a coflowsim scheduler: where an admitted job goes in the active
@@ -129,7 +130,11 @@ func (s *sim) step(t, k int64) (departed, flowDone bool) {
 			if f.done {
 				continue
 			}
-			x, n := advance(f.rem, s.perQuantum(f.rate), zeroBytes, k)
+			b := s.perQuantum(f.rate)
+			x, n := advance(f.rem, b, zeroBytes, k)
+			if s.moved {
+				f.moved = accumulateMoved(f.moved, f.rem, b, k, n)
+			}
 			j.sent += f.rem - x
 			f.rem = x
 			if n > 0 {
@@ -157,4 +162,15 @@ func (s *sim) step(t, k int64) (departed, flowDone bool) {
 		s.active = kept
 	}
 	return departed, flowDone
+}
+
+// accumulateMoved returns moved after k quanta of coflowsim's per-quantum
+// bookkeeping moved += min(b, rem) for a flow with rem bytes left that
+// moves b per quantum and finishes in quantum n (0: not within k).
+func accumulateMoved(moved, rem, b float64, k, n int64) float64 {
+	if n == 0 {
+		return accumulate(moved, b, k)
+	}
+	last, _ := advance(rem, b, zeroBytes, n-1) // bytes left before the last quantum
+	return accumulate(moved, b, n-1) + math.Min(b, last)
 }

@@ -19,7 +19,12 @@ package coflowsim
 //	                              coflow's reducer finishes, LAB2_ALL=1
 //	                              listing every mismatch
 //	FALCON_LAB5=fixu,casc-fixu    DARK variants (darkLab; see doc.go for
-//	                              what they scored)
+//	                              what they scored; sched.go's rules are
+//	                              mv-gt-movqdesc-fixu: bytes sent from
+//	                              flow.moved, strict limits, movers from
+//	                              the last queue first). LAB5_EQ=1 prints
+//	                              the coflows whose bytes sent equal a
+//	                              limit at a re-evaluation.
 
 import (
 	"fmt"
@@ -42,6 +47,7 @@ func labPolicyRun(t *testing.T, trace, refSched string, pol policy, withRandom b
 	cfg := DefaultConfig()
 	s := &sim{cfg: cfg, ports: tr.Ports, policy: pol, sendFree: make([]float64, tr.Ports), recvFree: make([]float64, tr.Ports)}
 	s.jobs = labBuildJobs(tr, cfg, withRandom)
+	s.moved = refSched == "DARK"
 	s.run()
 	if s.stalled {
 		first = "STALLED "
@@ -495,6 +501,20 @@ func (d darkLab) allocate(s *sim) {
 				return 0
 			})
 		}
+		if has("movqid") { // by old queue, then id
+			slices.SortStableFunc(movOrder, func(a, b *job) int {
+				if a.queue != b.queue {
+					return a.queue - b.queue
+				}
+				return a.id - b.id
+			})
+		}
+		if has("movqdesc") { // old queue descending, then old order
+			slices.SortStableFunc(movOrder, func(a, b *job) int { return b.queue - a.queue })
+		}
+		if has("movstart") { // by admission epoch, then old order
+			slices.SortStableFunc(movOrder, func(a, b *job) int { return int(a.start - b.start) })
+		}
 		if has("movrev") {
 			slices.Reverse(movOrder)
 		}
@@ -505,6 +525,15 @@ func (d darkLab) allocate(s *sim) {
 			sent := j.sent
 			if has("sraw") {
 				sent = j.rawBytes - (j.totalBytes - j.sent)
+			}
+			if has("mv") { // as sched.go: per-quantum sums (flow.moved)
+				sent = movedBytes(j)
+			}
+			if has("srem") {
+				sent = 0
+				for _, f := range j.flows {
+					sent += f.size - f.rem
+				}
 			}
 			if has("sfin") {
 				sent = 0
@@ -519,6 +548,13 @@ func (d darkLab) allocate(s *sim) {
 				for _, f := range j.flows {
 					if j.redActive[f.red] == 0 {
 						sent += f.size
+					}
+				}
+			}
+			if os.Getenv("LAB5_EQ") != "" {
+				for lim := darkFirstLimit; lim < 1e15; lim *= darkLimitMult {
+					if sent == lim {
+						fmt.Printf("EQ t=%d JOB-%d sent=%g q%d\n", s.now, j.id, sent/mib, j.queue)
 					}
 				}
 			}
@@ -707,6 +743,42 @@ func (d darkLab) allocate(s *sim) {
 		}
 		return
 	}
+	if has("skip") {
+		// a coflow with an unfinished flow through a full port is
+		// skipped (no rate); "skipsh": the skipped coflows then share
+		// the leftover (shareSkipped); "skipfs": each skipped coflow
+		// takes fairShareJob of the leftover, in order
+		var skipped []*job
+		var sfl []*flow
+		for _, j := range s.active {
+			full := false
+			for _, f := range j.flows {
+				f.rate = 0
+				if !f.done && (s.sendFree[f.src] <= thr || s.recvFree[f.dst] <= thr) {
+					full = true
+				}
+			}
+			if full {
+				skipped = append(skipped, j)
+				for _, f := range j.flows {
+					if !f.done {
+						sfl = append(sfl, f)
+					}
+				}
+				continue
+			}
+			fairShareJob(j, s.sendFree, s.recvFree, ns, nr)
+		}
+		if has("skipsh") {
+			shareSkipped(sfl, s.sendFree, s.recvFree)
+		}
+		if has("skipfs") {
+			for _, j := range skipped {
+				fairShareJob(j, s.sendFree, s.recvFree, ns, nr)
+			}
+		}
+		return
+	}
 	if has("mm") {
 		for _, j := range s.active {
 			var fl []*flow
@@ -806,8 +878,9 @@ func (d darkLab) queueOf(sent float64) int {
 	if strings.Contains(d.v, "m2") {
 		mult = 2
 	}
+	gt := strings.Contains(d.v, "gt")
 	for q := 0; q < darkQueues-1; q++ {
-		if sent < limit {
+		if sent < limit || (gt && sent == limit) {
 			return q
 		}
 		limit *= mult

@@ -15,6 +15,7 @@ type flow struct {
 	rem      float64 // bytes left
 	size     float64 // bytes at the start
 	rate     float64 // bit per simulated second
+	moved    float64 // bytes sent, summed quantum by quantum as coflowsim does (DARK only)
 	red      int     // index of the reducer within its job
 	done     bool
 }

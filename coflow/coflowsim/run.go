@@ -134,9 +134,7 @@ func Run(tr *coflow.Trace, sched string, cfg Config) (*Result, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %q (have %s)", ErrUnknownScheduler, sched, strings.Join(schedulers, ", "))
 	}
-	s := &sim{cfg: cfg, ports: tr.Ports, policy: pol,
-		sendFree: make([]float64, tr.Ports), recvFree: make([]float64, tr.Ports)}
-	s.jobs = buildJobs(tr, cfg, name != "DARK")
+	s := newSim(tr, cfg, name, pol)
 	s.run()
 	if s.stalled {
 		return nil, fmt.Errorf("%w: %d coflows can never finish under %s", ErrStalled, len(s.active), name)
@@ -152,6 +150,15 @@ func Run(tr *coflow.Trace, sched string, cfg Config) (*Result, error) {
 			MaxBytes: j.maxBytes, DeadlineMs: j.deadline, IndividualSumsMs: sum}
 	}
 	return res, nil
+}
+
+// newSim prepares a replay of tr under pol, coflowsim's scheduler name.
+func newSim(tr *coflow.Trace, cfg Config, name string, pol policy) *sim {
+	s := &sim{cfg: cfg, ports: tr.Ports, policy: pol,
+		sendFree: make([]float64, tr.Ports), recvFree: make([]float64, tr.Ports)}
+	s.jobs = buildJobs(tr, cfg, name != "DARK")
+	s.moved = name == "DARK"
+	return s
 }
 
 // WriteReference writes res in coflowsim's stdout format, one line per

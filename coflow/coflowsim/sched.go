@@ -273,15 +273,21 @@ func fairShareJob(j *job, sendFree, recvFree []float64, ns, nr []int) {
 
 // ---- DARK (Aalo-like D-CLAS) ----
 
-// dark keeps coflows in 10 queues by bytes already sent (queue k holds
-// [10 MiB·10^(k−1), 10 MiB·10^k)) and serves the queues in strict priority.
-// A queue is FIFO by the time a coflow joined it: a new coflow joins the
-// tail of the first queue, and one whose bytes crossed a threshold joins
-// the tail of its new queue (this is what reproduces the fixtures' early
-// coflows; ordering by arrival inside a queue does not). Each coflow, in
-// that order, splits what its predecessors left (fairShareJob). Queues are
-// re-evaluated only at admissions and departures. Reconstruction; it does
-// not match the whole reference output yet.
+// dark keeps coflows in 10 queues by bytes already sent (queue k holds the
+// coflows with 10 MiB·10^(k−1) < sent ≤ 10 MiB·10^k: a coflow leaves a
+// queue only once it has sent more than the queue's limit) and serves the
+// queues in strict priority. A queue is FIFO by the time a coflow joined
+// it: a new coflow joins the tail of the first queue, and at each
+// reallocation the coflows whose bytes sent call for another queue move to
+// its tail, visited from the last queue to the first (so a coflow coming
+// from a lower-priority queue goes ahead of one coming from a higher one)
+// and in queue order inside a queue. Each coflow, in that order, splits
+// what its predecessors left (fairShareJob). Queues are re-evaluated only
+// at admissions and departures, with the bytes sent summed quantum by
+// quantum (flow.moved) as coflowsim does: a coflow that has sent exactly a
+// limit, which happens often, stays in its queue, and the float64 sums
+// decide the ties. Reconstruction from the fixtures (every coflow of both
+// matches, see doc.go).
 type dark struct{}
 
 const (
@@ -306,10 +312,12 @@ func cmpQueue(a, b *job) int {
 	return int(a.queueSeq - b.queueSeq)
 }
 
+// darkQueue is the queue of a coflow that has sent sent bytes: the first
+// whose limit is not below it.
 func darkQueue(sent float64) int {
 	limit := darkFirstLimit
 	for q := 0; q < darkQueues-1; q++ {
-		if sent < limit {
+		if sent <= limit {
 			return q
 		}
 		limit *= darkLimitMult
@@ -317,18 +325,33 @@ func darkQueue(sent float64) int {
 	return darkQueues - 1
 }
 
+// movedBytes is j's bytes sent as coflowsim counts them: the per-quantum
+// sums of its flows, added up in trace order.
+func movedBytes(j *job) float64 {
+	sent := 0.0
+	for _, f := range j.flows {
+		sent += f.moved
+	}
+	return sent
+}
+
 func (dark) allocate(s *sim) {
 	s.resetFree()
-	// A coflow whose bytes sent crossed a threshold joins the tail of its
-	// new queue; movers keep their relative order.
-	slices.SortStableFunc(s.active, func(a, b *job) int { return cmpQueue(a, b) })
-	for _, j := range s.active {
-		if q := darkQueue(j.sent); q != j.queue {
-			s.seq++
-			j.queue, j.queueSeq = q, s.seq
+	slices.SortStableFunc(s.active, cmpQueue)
+	// Movers join the tail of their new queue, visited from the last
+	// queue to the first, in queue order inside a queue.
+	for q := darkQueues - 1; q >= 0; q-- {
+		for _, j := range s.active {
+			if j.queue != q {
+				continue
+			}
+			if nq := darkQueue(movedBytes(j)); nq != q {
+				s.seq++
+				j.queue, j.queueSeq = nq, s.seq
+			}
 		}
 	}
-	slices.SortStableFunc(s.active, func(a, b *job) int { return cmpQueue(a, b) })
+	slices.SortStableFunc(s.active, cmpQueue)
 	ns := make([]int, s.ports)
 	nr := make([]int, s.ports)
 	for _, j := range s.active {
