@@ -56,6 +56,7 @@ type options struct {
 	liveScale float64
 	chunk     int
 	noise     float64
+	latency   time.Duration
 	quiet     bool
 	stdout    io.Writer // the table and the policy= lines
 }
@@ -81,6 +82,7 @@ func main() {
 	flag.BoolVar(&o.live, "live", false, "run with real goroutines and injected slowdowns on the wall clock instead of the simulator")
 	flag.Float64Var(&o.liveScale, "live-scale", 1, "with -live: stretch wall time by this factor (rates divided, periods multiplied); times are reported divided by it")
 	flag.Float64Var(&o.noise, "noise", simNoise, "simulator only: CV of each compute round's time (sim.Config.ComputeNoise); 0 for none")
+	flag.DurationVar(&o.latency, "latency", simLatency, "simulator only: one-way latency of every message (sim.Network.Latency)")
 	flag.IntVar(&o.chunk, "chunk", 0, "samples a compute goroutine claims at a time (simulator and live); 0 means batch/(8·initial parallelism)")
 	flag.BoolVar(&o.quiet, "q", false, "no progress on stderr")
 	flag.Parse()
@@ -157,6 +159,9 @@ func run(o options) error {
 	if !(o.noise >= 0 && o.noise <= 10) {
 		return fmt.Errorf("-noise %v: want a CV in [0, 10]", o.noise)
 	}
+	if o.latency < 0 {
+		return fmt.Errorf("-latency %v: want >= 0", o.latency)
+	}
 	if o.chunk < 0 {
 		return fmt.Errorf("-chunk %d: want >= 0", o.chunk)
 	}
@@ -225,6 +230,7 @@ func run(o options) error {
 	type agg struct {
 		times                    []float64
 		acc, blocked, transfers  float64
+		clocks                   float64
 		firsts                   []float64
 		dropped, parChanges, num int
 	}
@@ -245,6 +251,7 @@ func run(o options) error {
 		a.acc += r.res.FinalAccuracy
 		a.blocked += r.res.BlockedFraction()
 		a.transfers += float64(r.res.AcceptedTransfers())
+		a.clocks += float64(totalClocks(r.res))
 		a.dropped += r.res.Dropped
 		a.parChanges += r.res.Stats.ParallelismChanges
 		a.num++
@@ -264,7 +271,7 @@ func run(o options) error {
 	// Table with the reduction of EPSP's better mode against each policy.
 	fmt.Fprintln(o.stdout)
 	tw := tabwriter.NewWriter(o.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head := "scenario\tpolicy\ttime_to_target_s\tepsp_reduction\tfirst_crossing_s\tfinal_acc\tblocked\ttransfers\tdropped\tp_changes\t"
+	head := "scenario\tpolicy\ttime_to_target_s\tepsp_reduction\tfirst_crossing_s\tfinal_acc\tblocked\ttransfers\tdropped\tp_changes\tclocks\t"
 	if o.seeds > 1 {
 		head += "per_seed_t2t_s\t"
 	}
@@ -279,8 +286,8 @@ func run(o options) error {
 		for _, spec := range specs {
 			a := aggs[key(sc.Name, spec.Name)]
 			t := median(a.times)
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.4f\t%.3f\t%d\t%d\t%d\t", sc.Name, spec.Name, fmtT(t), reduction(best, t), fmtT(median(a.firsts)),
-				a.acc/n, a.blocked/n, int(math.Round(a.transfers/n)), a.dropped/a.num, a.parChanges/a.num)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.4f\t%.3f\t%d\t%d\t%d\t%.0f\t", sc.Name, spec.Name, fmtT(t), reduction(best, t), fmtT(median(a.firsts)),
+				a.acc/n, a.blocked/n, int(math.Round(a.transfers/n)), a.dropped/a.num, a.parChanges/a.num, a.clocks/n)
 			if o.seeds > 1 {
 				var ts []string
 				for _, x := range a.times {
@@ -334,6 +341,7 @@ func simConfig(o options, sc sim.Scenario) sim.Config {
 	c.Batch = o.batch
 	c.Chunk = o.chunk
 	c.ComputeNoise = o.noise
+	c.Network.Latency = o.latency
 	c.Parallelism = sc.Parallelism
 	c.LR = float32(o.lr)
 	c.Duration = o.duration
