@@ -47,6 +47,15 @@
 // than its batch ([ErrInvariant]), so a sample computed twice is caught.
 // SetParallelism re-plans every segment in progress on the worker's host.
 //
+// With Config.ComputeNoise c > 0 each round's modelled work is multiplied
+// by an independent lognormal factor of mean 1 and CV c (one seeded stream
+// per worker). Without it, workers of equal speed finish every clock at
+// the same instant, which no real cluster does: asynchronous policies then
+// apply the gradients of all workers computed on one model version in a
+// burst, and straggler-handling policies see no gaps between equal
+// workers. Result.ClockTime summarises the time from release to clock
+// completion, the quantity to compare with a live run's.
+//
 // Time is charged per worker to busy (computing), blocked (clocked and
 // waiting for release) and network (pull and push in flight); the three
 // add up to the run's length. The model is evaluated on the test rows
@@ -59,8 +68,10 @@
 // agree within 0.03 for 44 of 55 policy–scenario pairs.
 //
 // What the simulator does not model: contention on the network (each
-// message takes latency + size/bandwidth independently), server CPU, the
-// cost of the coordinator, and a communication window of local steps
+// message takes latency + size/bandwidth independently), server CPU and
+// the cost of the coordinator (examples/straggler folds the in-process
+// runtime's per-clock messaging cost into Network.Latency, calibrated on
+// live throughput), and a communication window of local steps
 // (epsp.LocalSteps; every clock pushes once). Compute time comes only from
 // the heterogeneity model: the real gradient math is done, but its own
 // duration on the machine running the simulation is not measured.
