@@ -131,7 +131,8 @@
 // the trace's megabytes before coflowsim's rounding minus the bytes sent
 // (106/121; the rounded bytes, which the output prints, 93/100; the
 // unrounded total without subtracting what was sent 87/98; clipping each
-// reducer at zero changes nothing); the same unrounded bytes for SCF change
+// reducer at zero changes nothing, and so does counting the bytes sent
+// quantum by quantum as DARK does); the same unrounded bytes for SCF change
 // nothing and for SEBF's bottleneck lose coflows (105/124). The first
 // mismatches left are mostly a quantum or a few off (e.g. FIFO synth-a
 // JOB-6, SEBF synth-b JOB-9 and JOB-35, SCF synth-a JOB-16, NCF synth-b
@@ -142,10 +143,11 @@
 // min(send free, receive free), and the size that orders them is the
 // flow's original size (105/120 and 106/200), not its remaining bytes
 // (40/17), nor the remaining bytes sorted only at admissions (91/71), nor
-// one global order (at most 15/6); ties go to the earlier coflow and then
-// the lower sender port (the trace's mapper order: 44/20; ties by sender
-// port before coflow: 92/81, by remaining bytes 55/36, by later coflow
-// first 87/68).
+// one global order (at most 15/6; by the reducer's original or remaining
+// bytes 15/7), nor receivers in java.util.HashMap iteration order (43/95);
+// ties go to the earlier coflow and then the lower sender port (the
+// trace's mapper order: 44/20; ties by sender port before coflow: 92/81,
+// by remaining bytes 55/36, by later coflow first 87/68).
 //
 // What the fixtures tell about DARK (every line of both reference outputs
 // now matches): inside a coflow every flow gets min(send free / n_src,

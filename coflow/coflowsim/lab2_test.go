@@ -175,6 +175,61 @@ func (p pfpLab) allocate(s *sim) {
 			}
 			return key(fl[a]) < key(fl[b])
 		})
+	case strings.Contains(p.v, "jhash"):
+		// receivers in java.util.HashMap<Integer, …> iteration order
+		// (buckets by port & (capacity − 1), capacity 16 doubling past
+		// 3/4 full, insertion order inside a bucket), each receiver's
+		// flows by original size
+		var dsts []int
+		seen := map[int]bool{}
+		for _, f := range fl {
+			if !seen[f.dst] {
+				seen[f.dst] = true
+				dsts = append(dsts, f.dst)
+			}
+		}
+		capa := 16
+		for n := 1; n <= len(dsts); n++ {
+			if float64(n) > 0.75*float64(capa) {
+				capa *= 2
+			}
+		}
+		pos := map[int]int{}
+		slices.SortStableFunc(dsts, func(a, b int) int { return a&(capa-1) - b&(capa-1) })
+		for i, d := range dsts {
+			pos[d] = i
+		}
+		sort.SliceStable(fl, func(a, b int) bool {
+			if fl[a].dst != fl[b].dst {
+				return pos[fl[a].dst] < pos[fl[b].dst]
+			}
+			return labSize[fl[a]] < labSize[fl[b]]
+		})
+	case strings.Contains(p.v, "gred"):
+		// one global order by the reducer's original bytes (flow size ×
+		// mappers), "gredrem": by the reducer's remaining bytes
+		rb := func(f *flow) float64 {
+			j := labJob[f]
+			if strings.Contains(p.v, "gredrem") {
+				r := 0.0
+				for _, g := range j.flows {
+					if g.red == f.red {
+						r += g.rem
+					}
+				}
+				return r
+			}
+			return labSize[f] * float64(j.numMappers)
+		}
+		sort.SliceStable(fl, func(a, b int) bool {
+			if x, y := rb(fl[a]), rb(fl[b]); x != y {
+				return x < y
+			}
+			if strings.Contains(p.v, "tdst") && fl[a].dst != fl[b].dst {
+				return fl[a].dst < fl[b].dst
+			}
+			return false
+		})
 	case strings.Contains(p.v, "gsize"):
 		sort.SliceStable(fl, func(a, b int) bool {
 			if labSize[fl[a]] != labSize[fl[b]] {
