@@ -117,8 +117,9 @@
 // "lae"). It is not adopted: it rests on one event (JOB-16 departing at
 // 51,200 ms, an epoch start; the same departure under LCF and SEBF and
 // LCF synth-b's JOB-113 at 133,120 ms change nothing either way), and no
-// plausible mechanism for it is known. It is the strongest lead left for
-// FIFO. The EDF key
+// plausible mechanism for it is known; DARK, now exact with the same
+// admission and departure sequencing, rules out a lost quantum in the time
+// loop itself. The EDF key
 // from the unrounded deadline
 // (not its integer part, which the fixture README describes) gives 1087,
 // one coflow (LCF synth-b) more, and is not adopted. Reducer sums show the
@@ -126,8 +127,13 @@
 // at 216 ms among eight coflows, and FIFO synth-b JOB-13, whose reference
 // sums are 15592 ms larger than ours, which is exactly what its reducer
 // 15 would add by finishing with the coflow at 33192 ms instead of at
-// 17600 ms: the reference seems to serve a skipped coflow's small reducers
-// more slowly than the one-round share does. LCF's size is
+// 17600 ms: JOB-13 is skipped (its receiver 2 is full) until 18,544 ms and
+// from then on takes MADD, so the reference must have left reducer 15
+// bytes at 18,544 ms, i.e. served a skipped coflow's small reducers more
+// slowly than the one-round share does. The per-coflow split of DARK for
+// the skipped coflows, one after another in backfill (deadline) order or
+// in reversed priority order, loses coflows (FIFO 64/36 and 57/46, SEBF
+// 75/95 and 74/100). LCF's size is
 // the trace's megabytes before coflowsim's rounding minus the bytes sent
 // (106/121; the rounded bytes, which the output prints, 93/100; the
 // unrounded total without subtracting what was sent 87/98; clipping each
@@ -144,7 +150,8 @@
 // flow's original size (105/120 and 106/200), not its remaining bytes
 // (40/17), nor the remaining bytes sorted only at admissions (91/71), nor
 // one global order (at most 15/6; by the reducer's original or remaining
-// bytes 15/7), nor receivers in java.util.HashMap iteration order (43/95);
+// bytes 15/7), nor receivers in java.util.HashMap iteration order (43/95)
+// or in order of first appearance (15/6);
 // ties go to the earlier coflow and then the lower sender port (the
 // trace's mapper order: 44/20; ties by sender port before coflow: 92/81,
 // by remaining bytes 55/36, by later coflow first 87/68).

@@ -175,6 +175,21 @@ func (p pfpLab) allocate(s *sim) {
 			}
 			return key(fl[a]) < key(fl[b])
 		})
+	case strings.Contains(p.v, "rfirst"):
+		// receivers in order of first appearance (coflow order, then the
+		// coflow's flow order), each receiver's flows by original size
+		pos := map[int]int{}
+		for _, f := range fl {
+			if _, ok := pos[f.dst]; !ok {
+				pos[f.dst] = len(pos)
+			}
+		}
+		sort.SliceStable(fl, func(a, b int) bool {
+			if fl[a].dst != fl[b].dst {
+				return pos[fl[a].dst] < pos[fl[b].dst]
+			}
+			return labSize[fl[a]] < labSize[fl[b]]
+		})
 	case strings.Contains(p.v, "jhash"):
 		// receivers in java.util.HashMap<Integer, …> iteration order
 		// (buckets by port & (capacity − 1), capacity 16 doubling past

@@ -138,6 +138,7 @@ type hyp struct {
 	capQuantum  bool    // backfill: a flow's rate is capped at its remaining bytes per quantum
 	localFree   bool    // flows whose sender and receiver port are the same are done from the start
 	redAtEvent  bool    // a reducer's finish is recorded at the first reallocation at or after its last flow's finish
+	skipOrder   string  // fixuSeq: the skipped coflows in "edf" (backfill) order or "rev" (reversed priority) order
 
 	dump      int   // job id to dump state for (0: none)
 	dumpUntil int64 // last reallocation time to dump
@@ -323,6 +324,14 @@ func (s *labSim) allocate() {
 			// have capacity (DARK's per-coflow share).
 			ns := make([]int, s.ports)
 			nr := make([]int, s.ports)
+			switch h.skipOrder {
+			case "edf":
+				sort.SliceStable(skipped, func(a, b int) bool {
+					return skipped[a].start+skipped[a].deadline < skipped[b].start+skipped[b].deadline
+				})
+			case "rev":
+				slices.Reverse(skipped)
+			}
 			for _, j := range skipped {
 				clear(ns)
 				clear(nr)
@@ -1380,6 +1389,8 @@ func TestLab(t *testing.T) {
 		"sd-csusj":           {skip: "cs", csRecv: "port", csUnblocked: true, csSendJob: true, bfFlowOrder: "srcdst"},
 		"sd-csum":            {skip: "cs", csRecv: "port", csUnblocked: true, csThenMaxMin: true, bfFlowOrder: "srcdst"},
 		"sd-fus":             {skip: "fixuSeq", bfFlowOrder: "srcdst"},
+		"sd-fuse":            {skip: "fixuSeq", bfFlowOrder: "srcdst", skipOrder: "edf"},
+		"sd-fusr":            {skip: "fixuSeq", bfFlowOrder: "srcdst", skipOrder: "rev"},
 		"sd-mms":             {skip: "maxminSeq", bfFlowOrder: "srcdst"},
 		"sd-bfd":             {skip: "maxmin", bfDone: true, bfFlowOrder: "srcdst"},
 		"sd-ad":              {skip: "maxmin", alphaDone: true, bfFlowOrder: "srcdst"},
