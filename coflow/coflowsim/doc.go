@@ -133,7 +133,10 @@
 // slowly than the one-round share does. The per-coflow split of DARK for
 // the skipped coflows, one after another in backfill (deadline) order or
 // in reversed priority order, loses coflows (FIFO 64/36 and 57/46, SEBF
-// 75/95 and 74/100). LCF's size is
+// 75/95 and 74/100), and so does that split as the backfill, coflow by
+// coflow in deadline order (FIFO 55/47, SEBF 78/108; followed by the
+// greedy backfill 54/48 and 80/107; without the skipped coflows' share at
+// most 45/45 and 70/95). LCF's size is
 // the trace's megabytes before coflowsim's rounding minus the bytes sent
 // (106/121; the rounded bytes, which the output prints, 93/100; the
 // unrounded total without subtracting what was sent 87/98; clipping each

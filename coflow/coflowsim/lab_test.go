@@ -556,7 +556,40 @@ func (s *labSim) allocate() {
 				return bf[a].start+bf[a].deadline < bf[b].start+bf[b].deadline
 			})
 		}
-		if h.bfMode != "" {
+		if h.bfMode == "job" {
+			// DARK's per-coflow split as the backfill: each coflow in
+			// backfill order adds, to each flow whose two ports have
+			// capacity, min(send free / n_src, receive free / n_dst) of
+			// what the coflows before it left, n_p counting its own such
+			// flows.
+			ns := make([]int, s.ports)
+			nr := make([]int, s.ports)
+			for _, j := range bf {
+				clear(ns)
+				clear(nr)
+				open := func(f *flow) bool { return !f.done && s.sf[f.src] > zeroBytes && s.rf[f.dst] > zeroBytes }
+				var fl []*flow
+				for _, f := range j.flows {
+					if open(f) {
+						ns[f.src]++
+						nr[f.dst]++
+						fl = append(fl, f)
+					}
+				}
+				add := make([]float64, len(fl))
+				for i, f := range fl {
+					add[i] = math.Min(s.sf[f.src]/float64(ns[f.src]), s.rf[f.dst]/float64(nr[f.dst]))
+				}
+				for i, f := range fl {
+					f.rate += add[i]
+					s.sf[f.src] -= add[i]
+					s.rf[f.dst] -= add[i]
+				}
+			}
+			if !h.bfTwice {
+				return
+			}
+		} else if h.bfMode != "" {
 			// fair increments: each flow adds min(send free / n_src,
 			// receive free / n_dst); "dec": n counts the flows not yet
 			// visited and free is current; "fix": n counts all unfinished
@@ -1390,6 +1423,10 @@ func TestLab(t *testing.T) {
 		"sd-csum":            {skip: "cs", csRecv: "port", csUnblocked: true, csThenMaxMin: true, bfFlowOrder: "srcdst"},
 		"sd-fus":             {skip: "fixuSeq", bfFlowOrder: "srcdst"},
 		"sd-fuse":            {skip: "fixuSeq", bfFlowOrder: "srcdst", skipOrder: "edf"},
+		"sd-bfj":             {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", bfMode: "job"},
+		"sd-bfjg":            {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", bfMode: "job", bfTwice: true},
+		"sd-nbfj":            {skip: "none", bfFlowOrder: "srcdst", bfMode: "job"},
+		"sd-nbfjg":           {skip: "none", bfFlowOrder: "srcdst", bfMode: "job", bfTwice: true},
 		"sd-fusr":            {skip: "fixuSeq", bfFlowOrder: "srcdst", skipOrder: "rev"},
 		"sd-mms":             {skip: "maxminSeq", bfFlowOrder: "srcdst"},
 		"sd-bfd":             {skip: "maxmin", bfDone: true, bfFlowOrder: "srcdst"},
