@@ -154,7 +154,8 @@
 // (40/17), nor the remaining bytes sorted only at admissions (91/71), nor
 // one global order (at most 15/6; by the reducer's original or remaining
 // bytes 15/7), nor receivers in java.util.HashMap iteration order (43/95)
-// or in order of first appearance (15/6);
+// or in order of first appearance (15/6), nor flows already being served
+// keeping their ports at a reallocation (4/5: the reference preempts);
 // ties go to the earlier coflow and then the lower sender port (the
 // trace's mapper order: 44/20; ties by sender port before coflow: 92/81,
 // by remaining bytes 55/36, by later coflow first 87/68).

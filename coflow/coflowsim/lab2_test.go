@@ -301,6 +301,20 @@ func (p pfpLab) allocate(s *sim) {
 			return fl[a].rem < fl[b].rem
 		})
 	}
+	if strings.Contains(p.v, "sticky") {
+		// flows that were being served keep going first (in the same
+		// order), then the others
+		slices.SortStableFunc(fl, func(a, b *flow) int {
+			ra, rb := a.rate > 0, b.rate > 0
+			switch {
+			case ra && !rb:
+				return -1
+			case rb && !ra:
+				return 1
+			}
+			return 0
+		})
+	}
 	for _, f := range fl {
 		f.rate = 0
 	}
