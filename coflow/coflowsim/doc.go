@@ -39,17 +39,17 @@
 // receiver port; DARK is an Aalo-like D-CLAS (10 queues, 10 MiB × 10^k on
 // bytes sent, strict priority, FIFO by queue-entry time inside a queue;
 // each coflow splits what is left at a port equally among its flows that
-// can still be served; see below for the queue rules); FAIR is per-flow sharing (each port split equally
-// among its flows); PFP serves the receiver ports in increasing order and,
-// at each, the flows smallest (original size) first.
+// can still be served; see below for the queue rules); FAIR is per-flow
+// sharing (each port split equally among its flows); PFP serves the
+// receiver ports in increasing order and, at each, the flows smallest
+// (original size) first.
 //
 // How exact it is: the constants, the rounding, the epochs, the quanta, the
 // random deadlines, the output format, FAIR and DARK are reproduced
-// exactly — every line of the reference FAIR and DARK outputs matches. The
-// other schedulers
-// are reconstructions from CoflowSim's description (it was not translated)
-// and match part of the reference coflows; TestFixtures reports the counts
-// and the first mismatch. Repeated mapper ports are kept as separate flows.
+// exactly — every line of the reference FAIR and DARK outputs matches.
+// The other schedulers are reconstructions from CoflowSim's description
+// (it was not translated) and match part of the reference coflows;
+// TestFixtures reports the counts and the first mismatch. Repeated mapper ports are kept as separate flows.
 //
 // What the fixtures tell about the ordering schedulers (lab_test.go holds
 // the harness that replays them under switchable rules; run it with
@@ -168,7 +168,7 @@
 // and 36 coflows of 120 and 200; dividing by all of the coflow's flows at
 // the port 41 and 24). Three queue rules took it from 68/56 to 120/200,
 // and only together: a coflow leaves a queue once its bytes sent exceed
-// the limit, not reach it (alone 67/58: sums of quanta land exactly on
+// the limit, not reach it (alone 67/59: sums of quanta land exactly on
 // 10 MiB often, e.g. synth-a's JOB-55 at 92,200 ms); at a re-evaluation
 // the coflows that change queue are visited from the last queue to the
 // first, so one coming from a lower-priority queue joins the tail of its
@@ -196,8 +196,9 @@
 //
 // The replay does not visit every quantum: between two events all rates are
 // constant, and each flow's per-quantum float64 subtraction is reproduced in
-// closed form binade by binade (the test suite checks the result against a
-// literal quantum loop), so the 526-coflow FB2010 trace replays under SEBF
+// closed form binade by binade (and DARK's per-quantum sums of bytes sent
+// likewise; the test suite checks the result against a literal quantum
+// loop), so the 526-coflow FB2010 trace replays under SEBF
 // in seconds where the Java simulator takes about 15 minutes. FAIR and PFP
 // re-allocate at every flow completion (706,397 on FB2010) and take
 // minutes there.
