@@ -117,9 +117,9 @@
 // "lae"). It is not adopted: it rests on one event (JOB-16 departing at
 // 51,200 ms, an epoch start; the same departure under LCF and SEBF and
 // LCF synth-b's JOB-113 at 133,120 ms change nothing either way), and no
-// plausible mechanism for it is known; DARK, now exact with the same
-// admission and departure sequencing, rules out a lost quantum in the time
-// loop itself. The EDF key
+// plausible mechanism for it is known (DARK, now exact, cannot test it:
+// its only departure at an epoch's end, synth-a's JOB-5 at 10,240 ms,
+// leaves no coflow behind). The EDF key
 // from the unrounded deadline
 // (not its integer part, which the fixture README describes) gives 1087,
 // one coflow (LCF synth-b) more, and is not adopted. Reducer sums show the
