@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -93,4 +94,26 @@ func replayFixtures(t *testing.T, schedulers string, f func(sc, tr string, res *
 			f(sc, tr, res, ref)
 		}
 	}
+}
+
+// TestLabWindow lists, for FALCON_LAB_WIN=<sched>:<trace>:<from>:<to>, the
+// coflows whose finish (ours or the reference's) falls in [from, to] ms.
+func TestLabWindow(t *testing.T) {
+	w := strings.Split(os.Getenv("FALCON_LAB_WIN"), ":")
+	if len(w) != 4 {
+		t.Skip("set FALCON_LAB_WIN=<sched>:<trace>:<from>:<to>")
+	}
+	from, _ := strconv.ParseInt(w[2], 10, 64)
+	to, _ := strconv.ParseInt(w[3], 10, 64)
+	replayFixtures(t, w[0], func(sc, tr string, res *Result, ref map[int]refLine) {
+		if tr != w[1] {
+			return
+		}
+		for _, r := range res.Records {
+			rr := ref[r.ID]
+			if (r.FinishMs >= from && r.FinishMs <= to) || (rr.finish >= float64(from) && rr.finish <= float64(to)) {
+				t.Logf("JOB-%d start %d finish %d (ref %v) sums %d (ref %v)", r.ID, r.StartMs, r.FinishMs, rr.finish, r.IndividualSumsMs, rr.sums)
+			}
+		}
+	})
 }

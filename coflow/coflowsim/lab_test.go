@@ -135,6 +135,7 @@ type hyp struct {
 	lossArr     bool    // lossAhead counts the coflows that arrived before the departing one instead
 	csJob       bool    // cs: n_src and n_dst count only the flow's own coflow's open flows (DARK's split, all from one snapshot)
 	csMaxN      bool    // cs: rate min(send free, receive free) / max(n_src, n_dst)
+	csWeight    string  // cs: shares weighted instead of equal: "rem" (remaining bytes), "size" (original size)
 	capQuantum  bool    // backfill: a flow's rate is capped at its remaining bytes per quantum
 	localFree   bool    // flows whose sender and receiver port are the same are done from the start
 	redAtEvent  bool    // a reducer's finish is recorded at the first reallocation at or after its last flow's finish
@@ -452,6 +453,19 @@ func (s *labSim) allocate() {
 					}
 				}
 			}
+			ws := make([]float64, s.ports)
+			wr := make([]float64, s.ports)
+			if h.csWeight != "" {
+				for _, j := range skipped {
+					for _, f := range j.flows {
+						if f.done || s.sf[f.src] <= h.thr() || s.rf[f.dst] <= h.thr() {
+							continue
+						}
+						ws[f.src] += csW(h, f)
+						wr[f.dst] += csW(h, f)
+					}
+				}
+			}
 			su := make([]float64, s.ports)
 			ru := make([]float64, s.ports)
 			for _, j := range skipped {
@@ -502,6 +516,10 @@ func (s *labSim) allocate() {
 					r := math.Min(sd, rd)
 					if h.csMaxN {
 						r = math.Min(s.sf[f.src], s.rf[f.dst]) / float64(max(nm[f.src], nr[f.dst]))
+					}
+					if h.csWeight != "" {
+						w := csW(h, f)
+						r = math.Min(s.sf[f.src]*w/ws[f.src], s.rf[f.dst]*w/wr[f.dst])
 					}
 					if r <= h.thr() {
 						r = 0
@@ -556,7 +574,48 @@ func (s *labSim) allocate() {
 				return bf[a].start+bf[a].deadline < bf[b].start+bf[b].deadline
 			})
 		}
-		if h.bfMode == "job" {
+		if h.bfMode == "madd" || h.bfMode == "maddAll" {
+			// MADD again on what is left: each coflow in backfill order
+			// adds rem·8/alpha' to its flows whose two ports have
+			// capacity, alpha' from those flows' bytes and the capacity
+			// left ("maddAll": alpha' from all its unfinished flows,
+			// ports without capacity ignored).
+			for _, j := range bf {
+				send := make([]float64, s.ports)
+				recv := make([]float64, s.ports)
+				open := func(f *flow) bool { return !f.done && s.sf[f.src] > h.thr() && s.rf[f.dst] > h.thr() }
+				for _, f := range j.flows {
+					if open(f) || (h.bfMode == "maddAll" && !f.done) {
+						send[f.src] += f.rem
+						recv[f.dst] += f.rem
+					}
+				}
+				alpha := 0.0
+				for p := range send {
+					if send[p] > 0 && s.sf[p] > h.thr() {
+						alpha = math.Max(alpha, send[p]*8/s.sf[p])
+					}
+					if recv[p] > 0 && s.rf[p] > h.thr() {
+						alpha = math.Max(alpha, recv[p]*8/s.rf[p])
+					}
+				}
+				if alpha == 0 {
+					continue
+				}
+				for _, f := range j.flows {
+					if !open(f) {
+						continue
+					}
+					r := math.Min(f.rem*8/alpha, math.Min(s.sf[f.src], s.rf[f.dst]))
+					f.rate += r
+					s.sf[f.src] -= r
+					s.rf[f.dst] -= r
+				}
+			}
+			if !h.bfTwice {
+				return
+			}
+		} else if h.bfMode == "job" {
 			// DARK's per-coflow split as the backfill: each coflow in
 			// backfill order adds, to each flow whose two ports have
 			// capacity, min(send free / n_src, receive free / n_dst) of
@@ -740,6 +799,14 @@ func (s *labSim) allocate() {
 		share()
 		backfill(nil)
 	}
+}
+
+// csW is a skipped flow's weight in the weighted one-round share.
+func csW(h hyp, f *flow) float64 {
+	if h.csWeight == "size" {
+		return f.size
+	}
+	return f.rem
 }
 
 // bfFlows is the order in which backfill visits j's flows.
@@ -1395,6 +1462,12 @@ func TestLab(t *testing.T) {
 		"t-7":                {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", fullThr: 1e-7},
 		"cq":                 {skip: "cs", csRecv: "port", csUnblocked: true, capQuantum: true, bfFlowOrder: "srcdst"},
 		"csj":                {skip: "cs", csRecv: "port", csUnblocked: true, csJob: true, bfFlowOrder: "srcdst"},
+		"csw":                {skip: "cs", csRecv: "port", csUnblocked: true, csWeight: "rem", bfFlowOrder: "srcdst"},
+		"cswz":               {skip: "cs", csRecv: "port", csUnblocked: true, csWeight: "size", bfFlowOrder: "srcdst"},
+		"bfm":                {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", bfMode: "madd"},
+		"bfmg":               {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", bfMode: "madd", bfTwice: true},
+		"bfma":               {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", bfMode: "maddAll"},
+		"bfmag":              {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", bfMode: "maddAll", bfTwice: true},
 		"csmn":               {skip: "cs", csRecv: "port", csUnblocked: true, csMaxN: true, bfFlowOrder: "srcdst"},
 		"sd-cs":              {skip: "cs", csRecv: "port", bfFlowOrder: "srcdst"},
 		"sd-csh":             {skip: "cs", csRecv: "port", csUnblocked: true, csHalf: true, bfFlowOrder: "srcdst"},
