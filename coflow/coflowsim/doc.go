@@ -82,7 +82,8 @@
 // arithmetic for MADD's alpha and rates, every loop in port order, no cap
 // on MADD rates, unrounded or truncated backfill keys (all 1052); a
 // full-port threshold anywhere from 1 to 1e5 bit/s (1052, 1053) or above
-// (1e6: 1030); a finished-flow threshold from 1e-3 to 1 byte (1052);
+// (1e6: 1030); a finished-flow threshold from 1e-3 to 1 byte (1052;
+// 1 KiB 1073, 64 KiB 661 of 1086);
 // reallocating at every epoch start (1052, other coflows); sharing per
 // port among senders and receivers counted separately (794); one global
 // backfill by port across coflows (892, 908); backfilling only skipped or
@@ -91,7 +92,13 @@
 // admissions (86/82) or inserting from the back (85/72). Also ruled out
 // (totals of the ten runs against 1086 for the rules used): skipped
 // coflows taking MADD over their flows with two open ports instead of the
-// share (686, 679 with alpha from all their bytes); the backfill before
+// share (686, 679 with alpha from all their bytes), or one joint round
+// weighted by remaining bytes or by original size instead of equal shares
+// (700, 706), or shares of the full port capacity / n_p capped by what is
+// still free, taken off flow by flow in priority or deadline order (786,
+// 785); a second MADD on the leftover as the backfill, coflow by coflow
+// in deadline order over the flows with two open ports (815; then the
+// greedy backfill 839; alpha from all unfinished flows 784, 865); the backfill before
 // the share (645), or of the non-skipped coflows before it (721); counts
 // n_p that also include the non-skipped coflows' open flows (825) or
 // count only the flow's own coflow (748), or the rate min(send free,
@@ -145,7 +152,22 @@
 // nothing and for SEBF's bottleneck lose coflows (105/124). The first
 // mismatches left are mostly a quantum or a few off (e.g. FIFO synth-a
 // JOB-6, SEBF synth-b JOB-9 and JOB-35, SCF synth-a JOB-16, NCF synth-b
-// JOB-9 whose reducer sums match exactly).
+// JOB-9 whose reducer sums match exactly), and they are not float
+// residues: SEBF synth-b JOB-35's last flows (bottleneck receiver 7, at
+// full rate at every reallocation) miss the reference's 52,720 ms by
+// 3.6e-4 of a quantum, about 374 bytes in all, where float rounding over
+// its 4,029 quanta adds up to 1e-4 bytes; SCF synth-b JOB-9 moves half a
+// quantum in its last one. The cleanest case is SCF synth-a JOB-16
+// (51,440 ms against 51,432): at 51,264 ms its bottleneck is sender 5,
+// left 0.0245243 of a port by JOB-27's MADD (sender 5's remaining bytes
+// over its 191 MiB at sender 39, which got nothing while JOB-27 was
+// skipped, 51,200 to 51,264 ms), so it needs 21.065 quanta; 21 needs
+// JOB-27 to have sent at least 4.698 MiB through sender 5 in those eight
+// quanta, not 4.684. Sender 5 is full then (JOB-16's MADD 0.109, the
+// skipped JOB-27 0.5855 and JOB-28 0.3055, twelve flows at 0.891 / 35),
+// and JOB-27's backfill comes before JOB-28's, so the reference gave the
+// skipped JOB-28 at least 0.0018 of a port less there: its share divides
+// sender 5 by more than the 35 open skipped flows, or less capacity.
 //
 // What the fixtures tell about PFP (coflowsim: "SRTF"): each receiver
 // port, in increasing order, serves its flows smallest first, each taking

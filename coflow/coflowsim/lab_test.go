@@ -135,6 +135,7 @@ type hyp struct {
 	lossArr     bool    // lossAhead counts the coflows that arrived before the departing one instead
 	csJob       bool    // cs: n_src and n_dst count only the flow's own coflow's open flows (DARK's split, all from one snapshot)
 	csMaxN      bool    // cs: rate min(send free, receive free) / max(n_src, n_dst)
+	csFull      string  // cs: shares from the full port capacity / n_p, each capped by what is still free and taken off at once ("prio": skipped coflows in priority order; "edf": in backfill order)
 	csWeight    string  // cs: shares weighted instead of equal: "rem" (remaining bytes), "size" (original size)
 	capQuantum  bool    // backfill: a flow's rate is capped at its remaining bytes per quantum
 	localFree   bool    // flows whose sender and receiver port are the same are done from the start
@@ -453,6 +454,12 @@ func (s *labSim) allocate() {
 					}
 				}
 			}
+			if h.csFull == "edf" {
+				skipped = slices.Clone(skipped)
+				sort.SliceStable(skipped, func(a, b int) bool {
+					return skipped[a].start+skipped[a].deadline < skipped[b].start+skipped[b].deadline
+				})
+			}
 			ws := make([]float64, s.ports)
 			wr := make([]float64, s.ports)
 			if h.csWeight != "" {
@@ -516,6 +523,17 @@ func (s *labSim) allocate() {
 					r := math.Min(sd, rd)
 					if h.csMaxN {
 						r = math.Min(s.sf[f.src], s.rf[f.dst]) / float64(max(nm[f.src], nr[f.dst]))
+					}
+					if h.csFull != "" {
+						r = math.Min(s.cfg.PortBps/float64(nm[f.src]), s.cfg.PortBps/float64(nr[f.dst]))
+						r = math.Min(r, math.Min(s.sf[f.src], s.rf[f.dst]))
+						if r <= h.thr() {
+							r = 0
+						}
+						f.rate = r
+						s.sf[f.src] -= r
+						s.rf[f.dst] -= r
+						continue
 					}
 					if h.csWeight != "" {
 						w := csW(h, f)
@@ -1468,6 +1486,9 @@ func TestLab(t *testing.T) {
 		"bfmg":               {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", bfMode: "madd", bfTwice: true},
 		"bfma":               {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", bfMode: "maddAll"},
 		"bfmag":              {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", bfMode: "maddAll", bfTwice: true},
+		"csfp":               {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csFull: "prio"},
+		"csfe":               {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csFull: "edf"},
+		"csfpa":              {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csFull: "prio", allPort: true},
 		"csmn":               {skip: "cs", csRecv: "port", csUnblocked: true, csMaxN: true, bfFlowOrder: "srcdst"},
 		"sd-cs":              {skip: "cs", csRecv: "port", bfFlowOrder: "srcdst"},
 		"sd-csh":             {skip: "cs", csRecv: "port", csUnblocked: true, csHalf: true, bfFlowOrder: "srcdst"},
