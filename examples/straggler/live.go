@@ -38,7 +38,8 @@ const liveKeyLen = 1024
 // Spearman correlation and the pairs the two order oppositely.
 func runLive(o options, specs []policySpec) error {
 	type pair struct {
-		sim, live []*sim.Result // one per seed
+		sim  []*sim.Result   // one per seed
+		live [][]*sim.Result // per repeat, one per seed
 	}
 	var names []string
 	rows := map[string][]pair{} // scenario -> per policy
@@ -67,20 +68,29 @@ func runLive(o options, specs []policySpec) error {
 					return fmt.Errorf("sim %s/%s seed %d: %w", sc.Name, spec.Name, so.seed, err)
 				}
 				sr.Policy = spec.Name
-				start := time.Now()
-				lr, err := liveOne(so, sc, spec, m, train, test)
-				if err != nil {
-					return fmt.Errorf("live %s/%s seed %d: %w", sc.Name, spec.Name, so.seed, err)
-				}
-				if !o.quiet {
-					fmt.Fprintf(os.Stderr, "[%d/%d] %-11s %-14s seed %d live time_to_target=%ss final_acc=%.3f (%.1fs wall)\n",
-						k+1, len(specs), sc.Name, spec.Name, so.seed, fmtT(lr.TimeToTargetSeconds()), lr.FinalAccuracy, time.Since(start).Seconds())
-				}
-				fmt.Fprintf(o.stdout, "policy=%s scenario=%s mode=live seed=%d time_to_target_s=%s final_acc=%.4f blocked_frac=%.4f transfers=%d\n",
-					spec.Name, sc.Name, so.seed, fmtT(lr.TimeToTargetSeconds()), lr.FinalAccuracy, lr.BlockedFraction(), lr.AcceptedTransfers())
 				r := &rows[sc.Name][k]
 				r.sim = append(r.sim, sr)
-				r.live = append(r.live, lr)
+				if r.live == nil {
+					r.live = make([][]*sim.Result, o.repeats)
+				}
+				for rep := range o.repeats {
+					start := time.Now()
+					lr, err := liveOne(so, sc, spec, m, train, test)
+					if err != nil {
+						return fmt.Errorf("live %s/%s seed %d: %w", sc.Name, spec.Name, so.seed, err)
+					}
+					tag := ""
+					if o.repeats > 1 {
+						tag = fmt.Sprintf(" repeat=%d", rep+1)
+					}
+					if !o.quiet {
+						fmt.Fprintf(os.Stderr, "[%d/%d] %-11s %-14s seed %d%s live time_to_target=%ss final_acc=%.3f (%.1fs wall)\n",
+							k+1, len(specs), sc.Name, spec.Name, so.seed, tag, fmtT(lr.TimeToTargetSeconds()), lr.FinalAccuracy, time.Since(start).Seconds())
+					}
+					fmt.Fprintf(o.stdout, "policy=%s scenario=%s mode=live seed=%d%s time_to_target_s=%s final_acc=%.4f blocked_frac=%.4f transfers=%d\n",
+						spec.Name, sc.Name, so.seed, tag, fmtT(lr.TimeToTargetSeconds()), lr.FinalAccuracy, lr.BlockedFraction(), lr.AcceptedTransfers())
+					r.live[rep] = append(r.live[rep], lr)
+				}
 			}
 		}
 	}
@@ -91,45 +101,51 @@ func runLive(o options, specs []policySpec) error {
 		pr := rows[name]
 		simT := make([]float64, len(pr))
 		liveT := make([]float64, len(pr))
+		allLive := make([][]*sim.Result, len(pr)) // every live run of a policy
 		for i, r := range pr {
-			simT[i], liveT[i] = medianOf(r.sim, (*sim.Result).TimeToTargetSeconds), medianOf(r.live, (*sim.Result).TimeToTargetSeconds)
+			allLive[i] = slices.Concat(r.live...)
+			simT[i], liveT[i] = medianOf(r.sim, (*sim.Result).TimeToTargetSeconds), midMedian(times(allLive[i]))
 		}
 		sRank, lRank := ranks(simT), ranks(liveT)
 		for i, r := range pr {
+			lv := allLive[i]
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%g\t%g\t%.4f\t%.4f\t%.3f\t%.3f\t%.0f\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%.3f\t%.3f\t\n", name, specs[i].Name,
 				fmtT(simT[i]), fmtT(liveT[i]), sRank[i], lRank[i],
-				meanOf(r.sim, func(x *sim.Result) float64 { return x.FinalAccuracy }), meanOf(r.live, func(x *sim.Result) float64 { return x.FinalAccuracy }),
-				meanOf(r.sim, (*sim.Result).BlockedFraction), meanOf(r.live, (*sim.Result).BlockedFraction),
-				meanOf(r.sim, func(x *sim.Result) float64 { return float64(x.AcceptedTransfers()) }), meanOf(r.live, func(x *sim.Result) float64 { return float64(x.AcceptedTransfers()) }),
-				meanOf(r.sim, func(x *sim.Result) float64 { return float64(totalClocks(x)) }), meanOf(r.live, func(x *sim.Result) float64 { return float64(totalClocks(x)) }),
-				meanOf(r.sim, clockMs), meanOf(r.live, clockMs), meanOf(r.sim, clockCV), meanOf(r.live, clockCV))
+				meanOf(r.sim, func(x *sim.Result) float64 { return x.FinalAccuracy }), meanOf(lv, func(x *sim.Result) float64 { return x.FinalAccuracy }),
+				meanOf(r.sim, (*sim.Result).BlockedFraction), meanOf(lv, (*sim.Result).BlockedFraction),
+				meanOf(r.sim, func(x *sim.Result) float64 { return float64(x.AcceptedTransfers()) }), meanOf(lv, func(x *sim.Result) float64 { return float64(x.AcceptedTransfers()) }),
+				meanOf(r.sim, func(x *sim.Result) float64 { return float64(totalClocks(x)) }), meanOf(lv, func(x *sim.Result) float64 { return float64(totalClocks(x)) }),
+				meanOf(r.sim, clockMs), meanOf(lv, clockMs), meanOf(r.sim, clockCV), meanOf(lv, clockCV))
 		}
 		tw.Flush()
-		if o.seeds > 1 {
-			fmt.Fprintf(o.stdout, "(times are medians over %d seeds; accuracy, blocked, transfers and clocks are means)\n", o.seeds)
+		if o.seeds > 1 || o.repeats > 1 {
+			fmt.Fprintf(o.stdout, "(times are medians over %d seeds, live over all %d runs; accuracy, blocked, transfers and clocks are means)\n", o.seeds, o.seeds*o.repeats)
 		}
 		inv, sep := inversions(simT, liveT, rankTolerance)
 		fmt.Fprintf(o.stdout, "Spearman rank correlation sim vs live (%s): %.3f\n", name, spearman(sRank, lRank))
 		fmt.Fprintf(o.stdout, "pairs ordered oppositely by more than %.2fs in both (%s): %d of %d the simulator separates", rankTolerance, name, len(inv), sep)
 		printPairs(o.stdout, specs, inv)
-		if o.seeds > 1 {
-			perSeed := func(rs []*sim.Result) []float64 {
-				xs := make([]float64, len(rs))
-				for i, r := range rs {
-					xs[i] = r.TimeToTargetSeconds()
-				}
-				return xs
-			}
-			simS, liveS := make([][]float64, len(pr)), make([][]float64, len(pr))
+		if o.repeats > 1 {
+			reps := make([][]float64, len(pr)) // per policy, the median of each repeat
 			for i, r := range pr {
-				simS[i], liveS[i] = perSeed(r.sim), perSeed(r.live)
+				for _, runs := range r.live {
+					reps[i] = append(reps[i], median(times(runs)))
+				}
 			}
-			a := agreement(simS, liveS, rankTolerance)
-			fmt.Fprintf(o.stdout, "pairs ordered on every seed (%s): sim %d, of which live medians agree %d, tie %d, oppose %d; live %d, of which sim medians agree %d, tie %d, oppose %d\n",
-				name, a.simSure, a.simSure-len(a.simOpposed)-a.simTied, a.simTied, len(a.simOpposed), a.liveSure, a.liveSure-len(a.liveOpposed)-a.liveTied, a.liveTied, len(a.liveOpposed))
-			con := a.contradictions()
-			fmt.Fprintf(o.stdout, "contradictions (%s): %d", name, len(con))
-			printPairs(o.stdout, specs, con)
+			inv, sep := inversions(column(reps, 0), column(reps, 1), rankTolerance)
+			fmt.Fprintf(o.stdout, "live repeat 1 vs repeat 2, pairs ordered oppositely by more than %.2fs (%s): %d of %d", rankTolerance, name, len(inv), sep)
+			printPairs(o.stdout, specs, inv)
+			a := agreement(simT, liveT, reps, rankTolerance)
+			var rep []string
+			for _, i := range a.reproducible {
+				rep = append(rep, specs[i].Name)
+			}
+			verdict := "agree"
+			if len(a.opposite) > 0 {
+				verdict = "disagree"
+			}
+			fmt.Fprintf(o.stdout, "reproducible live (%s): %s\nagreement (%s): %s, %d of %d pairs among them ordered oppositely", name, strings.Join(rep, ","), name, verdict, len(a.opposite), a.separated)
+			printPairs(o.stdout, specs, a.opposite)
 		}
 	}
 	return nil
@@ -148,11 +164,11 @@ func inversions(a, b []float64, tol float64) (inv [][2]int, separated int) {
 	for i := range a {
 		for j := i + 1; j < len(a); j++ {
 			da, db := timeGap(a[i], a[j]), timeGap(b[i], b[j])
-			if math.Abs(da) <= tol {
+			if within(da, tol) {
 				continue
 			}
 			separated++
-			if math.Abs(db) > tol && (da > 0) != (db > 0) {
+			if !within(db, tol) && (da > 0) != (db > 0) {
 				inv = append(inv, [2]int{i, j})
 			}
 		}
@@ -168,99 +184,90 @@ func printPairs(w io.Writer, specs []policySpec, pairs [][2]int) {
 	fmt.Fprintln(w)
 }
 
-// pairAgreement compares what one mode orders with confidence against the
-// other mode's medians. See [agreement].
-type pairAgreement struct {
-	simSure, liveSure       int      // pairs the mode orders on every seed
-	simTied, liveTied       int      // ... whose order the other mode's medians tie (within tol)
-	simOpposed, liveOpposed [][2]int // ... that the other mode's medians order the opposite way
+// reproTolerance is how far apart (in seconds) the live repeats' median
+// times to target of one policy may be for its live time to count as
+// reproducible: two rankTolerances, since a pair's gap carries the error
+// of both its policies. Fixed, with the rule of [agreement], before the
+// second live run of the study.
+const reproTolerance = 2 * rankTolerance
+
+// agreementResult is the outcome of [agreement].
+type agreementResult struct {
+	reproducible []int    // policies whose live repeats agree
+	separated    int      // pairs of them the simulator separates by more than tol
+	opposite     [][2]int // ... that sim and live order oppositely, each by more than tol
 }
 
-// contradictions is the union of simOpposed and liveOpposed, in order.
-func (a pairAgreement) contradictions() [][2]int {
-	out := slices.Clone(a.simOpposed)
-	for _, p := range a.liveOpposed {
-		if !slices.Contains(out, p) {
-			out = append(out, p)
-		}
-	}
-	slices.SortFunc(out, func(x, y [2]int) int {
-		if c := cmp.Compare(x[0], y[0]); c != 0 {
-			return c
-		}
-		return cmp.Compare(x[1], y[1])
-	})
-	return out
-}
-
-// agreement is the seed-aware ranking comparison, sim[i][k] and live[i][k]
-// being policy i's time to target with seed k (+Inf: never). A mode
-// orders pair (i, j) with confidence when i is ahead of j on every seed
-// (paired by seed, which fixes the data order and the initial model in
-// both modes) and their medians differ by more than tol. A contradiction
-// is a pair one mode orders with confidence while the other mode's medians
-// order it the opposite way by more than tol.
+// agreement compares the simulator's ranking with the live one on the
+// policies whose live time to target is reproducible. simT and liveT are
+// each policy's time in the two modes (live: the median of all its live
+// runs) and reps[i] the median of each live repeat of policy i. A policy
+// is reproducible when its repeats' medians lie within reproTolerance of
+// each other (+Inf only with +Inf); the modes agree when no pair of
+// reproducible policies is ordered oppositely by more than tol in both.
 //
-// Why this rule exists: the first multi-seed live comparison used only
-// medians (see [inversions]) and found opposite pairs in every scenario,
-// nearly all among policies whose time to target moves by seconds between
-// seeds of one mode (ASP-like policies at the study's learning rate);
-// medians of three such draws order them by chance. This rule was written
-// after that run and fixed before the next one; both are printed.
-func agreement(sim, live [][]float64, tol float64) pairAgreement {
-	var a pairAgreement
-	sm, lm := make([]float64, len(sim)), make([]float64, len(live))
-	for i := range sim {
-		sm[i], lm[i] = median(sim[i]), median(live[i])
-	}
-	for i := range sim {
-		for j := i + 1; j < len(sim); j++ {
-			if d := sureOrder(sim[i], sim[j], sm[i], sm[j], tol); d != 0 {
-				a.simSure++
-				switch o := timeGap(lm[i], lm[j]); {
-				case math.Abs(o) <= tol:
-					a.simTied++
-				case (o > 0) != (d > 0):
-					a.simOpposed = append(a.simOpposed, [2]int{i, j})
-				}
-			}
-			if d := sureOrder(live[i], live[j], lm[i], lm[j], tol); d != 0 {
-				a.liveSure++
-				switch o := timeGap(sm[i], sm[j]); {
-				case math.Abs(o) <= tol:
-					a.liveTied++
-				case (o > 0) != (d > 0):
-					a.liveOpposed = append(a.liveOpposed, [2]int{i, j})
-				}
-			}
+// Why: at the study's learning rate the policies that apply stale
+// gradients oscillate, and a second live run of the same seeds orders
+// them differently from the first (examples/straggler README); a ranking
+// that live training does not reproduce cannot be asked of a simulator.
+// Which policies count is decided by live runs alone.
+func agreement(simT, liveT []float64, reps [][]float64, tol float64) agreementResult {
+	var a agreementResult
+	for i, r := range reps {
+		lo, hi := slices.Min(r), slices.Max(r)
+		if len(r) > 0 && (lo == hi || within(timeGap(hi, lo), reproTolerance)) {
+			a.reproducible = append(a.reproducible, i)
 		}
+	}
+	s, l := make([]float64, len(a.reproducible)), make([]float64, len(a.reproducible))
+	for k, i := range a.reproducible {
+		s[k], l[k] = simT[i], liveT[i]
+	}
+	inv, sep := inversions(s, l, tol)
+	a.separated = sep
+	for _, p := range inv {
+		a.opposite = append(a.opposite, [2]int{a.reproducible[p[0]], a.reproducible[p[1]]})
 	}
 	return a
 }
 
-// sureOrder is +1 if x is behind y on every seed and their medians mx, my
-// differ by more than tol, -1 if ahead likewise, and 0 otherwise.
-func sureOrder(x, y []float64, mx, my, tol float64) int {
-	if len(x) != len(y) || len(x) == 0 || math.Abs(timeGap(mx, my)) <= tol {
-		return 0
+// times are the runs' times to target in seconds (+Inf: never).
+func times(rs []*sim.Result) []float64 {
+	xs := make([]float64, len(rs))
+	for i, r := range rs {
+		xs[i] = r.TimeToTargetSeconds()
 	}
-	pos, neg := 0, 0
-	for k := range x {
-		switch g := timeGap(x[k], y[k]); {
-		case g > 0:
-			pos++
-		case g < 0:
-			neg++
-		}
-	}
-	switch {
-	case pos == len(x):
-		return 1
-	case neg == len(x):
-		return -1
-	}
-	return 0
+	return xs
 }
+
+// column is xs[i][k] for every i.
+func column(xs [][]float64, k int) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = x[k]
+	}
+	return out
+}
+
+// midMedian is the median with the mean of the two middle values for an
+// even count (+Inf if either is +Inf).
+func midMedian(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.Inf(1)
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 || s[n/2-1] == s[n/2] {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// within reports |gap| <= tol, with a margin for float rounding: times
+// are multiples of the evaluation period, and a gap of exactly tol (say
+// 1.75 - 1.65) must count as within it.
+func within(gap, tol float64) bool { return math.Abs(gap) <= tol+1e-9 }
 
 // timeGap is x - y for times to target, +Inf counting as larger than any
 // time and two +Inf as equal.

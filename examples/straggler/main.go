@@ -54,6 +54,7 @@ type options struct {
 	out       string
 	live      bool
 	liveScale float64
+	repeats   int
 	chunk     int
 	noise     float64
 	latency   time.Duration
@@ -80,6 +81,7 @@ func main() {
 	flag.IntVar(&o.seeds, "seeds", 1, "number of seeds (seed, seed+1, ...); times are then medians over seeds")
 	flag.StringVar(&o.out, "out", ".", "directory for the CSV and PNG files")
 	flag.BoolVar(&o.live, "live", false, "run with real goroutines and injected slowdowns on the wall clock instead of the simulator")
+	flag.IntVar(&o.repeats, "repeats", 1, "with -live: live runs per policy and seed; with 2 or more the output also judges the agreement on the policies whose live times reproduce")
 	flag.Float64Var(&o.liveScale, "live-scale", 1, "with -live: stretch wall time by this factor (rates divided, periods multiplied); times are reported divided by it")
 	flag.Float64Var(&o.noise, "noise", simNoise, "simulator only: CV of each compute round's time (sim.Config.ComputeNoise); 0 for none")
 	flag.DurationVar(&o.latency, "latency", simLatency, "simulator only: one-way latency of every message (sim.Network.Latency)")
@@ -156,6 +158,10 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
+	if o.repeats < 0 {
+		return fmt.Errorf("-repeats %d: want >= 1", o.repeats)
+	}
+	o.repeats = max(o.repeats, 1)
 	if !(o.noise >= 0 && o.noise <= 10) {
 		return fmt.Errorf("-noise %v: want a CV in [0, 10]", o.noise)
 	}

@@ -107,31 +107,40 @@ func TestInversions(t *testing.T) {
 
 func TestAgreement(t *testing.T) {
 	inf := math.Inf(1)
-	type pairs = [][2]int
 	tests := []struct {
-		name       string
-		sim, live  [][]float64 // [policy][seed]
-		simSure    int
-		liveSure   int
-		simTied    int
-		contradict pairs
+		name         string
+		sim, live    []float64
+		reps         [][]float64
+		reproducible []int
+		separated    int
+		opposite     [][2]int
 	}{
-		{"same order on every seed", [][]float64{{1, 2, 3}, {2, 3, 4}}, [][]float64{{1, 2, 3}, {2, 3, 4}}, 1, 1, 0, nil},
-		{"one seed disagrees: nobody is sure", [][]float64{{1, 2, 5}, {2, 3, 4}}, [][]float64{{2, 3, 4}, {1, 2, 5}}, 0, 0, 0, nil},
-		{"sim sure, live medians opposite", [][]float64{{1, 2, 3}, {2, 3, 4}}, [][]float64{{1, 4, 5}, {2, 2, 3}}, 1, 0, 0, pairs{{0, 1}}},
-		{"live sure, sim medians opposite", [][]float64{{1, 4, 5}, {2, 2, 3}}, [][]float64{{1, 2, 3}, {2, 3, 4}}, 0, 1, 0, pairs{{0, 1}}},
-		{"sim sure, live medians tie", [][]float64{{1, 2, 3}, {2, 3, 4}}, [][]float64{{1, 3, 3}, {2, 3.05, 3}}, 1, 0, 1, nil},
-		{"medians within tolerance are not sure", [][]float64{{1, 2, 3}, {1.01, 2.05, 3.01}}, [][]float64{{2, 3, 4}, {1, 2, 3}}, 0, 1, 0, nil},
-		{"inf is behind every time", [][]float64{{inf, inf, inf}, {1, 2, 3}}, [][]float64{{1, 2, 3}, {inf, 5, inf}}, 1, 1, 0, pairs{{0, 1}}},
+		{"same order", []float64{1, 2, 3}, []float64{1, 2, 3}, [][]float64{{1, 1}, {2, 2}, {3, 3}}, []int{0, 1, 2}, 3, nil},
+		{"opposite among reproducible", []float64{1, 2}, []float64{2, 1}, [][]float64{{2, 2.1}, {1, 1.2}}, []int{0, 1}, 1, [][2]int{{0, 1}}},
+		{"an unreproducible policy is left out", []float64{1, 2, 3}, []float64{1, 2, 0.5}, [][]float64{{1, 1}, {2, 2}, {0.2, 4}}, []int{0, 1}, 1, nil},
+		{"repeats just within tolerance", []float64{1, 2}, []float64{2, 1}, [][]float64{{2, 2.2}, {1, 1}}, []int{0, 1}, 1, [][2]int{{0, 1}}},
+		{"repeats just beyond tolerance", []float64{1, 2}, []float64{2, 1}, [][]float64{{2, 2.25}, {1, 1}}, []int{1}, 0, nil},
+		{"inf reproduces only inf", []float64{inf, 1, 2}, []float64{inf, 2, 1}, [][]float64{{inf, inf}, {2, inf}, {1, 1}}, []int{0, 2}, 1, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a := agreement(tt.sim, tt.live, 0.1)
-			if a.simSure != tt.simSure || a.liveSure != tt.liveSure || a.simTied != tt.simTied || !slices.Equal(a.contradictions(), tt.contradict) {
-				t.Fatalf("agreement = %+v, contradictions %v; want simSure %d liveSure %d simTied %d contradictions %v",
-					a, a.contradictions(), tt.simSure, tt.liveSure, tt.simTied, tt.contradict)
+			a := agreement(tt.sim, tt.live, tt.reps, 0.1)
+			if !slices.Equal(a.reproducible, tt.reproducible) || a.separated != tt.separated || !slices.Equal(a.opposite, tt.opposite) {
+				t.Fatalf("agreement = %+v; want reproducible %v, separated %d, opposite %v", a, tt.reproducible, tt.separated, tt.opposite)
 			}
 		})
+	}
+}
+
+func TestMidMedian(t *testing.T) {
+	inf := math.Inf(1)
+	for _, tc := range []struct {
+		xs   []float64
+		want float64
+	}{{[]float64{3, 1, 2}, 2}, {[]float64{4, 1, 3, 2}, 2.5}, {[]float64{1, 2, inf, inf}, inf}, {[]float64{2, 2, 5, 1}, 2}, {nil, inf}} {
+		if got := midMedian(tc.xs); got != tc.want {
+			t.Errorf("midMedian(%v) = %v, want %v", tc.xs, got, tc.want)
+		}
 	}
 }
 
@@ -140,24 +149,24 @@ func TestAgreement(t *testing.T) {
 // in-process transport and paced compute.
 func TestRun_LiveShort(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs four short live trainings")
+		t.Skip("runs eight short live trainings")
 	}
 	var out bytes.Buffer
 	o := options{
 		scenario: "straggler", policies: "bsp,epsp-enforced", data: "synthetic", modelName: "softmax",
 		train: 2000, test: 300, batch: 16, lr: 1.0, target: 0.5, window: 1,
 		duration: 300 * time.Millisecond, evalEvery: 50 * time.Millisecond, seed: 1, seeds: 2,
-		out: t.TempDir(), live: true, liveScale: 1, quiet: true, stdout: &out,
+		out: t.TempDir(), live: true, liveScale: 1, repeats: 2, quiet: true, stdout: &out,
 	}
 	if err := run(o); err != nil {
 		t.Fatal(err)
 	}
 	text := out.String()
-	lines := regexp.MustCompile(`(?m)^policy=(\S+) scenario=straggler mode=live seed=(\d) time_to_target_s=\S+ final_acc=\S+ blocked_frac=\S+ transfers=(\d+)$`).FindAllStringSubmatch(text, -1)
-	if len(lines) != 4 {
-		t.Fatalf("%d live policy lines, want 4 (2 policies x 2 seeds):\n%s", len(lines), text)
+	lines := regexp.MustCompile(`(?m)^policy=(\S+) scenario=straggler mode=live seed=(\d) repeat=(\d) time_to_target_s=\S+ final_acc=\S+ blocked_frac=\S+ transfers=(\d+)$`).FindAllStringSubmatch(text, -1)
+	if len(lines) != 8 {
+		t.Fatalf("%d live policy lines, want 8 (2 policies x 2 seeds x 2 repeats):\n%s", len(lines), text)
 	}
-	for _, want := range []string{"Spearman rank correlation sim vs live (straggler)", "the simulator separates", "medians over 2 seeds", "contradictions (straggler)", "pairs ordered on every seed (straggler)"} {
+	for _, want := range []string{"Spearman rank correlation sim vs live (straggler)", "the simulator separates", "medians over 2 seeds", "live repeat 1 vs repeat 2", "reproducible live (straggler)", "agreement (straggler)"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
 		}
