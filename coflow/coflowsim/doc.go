@@ -166,8 +166,16 @@
 // quanta, not 4.684. Sender 5 is full then (JOB-16's MADD 0.109, the
 // skipped JOB-27 0.5855 and JOB-28 0.3055, twelve flows at 0.891 / 35),
 // and JOB-27's backfill comes before JOB-28's, so the reference gave the
-// skipped JOB-28 at least 0.0018 of a port less there: its share divides
-// sender 5 by more than the 35 open skipped flows, or less capacity.
+// skipped JOB-28 at least 0.0018 of a port less there. The lab's
+// FALCON_LAB_HACK probe confirms it: scaling JOB-28's shares at sender 5
+// at 51,200 ms by any factor in (0.897, 0.994] fixes JOB-16 and two more
+// (SCF synth-a 104), i.e. sender 5 divided by 36 to 38 flows instead of
+// the 35 open skipped ones (39, counting their blocked flows too, is too
+// many). No rule found gives that: counting the coflow's own blocked
+// flows at the sender, the receiver or both (818, 958, 794), every
+// unfinished flow of the MADD coflows at both ports, the sender or the
+// receiver (794, 825, 841), or the flows whose ports were open when their
+// coflow was visited in priority order (908) all lose coflows.
 //
 // What the fixtures tell about PFP (coflowsim: "SRTF"): each receiver
 // port, in increasing order, serves its flows smallest first, each taking

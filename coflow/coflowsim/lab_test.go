@@ -135,6 +135,7 @@ type hyp struct {
 	lossArr     bool    // lossAhead counts the coflows that arrived before the departing one instead
 	csJob       bool    // cs: n_src and n_dst count only the flow's own coflow's open flows (DARK's split, all from one snapshot)
 	csMaxN      bool    // cs: rate min(send free, receive free) / max(n_src, n_dst)
+	csVisit     bool    // cs: n_p counts the skipped flows whose two ports had capacity when their coflow was visited in priority order
 	csOwn       string  // cs: counts add the flow's own coflow's blocked flows at the port: "S", "R", "SR"
 	csFull      string  // cs: shares from the full port capacity / n_p, each capped by what is still free and taken off at once ("prio": skipped coflows in priority order; "edf": in backfill order)
 	csWeight    string  // cs: shares weighted instead of equal: "rem" (remaining bytes), "size" (original size)
@@ -186,6 +187,7 @@ func (s *labSim) allocate() {
 		s.sf[i], s.rf[i] = s.cfg.PortBps, s.cfg.PortBps
 	}
 	var skipped []*job
+	visitOpen := map[*flow]bool{} // csVisit: both ports had capacity when its coflow was visited
 	send := make([]float64, s.ports)
 	recv := make([]float64, s.ports)
 	for _, j := range s.active {
@@ -267,6 +269,9 @@ func (s *labSim) allocate() {
 				continue
 			}
 			skipped = append(skipped, j)
+			for _, f := range j.flows {
+				visitOpen[f] = !f.done && s.sf[f.src] > h.thr() && s.rf[f.dst] > h.thr()
+			}
 			continue
 		}
 		if h.noReset {
@@ -473,6 +478,13 @@ func (s *labSim) allocate() {
 			}
 			for _, j := range skipped {
 				for _, f := range j.flows {
+					if h.csVisit {
+						if visitOpen[f] {
+							nm[f.src]++
+							nr[f.dst]++
+						}
+						continue
+					}
 					if h.csUnblocked && !h.csHalf && !h.csHalfS && !h.csHalfR && (f.done || s.sf[f.src] <= h.thr() || s.rf[f.dst] <= h.thr()) {
 						continue
 					}
@@ -1556,6 +1568,7 @@ func TestLab(t *testing.T) {
 		"cca-any":            {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csCountAll: "any"},
 		"cca-anys":           {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csCountAll: "anyS"},
 		"cca-anyr":           {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csCountAll: "anyR"},
+		"csv":                {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csVisit: true},
 		"csmn":               {skip: "cs", csRecv: "port", csUnblocked: true, csMaxN: true, bfFlowOrder: "srcdst"},
 		"sd-cs":              {skip: "cs", csRecv: "port", bfFlowOrder: "srcdst"},
 		"sd-csh":             {skip: "cs", csRecv: "port", csUnblocked: true, csHalf: true, bfFlowOrder: "srcdst"},
