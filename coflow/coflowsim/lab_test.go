@@ -136,6 +136,7 @@ type hyp struct {
 	csJob       bool    // cs: n_src and n_dst count only the flow's own coflow's open flows (DARK's split, all from one snapshot)
 	csMaxN      bool    // cs: rate min(send free, receive free) / max(n_src, n_dst)
 	csVisit     bool    // cs: n_p counts the skipped flows whose two ports had capacity when their coflow was visited in priority order
+	csThr       float64 // cs: full-port threshold of the share's counts only (<0: exactly 0)
 	csOwn       string  // cs: counts add the flow's own coflow's blocked flows at the port: "S", "R", "SR"
 	csFull      string  // cs: shares from the full port capacity / n_p, each capped by what is still free and taken off at once ("prio": skipped coflows in priority order; "edf": in backfill order)
 	csWeight    string  // cs: shares weighted instead of equal: "rem" (remaining bytes), "size" (original size)
@@ -485,7 +486,7 @@ func (s *labSim) allocate() {
 						}
 						continue
 					}
-					if h.csUnblocked && !h.csHalf && !h.csHalfS && !h.csHalfR && (f.done || s.sf[f.src] <= h.thr() || s.rf[f.dst] <= h.thr()) {
+					if h.csUnblocked && !h.csHalf && !h.csHalfS && !h.csHalfR && (f.done || s.sf[f.src] <= h.shareThr() || s.rf[f.dst] <= h.shareThr()) {
 						continue
 					}
 					if h.csHalf || h.csHalfS || h.csHalfR {
@@ -965,6 +966,18 @@ func (h hyp) doneAt() float64 {
 		return h.doneThr
 	}
 	return zeroBytes
+}
+
+// shareThr is the free capacity at or under which a port blocks a skipped
+// flow from the counts of the one-round share (csThr; 0: thr()).
+func (h hyp) shareThr() float64 {
+	switch {
+	case h.csThr < 0:
+		return 0
+	case h.csThr > 0:
+		return h.csThr
+	}
+	return h.thr()
 }
 
 // thr is the free capacity (bit/s) at or under which a port counts as full.
@@ -1569,6 +1582,10 @@ func TestLab(t *testing.T) {
 		"cca-anys":           {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csCountAll: "anyS"},
 		"cca-anyr":           {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csCountAll: "anyR"},
 		"csv":                {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csVisit: true},
+		"cst0":               {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csThr: -1},
+		"cst9":               {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csThr: 1e-9},
+		"cst7":               {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csThr: 1e-7},
+		"cst5":               {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csThr: 1e-5},
 		"csmn":               {skip: "cs", csRecv: "port", csUnblocked: true, csMaxN: true, bfFlowOrder: "srcdst"},
 		"sd-cs":              {skip: "cs", csRecv: "port", bfFlowOrder: "srcdst"},
 		"sd-csh":             {skip: "cs", csRecv: "port", csUnblocked: true, csHalf: true, bfFlowOrder: "srcdst"},
