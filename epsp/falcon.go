@@ -155,9 +155,13 @@ func (c *EPSPConfig) Validate() error {
 // rule (none is public); Transfers.SplitAll = false gives the earlier
 // behaviour.
 //
-// With all workers equally fast, no worker has transferable work when
-// another finishes and no worker is slow, so EPSP orders exactly what BSP
-// (s = 0) or SSP(s) would.
+// With all workers equally fast and no timing noise (ps/sim without
+// ComputeNoise), no worker has transferable work when another finishes and
+// no worker is slow, so EPSP orders exactly what BSP (s = 0) or SSP(s)
+// would. Live, equal workers finish a clock milliseconds apart, and a
+// worker that still has a tenth of its batch when another blocks gives
+// work away: examples/straggler's live homogeneous runs make about 1400
+// transfers in 10 s.
 type EPSP struct {
 	cfg      EPSPConfig
 	name     string

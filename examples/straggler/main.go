@@ -7,6 +7,10 @@
 //	go run ./examples/straggler                   # the mixed scenario
 //	go run ./examples/straggler -scenario all     # the whole suite
 //	go run ./examples/straggler -live             # real goroutines
+//	go run ./examples/straggler -live -scenario all -seeds 3 -repeats 2   # the sim-vs-live study
+//
+// The simulator's timing noise (-noise) and message latency (-latency)
+// default to values calibrated on the live runtime (see policies.go).
 //
 // For each policy it prints one line
 //
