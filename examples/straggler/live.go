@@ -104,7 +104,7 @@ func runLive(o options, specs []policySpec) error {
 		allLive := make([][]*sim.Result, len(pr)) // every live run of a policy
 		for i, r := range pr {
 			allLive[i] = slices.Concat(r.live...)
-			simT[i], liveT[i] = medianOf(r.sim, (*sim.Result).TimeToTargetSeconds), midMedian(times(allLive[i]))
+			simT[i], liveT[i] = medianOf(r.sim, (*sim.Result).TimeToTargetSeconds), median(times(allLive[i]))
 		}
 		sRank, lRank := ranks(simT), ranks(liveT)
 		for i, r := range pr {
@@ -247,21 +247,6 @@ func column(xs [][]float64, k int) []float64 {
 		out[i] = x[k]
 	}
 	return out
-}
-
-// midMedian is the median with the mean of the two middle values for an
-// even count (+Inf if either is +Inf).
-func midMedian(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.Inf(1)
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 || s[n/2-1] == s[n/2] {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // within reports |gap| <= tol, with a margin for float rounding: times

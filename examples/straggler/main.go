@@ -316,14 +316,19 @@ func run(o options) error {
 	return nil
 }
 
-// median of xs (+Inf sorts last); the lower middle for an even count.
+// median of xs (+Inf sorts last); for an even count the mean of the two
+// middle values (+Inf if either is).
 func median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return math.Inf(1)
 	}
 	s := slices.Clone(xs)
 	slices.Sort(s)
-	return s[(len(s)-1)/2]
+	n := len(s)
+	if n%2 == 1 || s[n/2-1] == s[n/2] {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
 }
 
 func fmtT(t float64) string {

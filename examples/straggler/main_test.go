@@ -42,8 +42,8 @@ func TestMedianReduction(t *testing.T) {
 	if m := median([]float64{inf, inf, 1}); !math.IsInf(m, 1) {
 		t.Errorf("median with two inf = %v, want inf", m)
 	}
-	if m := median([]float64{4, 2}); m != 2 {
-		t.Errorf("even median = %v, want the lower middle 2", m)
+	if m := median([]float64{4, 2}); m != 3 {
+		t.Errorf("even median = %v, want the mean of the middle values, 3", m)
 	}
 	tests := []struct {
 		epsp, t float64
@@ -132,14 +132,14 @@ func TestAgreement(t *testing.T) {
 	}
 }
 
-func TestMidMedian(t *testing.T) {
+func TestMedian_Even(t *testing.T) {
 	inf := math.Inf(1)
 	for _, tc := range []struct {
 		xs   []float64
 		want float64
 	}{{[]float64{3, 1, 2}, 2}, {[]float64{4, 1, 3, 2}, 2.5}, {[]float64{1, 2, inf, inf}, inf}, {[]float64{2, 2, 5, 1}, 2}, {nil, inf}} {
-		if got := midMedian(tc.xs); got != tc.want {
-			t.Errorf("midMedian(%v) = %v, want %v", tc.xs, got, tc.want)
+		if got := median(tc.xs); got != tc.want {
+			t.Errorf("median(%v) = %v, want %v", tc.xs, got, tc.want)
 		}
 	}
 }
