@@ -34,6 +34,11 @@ import (
 // earliest reducer finish of a coflow whose finish matches but whose
 // reducer sums do not (the earliest visible divergence), and with
 // FALCON_LAB_JOB=<id> that coflow's reducer finishes.
+// FALCON_LAB_HACK=<ms or from-to>:<job>:<sender>:<factor> scales one
+// skipped coflow's one-round shares at one sender (a probe of what a
+// reference outcome needs, see doc.go on SCF synth-a JOB-16), and
+// lab_scan_test.go's FALCON_LAB_WIN=<sched>:<trace>:<from>:<to> lists the
+// coflows finishing in a window, ours against the reference.
 //
 // Measured (start/finish/duration matches, synth-a/synth-b), see doc.go:
 //
@@ -875,7 +880,7 @@ func (s *labSim) allocate() {
 	}
 }
 
-// labHack is the factor FALCON_LAB_HACK=<ms>:<job>:<sender>:<factor>
+// labHack is the factor FALCON_LAB_HACK=<ms or from-to>:<job>:<sender>:<factor>
 // applies to that skipped coflow's shares at that sender in the
 // allocation at that time (a probe of what a reference outcome needs).
 func labHack(now int64, id, src int) float64 {
@@ -883,10 +888,15 @@ func labHack(now int64, id, src int) float64 {
 	if len(w) != 4 {
 		return 1
 	}
-	t, _ := strconv.ParseInt(w[0], 10, 64)
+	from, to, ok := strings.Cut(w[0], "-") // one time or a range from-to
+	if !ok {
+		to = from
+	}
+	t0, _ := strconv.ParseInt(from, 10, 64)
+	t1, _ := strconv.ParseInt(to, 10, 64)
 	j, _ := strconv.Atoi(w[1])
 	p, _ := strconv.Atoi(w[2])
-	if t != now || j != id || p != src {
+	if now < t0 || now > t1 || j != id || p != src {
 		return 1
 	}
 	x, _ := strconv.ParseFloat(w[3], 64)
