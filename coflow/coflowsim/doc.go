@@ -159,9 +159,10 @@
 // its 4,029 quanta adds up to 1e-4 bytes; SCF synth-b JOB-9 moves half a
 // quantum in its last one. The cleanest case is SCF synth-a JOB-16
 // (51,440 ms against 51,432): at 51,264 ms its bottleneck is sender 5,
-// left 0.0245243 of a port by JOB-27's MADD (sender 5's remaining bytes
-// over its 191 MiB at sender 39, which got nothing while JOB-27 was
-// skipped, 51,200 to 51,264 ms), so it needs 21.065 quanta; 21 needs
+// left 0.0245243 of a port by JOB-27's MADD (JOB-27's bytes left at
+// sender 5 over the 191 MiB still at its sender 39, which sent nothing
+// while JOB-27 was skipped, 51,200 to 51,264 ms), so JOB-16 needs 21.065
+// quanta; 21 needs
 // JOB-27 to have sent at least 4.698 MiB through sender 5 in those eight
 // quanta, not 4.684. Sender 5 is full then (JOB-16's MADD 0.109, the
 // skipped JOB-27 0.5855 and JOB-28 0.3055, twelve flows at 0.891 / 35),
@@ -172,7 +173,8 @@
 // (SCF synth-a 104), i.e. sender 5 divided by 36 to 38 flows instead of
 // the 35 open skipped ones (39, counting their blocked flows too, is too
 // many). No rule found gives that: counting the coflow's own blocked
-// flows at the sender, the receiver or both (818, 958, 794), every
+// flows at the sender, the receiver or both (818, 958 with SCF synth-b
+// 123, 794), every
 // unfinished flow of the MADD coflows at both ports, the sender or the
 // receiver (794, 825, 841), or the flows whose ports were open when their
 // coflow was visited in priority order (908) all lose coflows, and so
