@@ -177,7 +177,8 @@
 // 123, 794), every
 // unfinished flow of the MADD coflows at both ports, the sender or the
 // receiver (794, 825, 841), or the flows whose ports were open when their
-// coflow was visited in priority order (908) all lose coflows, and so
+// coflow was visited in priority order (908; at the sender only 927, at
+// the receiver only 1003 with SCF synth-b 119) all lose coflows, and so
 // does a lower full-port threshold for the share's counts alone (0, 1e-9,
 // 1e-7 bit/s: 849, 843, 882; 1e-5 and up as 1e-3), which would count the
 // flows blocked by a port left with a rounding residue.

@@ -142,6 +142,7 @@ type hyp struct {
 	csMaxN      bool    // cs: rate min(send free, receive free) / max(n_src, n_dst)
 	csVisit     bool    // cs: n_p counts the skipped flows whose two ports had capacity when their coflow was visited in priority order
 	csThr       float64 // cs: full-port threshold of the share's counts only (<0: exactly 0)
+	csVisitS    string  // cs: as csVisit at the sender ("S") or the receiver ("R") only; the other end counts the flows open now
 	csOwn       string  // cs: counts add the flow's own coflow's blocked flows at the port: "S", "R", "SR"
 	csFull      string  // cs: shares from the full port capacity / n_p, each capped by what is still free and taken off at once ("prio": skipped coflows in priority order; "edf": in backfill order)
 	csWeight    string  // cs: shares weighted instead of equal: "rem" (remaining bytes), "size" (original size)
@@ -487,6 +488,16 @@ func (s *labSim) allocate() {
 					if h.csVisit {
 						if visitOpen[f] {
 							nm[f.src]++
+							nr[f.dst]++
+						}
+						continue
+					}
+					if h.csVisitS != "" {
+						open := !f.done && s.sf[f.src] > h.thr() && s.rf[f.dst] > h.thr()
+						if visitOpen[f] && (open || h.csVisitS == "S") {
+							nm[f.src]++
+						}
+						if visitOpen[f] && (open || h.csVisitS == "R") {
 							nr[f.dst]++
 						}
 						continue
@@ -1596,6 +1607,8 @@ func TestLab(t *testing.T) {
 		"cst9":               {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csThr: 1e-9},
 		"cst7":               {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csThr: 1e-7},
 		"cst5":               {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csThr: 1e-5},
+		"csvs":               {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csVisitS: "S"},
+		"csvr":               {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csVisitS: "R"},
 		"csmn":               {skip: "cs", csRecv: "port", csUnblocked: true, csMaxN: true, bfFlowOrder: "srcdst"},
 		"sd-cs":              {skip: "cs", csRecv: "port", bfFlowOrder: "srcdst"},
 		"sd-csh":             {skip: "cs", csRecv: "port", csUnblocked: true, csHalf: true, bfFlowOrder: "srcdst"},
