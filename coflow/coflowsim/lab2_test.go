@@ -29,7 +29,6 @@ package coflowsim
 import (
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -68,14 +67,14 @@ func labPolicyRun(t *testing.T, trace, refSched string, pol policy, withRandom b
 				bestS = fmt.Sprintf("JOB-%d finish %d ref %v", j.id, j.finish, r.finish)
 			}
 		}
-		if os.Getenv("LAB2_JOB") == strconv.Itoa(j.id) {
+		if labGetenv("LAB2_JOB") == strconv.Itoa(j.id) {
 			var sum int64
 			for _, f := range j.redFinish {
 				sum += f - j.start
 			}
 			t.Logf("  %s JOB-%d finish %d ref %v sums %d ref %v reducers %v", trace, j.id, j.finish, r.finish, sum, r.sums, j.redFinish)
 		}
-		if os.Getenv("LAB2_SUMS") != "" && r.start == float64(j.start) && r.finish == float64(j.finish) {
+		if labGetenv("LAB2_SUMS") != "" && r.start == float64(j.start) && r.finish == float64(j.finish) {
 			var sum int64
 			for _, f := range j.redFinish {
 				sum += f - j.start
@@ -84,7 +83,7 @@ func labPolicyRun(t *testing.T, trace, refSched string, pol policy, withRandom b
 				t.Logf("  %s JOB-%d times match (finish %d), sums %d ref %v reducers %v", trace, j.id, j.finish, sum, r.sums, j.redFinish)
 			}
 		}
-		if os.Getenv("LAB2_ALL") != "" && (r.start != float64(j.start) || r.finish != float64(j.finish)) {
+		if labGetenv("LAB2_ALL") != "" && (r.start != float64(j.start) || r.finish != float64(j.finish)) {
 			t.Logf("  %s JOB-%d finish %d ref %v (dur %d vs %v)", trace, j.id, j.finish, r.finish, j.finish-j.start, r.finish-r.start)
 		}
 		if r.start == float64(j.start) && r.finish == float64(j.finish) {
@@ -339,12 +338,12 @@ func (p pfpLab) allocate(s *sim) {
 }
 
 func TestLab2(t *testing.T) {
-	if os.Getenv("FALCON_LAB2") == "" {
+	if labGetenv("FALCON_LAB2") == "" {
 		t.Skip("set FALCON_LAB2=1")
 	}
-	if d := os.Getenv("LAB2_DUMP"); d != "" {
+	if d := labGetenv("LAB2_DUMP"); d != "" {
 		labDump = &strings.Builder{}
-		labDumpUntil, _ = strconv.ParseInt(os.Getenv("LAB2_UNTIL"), 10, 64)
+		labDumpUntil, _ = strconv.ParseInt(labGetenv("LAB2_UNTIL"), 10, 64)
 		for _, x := range strings.Split(d, ",") {
 			switch x[0] {
 			case 'j':
@@ -359,11 +358,11 @@ func TestLab2(t *testing.T) {
 			}
 		}
 	}
-	for _, v := range strings.Split(os.Getenv("FALCON_LAB2"), ",") {
+	for _, v := range strings.Split(labGetenv("FALCON_LAB2"), ",") {
 		for _, tr := range []string{"synth-a", "synth-b"} {
 			m, n, first := labPolicyRun(t, tr, "PFP", pfpLab{v}, true)
 			t.Logf("%-12s %s: %d/%d first: %s", v, tr, m, n, first)
-			if labDump != nil && tr == os.Getenv("LAB2_T") {
+			if labDump != nil && tr == labGetenv("LAB2_T") {
 				t.Log(labDump.String())
 			}
 			if labDump != nil {
@@ -434,10 +433,10 @@ func (p *pfpPersist) allocate(s *sim) {
 }
 
 func TestLab3(t *testing.T) {
-	if os.Getenv("FALCON_LAB3") == "" {
+	if labGetenv("FALCON_LAB3") == "" {
 		t.Skip("set FALCON_LAB3=1")
 	}
-	for _, v := range strings.Split(os.Getenv("FALCON_LAB3"), ",") {
+	for _, v := range strings.Split(labGetenv("FALCON_LAB3"), ",") {
 		for _, tr := range []string{"synth-a", "synth-b"} {
 			p := &pfpPersist{admitOnly: strings.Contains(v, "admit"), bySrc: strings.Contains(v, "src")}
 			if strings.Contains(v, "size") {
@@ -483,13 +482,13 @@ func (d dumpPol) allocate(s *sim) {
 }
 
 func TestLab4(t *testing.T) {
-	sched := os.Getenv("FALCON_LAB4")
+	sched := labGetenv("FALCON_LAB4")
 	if sched == "" {
 		t.Skip("set FALCON_LAB4=<sched>")
 	}
-	if d := os.Getenv("LAB2_DUMP"); d != "" {
+	if d := labGetenv("LAB2_DUMP"); d != "" {
 		labDump = &strings.Builder{}
-		labDumpUntil, _ = strconv.ParseInt(os.Getenv("LAB2_UNTIL"), 10, 64)
+		labDumpUntil, _ = strconv.ParseInt(labGetenv("LAB2_UNTIL"), 10, 64)
 		for _, x := range strings.Split(d, ",") {
 			n, _ := strconv.Atoi(x[1:])
 			switch x[0] {
@@ -503,7 +502,7 @@ func TestLab4(t *testing.T) {
 		}
 	}
 	for _, tr := range []string{"synth-a", "synth-b"} {
-		if lt := os.Getenv("LAB2_T"); lt != "" && lt != tr {
+		if lt := labGetenv("LAB2_T"); lt != "" && lt != tr {
 			continue
 		}
 		pol, _ := newPolicy(sched)
@@ -635,7 +634,7 @@ func (d darkLab) allocate(s *sim) {
 					}
 				}
 			}
-			if os.Getenv("LAB5_EQ") != "" {
+			if labGetenv("LAB5_EQ") != "" {
 				for lim := darkFirstLimit; lim < 1e15; lim *= darkLimitMult {
 					if sent == lim {
 						fmt.Printf("EQ t=%d JOB-%d sent=%g q%d\n", s.now, j.id, sent/mib, j.queue)
@@ -973,10 +972,10 @@ func (d darkLab) queueOf(sent float64) int {
 }
 
 func TestLab5(t *testing.T) {
-	if os.Getenv("FALCON_LAB5") == "" {
+	if labGetenv("FALCON_LAB5") == "" {
 		t.Skip("set FALCON_LAB5")
 	}
-	for _, v := range strings.Split(os.Getenv("FALCON_LAB5"), ",") {
+	for _, v := range strings.Split(labGetenv("FALCON_LAB5"), ",") {
 		for _, tr := range []string{"synth-a", "synth-b"} {
 			m, n, first := labPolicyRun(t, tr, "DARK", darkLab{v}, false)
 			t.Logf("%-12s %s: %d/%d first: %s", v, tr, m, n, first)

@@ -18,7 +18,6 @@ package coflowsim
 import (
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -113,7 +112,7 @@ func labQuantumRun(t *testing.T, trace, refSched string, pol policy, withRandom 
 		if moveEach != nil {
 			moveEach(s)
 		}
-		if os.Getenv("LAB6_NEAR") != "" {
+		if labGetenv("LAB6_NEAR") != "" {
 			for _, j := range s.active {
 				for lim := darkFirstLimit; lim < 1e15; lim *= darkLimitMult {
 					if d := j.sent - lim; d > -1 && d < 1 {
@@ -130,7 +129,7 @@ func labQuantumRun(t *testing.T, trace, refSched string, pol policy, withRandom 
 			return 0, len(s.jobs), "STALLED"
 		}
 	}
-	if os.Getenv("LAB6_CMP") != "" {
+	if labGetenv("LAB6_CMP") != "" {
 		res, _ := Run(tr, "DARK", cfg)
 		for i, j := range s.jobs {
 			if res.Records[i].FinishMs != j.finish {
@@ -141,7 +140,7 @@ func labQuantumRun(t *testing.T, trace, refSched string, pol policy, withRandom 
 	for _, j := range s.jobs {
 		total++
 		r := ref[j.id]
-		if os.Getenv("LAB6_ALL") != "" {
+		if labGetenv("LAB6_ALL") != "" {
 			t.Logf("  %s JOB-%d finish %d ref %v", trace, j.id, j.finish, r.finish)
 		}
 		if r.start == float64(j.start) && r.finish == float64(j.finish) {
@@ -159,10 +158,10 @@ var (
 )
 
 func TestLab6(t *testing.T) {
-	if os.Getenv("FALCON_LAB6") == "" {
+	if labGetenv("FALCON_LAB6") == "" {
 		t.Skip("set FALCON_LAB6")
 	}
-	for _, v := range strings.Split(os.Getenv("FALCON_LAB6"), ",") {
+	for _, v := range strings.Split(labGetenv("FALCON_LAB6"), ",") {
 		trig, variant, _ := strings.Cut(v, ":")
 		trig, sentMode, _ := strings.Cut(trig, "/")
 		var realloc func(s *sim) bool
@@ -208,9 +207,9 @@ func TestLab6(t *testing.T) {
 			if variant != "" {
 				pol = darkLab{variant}
 			}
-			if d := os.Getenv("LAB2_DUMP"); d != "" && tr == os.Getenv("LAB2_T") {
+			if d := labGetenv("LAB2_DUMP"); d != "" && tr == labGetenv("LAB2_T") {
 				labDump = &strings.Builder{}
-				labDumpUntil, _ = strconv.ParseInt(os.Getenv("LAB2_UNTIL"), 10, 64)
+				labDumpUntil, _ = strconv.ParseInt(labGetenv("LAB2_UNTIL"), 10, 64)
 				for _, x := range strings.Split(d, ",") {
 					n, _ := strconv.Atoi(x[1:])
 					switch x[0] {
@@ -258,7 +257,7 @@ func (r recPol) allocate(s *sim) {
 // TestLab6Cmp logs the first allocation at which the event jump and the
 // quantum loop disagree on DARK's queues, rates or bytes sent (synth-b).
 func TestLab6Cmp(t *testing.T) {
-	if os.Getenv("LAB6_CMPLOG") == "" {
+	if labGetenv("LAB6_CMPLOG") == "" {
 		t.Skip("set LAB6_CMPLOG")
 	}
 	dir := sharedData(t, "coflowsim-fixtures")

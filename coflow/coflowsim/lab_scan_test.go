@@ -2,7 +2,6 @@ package coflowsim
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -21,10 +20,10 @@ import (
 
 // TestLabScan lists, per scheduler and trace, the earliest finish mismatches.
 func TestLabScan(t *testing.T) {
-	if os.Getenv("FALCON_LAB_SCAN") == "" {
+	if labGetenv("FALCON_LAB_SCAN") == "" {
 		t.Skip("set FALCON_LAB_SCAN=<schedulers>")
 	}
-	replayFixtures(t, os.Getenv("FALCON_LAB_SCAN"), func(sc, tr string, res *Result, ref map[int]refLine) {
+	replayFixtures(t, labGetenv("FALCON_LAB_SCAN"), func(sc, tr string, res *Result, ref map[int]refLine) {
 		type mm struct {
 			id        int
 			st, f, rf int64
@@ -60,10 +59,10 @@ func TestLabScan(t *testing.T) {
 // TestLabSums lists the coflows whose start and finish match the reference
 // but whose reducer sums do not.
 func TestLabSums(t *testing.T) {
-	if os.Getenv("FALCON_LAB_SUMS") == "" {
+	if labGetenv("FALCON_LAB_SUMS") == "" {
 		t.Skip("set FALCON_LAB_SUMS=<schedulers>")
 	}
-	replayFixtures(t, os.Getenv("FALCON_LAB_SUMS"), func(sc, tr string, res *Result, ref map[int]refLine) {
+	replayFixtures(t, labGetenv("FALCON_LAB_SUMS"), func(sc, tr string, res *Result, ref map[int]refLine) {
 		s := ""
 		n := 0
 		for _, r := range res.Records {
@@ -99,7 +98,7 @@ func replayFixtures(t *testing.T, schedulers string, f func(sc, tr string, res *
 // TestLabWindow lists, for FALCON_LAB_WIN=<sched>:<trace>:<from>:<to>, the
 // coflows whose finish (ours or the reference's) falls in [from, to] ms.
 func TestLabWindow(t *testing.T) {
-	w := strings.Split(os.Getenv("FALCON_LAB_WIN"), ":")
+	w := strings.Split(labGetenv("FALCON_LAB_WIN"), ":")
 	if len(w) != 4 {
 		t.Skip("set FALCON_LAB_WIN=<sched>:<trace>:<from>:<to>")
 	}

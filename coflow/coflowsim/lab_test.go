@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -216,9 +217,9 @@ func (s *labSim) allocate() {
 				recv[f.dst] += b
 			}
 		}
-		if tt := os.Getenv("FALCON_LAB_TRACE_T"); tt != "" && tt == strconv.FormatInt(s.now, 10) {
+		if tt := labGetenv("FALCON_LAB_TRACE_T"); tt != "" && tt == strconv.FormatInt(s.now, 10) {
 			fmt.Fprintf(s.log, "before JOB-%d:", j.id)
-			for _, ps := range strings.Split(os.Getenv("FALCON_LAB_TRACE_P"), ",") {
+			for _, ps := range strings.Split(labGetenv("FALCON_LAB_TRACE_P"), ",") {
 				p, _ := strconv.Atoi(ps[1:])
 				if ps[0] == 's' {
 					fmt.Fprintf(s.log, " %s=%.6g", ps, s.sf[p]/s.cfg.PortBps)
@@ -895,7 +896,7 @@ func (s *labSim) allocate() {
 // applies to that skipped coflow's shares at that sender in the
 // allocation at that time (a probe of what a reference outcome needs).
 func labHack(now int64, id, src int) float64 {
-	w := strings.Split(os.Getenv("FALCON_LAB_HACK"), ":")
+	w := strings.Split(labGetenv("FALCON_LAB_HACK"), ":")
 	if len(w) != 4 {
 		return 1
 	}
@@ -1059,7 +1060,7 @@ func hasDst(j *job, p int) bool {
 
 func (s *labSim) dumpState(t int64) {
 	fmt.Fprintf(s.log, "t=%d\n", t)
-	if ps := os.Getenv("FALCON_LAB_PORT"); ps != "" {
+	if ps := labGetenv("FALCON_LAB_PORT"); ps != "" {
 		// only the flows through one port: r<n> receiver, s<n> sender
 		p, _ := strconv.Atoi(ps[1:])
 		tot := 0.0
@@ -1080,7 +1081,7 @@ func (s *labSim) dumpState(t int64) {
 	}
 	for _, j := range s.active {
 		fmt.Fprintf(s.log, " JOB-%d start=%d alpha=%.0f dl=%d:", j.id, j.start, j.alpha, j.deadline)
-		if len(j.flows) > 60 && os.Getenv("FALCON_LAB_WIDE") == "" {
+		if len(j.flows) > 60 && labGetenv("FALCON_LAB_WIDE") == "" {
 			ps := map[int]float64{}
 			pr := map[int]float64{}
 			for _, f := range j.flows {
@@ -1198,7 +1199,7 @@ func (s *labSim) run() {
 						continue
 					}
 					b := s.perQuantum(f.rate)
-					if os.Getenv("FALCON_LAB_RESID") == strconv.Itoa(j.id) && f.rem-b <= s.h.doneAt() {
+					if labGetenv("FALCON_LAB_RESID") == strconv.Itoa(j.id) && f.rem-b <= s.h.doneAt() {
 						fmt.Fprintf(s.log, "t=%d %d>%d rem %.17g b %.17g residue %.6g\n", t+Q, f.src, f.dst, f.rem, b, f.rem-b)
 					}
 					b = math.Min(b, f.rem)
@@ -1481,12 +1482,12 @@ func labRun(t *testing.T, trace, sched string, h hyp) (match, sums, total int, f
 		for _, f := range j.redFinish {
 			sum += f - j.start
 		}
-		if os.Getenv("FALCON_LAB_JOB") == strconv.Itoa(j.id) {
+		if labGetenv("FALCON_LAB_JOB") == strconv.Itoa(j.id) {
 			labJobLine = fmt.Sprintf("JOB-%d finish %d (ref %v) sums %d (ref %v) reducers %v", j.id, j.finish, r.finish, sum, r.sums, j.redFinish)
 		}
 		if r.start != float64(j.start) || r.finish != float64(j.finish) {
 			labEarlyFin = min(labEarlyFin, j.finish, int64(r.finish))
-			if os.Getenv("FALCON_LAB_LIST") != "" {
+			if labGetenv("FALCON_LAB_LIST") != "" {
 				labJobLine += fmt.Sprintf(" J%d(%d-%d ref %v)", j.id, j.start, j.finish, r.finish)
 			}
 		} else if r.sums != float64(sum) {
@@ -1505,7 +1506,7 @@ func labRun(t *testing.T, trace, sched string, h hyp) (match, sums, total int, f
 }
 
 func TestLab(t *testing.T) {
-	if os.Getenv("FALCON_LAB") == "" {
+	if labGetenv("FALCON_LAB") == "" {
 		t.Skip("set FALCON_LAB=1")
 	}
 	hs := map[string]hyp{
@@ -1695,7 +1696,7 @@ func TestLab(t *testing.T) {
 		"i3":                 {skip: "cs", skipMode: "any"},
 		"i3b":                {skip: "cs", skipMode: "tasks"},
 	}
-	names := strings.Split(os.Getenv("FALCON_LAB_H"), ",")
+	names := strings.Split(labGetenv("FALCON_LAB_H"), ",")
 	if names[0] == "gridcsu" {
 		names = nil
 		for m := 0; m < 1<<5; m++ {
@@ -1724,29 +1725,29 @@ func TestLab(t *testing.T) {
 			}
 		}
 	}
-	scheds := strings.Split(os.Getenv("FALCON_LAB_S"), ",")
+	scheds := strings.Split(labGetenv("FALCON_LAB_S"), ",")
 	for _, hn := range names {
 		h, ok := hs[hn]
 		if !ok {
 			t.Fatalf("no hypothesis %q", hn)
 		}
-		if d := os.Getenv("FALCON_LAB_DUMP"); d != "" {
+		if d := labGetenv("FALCON_LAB_DUMP"); d != "" {
 			h.dump, _ = strconv.Atoi(d)
 			h.dumpUntil = 1 << 62
-			if u := os.Getenv("FALCON_LAB_UNTIL"); u != "" {
+			if u := labGetenv("FALCON_LAB_UNTIL"); u != "" {
 				h.dumpUntil, _ = strconv.ParseInt(u, 10, 64)
 			}
 		}
 		for _, sc := range scheds {
 			for _, tr := range []string{"synth-a", "synth-b"} {
 				m, su, n, first, log := labRun(t, tr, sc, h)
-				if os.Getenv("FALCON_LAB_EARLY") != "" {
+				if labGetenv("FALCON_LAB_EARLY") != "" {
 					t.Logf("%-8s %-5s %s: %3d/%d sums %3d earliest finish mismatch %7d, sums %7d %s", hn, sc, tr, m, n, su, labEarlyFin, labEarlySum, labJobLine)
 					labJobLine = ""
 					continue
 				}
 				t.Logf("%-8s %-5s %s: %d/%d (sums %d) first: %s", hn, sc, tr, m, n, su, first)
-				if h.dump != 0 && tr == os.Getenv("FALCON_LAB_T") {
+				if h.dump != 0 && tr == labGetenv("FALCON_LAB_T") {
 					t.Log(log)
 				}
 			}
@@ -1822,4 +1823,19 @@ func maxMin(fl []*flow, sendFree, recvFree []float64) {
 			}
 		}
 	}
+}
+
+// labEnv caches the lab's switches: the replays read them in their hot
+// loops, and go test appends every os.Getenv of a running test to its test
+// log, which grew to gigabytes in one lab run.
+var labEnv sync.Map
+
+// labGetenv is os.Getenv, read once per name.
+func labGetenv(k string) string {
+	if v, ok := labEnv.Load(k); ok {
+		return v.(string)
+	}
+	v := os.Getenv(k)
+	labEnv.Store(k, v)
+	return v
 }
