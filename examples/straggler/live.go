@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -214,8 +213,11 @@ type agreementResult struct {
 func agreement(simT, liveT []float64, reps [][]float64, tol float64) agreementResult {
 	var a agreementResult
 	for i, r := range reps {
+		if len(r) == 0 {
+			continue
+		}
 		lo, hi := slices.Min(r), slices.Max(r)
-		if len(r) > 0 && (lo == hi || within(timeGap(hi, lo), reproTolerance)) {
+		if lo == hi || within(timeGap(hi, lo), reproTolerance) {
 			a.reproducible = append(a.reproducible, i)
 		}
 	}
@@ -534,20 +536,10 @@ func (l *liveObserver) blocked(nw int, end time.Duration) []time.Duration {
 func (l *liveObserver) clockTiming(scale float64) sim.Timing {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	keys := make([][2]int, 0, len(l.releaseAt))
-	for k := range l.releaseAt {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b [2]int) int { // a fixed order for a reproducible sum
-		if c := cmp.Compare(a[0], b[0]); c != 0 {
-			return c
-		}
-		return cmp.Compare(a[1], b[1])
-	})
 	var t sim.Timing
-	for _, k := range keys {
-		if done, ok := l.doneAt[k]; ok && done > l.releaseAt[k] {
-			t.Add(time.Duration(float64(done-l.releaseAt[k]) / scale))
+	for k, rel := range l.releaseAt {
+		if done, ok := l.doneAt[k]; ok && done > rel {
+			t.Add(time.Duration(float64(done-rel) / scale))
 		}
 	}
 	return t
