@@ -108,7 +108,8 @@
 // reversed trace order 853); flows whose two ports are the same port
 // moving no bytes through the fabric (657); reducer finishes recorded at
 // the next reallocation (same coflows; reducer sums matching too for 709
-// instead of 927); n_p counting blocked flows too (809), or the skipped coflows' finished flows too (748); a full-port
+// instead of 927); n_p counting blocked flows too (809), or the skipped
+// coflows' finished flows too (748); a full-port
 // threshold of 0 (820), 1e-7 bit/s (849) or 1e-6 (1074; 1e-5 and up as
 // 1e-3); a flow done only at 0 bytes (595); MADD's alpha rounded up to
 // a quantum (705) or a ms, or down to a quantum (720, 683); a lost
