@@ -182,7 +182,34 @@
 // the receiver only 1003 with SCF synth-b 119) all lose coflows, and so
 // does a lower full-port threshold for the share's counts alone (0, 1e-9,
 // 1e-7 bit/s: 849, 843, 882; 1e-5 and up as 1e-3), which would count the
-// flows blocked by a port left with a rounding residue.
+// flows blocked by a port left with a rounding residue. The flows at
+// sender 5 then (lab probe FALCON_LAB_SHARE=51200:5): JOB-16's one
+// unfinished flow, MADD-served though its receiver 17 is then left
+// 9.7e-17 of a port, and three finished ones; 26 of JOB-27 (23 open;
+// 5>6 and 5>16 blocked at receivers left exactly 0, 5>30 at receiver 30,
+// left 1.1e-16 by JOB-25's MADD) and 13 of JOB-28 (12 open, 5>30
+// blocked). JOB-27 is skipped for receiver 16 alone (filled by JOB-29),
+// so at its visit 25 of its flows there were open; JOB-28 (12) is
+// skipped for the residue at 30. No receiver binds JOB-28's open flows
+// (free / n at least 0.066 of a port), so only the sender count moves
+// its share, and 36 to 38 fits many sets: JOB-28's blocked flow (36),
+// both residue-blocked 5>30 flows (37), JOB-27's three blocked ones (38),
+// JOB-16's flow (36) or its finished ones (38), the visit-time counts
+// (37), the two 5>5 flows counted twice (37; or not counted and not
+// served, 33, a JOB-28 factor 0.972, also inside the window). As rules
+// (totals of the ten runs, against 1086) all lose: residue-blocked flows
+// counted at the sender only (866; fixes JOB-16; SCF unchanged under every
+// MADD arithmetic variant, and 84 to 87 / 105 to 111 with port-ordered
+// loops, uncapped MADD or caps from the capacity free before the coflow)
+// or at the receiver only (953); the non-skipped coflows' finished flows
+// at both ends or the sender (811, 842), or their flows blocked at the
+// other end (843, 899); a flow from a port to itself counted twice at the
+// sender, the receiver or both (965; 972, which fixes JOB-16; 913), or
+// neither counted nor served, or counted and not served (906, 906); flows
+// whose ports were open after the previous allocation (939, fixes
+// JOB-16). Sender counts of 35 are right almost everywhere else, so the
+// extra flows at 51,200 ms are not a count rule the fixtures show
+// anywhere else, or the miss lies outside the share.
 //
 // What the fixtures tell about PFP (coflowsim: "SRTF"): each receiver
 // port, in increasing order, serves its flows smallest first, each taking

@@ -38,6 +38,11 @@ import (
 // FALCON_LAB_HACK=<ms or from-to>:<job>:<sender>:<factor> scales one
 // skipped coflow's one-round shares at one sender (a probe of what a
 // reference outcome needs, see doc.go on SCF synth-a JOB-16), and
+// FALCON_LAB_SHARE=<ms>:<sender> logs every active coflow's flows at that
+// sender before the one-round share at that time (o open, B blocked, D
+// finished; receiver free / count), and FALCON_LAB_RES=1 the skipped
+// flows blocked only by a rounding residue (0 < free <= threshold) up to
+// 60,000 ms (both need FALCON_LAB_DUMP and FALCON_LAB_T to print).
 // lab_scan_test.go's FALCON_LAB_WIN=<sched>:<trace>:<from>:<to> lists the
 // coflows finishing in a window, ours against the reference.
 //
@@ -144,6 +149,10 @@ type hyp struct {
 	csVisit     bool    // cs: n_p counts the skipped flows whose two ports had capacity when their coflow was visited in priority order
 	csThr       float64 // cs: full-port threshold of the share's counts only (<0: exactly 0)
 	csVisitS    string  // cs: as csVisit at the sender ("S") or the receiver ("R") only; the other end counts the flows open now
+	csThrSide   string  // cs: "S"/"R": that end's count also takes the flows blocked only by a rounding residue (0 < free <= threshold) at the other end
+	csMaddX     string  // cs: counts also take the non-skipped coflows' "done"/"doneS" finished flows or "blk"/"blkS" half-blocked flows (see share)
+	csLocal2    string  // cs: a skipped open flow from a port to itself counts twice at that port: "S" (sender count), "R", "SR"
+	csStale     bool    // cs: n_p also counts skipped flows whose ports are full now but were open after the previous allocation
 	csOwn       string  // cs: counts add the flow's own coflow's blocked flows at the port: "S", "R", "SR"
 	csFull      string  // cs: shares from the full port capacity / n_p, each capped by what is still free and taken off at once ("prio": skipped coflows in priority order; "edf": in backfill order)
 	csWeight    string  // cs: shares weighted instead of equal: "rem" (remaining bytes), "size" (original size)
@@ -183,6 +192,8 @@ type labSim struct {
 	depAtEdge bool
 	// skipNext, skipNow: coflows that move nothing in the next / this quantum (lossAhead)
 	skipNext, skipNow map[*job]bool
+	// prevSF, prevRF: the free capacities left by the previous allocation (csStale)
+	prevSF, prevRF []float64
 }
 
 func (s *labSim) allocate() {
@@ -462,6 +473,73 @@ func (s *labSim) allocate() {
 					}
 				}
 			}
+			// csMaddX: the counts also take flows of the non-skipped
+			// coflows: "done" their finished flows (both ends), "doneS"
+			// at the sender only, "blk" their unfinished flows blocked
+			// at the other end (a port open, the other full), "blkS" the
+			// same at the sender only.
+			if h.csMaddX != "" {
+				isSk := map[*job]bool{}
+				for _, j := range skipped {
+					isSk[j] = true
+				}
+				for _, j := range s.active {
+					if isSk[j] {
+						continue
+					}
+					for _, f := range j.flows {
+						so, ro := s.sf[f.src] > h.thr(), s.rf[f.dst] > h.thr()
+						switch h.csMaddX {
+						case "done", "doneS":
+							if f.done {
+								nm[f.src]++
+								if h.csMaddX == "done" {
+									nr[f.dst]++
+								}
+							}
+						case "blk", "blkS":
+							if !f.done && so && !ro {
+								nm[f.src]++
+							}
+							if !f.done && ro && !so && h.csMaddX == "blk" {
+								nr[f.dst]++
+							}
+						}
+					}
+				}
+			}
+			// csLocal2: a skipped open flow whose two ends are the same
+			// port counts twice there ("S": at the sender count, "R": at
+			// the receiver count, "SR": both).
+			if h.csLocal2 == "X" || h.csLocal2 == "Z" {
+				// "X": a skipped flow from a port to itself takes no
+				// share and is not counted; "Z": counted, no share
+				for _, j := range skipped {
+					for _, f := range j.flows {
+						if f.done || f.src != f.dst || s.sf[f.src] <= h.thr() || s.rf[f.dst] <= h.thr() {
+							continue
+						}
+						if h.csLocal2 == "X" {
+							nm[f.src]--
+							nr[f.dst]--
+						}
+					}
+				}
+			} else if h.csLocal2 != "" {
+				for _, j := range skipped {
+					for _, f := range j.flows {
+						if f.done || f.src != f.dst || s.sf[f.src] <= h.thr() || s.rf[f.dst] <= h.thr() {
+							continue
+						}
+						if strings.Contains(h.csLocal2, "S") {
+							nm[f.src]++
+						}
+						if strings.Contains(h.csLocal2, "R") {
+							nr[f.dst]++
+						}
+					}
+				}
+			}
 			// csOwn: a flow's counts add its own coflow's blocked flows
 			// at the port ("S": at the sender only, "R", "SR").
 			ownS := map[*job][]int{}
@@ -503,6 +581,32 @@ func (s *labSim) allocate() {
 						}
 						continue
 					}
+					if h.csStale {
+						// ports open now, or open after the previous allocation
+						if f.done || len(s.prevSF) == 0 {
+							continue
+						}
+						if (s.sf[f.src] > h.thr() || s.prevSF[f.src] > h.thr()) && (s.rf[f.dst] > h.thr() || s.prevRF[f.dst] > h.thr()) {
+							nm[f.src]++
+							nr[f.dst]++
+						}
+						continue
+					}
+					if h.csThrSide != "" {
+						// one end counts the flows blocked only by a
+						// rounding residue (free > 0) at the other end
+						if f.done || s.sf[f.src] <= 0 || s.rf[f.dst] <= 0 {
+							continue
+						}
+						open := s.sf[f.src] > h.thr() && s.rf[f.dst] > h.thr()
+						if open || (h.csThrSide == "S" && s.sf[f.src] > h.thr()) {
+							nm[f.src]++
+						}
+						if open || (h.csThrSide == "R" && s.rf[f.dst] > h.thr()) {
+							nr[f.dst]++
+						}
+						continue
+					}
 					if h.csUnblocked && !h.csHalf && !h.csHalfS && !h.csHalfR && (f.done || s.sf[f.src] <= h.shareThr() || s.rf[f.dst] <= h.shareThr()) {
 						continue
 					}
@@ -538,6 +642,17 @@ func (s *labSim) allocate() {
 						}
 						ws[f.src] += csW(h, f)
 						wr[f.dst] += csW(h, f)
+					}
+				}
+			}
+			s.shareProbe(skipped, nm, nr)
+			if labGetenv("FALCON_LAB_RES") != "" && s.now <= 60000 {
+				for _, j := range skipped {
+					for _, f := range j.flows {
+						lo := math.Min(s.sf[f.src], s.rf[f.dst])
+						if !f.done && lo > 0 && lo <= h.thr() {
+							fmt.Fprintf(s.log, "res t=%d J%d %d>%d sf %.3g rf %.3g n %d/%d\n", s.now, j.id, f.src, f.dst, s.sf[f.src]/s.cfg.PortBps, s.rf[f.dst]/s.cfg.PortBps, nm[f.src], nr[f.dst])
+						}
 					}
 				}
 			}
@@ -615,6 +730,9 @@ func (s *labSim) allocate() {
 						r = 0
 					}
 					r *= labHack(s.now, j.id, f.src)
+					if (h.csLocal2 == "X" || h.csLocal2 == "Z") && f.src == f.dst {
+						r = 0
+					}
 					if !f.done {
 						f.rate = r
 					}
@@ -890,6 +1008,8 @@ func (s *labSim) allocate() {
 		share()
 		backfill(nil)
 	}
+	s.prevSF = append(s.prevSF[:0], s.sf...)
+	s.prevRF = append(s.prevRF[:0], s.rf...)
 }
 
 // labHack is the factor FALCON_LAB_HACK=<ms or from-to>:<job>:<sender>:<factor>
@@ -913,6 +1033,41 @@ func labHack(now int64, id, src int) float64 {
 	}
 	x, _ := strconv.ParseFloat(w[3], 64)
 	return x
+}
+
+// shareProbe (FALCON_LAB_SHARE=<ms>:<sender>) logs, before the one-round
+// share at that time, every active coflow's flows at that sender (skipped
+// or not, finished or blocked) with their receiver's free capacity and
+// share counts.
+func (s *labSim) shareProbe(skipped []*job, nm, nr []int) {
+	w := strings.Split(labGetenv("FALCON_LAB_SHARE"), ":")
+	if len(w) != 2 || w[0] != strconv.FormatInt(s.now, 10) {
+		return
+	}
+	p, _ := strconv.Atoi(w[1])
+	sk := map[*job]bool{}
+	for _, j := range skipped {
+		sk[j] = true
+	}
+	B := s.cfg.PortBps
+	fmt.Fprintf(s.log, "share t=%d s%d free %.6g n %d -> %.6g\n", s.now, p, s.sf[p]/B, nm[p], s.sf[p]/B/float64(max(nm[p], 1)))
+	for _, j := range s.active {
+		var b strings.Builder
+		for _, f := range j.byPort() {
+			if f.src != p {
+				continue
+			}
+			st := "o"
+			switch {
+			case f.done:
+				st = "D"
+			case s.sf[f.src] <= zeroBytes || s.rf[f.dst] <= zeroBytes:
+				st = "B"
+			}
+			fmt.Fprintf(&b, " >%d%s[%.4g/%d=%.4g r%.4g]", f.dst, st, s.rf[f.dst]/B, nr[f.dst], s.rf[f.dst]/B/float64(max(nr[f.dst], 1)), f.rate/B)
+		}
+		fmt.Fprintf(s.log, " JOB-%d sk=%v start=%d%s\n", j.id, sk[j], j.start, b.String())
+	}
 }
 
 // csW is a skipped flow's weight in the weighted one-round share.
@@ -1604,6 +1759,32 @@ func TestLab(t *testing.T) {
 		"cca-anys":           {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csCountAll: "anyS"},
 		"cca-anyr":           {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csCountAll: "anyR"},
 		"csv":                {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csVisit: true},
+		"csts":               {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csThrSide: "S"},
+		"csts-b":             {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csThrSide: "S", madd: "b"},
+		"cst0-b":             {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csThr: -1, madd: "b"},
+		"csts-c":             {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csThrSide: "S", madd: "c"},
+		"cst0-c":             {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csThr: -1, madd: "c"},
+		"csts-d":             {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csThrSide: "S", madd: "d"},
+		"cst0-d":             {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csThr: -1, madd: "d"},
+		"csts-e":             {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csThrSide: "S", madd: "e"},
+		"cst0-e":             {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csThr: -1, madd: "e"},
+		"csts-ap":            {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csThrSide: "S", allPort: true},
+		"cst0-ap":            {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csThr: -1, allPort: true},
+		"csts-nc":            {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csThrSide: "S", noCap: true},
+		"cst0-nc":            {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csThr: -1, noCap: true},
+		"csts-jf":            {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csThrSide: "S", jobFree: true},
+		"cst0-jf":            {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csThr: -1, jobFree: true},
+		"cl2s":               {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csLocal2: "S"},
+		"cl2r":               {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csLocal2: "R"},
+		"cl2sr":              {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csLocal2: "SR"},
+		"clx":                {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csLocal2: "X"},
+		"clz":                {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csLocal2: "Z"},
+		"cstale":             {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csStale: true},
+		"cstr":               {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csThrSide: "R"},
+		"cmd":                {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csMaddX: "done"},
+		"cmds":               {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csMaddX: "doneS"},
+		"cmb":                {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csMaddX: "blk"},
+		"cmbs":               {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csMaddX: "blkS"},
 		"cst0":               {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csThr: -1},
 		"cst9":               {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csThr: 1e-9},
 		"cst7":               {skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst", csThr: 1e-7},
