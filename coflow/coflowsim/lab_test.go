@@ -390,39 +390,7 @@ func (s *labSim) allocate() {
 			// ports both have capacity (alpha from those flows' bytes);
 			// flows at a full port get nothing.
 			for _, j := range skipped {
-				send := make([]float64, s.ports)
-				recv := make([]float64, s.ports)
-				open := func(f *flow) bool { return !f.done && s.sf[f.src] > h.thr() && s.rf[f.dst] > h.thr() }
-				for _, f := range j.flows {
-					if open(f) || (h.skip == "maddOpenJ" && !f.done) {
-						send[f.src] += f.rem
-						recv[f.dst] += f.rem
-					}
-				}
-				alpha := 0.0
-				for p := range send {
-					if send[p] > 0 && s.sf[p] > h.thr() {
-						alpha = math.Max(alpha, send[p]*8/s.sf[p])
-					}
-					if recv[p] > 0 && s.rf[p] > h.thr() {
-						alpha = math.Max(alpha, recv[p]*8/s.rf[p])
-					}
-				}
-				if alpha == 0 {
-					continue
-				}
-				var fl []*flow
-				for _, f := range j.flows {
-					if open(f) {
-						fl = append(fl, f)
-					}
-				}
-				for _, f := range fl {
-					r := math.Min(f.rem*8/alpha, math.Min(s.sf[f.src], s.rf[f.dst]))
-					f.rate = r
-					s.sf[f.src] -= r
-					s.rf[f.dst] -= r
-				}
+				s.maddOpen(j, h.skip == "maddOpenJ", false)
 			}
 		case "maxminSeq":
 			for _, j := range skipped {
@@ -790,36 +758,7 @@ func (s *labSim) allocate() {
 			// left ("maddAll": alpha' from all its unfinished flows,
 			// ports without capacity ignored).
 			for _, j := range bf {
-				send := make([]float64, s.ports)
-				recv := make([]float64, s.ports)
-				open := func(f *flow) bool { return !f.done && s.sf[f.src] > h.thr() && s.rf[f.dst] > h.thr() }
-				for _, f := range j.flows {
-					if open(f) || (h.bfMode == "maddAll" && !f.done) {
-						send[f.src] += f.rem
-						recv[f.dst] += f.rem
-					}
-				}
-				alpha := 0.0
-				for p := range send {
-					if send[p] > 0 && s.sf[p] > h.thr() {
-						alpha = math.Max(alpha, send[p]*8/s.sf[p])
-					}
-					if recv[p] > 0 && s.rf[p] > h.thr() {
-						alpha = math.Max(alpha, recv[p]*8/s.rf[p])
-					}
-				}
-				if alpha == 0 {
-					continue
-				}
-				for _, f := range j.flows {
-					if !open(f) {
-						continue
-					}
-					r := math.Min(f.rem*8/alpha, math.Min(s.sf[f.src], s.rf[f.dst]))
-					f.rate += r
-					s.sf[f.src] -= r
-					s.rf[f.dst] -= r
-				}
+				s.maddOpen(j, h.bfMode == "maddAll", true)
 			}
 			if !h.bfTwice {
 				return
@@ -1039,6 +978,58 @@ func labHack(now int64, id, src int) float64 {
 // share at that time, every active coflow's flows at that sender (skipped
 // or not, finished or blocked) with their receiver's free capacity and
 // share counts.
+// maddOpen gives j's flows whose two ports have capacity rem·8/alpha
+// (capped by what is free at both ports), alpha being the time their bytes
+// (all: all of j's unfinished bytes) need with the capacity left; ports
+// without capacity do not count. add adds to the flows' rates instead of
+// setting them (the MADD backfill variants; otherwise the skipped coflows'
+// variants).
+func (s *labSim) maddOpen(j *job, all, add bool) {
+	thr := s.h.thr()
+	send := make([]float64, s.ports)
+	recv := make([]float64, s.ports)
+	open := func(f *flow) bool { return !f.done && s.sf[f.src] > thr && s.rf[f.dst] > thr }
+	for _, f := range j.flows {
+		if open(f) || (all && !f.done) {
+			send[f.src] += f.rem
+			recv[f.dst] += f.rem
+		}
+	}
+	alpha := 0.0
+	for p := range send {
+		if send[p] > 0 && s.sf[p] > thr {
+			alpha = math.Max(alpha, send[p]*8/s.sf[p])
+		}
+		if recv[p] > 0 && s.rf[p] > thr {
+			alpha = math.Max(alpha, recv[p]*8/s.rf[p])
+		}
+	}
+	if alpha == 0 {
+		return
+	}
+	// Setting: the flows open before any of them is served. Adding: each
+	// flow's ports are checked as it comes (as the backfill does).
+	var fl []*flow
+	for _, f := range j.flows {
+		if add || open(f) {
+			fl = append(fl, f)
+		}
+	}
+	for _, f := range fl {
+		if add && !open(f) {
+			continue
+		}
+		r := math.Min(f.rem*8/alpha, math.Min(s.sf[f.src], s.rf[f.dst]))
+		if add {
+			f.rate += r
+		} else {
+			f.rate = r
+		}
+		s.sf[f.src] -= r
+		s.rf[f.dst] -= r
+	}
+}
+
 func (s *labSim) shareProbe(skipped []*job, nm, nr []int) {
 	w := strings.Split(labGetenv("FALCON_LAB_SHARE"), ":")
 	if len(w) != 2 || w[0] != strconv.FormatInt(s.now, 10) {
