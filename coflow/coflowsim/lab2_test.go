@@ -337,26 +337,30 @@ func (p pfpLab) allocate(s *sim) {
 	}
 }
 
+// startLabDump turns the dump on for the comma-separated LAB2_DUMP list
+// d: jN a coflow, sN a sender port, rN a receiver port; until LAB2_UNTIL.
+func startLabDump(d string) {
+	labDump = &strings.Builder{}
+	labDumpUntil, _ = strconv.ParseInt(labGetenv("LAB2_UNTIL"), 10, 64)
+	for _, x := range strings.Split(d, ",") {
+		n, _ := strconv.Atoi(x[1:])
+		switch x[0] {
+		case 'j':
+			labDumpJobs[n] = true
+		case 's':
+			labDumpPorts[n] = true
+		case 'r':
+			labDumpPorts[1000+n] = true
+		}
+	}
+}
+
 func TestLab2(t *testing.T) {
 	if labGetenv("FALCON_LAB2") == "" {
 		t.Skip("set FALCON_LAB2=1")
 	}
 	if d := labGetenv("LAB2_DUMP"); d != "" {
-		labDump = &strings.Builder{}
-		labDumpUntil, _ = strconv.ParseInt(labGetenv("LAB2_UNTIL"), 10, 64)
-		for _, x := range strings.Split(d, ",") {
-			switch x[0] {
-			case 'j':
-				n, _ := strconv.Atoi(x[1:])
-				labDumpJobs[n] = true
-			case 's':
-				n, _ := strconv.Atoi(x[1:])
-				labDumpPorts[n] = true
-			case 'r':
-				n, _ := strconv.Atoi(x[1:])
-				labDumpPorts[1000+n] = true
-			}
-		}
+		startLabDump(d)
 	}
 	for _, v := range strings.Split(labGetenv("FALCON_LAB2"), ",") {
 		for _, tr := range []string{"synth-a", "synth-b"} {
@@ -487,19 +491,7 @@ func TestLab4(t *testing.T) {
 		t.Skip("set FALCON_LAB4=<sched>")
 	}
 	if d := labGetenv("LAB2_DUMP"); d != "" {
-		labDump = &strings.Builder{}
-		labDumpUntil, _ = strconv.ParseInt(labGetenv("LAB2_UNTIL"), 10, 64)
-		for _, x := range strings.Split(d, ",") {
-			n, _ := strconv.Atoi(x[1:])
-			switch x[0] {
-			case 'j':
-				labDumpJobs[n] = true
-			case 's':
-				labDumpPorts[n] = true
-			case 'r':
-				labDumpPorts[1000+n] = true
-			}
-		}
+		startLabDump(d)
 	}
 	for _, tr := range []string{"synth-a", "synth-b"} {
 		if lt := labGetenv("LAB2_T"); lt != "" && lt != tr {

@@ -20,7 +20,6 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -208,19 +207,7 @@ func TestLab6(t *testing.T) {
 				pol = darkLab{variant}
 			}
 			if d := labGetenv("LAB2_DUMP"); d != "" && tr == labGetenv("LAB2_T") {
-				labDump = &strings.Builder{}
-				labDumpUntil, _ = strconv.ParseInt(labGetenv("LAB2_UNTIL"), 10, 64)
-				for _, x := range strings.Split(d, ",") {
-					n, _ := strconv.Atoi(x[1:])
-					switch x[0] {
-					case 'j':
-						labDumpJobs[n] = true
-					case 's':
-						labDumpPorts[n] = true
-					case 'r':
-						labDumpPorts[1000+n] = true
-					}
-				}
+				startLabDump(d)
 				pol = dumpPol{pol}
 			}
 			m, n, first := labQuantumRun(t, tr, "DARK", pol, false, realloc, sentMode, moveEach)
