@@ -211,6 +211,32 @@
 // extra flows at 51,200 ms are not a count rule the fixtures show
 // anywhere else, or the miss lies outside the share.
 //
+// Rules that only work together, as DARK's three did, were looked for
+// with the lab's TestLabPairs: the 21 rule changes above that alone keep
+// at least 898 of the 1086 coflows (the lost quantum "lae", the unrounded
+// EDF key, the other lost-quantum variants, reallocating at every epoch,
+// a 1e-6 bit/s full port, remaining bytes from accumulated sends, LCF
+// re-sorted or inserted from the back, backfill capped per quantum,
+// finished flows in alpha, stale and visit-time counts, the backfill in
+// priority order, port-to-itself flows counted twice, a new coflow ahead
+// of equal keys, half-open counts at the receiver, and four changes that
+// alone change nothing) were scored in all 210 pairs: the best, "lae" with
+// the unrounded EDF key, scores 1092, the sum of their separate gains, and
+// no other pair beats the better of its two rules. Also ruled out: MADD's
+// receiver bytes taken from each reducer's unrounded size minus what it
+// has received (206; leaving out reducers at or below zero, 199), alpha
+// from the unfinished flows' original sizes (149), ties between the
+// coflows of one epoch broken by name as a string, "JOB-10" before
+// "JOB-9" (NCF synth-b 138 to 114; FIFO 64/27), and the backfill's
+// deadline sort kept as the next allocation's order (490). Two
+// observations are left open: under LCF, synth-b's JOB-9, 10, 11, 23 and
+// 27 all finish exactly 200 ms (25 quanta) later in the reference than
+// here, one delay passed down a chain of coflows through sender 36 (here
+// JOB-10 is skipped for 6 quanta at 30,720 and again at 40,960 ms, while a
+// coflow admitted then fills one of its receivers); and synth-b's JOB-9
+// finishes one quantum late here under SCF, NCF and SEBF, its last flow
+// short by 0.3 to 0.5 of a quantum's bytes, not a float residue.
+//
 // What the fixtures tell about PFP (coflowsim: "SRTF"): each receiver
 // port, in increasing order, serves its flows smallest first, each taking
 // min(send free, receive free), and the size that orders them is the

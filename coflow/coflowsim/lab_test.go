@@ -34,7 +34,12 @@ import (
 // the first mismatch, the earliest time at which a finish differs and the
 // earliest reducer finish of a coflow whose finish matches but whose
 // reducer sums do not (the earliest visible divergence), and with
-// FALCON_LAB_JOB=<id> that coflow's reducer finishes.
+// FALCON_LAB_JOB=<id> that coflow's reducer finishes; FALCON_LAB_SUMLIST=1
+// lists every coflow whose finish matches but whose reducer sums do not
+// (with the difference and our reducer finishes), and FALCON_LAB_WATCH=<id>
+// adds that coflow's finish and sums minus the reference's to each of
+// TestLabPairs' counts (lab_pairs_test.go, which scores single rule
+// changes and pairs of them).
 // FALCON_LAB_HACK=<ms or from-to>:<job>:<sender>:<factor> scales one
 // skipped coflow's one-round shares at one sender (a probe of what a
 // reference outcome needs, see doc.go on SCF synth-a JOB-16), and
@@ -148,6 +153,7 @@ type hyp struct {
 	csMaxN      bool    // cs: rate min(send free, receive free) / max(n_src, n_dst)
 	csVisit     bool    // cs: n_p counts the skipped flows whose two ports had capacity when their coflow was visited in priority order
 	csThr       float64 // cs: full-port threshold of the share's counts only (<0: exactly 0)
+	rawAlphaR   string  // MADD's receiver bytes from each reducer's unrounded size minus its delivered bytes ("keep": a reducer with flows left counts even at <= 0; "clip": it does not)
 	csVisitS    string  // cs: as csVisit at the sender ("S") or the receiver ("R") only; the other end counts the flows open now
 	csThrSide   string  // cs: "S"/"R": that end's count also takes the flows blocked only by a rounding residue (0 < free <= threshold) at the other end
 	csMaddX     string  // cs: counts also take the non-skipped coflows' "done"/"doneS" finished flows or "blk"/"blkS" half-blocked flows (see share)
@@ -173,6 +179,9 @@ var labEarlyFin, labEarlySum int64
 
 // labJobLine is the FALCON_LAB_JOB coflow's finish and reducers in the last labRun.
 var labJobLine string
+
+// labWatch is the FALCON_LAB_WATCH coflow's finish and sums minus the reference's in the last labRun.
+var labWatch string
 
 type labSim struct {
 	h       hyp
@@ -226,6 +235,29 @@ func (s *labSim) allocate() {
 				}
 				send[f.src] += b
 				recv[f.dst] += b
+			}
+		}
+		if h.rawAlphaR != "" {
+			// receiver bytes from each reducer's unrounded size minus what
+			// its flows have delivered
+			sentR := make([]float64, len(lab(j).rawRed))
+			dstR := make([]int, len(lab(j).rawRed))
+			for _, f := range j.flows {
+				sentR[f.red] += f.size - f.rem
+				dstR[f.red] = f.dst
+			}
+			clear(recv)
+			for r, raw := range lab(j).rawRed {
+				b := raw - sentR[r]
+				if h.rawAlphaR == "clip" && b <= 0 {
+					continue
+				}
+				if b <= 0 && j.redActive[r] > 0 {
+					b = 1e-9
+				}
+				if j.redActive[r] > 0 {
+					recv[dstR[r]] += b
+				}
 			}
 		}
 		if tt := labGetenv("FALCON_LAB_TRACE_T"); tt != "" && tt == strconv.FormatInt(s.now, 10) {
@@ -1628,6 +1660,9 @@ func labRun(t *testing.T, trace, sched string, h hyp) (match, sums, total int, f
 		for _, f := range j.redFinish {
 			sum += f - j.start
 		}
+		if labGetenv("FALCON_LAB_WATCH") == strconv.Itoa(j.id) {
+			labWatch = fmt.Sprintf("%+d/%+d", j.finish-int64(r.finish), sum-int64(r.sums))
+		}
 		if labGetenv("FALCON_LAB_JOB") == strconv.Itoa(j.id) {
 			labJobLine = fmt.Sprintf("JOB-%d finish %d (ref %v) sums %d (ref %v) reducers %v", j.id, j.finish, r.finish, sum, r.sums, j.redFinish)
 		}
@@ -1638,6 +1673,9 @@ func labRun(t *testing.T, trace, sched string, h hyp) (match, sums, total int, f
 			}
 		} else if r.sums != float64(sum) {
 			labEarlySum = min(labEarlySum, slices.Min(j.redFinish))
+			if labGetenv("FALCON_LAB_SUMLIST") != "" {
+				labJobLine += fmt.Sprintf("\n   J%d start %d finish %d sums %+d reducers %v", j.id, j.start, j.finish, sum-int64(r.sums), j.redFinish)
+			}
 		}
 		if r.start == float64(j.start) && r.finish == float64(j.finish) {
 			match++
