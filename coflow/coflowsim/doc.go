@@ -228,7 +228,11 @@
 // from the unfinished flows' original sizes (149), ties between the
 // coflows of one epoch broken by name as a string, "JOB-10" before
 // "JOB-9" (NCF synth-b 138 to 114; FIFO 64/27), and the backfill's
-// deadline sort kept as the next allocation's order (490). Two
+// deadline sort kept as the next allocation's order (490), and a coflow's
+// senders and receivers visited in the backfill in java.util.HashMap
+// iteration order of their port numbers instead of ascending (875 both
+// ways round; hash order for the senders only 957, the receivers only
+// 886). Two
 // observations are left open: under LCF, synth-b's JOB-9, 10, 11, 23 and
 // 27 all finish exactly 200 ms (25 quanta) later in the reference than
 // here, one delay passed down a chain of coflows through sender 36 (here

@@ -54,6 +54,10 @@ var labDeltas = map[string]func(*hyp){
 	"csMaddDone":   func(h *hyp) { h.csMaddX = "done" },
 	"csMaddBlk":    func(h *hyp) { h.csMaddX = "blk" },
 	"csMaxN":       func(h *hyp) { h.csMaxN = true },
+	"bfHashSD":     func(h *hyp) { h.bfFlowOrder = "hashsd" },
+	"bfHashDS":     func(h *hyp) { h.bfFlowOrder = "hashds" },
+	"bfHashS":      func(h *hyp) { h.bfFlowOrder = "hashS" },
+	"bfHashR":      func(h *hyp) { h.bfFlowOrder = "hashR" },
 	"bfDstSrc":     func(h *hyp) { h.bfFlowOrder = "dstsrc" },
 	"bfTrace":      func(h *hyp) { h.bfFlowOrder = "" },
 	"bfRev":        func(h *hyp) { h.bfFlowOrder = "rev" },
@@ -91,7 +95,8 @@ var labDeltas = map[string]func(*hyp){
 // together, as DARK's three did (see doc.go). It is skipped unless
 // FALCON_LAB_PAIRS=<shard>/<shards> is set (run shards as separate
 // processes; about 5 s per combination). FALCON_LAB_ONLY=a,b,... limits
-// the deltas, FALCON_LAB_SINGLES=1 skips the pairs. Each combination
+// the deltas, FALCON_LAB_SINGLES=1 skips the pairs, FALCON_LAB_BASE=a,b
+// applies deltas to every combination first. Each combination
 // prints "PAIR <total> <delta1+delta2> <ten counts>":
 //
 //	FALCON_LAB_PAIRS=0/1 FALCON_LAB_SINGLES=1 \
@@ -128,6 +133,11 @@ func TestLabPairs(t *testing.T) {
 			continue
 		}
 		h := hyp{skip: "cs", csRecv: "port", csUnblocked: true, bfFlowOrder: "srcdst"}
+		if base := labGetenv("FALCON_LAB_BASE"); base != "" {
+			for _, n := range strings.Split(base, ",") {
+				labDeltas[n](&h)
+			}
+		}
 		for _, n := range c {
 			labDeltas[n](&h)
 		}

@@ -1122,6 +1122,47 @@ func (s *labSim) bfFlows(j *job) []*flow {
 			}
 			return fl[a].dst < fl[b].dst
 		})
+	case "hashsd", "hashds", "hashS", "hashR":
+		// senders and receivers each in java.util.HashMap iteration order
+		// of their port numbers, inserted in trace order
+		var srcs, dsts []int
+		for _, f := range j.flows {
+			if !slices.Contains(srcs, f.src) {
+				srcs = append(srcs, f.src)
+			}
+			if !slices.Contains(dsts, f.dst) {
+				dsts = append(dsts, f.dst)
+			}
+		}
+		sr, dr := javaHashRank(srcs), javaHashRank(dsts)
+		sd := s.h.bfFlowOrder != "hashds"
+		if s.h.bfFlowOrder == "hashS" { // receivers ascending
+			slices.Sort(dsts)
+			dr = map[int]int{}
+			for i, d := range dsts {
+				dr[d] = i
+			}
+		}
+		if s.h.bfFlowOrder == "hashR" { // senders ascending
+			slices.Sort(srcs)
+			sr = map[int]int{}
+			for i, d := range srcs {
+				sr[d] = i
+			}
+		}
+		sort.SliceStable(fl, func(a, b int) bool {
+			fa, fb := fl[a], fl[b]
+			if sd {
+				if sr[fa.src] != sr[fb.src] {
+					return sr[fa.src] < sr[fb.src]
+				}
+				return dr[fa.dst] < dr[fb.dst]
+			}
+			if dr[fa.dst] != dr[fb.dst] {
+				return dr[fa.dst] < dr[fb.dst]
+			}
+			return sr[fa.src] < sr[fb.src]
+		})
 	case "dstsrc":
 		sort.SliceStable(fl, func(a, b int) bool {
 			if fl[a].dst != fl[b].dst {
@@ -2048,4 +2089,22 @@ func labGetenv(k string) string {
 	v := os.Getenv(k)
 	labEnv.Store(k, v)
 	return v
+}
+
+// javaHashRank returns each key's position in the iteration order of a
+// java.util.HashMap<Integer, ...> into which keys were put in order
+// (default capacity 16, load factor 0.75; bucket = key & (capacity-1) for
+// keys under 65536; insertion order inside a bucket, kept by resizes).
+func javaHashRank(keys []int) map[int]int {
+	c := 16
+	for len(keys) > c*3/4 {
+		c *= 2
+	}
+	order := slices.Clone(keys)
+	sort.SliceStable(order, func(a, b int) bool { return order[a]&(c-1) < order[b]&(c-1) })
+	rank := make(map[int]int, len(order))
+	for i, k := range order {
+		rank[k] = i
+	}
+	return rank
 }
