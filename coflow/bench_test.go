@@ -3,31 +3,16 @@ package coflow_test
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/falconml/falcon/coflow"
-	"github.com/falconml/falcon/coflow/coflowtest"
 )
 
 // BenchmarkReplayFB replays the 526-coflow, 706k-flow FB2010 trace at
 // coflowsim's port rate (skipped when the shared data is absent).
 func BenchmarkReplayFB(b *testing.B) {
-	path := coflowtest.SharedFile(b, "coflow-benchmark", "FB2010-1Hr-150-0.txt")
-	f, err := os.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	tr, err := coflow.ReadTrace(f)
-	f.Close()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfs, err := tr.ToCoflows()
-	if err != nil {
-		b.Fatal(err)
-	}
+	tr, cfs := readFB(b)
 	for _, name := range []string{"sebf", "sincronia", "dclas"} {
 		b.Run("sched="+name, func(b *testing.B) {
 			benchRun(b, name, tr, cfs)

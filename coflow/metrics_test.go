@@ -3,13 +3,11 @@ package coflow_test
 import (
 	"bytes"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/falconml/falcon/coflow"
-	"github.com/falconml/falcon/coflow/coflowtest"
 )
 
 func secs(xs ...float64) []time.Duration {
@@ -63,20 +61,7 @@ func TestBinOf(t *testing.T) {
 // research notes (swallow.md §7: SN 309, LN 90, SW 59, LW 68), which were
 // computed by an independent script.
 func TestBins_FB(t *testing.T) {
-	path := coflowtest.SharedFile(t, "coflow-benchmark", "FB2010-1Hr-150-0.txt")
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	tr, err := coflow.ReadTrace(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfs, err := tr.ToCoflows()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, cfs := readFB(t)
 	var n [4]int
 	for i := range cfs {
 		n[coflow.BinOf(cfs[i].MaxFlowBytes(), cfs[i].Width())]++

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
-	"os"
 	"reflect"
 	"testing"
 	"time"
@@ -298,17 +297,7 @@ func TestSim_ReplayFB(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping the 706k-flow replay in -short mode")
 	}
-	path := coflowtest.SharedFile(t, "coflow-benchmark", "FB2010-1Hr-150-0.txt")
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := coflow.ReadTrace(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfs, _ := tr.ToCoflows()
+	tr, cfs := readFB(t)
 	fab := tr.Fabric(coflow.CoflowsimBytesPerSec)
 	sim, _ := coflow.NewSim(coflow.DefaultConfig(), fab, mustSched(t, "sebf"))
 	res, err := sim.Run(cfs)

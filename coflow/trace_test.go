@@ -116,20 +116,7 @@ func TestTrace_RoundTripFiles(t *testing.T) {
 // TestTrace_FBStats pins statistics of the FB2010 trace listed in the
 // research notes (swallow.md §7), computed there by an independent script.
 func TestTrace_FBStats(t *testing.T) {
-	path := coflowtest.SharedFile(t, "coflow-benchmark", "FB2010-1Hr-150-0.txt")
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	tr, err := coflow.ReadTrace(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfs, err := tr.ToCoflows()
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, cfs := readFB(t)
 	flows, mb := 0, 0.0
 	for i := range cfs {
 		flows += len(cfs[i].Flows)
