@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/falconml/falcon/internal/cputime"
 )
 
 // reportCPU reports the process CPU time per op since c0 as "cpu-ns/op"
 // (0 where unsupported). It is the better figure on a loaded machine.
 func reportCPU(b *testing.B, c0 time.Duration) {
-	if c := processCPU(); c > 0 && b.N > 0 {
+	if c := cputime.Process(); c > 0 && b.N > 0 {
 		b.ReportMetric(float64(c-c0)/float64(b.N), "cpu-ns/op")
 	}
 }
@@ -29,7 +31,7 @@ func BenchmarkRNN_Predict(b *testing.B) {
 				b.ReportAllocs()
 				var sink float64
 				i := 0
-				c0 := processCPU()
+				c0 := cputime.Process()
 				for b.Loop() {
 					p.Observe(s[i&1023])
 					sink += p.Predict().CompressSpeed
@@ -59,7 +61,7 @@ func BenchmarkRNN_Update(b *testing.B) {
 						p.Observe(m)
 					}
 					b.ReportAllocs()
-					c0 := processCPU()
+					c0 := cputime.Process()
 					for b.Loop() {
 						p.FineTune()
 					}
@@ -83,7 +85,7 @@ func BenchmarkBaselines(b *testing.B) {
 			b.ReportAllocs()
 			var sink float64
 			i := 0
-			c0 := processCPU()
+			c0 := cputime.Process()
 			for b.Loop() {
 				p.Observe(s[i&1023])
 				sink += p.Predict().CompressSpeed

@@ -34,6 +34,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/falconml/falcon/internal/cputime"
 	"github.com/falconml/falcon/predictor"
 	"github.com/falconml/falcon/predictor/record"
 )
@@ -214,9 +215,9 @@ func (c cost) ns() float64 {
 }
 
 func measure(n int, f func()) cost {
-	c0, t0 := processCPU(), time.Now()
+	c0, t0 := cputime.Process(), time.Now()
 	f()
-	wall, cpu := time.Since(t0), processCPU()-c0
+	wall, cpu := time.Since(t0), cputime.Process()-c0
 	if n < 1 {
 		n = 1
 	}

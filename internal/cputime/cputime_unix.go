@@ -1,14 +1,15 @@
 //go:build unix
 
-package main
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU returns the user+system CPU time of the process.
-func processCPU() time.Duration {
+// Process returns the user+system CPU time of the process so far, or 0 if
+// the system does not report it.
+func Process() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
