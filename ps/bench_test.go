@@ -103,6 +103,22 @@ func benchKeys(n int) []uint64 {
 	return keys
 }
 
+// initBench initializes n values (n/benchWidth keys, seeded Gaussian) on
+// env's servers through its first client and returns the keys and the
+// random stream, for the gradients.
+func initBench(ctx context.Context, b *testing.B, env benchEnv, n int) ([]uint64, *rand.Rand) {
+	keys := benchKeys(n)
+	rng := rand.New(rand.NewPCG(1, 2))
+	init := make([]float32, n)
+	for i := range init {
+		init[i] = float32(rng.NormFloat64())
+	}
+	if err := env.clients[0].Init(ctx, keys, init, nil); err != nil {
+		b.Fatal(err)
+	}
+	return keys, rng
+}
+
 // BenchmarkPushPull measures one Push followed by one Pull of n float32
 // values per worker per iteration, all workers at once, against one server
 // applying SGD. Bytes per iteration: 8·n·workers (n floats up, n down).
@@ -163,15 +179,7 @@ func BenchmarkPushPullRound(b *testing.B) {
 
 func runPushPull(b *testing.B, env benchEnv, n int, oneCall bool) {
 	ctx := context.Background()
-	keys := benchKeys(n)
-	rng := rand.New(rand.NewPCG(1, 2))
-	init := make([]float32, n)
-	for i := range init {
-		init[i] = float32(rng.NormFloat64())
-	}
-	if err := env.clients[0].Init(ctx, keys, init, nil); err != nil {
-		b.Fatal(err)
-	}
+	keys, rng := initBench(ctx, b, env, n)
 	grads := make([][]float32, len(env.clients))
 	outs := make([][]float32, len(env.clients))
 	for i := range env.clients {

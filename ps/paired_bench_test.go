@@ -3,7 +3,6 @@ package ps_test
 import (
 	"context"
 	"io"
-	"math/rand/v2"
 	"net"
 	"sync"
 	"testing"
@@ -126,15 +125,7 @@ func rawTCPCeiling(b *testing.B, workers, n int) func() {
 
 func runPaired(b *testing.B, env benchEnv, n int, ceil func()) {
 	ctx := context.Background()
-	keys := benchKeys(n)
-	rng := rand.New(rand.NewPCG(1, 2))
-	init := make([]float32, n)
-	for i := range init {
-		init[i] = float32(rng.NormFloat64())
-	}
-	if err := env.clients[0].Init(ctx, keys, init, nil); err != nil {
-		b.Fatal(err)
-	}
+	keys, rng := initBench(ctx, b, env, n)
 	w := len(env.clients)
 	grads := make([][]float32, w)
 	outs := make([][]float32, w)
