@@ -232,7 +232,10 @@
 // senders and receivers visited in the backfill in java.util.HashMap
 // iteration order of their port numbers instead of ascending (875 both
 // ways round; hash order for the senders only 957, the receivers only
-// 886). Two
+// 886), and an incremental reallocation at departures, where the coflows
+// ahead of the departing one keep their rates, backfill included, and the
+// others are allocated around them (940; with the backfill for the others
+// only, 894). Two
 // observations are left open: under LCF, synth-b's JOB-9, 10, 11, 23 and
 // 27 all finish exactly 200 ms (25 quanta) later in the reference than
 // here, one delay passed down a chain of coflows through sender 36 (here

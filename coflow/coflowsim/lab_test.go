@@ -153,6 +153,7 @@ type hyp struct {
 	csMaxN      bool    // cs: rate min(send free, receive free) / max(n_src, n_dst)
 	csVisit     bool    // cs: n_p counts the skipped flows whose two ports had capacity when their coflow was visited in priority order
 	csThr       float64 // cs: full-port threshold of the share's counts only (<0: exactly 0)
+	keepAhead   string  // at a departure the coflows ahead of the first departing one keep their rates (backfill included); the rest is allocated around them, then the backfill visits "all" coflows or the "rest"
 	rawAlphaR   string  // MADD's receiver bytes from each reducer's unrounded size minus its delivered bytes ("keep": a reducer with flows left counts even at <= 0; "clip": it does not)
 	csVisitS    string  // cs: as csVisit at the sender ("S") or the receiver ("R") only; the other end counts the flows open now
 	csThrSide   string  // cs: "S"/"R": that end's count also takes the flows blocked only by a rounding residue (0 < free <= threshold) at the other end
@@ -201,6 +202,8 @@ type labSim struct {
 	depAtEdge bool
 	// skipNext, skipNow: coflows that move nothing in the next / this quantum (lossAhead)
 	skipNext, skipNow map[*job]bool
+	// keep: coflows whose rates the next allocation keeps (keepAhead)
+	keep map[*job]bool
 	// prevSF, prevRF: the free capacities left by the previous allocation (csStale)
 	prevSF, prevRF []float64
 }
@@ -218,7 +221,18 @@ func (s *labSim) allocate() {
 	visitOpen := map[*flow]bool{} // csVisit: both ports had capacity when its coflow was visited
 	send := make([]float64, s.ports)
 	recv := make([]float64, s.ports)
+	for j := range s.keep {
+		for _, f := range j.flows {
+			if !f.done {
+				s.sf[f.src] -= f.rate
+				s.rf[f.dst] -= f.rate
+			}
+		}
+	}
 	for _, j := range s.active {
+		if s.keep[j] {
+			continue
+		}
 		clear(send)
 		clear(recv)
 		for _, f := range j.flows {
@@ -977,8 +991,13 @@ func (s *labSim) allocate() {
 		backfill(ex)
 	default:
 		share()
-		backfill(nil)
+		if h.keepAhead == "rest" {
+			backfill(s.keep)
+		} else {
+			backfill(nil)
+		}
 	}
+	s.keep = nil
 	s.prevSF = append(s.prevSF[:0], s.sf...)
 	s.prevRF = append(s.prevRF[:0], s.rf...)
 }
@@ -1496,6 +1515,16 @@ func (s *labSim) run() {
 							s.skipNext[j] = true
 						}
 					}
+				}
+			}
+			if dep && s.h.keepAhead != "" {
+				// the coflows ahead of the first departing one keep their rates
+				s.keep = map[*job]bool{}
+				for _, j := range s.active {
+					if j.done {
+						break
+					}
+					s.keep[j] = true
 				}
 			}
 			if dep || redDone {
