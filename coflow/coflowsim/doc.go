@@ -243,6 +243,23 @@
 // coflow admitted then fills one of its receivers); and synth-b's JOB-9
 // finishes one quantum late here under SCF, NCF and SEBF, its last flow
 // short by 0.3 to 0.5 of a quantum's bytes, not a float residue.
+// TestLabPairs also reports how many coflows match exactly (finish and
+// reducer sums) in order of finish before the first that does not: 327 of
+// 1600 over the ten runs with the rules used, and no rule change above
+// lengthens it. The earliest break under FIFO is synth-b's JOB-22 (finish
+// right, reducer sums 7,960 ms short): that is exactly one of its reducers
+// 6 and 11 finishing at 18,608 ms and the other at the coflow's end, where
+// here they finish at 17,952 and 18,664. It fits one account: at 17,872
+// ms sender 18 keeps 0.052 of a port after the share, and in the
+// reference that must not reach JOB-22's flow 18>6 in the backfill (which
+// would finish it at 17,952); then at 18,544 the 0.0655 that here goes to
+// 18>11 goes to 18>6 and ends it at 18,608. Only JOB-27, ahead in deadline
+// order, could take it at sender 18, and its flow 18>7 is blocked there by
+// receiver 7, whose leftover its flow 15>7 takes first. A share that hands
+// a limited flow's unused part on to the flows after it at the same port
+// (the skipped flows in priority or deadline order, each coflow's by port
+// or in trace order) gives 18>7 that capacity, but loses coflows (874,
+// 848, 889) and breaks earlier (prefix 88 to 96).
 //
 // What the fixtures tell about PFP (coflowsim: "SRTF"): each receiver
 // port, in increasing order, serves its flows smallest first, each taking

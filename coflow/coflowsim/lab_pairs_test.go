@@ -60,6 +60,12 @@ var labDeltas = map[string]func(*hyp){
 	"bfHashR":      func(h *hyp) { h.bfFlowOrder = "hashR" },
 	"keepAll":      func(h *hyp) { h.keepAhead = "all" },
 	"keepRest":     func(h *hyp) { h.keepAhead = "rest" },
+	"skipRecv":     func(h *hyp) { h.skipMode = "recv" },
+	"skipSend":     func(h *hyp) { h.skipMode = "send" },
+	"csCoflowFair": func(h *hyp) { h.csJob = true; h.csCoflowFair = true },
+	"handOn":       func(h *hyp) { h.skip = "handOn" },
+	"handOnT":      func(h *hyp) { h.skip = "handOn"; h.handOnTrace = true },
+	"handOnE":      func(h *hyp) { h.skip = "handOn"; h.skipOrder = "edf" },
 	"bfDstSrc":     func(h *hyp) { h.bfFlowOrder = "dstsrc" },
 	"bfTrace":      func(h *hyp) { h.bfFlowOrder = "" },
 	"bfRev":        func(h *hyp) { h.bfFlowOrder = "rev" },
@@ -143,12 +149,16 @@ func TestLabPairs(t *testing.T) {
 		for _, n := range c {
 			labDeltas[n](&h)
 		}
-		total := 0
+		total, prefix := 0, 0
 		var counts []string
 		for _, sc := range []string{"FIFO", "SCF", "NCF", "LCF", "SEBF"} {
 			for _, tr := range []string{"synth-a", "synth-b"} {
 				m, _, _, _, _ := labRun(t, tr, sc, h)
 				total += m
+				prefix += labPrefix
+				if labGetenv("FALCON_LAB_BREAKS") != "" {
+					counts = append(counts, fmt.Sprintf("[%d %s]", labPrefix, labPrefixBreak))
+				}
 				counts = append(counts, strconv.Itoa(m))
 				if labWatch != "" {
 					counts = append(counts, "("+labWatch+")")
@@ -156,6 +166,6 @@ func TestLabPairs(t *testing.T) {
 				}
 			}
 		}
-		fmt.Fprintf(os.Stdout, "PAIR %d %s %s\n", total, strings.Join(c, "+"), strings.Join(counts, " "))
+		fmt.Fprintf(os.Stdout, "PAIR %d prefix %d %s %s\n", total, prefix, strings.Join(c, "+"), strings.Join(counts, " "))
 	}
 }

@@ -107,66 +107,68 @@ type hyp struct {
 	// skipMode is when a coflow is skipped: "" (a port where it still has
 	// bytes is full), "tasks" (any port it has a flow on), "any" (any full
 	// port in the fabric).
-	skipMode    string
-	noReset     bool    // skipped coflows keep their previous rates
-	jobFree     bool    // caps within a coflow use the capacity free before it
-	alphaDone   bool    // finished flows' leftover bytes count in alpha/skip
-	order       string  // "", "bfFirst", "bfAll"
-	origSize    bool    // MADD on the original flow size instead of remaining
-	bfDone      bool    // finished flows still take backfill capacity
-	bfOrder     bool    // backfill in priority order instead of EDF
-	edfTrunc    bool    // EDF keys truncated to int32 as Java's (int) cast
-	bfMode      string  // backfill increments: "" greedy min(free), "dec", "fix", "fixu" (see backfill)
-	bfTwice     bool    // after a fair backfill, a greedy one
-	mmDone      bool    // maxmin: finished flows of skipped coflows take (and waste) their share
-	bfFlowOrder string  // order of a coflow's flows in the backfill (see bfFlows)
-	madd        string  // MADD arithmetic variant (see alphaOf)
-	fullThr     float64 // full-port threshold in bit/s (0: zeroBytes; <0: exactly 0)
-	bfGlobal    string  // "src"/"dst": backfill all flows by that port first, then coflow
-	epochAlloc  bool    // reallocate at every epoch start, even with no admission
-	resort      string  // "admit": re-sort the whole order at each admission; "always": at each allocation
-	insBack     bool    // insert after the last coflow with a key not larger (scan from the back)
-	doneThr     float64 // remaining bytes at or under which a flow is done (0: zeroBytes)
-	noCap       bool    // MADD rates not capped by the free capacity at the flow's ports
-	csAll       bool    // cs: every active coflow's flows take part in the one-round share
-	csCountAll  string  // cs: the counts n_p include open flows of "all" active coflows, or of the "madd" (non-skipped) ones too; only skipped flows get a share
-	allPort     bool    // every loop visits a coflow's flows in port order
-	csHalf      bool    // cs: n_src counts flows with an open sender, n_dst with an open receiver
-	edfRaw      string  // backfill key from the unrounded deadline: "exact", "trunc", "floor"
-	midQuantum  string  // "prio"/"arrival": reallocate inside the quantum when a coflow departs, visiting coflows in that order
-	redEvent    bool    // also reallocate when a reducer's last flow finishes
-	tieFirst    bool    // a new coflow goes before existing ones with an equal key
-	csSeqFree   bool    // cs: each share is taken off the ports at once (later flows see less)
-	inline      bool    // a skipped coflow takes DARK's per-coflow split at once, before the coflows after it
-	rawAlpha    bool    // MADD's alpha from the bytes left of the unrounded reducer sizes
-	rawDone     bool    // a reducer is done once its unrounded bytes arrived; the coflow when all are
-	flowEvent   bool    // also reallocate when any flow finishes
-	csHalfS     bool    // cs: as csHalf at the sender only (n_dst counts flows with both ports open)
-	csHalfR     bool    // cs: as csHalf at the receiver only
-	alphaRound  string  // MADD's alpha rounded: "q" up to a quantum, "ms" up to a ms, "qf" down to a quantum
-	remCum      bool    // a flow's remaining bytes are its size minus its accumulated sent bytes
-	edgeLoss    bool    // when a coflow departs in an epoch's last quantum, the next epoch's first quantum moves nothing
-	edgeLossOld bool    // as edgeLoss, for the coflows admitted before that epoch only
-	lossAhead   string  // "edge"/"any": when a coflow departs (in an epoch's last quantum / ever), the coflows ahead of it lose the next quantum
-	lossArr     bool    // lossAhead counts the coflows that arrived before the departing one instead
-	csJob       bool    // cs: n_src and n_dst count only the flow's own coflow's open flows (DARK's split, all from one snapshot)
-	csMaxN      bool    // cs: rate min(send free, receive free) / max(n_src, n_dst)
-	csVisit     bool    // cs: n_p counts the skipped flows whose two ports had capacity when their coflow was visited in priority order
-	csThr       float64 // cs: full-port threshold of the share's counts only (<0: exactly 0)
-	keepAhead   string  // at a departure the coflows ahead of the first departing one keep their rates (backfill included); the rest is allocated around them, then the backfill visits "all" coflows or the "rest"
-	rawAlphaR   string  // MADD's receiver bytes from each reducer's unrounded size minus its delivered bytes ("keep": a reducer with flows left counts even at <= 0; "clip": it does not)
-	csVisitS    string  // cs: as csVisit at the sender ("S") or the receiver ("R") only; the other end counts the flows open now
-	csThrSide   string  // cs: "S"/"R": that end's count also takes the flows blocked only by a rounding residue (0 < free <= threshold) at the other end
-	csMaddX     string  // cs: counts also take the non-skipped coflows' "done"/"doneS" finished flows or "blk"/"blkS" half-blocked flows (see share)
-	csLocal2    string  // cs: a skipped open flow from a port to itself counts twice at that port: "S" (sender count), "R", "SR"
-	csStale     bool    // cs: n_p also counts skipped flows whose ports are full now but were open after the previous allocation
-	csOwn       string  // cs: counts add the flow's own coflow's blocked flows at the port: "S", "R", "SR"
-	csFull      string  // cs: shares from the full port capacity / n_p, each capped by what is still free and taken off at once ("prio": skipped coflows in priority order; "edf": in backfill order)
-	csWeight    string  // cs: shares weighted instead of equal: "rem" (remaining bytes), "size" (original size)
-	capQuantum  bool    // backfill: a flow's rate is capped at its remaining bytes per quantum
-	localFree   bool    // flows whose sender and receiver port are the same are done from the start
-	redAtEvent  bool    // a reducer's finish is recorded at the first reallocation at or after its last flow's finish
-	skipOrder   string  // fixuSeq: the skipped coflows in "edf" (backfill) order or "rev" (reversed priority) order
+	skipMode     string
+	noReset      bool    // skipped coflows keep their previous rates
+	jobFree      bool    // caps within a coflow use the capacity free before it
+	alphaDone    bool    // finished flows' leftover bytes count in alpha/skip
+	order        string  // "", "bfFirst", "bfAll"
+	origSize     bool    // MADD on the original flow size instead of remaining
+	bfDone       bool    // finished flows still take backfill capacity
+	bfOrder      bool    // backfill in priority order instead of EDF
+	edfTrunc     bool    // EDF keys truncated to int32 as Java's (int) cast
+	bfMode       string  // backfill increments: "" greedy min(free), "dec", "fix", "fixu" (see backfill)
+	bfTwice      bool    // after a fair backfill, a greedy one
+	mmDone       bool    // maxmin: finished flows of skipped coflows take (and waste) their share
+	bfFlowOrder  string  // order of a coflow's flows in the backfill (see bfFlows)
+	madd         string  // MADD arithmetic variant (see alphaOf)
+	fullThr      float64 // full-port threshold in bit/s (0: zeroBytes; <0: exactly 0)
+	bfGlobal     string  // "src"/"dst": backfill all flows by that port first, then coflow
+	epochAlloc   bool    // reallocate at every epoch start, even with no admission
+	resort       string  // "admit": re-sort the whole order at each admission; "always": at each allocation
+	insBack      bool    // insert after the last coflow with a key not larger (scan from the back)
+	doneThr      float64 // remaining bytes at or under which a flow is done (0: zeroBytes)
+	noCap        bool    // MADD rates not capped by the free capacity at the flow's ports
+	csAll        bool    // cs: every active coflow's flows take part in the one-round share
+	csCountAll   string  // cs: the counts n_p include open flows of "all" active coflows, or of the "madd" (non-skipped) ones too; only skipped flows get a share
+	allPort      bool    // every loop visits a coflow's flows in port order
+	csHalf       bool    // cs: n_src counts flows with an open sender, n_dst with an open receiver
+	edfRaw       string  // backfill key from the unrounded deadline: "exact", "trunc", "floor"
+	midQuantum   string  // "prio"/"arrival": reallocate inside the quantum when a coflow departs, visiting coflows in that order
+	redEvent     bool    // also reallocate when a reducer's last flow finishes
+	tieFirst     bool    // a new coflow goes before existing ones with an equal key
+	csSeqFree    bool    // cs: each share is taken off the ports at once (later flows see less)
+	inline       bool    // a skipped coflow takes DARK's per-coflow split at once, before the coflows after it
+	rawAlpha     bool    // MADD's alpha from the bytes left of the unrounded reducer sizes
+	rawDone      bool    // a reducer is done once its unrounded bytes arrived; the coflow when all are
+	flowEvent    bool    // also reallocate when any flow finishes
+	csHalfS      bool    // cs: as csHalf at the sender only (n_dst counts flows with both ports open)
+	csHalfR      bool    // cs: as csHalf at the receiver only
+	alphaRound   string  // MADD's alpha rounded: "q" up to a quantum, "ms" up to a ms, "qf" down to a quantum
+	remCum       bool    // a flow's remaining bytes are its size minus its accumulated sent bytes
+	edgeLoss     bool    // when a coflow departs in an epoch's last quantum, the next epoch's first quantum moves nothing
+	edgeLossOld  bool    // as edgeLoss, for the coflows admitted before that epoch only
+	lossAhead    string  // "edge"/"any": when a coflow departs (in an epoch's last quantum / ever), the coflows ahead of it lose the next quantum
+	lossArr      bool    // lossAhead counts the coflows that arrived before the departing one instead
+	csJob        bool    // cs: n_src and n_dst count only the flow's own coflow's open flows (DARK's split, all from one snapshot)
+	csMaxN       bool    // cs: rate min(send free, receive free) / max(n_src, n_dst)
+	csVisit      bool    // cs: n_p counts the skipped flows whose two ports had capacity when their coflow was visited in priority order
+	csThr        float64 // cs: full-port threshold of the share's counts only (<0: exactly 0)
+	keepAhead    string  // at a departure the coflows ahead of the first departing one keep their rates (backfill included); the rest is allocated around them, then the backfill visits "all" coflows or the "rest"
+	csCoflowFair bool    // csJob: each port split equally among the skipped coflows with open flows there, then among a coflow's flows
+	handOnTrace  bool    // skip "handOn": a coflow's flows in trace order
+	rawAlphaR    string  // MADD's receiver bytes from each reducer's unrounded size minus its delivered bytes ("keep": a reducer with flows left counts even at <= 0; "clip": it does not)
+	csVisitS     string  // cs: as csVisit at the sender ("S") or the receiver ("R") only; the other end counts the flows open now
+	csThrSide    string  // cs: "S"/"R": that end's count also takes the flows blocked only by a rounding residue (0 < free <= threshold) at the other end
+	csMaddX      string  // cs: counts also take the non-skipped coflows' "done"/"doneS" finished flows or "blk"/"blkS" half-blocked flows (see share)
+	csLocal2     string  // cs: a skipped open flow from a port to itself counts twice at that port: "S" (sender count), "R", "SR"
+	csStale      bool    // cs: n_p also counts skipped flows whose ports are full now but were open after the previous allocation
+	csOwn        string  // cs: counts add the flow's own coflow's blocked flows at the port: "S", "R", "SR"
+	csFull       string  // cs: shares from the full port capacity / n_p, each capped by what is still free and taken off at once ("prio": skipped coflows in priority order; "edf": in backfill order)
+	csWeight     string  // cs: shares weighted instead of equal: "rem" (remaining bytes), "size" (original size)
+	capQuantum   bool    // backfill: a flow's rate is capped at its remaining bytes per quantum
+	localFree    bool    // flows whose sender and receiver port are the same are done from the start
+	redAtEvent   bool    // a reducer's finish is recorded at the first reallocation at or after its last flow's finish
+	skipOrder    string  // fixuSeq: the skipped coflows in "edf" (backfill) order or "rev" (reversed priority) order
 
 	dump      int   // job id to dump state for (0: none)
 	dumpUntil int64 // last reallocation time to dump
@@ -180,6 +182,13 @@ var labEarlyFin, labEarlySum int64
 
 // labJobLine is the FALCON_LAB_JOB coflow's finish and reducers in the last labRun.
 var labJobLine string
+
+// labPrefix is, for the last labRun, how many coflows match exactly (finish
+// and reducer sums) in order of finish before the first that does not.
+var labPrefix int
+
+// labPrefixBreak names the coflow that ends labPrefix.
+var labPrefixBreak string
 
 // labWatch is the FALCON_LAB_WATCH coflow's finish and sums minus the reference's in the last labRun.
 var labWatch string
@@ -447,6 +456,46 @@ func (s *labSim) allocate() {
 					}
 				}
 				maxMin(fl, s.sf, s.rf)
+			}
+		case "handOn":
+			// one pass over the skipped coflows' open flows (coflows in
+			// priority order, or backfill order with skipOrder "edf"; flows
+			// by sender, then receiver port, or in trace order with
+			// handOnTrace): each takes min(send free / flows left at its
+			// sender, receive free / flows left at its receiver), which is
+			// taken off at once, and the counts drop, so what a limited
+			// flow leaves at a port goes to the flows after it there.
+			ns := make([]int, s.ports)
+			nr := make([]int, s.ports)
+			open := func(f *flow) bool { return !f.done && s.sf[f.src] > h.thr() && s.rf[f.dst] > h.thr() }
+			order := slices.Clone(skipped)
+			if h.skipOrder == "edf" {
+				sort.SliceStable(order, func(a, b int) bool {
+					return order[a].start+order[a].deadline < order[b].start+order[b].deadline
+				})
+			}
+			var fl []*flow
+			for _, j := range order {
+				jf := j.byPort()
+				if h.handOnTrace {
+					jf = j.flows
+				}
+				for _, f := range jf {
+					if open(f) {
+						fl = append(fl, f)
+						ns[f.src]++
+						nr[f.dst]++
+					}
+				}
+			}
+			for _, f := range fl {
+				r := math.Min(s.sf[f.src]/float64(ns[f.src]), s.rf[f.dst]/float64(nr[f.dst]))
+				r = math.Max(r, 0)
+				f.rate = r
+				s.sf[f.src] -= r
+				s.rf[f.dst] -= r
+				ns[f.src]--
+				nr[f.dst]--
 			}
 		case "cs":
 			if h.csAll {
@@ -720,6 +769,29 @@ func (s *labSim) allocate() {
 						}
 						sd = s.sf[f.src] / float64(ns)
 						rd = s.rf[f.dst] / float64(nd)
+						if h.csCoflowFair {
+							// each skipped coflow with open flows at the
+							// port gets an equal part of it
+							ks, kd := 0, 0
+							for _, k := range skipped {
+								hs, hd := false, false
+								for _, g := range k.flows {
+									if g.done || s.sf[g.src] <= h.thr() || s.rf[g.dst] <= h.thr() {
+										continue
+									}
+									hs = hs || g.src == f.src
+									hd = hd || g.dst == f.dst
+								}
+								if hs {
+									ks++
+								}
+								if hd {
+									kd++
+								}
+							}
+							sd /= float64(ks)
+							rd /= float64(kd)
+						}
 					}
 					r := math.Min(sd, rd)
 					if h.csMaxN {
@@ -1755,6 +1827,32 @@ func labRun(t *testing.T, trace, sched string, h hyp) (match, sums, total int, f
 		} else if first == "" {
 			first = fmt.Sprintf("JOB-%d start %d finish %d (ref %v %v) sums %d (ref %v) reducers %v", j.id, j.start, j.finish, r.start, r.finish, sum, r.sums, j.redFinish)
 		}
+	}
+	// labPrefix: coflows that match exactly (finish and reducer sums),
+	// taken in order of the reference finish, before the first that does not
+	type fin struct {
+		t  float64
+		ok bool
+		id int
+	}
+	var fins []fin
+	for _, j := range s.jobs {
+		r := ref[j.id]
+		var sum int64
+		for _, f := range j.redFinish {
+			sum += f - j.start
+		}
+		ok := r.start == float64(j.start) && r.finish == float64(j.finish) && r.sums == float64(sum)
+		fins = append(fins, fin{math.Min(r.finish, float64(j.finish)), ok, j.id})
+	}
+	sort.SliceStable(fins, func(a, b int) bool { return fins[a].t < fins[b].t })
+	labPrefix, labPrefixBreak = 0, ""
+	for _, x := range fins {
+		if !x.ok {
+			labPrefixBreak = fmt.Sprintf("JOB-%d@%.0f", x.id, x.t)
+			break
+		}
+		labPrefix++
 	}
 	return match, sums, total, first, s.log.String()
 }
