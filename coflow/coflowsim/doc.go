@@ -235,7 +235,10 @@
 // 886), and an incremental reallocation at departures, where the coflows
 // ahead of the departing one keep their rates, backfill included, and the
 // others are allocated around them (940; with the backfill for the others
-// only, 894). Two
+// only, 894), each port split equally among the skipped coflows with open
+// flows there and then among a coflow's flows (751), and skipping a
+// coflow only for a full receiver or only for a full sender (820, 693).
+// Two
 // observations are left open: under LCF, synth-b's JOB-9, 10, 11, 23 and
 // 27 all finish exactly 200 ms (25 quanta) later in the reference than
 // here, one delay passed down a chain of coflows through sender 36 (here
