@@ -237,7 +237,11 @@
 // others are allocated around them (940; with the backfill for the others
 // only, 894), each port split equally among the skipped coflows with open
 // flows there and then among a coflow's flows (751), and skipping a
-// coflow only for a full receiver or only for a full sender (820, 693).
+// coflow only for a full receiver or only for a full sender (820, 693),
+// one-sided shares (each skipped flow asks for its sender's, or its
+// receiver's, free capacity over the skipped flows there and takes what is
+// still free at both ends, in priority order: 741, 746), and the backfill
+// key from the trace's arrival time instead of the epoch start (1010).
 // Two
 // observations are left open: under LCF, synth-b's JOB-9, 10, 11, 23 and
 // 27 all finish exactly 200 ms (25 quanta) later in the reference than

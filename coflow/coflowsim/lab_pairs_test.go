@@ -66,6 +66,8 @@ var labDeltas = map[string]func(*hyp){
 	"handOn":       func(h *hyp) { h.skip = "handOn" },
 	"handOnT":      func(h *hyp) { h.skip = "handOn"; h.handOnTrace = true },
 	"handOnE":      func(h *hyp) { h.skip = "handOn"; h.skipOrder = "edf" },
+	"sendShare":    func(h *hyp) { h.skip = "sendShare" },
+	"recvShare":    func(h *hyp) { h.skip = "recvShare" },
 	"bfDstSrc":     func(h *hyp) { h.bfFlowOrder = "dstsrc" },
 	"bfTrace":      func(h *hyp) { h.bfFlowOrder = "" },
 	"bfRev":        func(h *hyp) { h.bfFlowOrder = "rev" },

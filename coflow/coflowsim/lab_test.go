@@ -457,6 +457,37 @@ func (s *labSim) allocate() {
 				}
 				maxMin(fl, s.sf, s.rf)
 			}
+		case "sendShare", "recvShare":
+			// a one-sided share: each open skipped flow asks for its
+			// sender's (or receiver's) free capacity over the open skipped
+			// flows there (counted before the round), and takes what is
+			// still free at both ends, flows in priority order of their
+			// coflows, by port inside a coflow
+			ns := make([]int, s.ports)
+			nr := make([]int, s.ports)
+			open := func(f *flow) bool { return !f.done && s.sf[f.src] > h.thr() && s.rf[f.dst] > h.thr() }
+			var fl []*flow
+			for _, j := range skipped {
+				for _, f := range j.byPort() {
+					if open(f) {
+						fl = append(fl, f)
+						ns[f.src]++
+						nr[f.dst]++
+					}
+				}
+			}
+			sf0 := slices.Clone(s.sf)
+			rf0 := slices.Clone(s.rf)
+			for _, f := range fl {
+				ask := sf0[f.src] / float64(ns[f.src])
+				if h.skip == "recvShare" {
+					ask = rf0[f.dst] / float64(nr[f.dst])
+				}
+				r := math.Max(0, math.Min(ask, math.Min(s.sf[f.src], s.rf[f.dst])))
+				f.rate = r
+				s.sf[f.src] -= r
+				s.rf[f.dst] -= r
+			}
 		case "handOn":
 			// one pass over the skipped coflows' open flows (coflows in
 			// priority order, or backfill order with skipOrder "edf"; flows
