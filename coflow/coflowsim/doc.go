@@ -266,7 +266,10 @@
 // a limited flow's unused part on to the flows after it at the same port
 // (the skipped flows in priority or deadline order, each coflow's by port
 // or in trace order) gives 18>7 that capacity, but loses coflows (874,
-// 848, 889) and breaks earlier (prefix 88 to 96).
+// 848, 889) and breaks earlier (prefix 88 to 96); so does a second round
+// of the share at the senders or at the receivers, splitting what a port
+// has left among the skipped flows there whose other end has room (866,
+// 863).
 //
 // What the fixtures tell about PFP (coflowsim: "SRTF"): each receiver
 // port, in increasing order, serves its flows smallest first, each taking

@@ -68,6 +68,8 @@ var labDeltas = map[string]func(*hyp){
 	"handOnE":      func(h *hyp) { h.skip = "handOn"; h.skipOrder = "edf" },
 	"sendShare":    func(h *hyp) { h.skip = "sendShare" },
 	"recvShare":    func(h *hyp) { h.skip = "recvShare" },
+	"csRound2S":    func(h *hyp) { h.csRound2 = "S" },
+	"csRound2R":    func(h *hyp) { h.csRound2 = "R" },
 	"bfDstSrc":     func(h *hyp) { h.bfFlowOrder = "dstsrc" },
 	"bfTrace":      func(h *hyp) { h.bfFlowOrder = "" },
 	"bfRev":        func(h *hyp) { h.bfFlowOrder = "rev" },

@@ -155,6 +155,7 @@ type hyp struct {
 	csThr        float64 // cs: full-port threshold of the share's counts only (<0: exactly 0)
 	keepAhead    string  // at a departure the coflows ahead of the first departing one keep their rates (backfill included); the rest is allocated around them, then the backfill visits "all" coflows or the "rest"
 	csCoflowFair bool    // csJob: each port split equally among the skipped coflows with open flows there, then among a coflow's flows
+	csRound2     string  // cs: a second round of the share at the senders ("S") or receivers ("R")
 	handOnTrace  bool    // skip "handOn": a coflow's flows in trace order
 	rawAlphaR    string  // MADD's receiver bytes from each reducer's unrounded size minus its delivered bytes ("keep": a reducer with flows left counts even at <= 0; "clip": it does not)
 	csVisitS     string  // cs: as csVisit at the sender ("S") or the receiver ("R") only; the other end counts the flows open now
@@ -876,6 +877,39 @@ func (s *labSim) allocate() {
 					}
 				}
 				maxMin(fl, s.sf, s.rf)
+			}
+			if h.csRound2 != "" {
+				// a second round at the senders ("S") or receivers ("R"):
+				// what is left at a port is split among the skipped flows
+				// there whose other end still has capacity, each taking
+				// min(left / flows to go, other end's free), in port order
+				var fl []*flow
+				for _, j := range skipped {
+					for _, f := range j.byPort() {
+						if !f.done && f.rate > 0 {
+							fl = append(fl, f)
+						}
+					}
+				}
+				for p := 0; p < s.ports; p++ {
+					var at []*flow
+					for _, f := range fl {
+						if (h.csRound2 == "S" && f.src == p) || (h.csRound2 == "R" && f.dst == p) {
+							at = append(at, f)
+						}
+					}
+					for i, f := range at {
+						var r float64
+						if h.csRound2 == "S" {
+							r = math.Max(0, math.Min(s.sf[p]/float64(len(at)-i), s.rf[f.dst]))
+						} else {
+							r = math.Max(0, math.Min(s.rf[p]/float64(len(at)-i), s.sf[f.src]))
+						}
+						f.rate += r
+						s.sf[f.src] -= r
+						s.rf[f.dst] -= r
+					}
+				}
 			}
 		}
 	}
