@@ -269,7 +269,15 @@
 // 848, 889) and breaks earlier (prefix 88 to 96); so does a second round
 // of the share at the senders or at the receivers, splitting what a port
 // has left among the skipped flows there whose other end has room (866,
-// 863).
+// 863). The other account, which the reducer sums favour, is that receiver
+// 5 keeps capacity after the share, so that JOB-22's own flow 18>5, which
+// its backfill visits first, takes sender 18's leftover: counting at each
+// receiver the skipped flows blocked at their sender (JOB-23's two at
+// receiver 5) leaves JOB-22's sums 40 ms off instead of 7,960, but breaks
+// synth-a's JOB-9 at 38,080 ms under SCF, LCF and SEBF and FIFO synth-b's
+// JOB-18 at 13,656 ms (902 in all, prefix 129), and counting the
+// non-skipped coflows' finished flows too fixes JOB-22 and breaks synth-a's
+// JOB-5 at 9,216 ms (811).
 //
 // What the fixtures tell about PFP (coflowsim: "SRTF"): each receiver
 // port, in increasing order, serves its flows smallest first, each taking

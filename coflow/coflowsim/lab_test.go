@@ -1278,6 +1278,21 @@ func (s *labSim) bfFlows(j *job) []*flow {
 			}
 			return fl[a].dst < fl[b].dst
 		})
+	case "rate", "rateDesc":
+		// by the rate the flow has before the backfill (port order on ties)
+		sort.SliceStable(fl, func(a, b int) bool {
+			if fl[a].src != fl[b].src {
+				return fl[a].src < fl[b].src
+			}
+			return fl[a].dst < fl[b].dst
+		})
+		desc := s.h.bfFlowOrder == "rateDesc"
+		sort.SliceStable(fl, func(a, b int) bool {
+			if desc {
+				return fl[a].rate > fl[b].rate
+			}
+			return fl[a].rate < fl[b].rate
+		})
 	case "hashsd", "hashds", "hashS", "hashR":
 		// senders and receivers each in java.util.HashMap iteration order
 		// of their port numbers, inserted in trace order
