@@ -241,7 +241,9 @@
 // one-sided shares (each skipped flow asks for its sender's, or its
 // receiver's, free capacity over the skipped flows there and takes what is
 // still free at both ends, in priority order: 741, 746), and the backfill
-// key from the trace's arrival time instead of the epoch start (1010).
+// key from the trace's arrival time instead of the epoch start (1010),
+// and the backfill visiting a coflow's flows by the rate they already have,
+// slowest or fastest first (880, 860).
 // Two
 // observations are left open: under LCF, synth-b's JOB-9, 10, 11, 23 and
 // 27 all finish exactly 200 ms (25 quanta) later in the reference than
