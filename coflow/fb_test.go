@@ -1,7 +1,6 @@
 package coflow_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/falconml/falcon/coflow"
@@ -12,16 +11,7 @@ import (
 // data (skipping tb when it is absent) and returns it with its coflows.
 func readFB(tb testing.TB) (*coflow.Trace, []coflow.Coflow) {
 	tb.Helper()
-	path := coflowtest.SharedFile(tb, "coflow-benchmark", "FB2010-1Hr-150-0.txt")
-	f, err := os.Open(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	tr, err := coflow.ReadTrace(f)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	tr := coflowtest.ReadTraceFile(tb, coflowtest.SharedFile(tb, "coflow-benchmark", "FB2010-1Hr-150-0.txt"))
 	cfs, err := tr.ToCoflows()
 	if err != nil {
 		tb.Fatal(err)

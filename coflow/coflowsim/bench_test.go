@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/coflow"
+	"github.com/falconml/falcon/coflow/coflowtest"
 )
 
 // BenchmarkReplayFB replays the 526-coflow FB2010 trace (skipped when the
@@ -18,8 +19,8 @@ import (
 //
 //	go test -run '^$' -bench ReplayFB -benchtime 1x ./coflow/coflowsim/
 func BenchmarkReplayFB(b *testing.B) {
-	dir := sharedData(b, "coflow-benchmark")
-	tr := readTraceFile(b, filepath.Join(dir, "FB2010-1Hr-150-0.txt"))
+	dir := coflowtest.SharedDir(b, "coflow-benchmark")
+	tr := coflowtest.ReadTraceFile(b, filepath.Join(dir, "FB2010-1Hr-150-0.txt"))
 	for _, sched := range []string{"SEBF", "FIFO", "DARK"} {
 		b.Run("sched="+sched, func(b *testing.B) {
 			for b.Loop() {

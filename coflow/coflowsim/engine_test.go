@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/coflow"
+	"github.com/falconml/falcon/coflow/coflowtest"
 )
 
 // runQuanta is the literal form of coflowsim's time loop, one quantum at a
@@ -92,11 +93,11 @@ func smallTrace(t *testing.T, seed uint64) *coflow.Trace {
 // scheduler, on small synthetic traces and (when present) the fixtures.
 func TestEventJumpMatchesQuantumLoop(t *testing.T) {
 	traces := map[string]*coflow.Trace{"synthetic-1": smallTrace(t, 1), "synthetic-2": smallTrace(t, 2)}
-	if dir, ok := findShared("coflowsim-fixtures"); ok && !testing.Short() {
-		traces["synth-a"] = readTraceFile(t, filepath.Join(dir, "synth-a.txt"))
+	if dir, err := coflowtest.SharedData("coflowsim-fixtures"); err == nil && !testing.Short() {
+		traces["synth-a"] = coflowtest.ReadTraceFile(t, filepath.Join(dir, "synth-a.txt"))
 		// DARK's queues depend on float64 sums of bytes sent landing
 		// exactly on a limit: check the jump on the larger trace too.
-		tb := readTraceFile(t, filepath.Join(dir, "synth-b.txt"))
+		tb := coflowtest.ReadTraceFile(t, filepath.Join(dir, "synth-b.txt"))
 		t.Run("synth-b/DARK", func(t *testing.T) {
 			a, b := replay(t, tb, "DARK", true), replay(t, tb, "DARK", false)
 			for i := range a.Records {

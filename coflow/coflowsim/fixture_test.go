@@ -8,59 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/falconml/falcon/coflow"
+	"github.com/falconml/falcon/coflow/coflowtest"
 )
-
-// findShared looks for shared/data/<name> beside an ancestor of the working
-// directory, or under $FALCON_SHARED.
-func findShared(name string) (string, bool) {
-	if root := os.Getenv("FALCON_SHARED"); root != "" {
-		for _, p := range []string{filepath.Join(root, "data", name), filepath.Join(root, name)} {
-			if st, err := os.Stat(p); err == nil && st.IsDir() {
-				return p, true
-			}
-		}
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", false
-	}
-	for {
-		p := filepath.Join(dir, "shared", "data", name)
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			return p, true
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", false
-		}
-		dir = parent
-	}
-}
-
-// sharedData is findShared that skips the test when the data is absent.
-func sharedData(t testing.TB, name string) string {
-	t.Helper()
-	dir, ok := findShared(name)
-	if !ok {
-		t.Skipf("shared/data/%s not found beside any ancestor of the working directory (set FALCON_SHARED); skipping", name)
-	}
-	return dir
-}
-
-func readTraceFile(t testing.TB, path string) *coflow.Trace {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	tr, err := coflow.ReadTrace(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tr
-}
 
 // fixtureDiff compares our reference-format output with coflowsim's.
 type fixtureDiff struct {
@@ -73,7 +22,7 @@ type fixtureDiff struct {
 
 func diffFixture(t *testing.T, dir, trace, sched string) fixtureDiff {
 	t.Helper()
-	res, err := Run(readTraceFile(t, filepath.Join(dir, trace+".txt")), sched, DefaultConfig())
+	res, err := Run(coflowtest.ReadTraceFile(t, filepath.Join(dir, trace+".txt")), sched, DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +80,7 @@ var matchFloor = map[string][2]int{
 // compares with coflowsim's output.
 // Reference: shared/data/coflowsim-fixtures/README.md (coflowsim, Varys/Aalo authors).
 func TestFixtures(t *testing.T) {
-	dir := sharedData(t, "coflowsim-fixtures")
+	dir := coflowtest.SharedDir(t, "coflowsim-fixtures")
 	for _, sched := range Schedulers() {
 		for ti, trace := range []string{"synth-a", "synth-b"} {
 			t.Run(sched+"/"+trace, func(t *testing.T) {

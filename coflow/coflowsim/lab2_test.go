@@ -28,6 +28,7 @@ package coflowsim
 
 import (
 	"fmt"
+	"github.com/falconml/falcon/coflow/coflowtest"
 	"math"
 	"path/filepath"
 	"slices"
@@ -40,8 +41,8 @@ import (
 // labPolicyRun replays trace under pol with the event engine and compares
 // with the reference of refSched.
 func labPolicyRun(t *testing.T, trace, refSched string, pol policy, withRandom bool) (match, total int, first string) {
-	dir := sharedData(t, "coflowsim-fixtures")
-	tr := readTraceFile(t, filepath.Join(dir, trace+".txt"))
+	dir := coflowtest.SharedDir(t, "coflowsim-fixtures")
+	tr := coflowtest.ReadTraceFile(t, filepath.Join(dir, trace+".txt"))
 	ref := readRef(t, filepath.Join(dir, trace+"."+refSched+".out"))
 	cfg := DefaultConfig()
 	s := &sim{cfg: cfg, ports: tr.Ports, policy: pol, sendFree: make([]float64, tr.Ports), recvFree: make([]float64, tr.Ports)}

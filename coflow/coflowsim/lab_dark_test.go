@@ -17,6 +17,7 @@ package coflowsim
 
 import (
 	"fmt"
+	"github.com/falconml/falcon/coflow/coflowtest"
 	"math"
 	"path/filepath"
 	"slices"
@@ -30,8 +31,8 @@ import (
 func labQuantumRun(t *testing.T, trace, refSched string, pol policy, withRandom bool, realloc func(s *sim) bool, sentMode string, moveEach func(s *sim)) (match, total int, first string) {
 	labFlowSent = map[*flow]float64{}
 	labJobAcc = map[*job]float64{}
-	dir := sharedData(t, "coflowsim-fixtures")
-	tr := readTraceFile(t, filepath.Join(dir, trace+".txt"))
+	dir := coflowtest.SharedDir(t, "coflowsim-fixtures")
+	tr := coflowtest.ReadTraceFile(t, filepath.Join(dir, trace+".txt"))
 	ref := readRef(t, filepath.Join(dir, trace+"."+refSched+".out"))
 	cfg := DefaultConfig()
 	s := &sim{cfg: cfg, ports: tr.Ports, policy: pol, sendFree: make([]float64, tr.Ports), recvFree: make([]float64, tr.Ports)}
@@ -247,8 +248,8 @@ func TestLab6Cmp(t *testing.T) {
 	if labGetenv("LAB6_CMPLOG") == "" {
 		t.Skip("set LAB6_CMPLOG")
 	}
-	dir := sharedData(t, "coflowsim-fixtures")
-	tr := readTraceFile(t, filepath.Join(dir, "synth-b.txt"))
+	dir := coflowtest.SharedDir(t, "coflowsim-fixtures")
+	tr := coflowtest.ReadTraceFile(t, filepath.Join(dir, "synth-b.txt"))
 	var la, lb []string
 	cfg := DefaultConfig()
 	s := newSim(tr, cfg, "DARK", recPol{dark{}, &la})

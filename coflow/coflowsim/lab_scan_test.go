@@ -2,6 +2,7 @@ package coflowsim
 
 import (
 	"fmt"
+	"github.com/falconml/falcon/coflow/coflowtest"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -81,10 +82,10 @@ func TestLabSums(t *testing.T) {
 // replayFixtures replays both fixture traces under each scheduler of the
 // comma list schedulers and hands the result and the reference to f.
 func replayFixtures(t *testing.T, schedulers string, f func(sc, tr string, res *Result, ref map[int]refLine)) {
-	dir := sharedData(t, "coflowsim-fixtures")
+	dir := coflowtest.SharedDir(t, "coflowsim-fixtures")
 	for _, sc := range strings.Split(schedulers, ",") {
 		for _, tr := range []string{"synth-a", "synth-b"} {
-			trc := readTraceFile(t, filepath.Join(dir, tr+".txt"))
+			trc := coflowtest.ReadTraceFile(t, filepath.Join(dir, tr+".txt"))
 			ref := readRef(t, filepath.Join(dir, tr+"."+sc+".out"))
 			res, err := Run(trc, sc, DefaultConfig())
 			if err != nil {

@@ -3,6 +3,7 @@ package coflowsim
 import (
 	"bufio"
 	"fmt"
+	"github.com/falconml/falcon/coflow/coflowtest"
 	"math"
 	"os"
 	"path/filepath"
@@ -1827,8 +1828,8 @@ func readRef(t *testing.T, path string) map[int]refLine {
 }
 
 func labRun(t *testing.T, trace, sched string, h hyp) (match, sums, total int, first string, log string) {
-	dir := sharedData(t, "coflowsim-fixtures")
-	tr := readTraceFile(t, filepath.Join(dir, trace+".txt"))
+	dir := coflowtest.SharedDir(t, "coflowsim-fixtures")
+	tr := coflowtest.ReadTraceFile(t, filepath.Join(dir, trace+".txt"))
 	ref := readRef(t, filepath.Join(dir, trace+"."+labRefName(sched)+".out"))
 	cfg := DefaultConfig()
 	s := &labSim{h: h, ports: tr.Ports, cfg: cfg, key: labKey(sched), sf: make([]float64, tr.Ports), rf: make([]float64, tr.Ports), log: &strings.Builder{}}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/falconml/falcon/coflow"
 )
 
 // ErrNoSharedData is returned by SharedData when the directory is absent.
@@ -55,4 +57,31 @@ func SharedFile(tb testing.TB, name, file string) string {
 		tb.Skipf("skipping: %s not available: %v", file, err)
 	}
 	return p
+}
+
+// SharedDir returns the directory of the data set shared/data/<name> (see
+// SharedData), or skips the test with a clear message when it is absent.
+func SharedDir(tb testing.TB, name string) string {
+	tb.Helper()
+	dir, err := SharedData(name)
+	if err != nil {
+		tb.Skipf("skipping: %v", err)
+	}
+	return dir
+}
+
+// ReadTraceFile reads a coflow-benchmark trace, failing the test on any
+// error (a malformed line is reported with its line number).
+func ReadTraceFile(tb testing.TB, path string) *coflow.Trace {
+	tb.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	tr, err := coflow.ReadTrace(f)
+	if err != nil {
+		tb.Fatalf("%s: %v", path, err)
+	}
+	return tr
 }

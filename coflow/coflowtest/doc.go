@@ -9,6 +9,9 @@
 // NewState, ask their scheduler for an allocation and validate it with
 // CheckAllocation, run it end to end on a small trace with Driver, or run
 // the conformance suite RunSuite, which the built-in schedulers pass.
+// SharedData, SharedDir and SharedFile find the shared trace data (tests
+// skip with a clear message when it is absent) and ReadTraceFile reads a
+// coflow-benchmark trace or fails the test.
 //
 // # Usage
 //
