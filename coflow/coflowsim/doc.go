@@ -279,7 +279,13 @@
 // synth-a's JOB-9 at 38,080 ms under SCF, LCF and SEBF and FIFO synth-b's
 // JOB-18 at 13,656 ms (902 in all, prefix 129), and counting the
 // non-skipped coflows' finished flows too fixes JOB-22 and breaks synth-a's
-// JOB-5 at 9,216 ms (811).
+// JOB-5 at 9,216 ms (811). The counts cannot be told apart by the blocked
+// flows' senders either (lab probe FALCON_LAB_RBLK=<ms>:<receiver>): JOB-22
+// needs receiver 5 at 17,872 ms to count JOB-23's 36>5 and 11>5, blocked
+// by senders left 6.7e-8 and 1.9e-9 bit/s, while FIFO synth-b's JOB-18
+// (which matches now) needs receiver 18 at 10,240 ms not to count JOB-23's
+// 11>18, blocked by the same sender 11 left the same 1.9e-9 (and 9>18,
+// 36>18, blocked by senders left exactly 0).
 //
 // What the fixtures tell about PFP (coflowsim: "SRTF"): each receiver
 // port, in increasing order, serves its flows smallest first, each taking

@@ -742,6 +742,22 @@ func (s *labSim) allocate() {
 				}
 			}
 			s.shareProbe(skipped, nm, nr)
+			if spec := labGetenv("FALCON_LAB_RBLK"); spec != "" {
+				// FALCON_LAB_RBLK=<ms>:<receiver>: the skipped flows at that
+				// receiver before the share, with both ends' free capacity
+				var at int64
+				var rp int
+				fmt.Sscanf(spec, "%d:%d", &at, &rp)
+				if at == s.now {
+					for _, j := range skipped {
+						for _, f := range j.flows {
+							if f.dst == rp && !f.done {
+								fmt.Fprintf(s.log, "rblk t=%d J%d %d>%d sf %.3g rf %.3g\n", s.now, j.id, f.src, f.dst, s.sf[f.src], s.rf[f.dst])
+							}
+						}
+					}
+				}
+			}
 			if labGetenv("FALCON_LAB_RES") != "" && s.now <= 60000 {
 				for _, j := range skipped {
 					for _, f := range j.flows {
