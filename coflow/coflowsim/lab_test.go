@@ -40,7 +40,10 @@ import (
 // (with the difference and our reducer finishes), and FALCON_LAB_WATCH=<id>
 // adds that coflow's finish and sums minus the reference's to each of
 // TestLabPairs' counts (lab_pairs_test.go, which scores single rule
-// changes and pairs of them).
+// changes and pairs of them). FALCON_LAB_RBLK=<ms>:<receiver> logs the
+// skipped flows at that receiver before the share at that time, with the
+// free capacity at both of their ports (needs FALCON_LAB_DUMP and
+// FALCON_LAB_T to print).
 // FALCON_LAB_HACK=<ms or from-to>:<job>:<sender>:<factor> scales one
 // skipped coflow's one-round shares at one sender (a probe of what a
 // reference outcome needs, see doc.go on SCF synth-a JOB-16), and
