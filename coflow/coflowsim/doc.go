@@ -285,7 +285,8 @@
 // by senders left 6.7e-8 and 1.9e-9 bit/s, while FIFO synth-b's JOB-18
 // (which matches now) needs receiver 18 at 10,240 ms not to count JOB-23's
 // 11>18, blocked by the same sender 11 left the same 1.9e-9 (and 9>18,
-// 36>18, blocked by senders left exactly 0).
+// 36>18, blocked by senders left exactly 0). Counting them at departures
+// only, not at admissions, still breaks JOB-18 (933).
 //
 // What the fixtures tell about PFP (coflowsim: "SRTF"): each receiver
 // port, in increasing order, serves its flows smallest first, each taking

@@ -73,6 +73,7 @@ var labDeltas = map[string]func(*hyp){
 	"bfRate":       func(h *hyp) { h.bfFlowOrder = "rate" },
 	"bfRateDesc":   func(h *hyp) { h.bfFlowOrder = "rateDesc" },
 	"csThrSideR":   func(h *hyp) { h.csThrSide = "R" },
+	"csHalfRDep":   func(h *hyp) { h.csHalfRDep = true },
 	"bfDstSrc":     func(h *hyp) { h.bfFlowOrder = "dstsrc" },
 	"bfTrace":      func(h *hyp) { h.bfFlowOrder = "" },
 	"bfRev":        func(h *hyp) { h.bfFlowOrder = "rev" },

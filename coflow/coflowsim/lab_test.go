@@ -159,6 +159,7 @@ type hyp struct {
 	csThr        float64 // cs: full-port threshold of the share's counts only (<0: exactly 0)
 	keepAhead    string  // at a departure the coflows ahead of the first departing one keep their rates (backfill included); the rest is allocated around them, then the backfill visits "all" coflows or the "rest"
 	csCoflowFair bool    // csJob: each port split equally among the skipped coflows with open flows there, then among a coflow's flows
+	csHalfRDep   bool    // as csHalfR, at departures only
 	csRound2     string  // cs: a second round of the share at the senders ("S") or receivers ("R")
 	handOnTrace  bool    // skip "handOn": a coflow's flows in trace order
 	rawAlphaR    string  // MADD's receiver bytes from each reducer's unrounded size minus its delivered bytes ("keep": a reducer with flows left counts even at <= 0; "clip": it does not)
@@ -216,6 +217,8 @@ type labSim struct {
 	depAtEdge bool
 	// skipNext, skipNow: coflows that move nothing in the next / this quantum (lossAhead)
 	skipNext, skipNow map[*job]bool
+	// admitting: the allocation under way follows an admission
+	admitting bool
 	// keep: coflows whose rates the next allocation keeps (keepAhead)
 	keep map[*job]bool
 	// prevSF, prevRF: the free capacities left by the previous allocation (csStale)
@@ -706,7 +709,19 @@ func (s *labSim) allocate() {
 						}
 						continue
 					}
-					if h.csUnblocked && !h.csHalf && !h.csHalfS && !h.csHalfR && (f.done || s.sf[f.src] <= h.shareThr() || s.rf[f.dst] <= h.shareThr()) {
+					if h.csUnblocked && !h.csHalf && !h.csHalfS && !h.csHalfR && !(h.csHalfRDep && !s.admitting) && (f.done || s.sf[f.src] <= h.shareThr() || s.rf[f.dst] <= h.shareThr()) {
+						continue
+					}
+					if h.csHalfRDep && !s.admitting {
+						// at departures only: the receiver count takes the
+						// flows blocked at their sender too
+						open := !f.done && s.sf[f.src] > h.thr() && s.rf[f.dst] > h.thr()
+						if open {
+							nm[f.src]++
+						}
+						if !f.done && s.rf[f.dst] > h.thr() {
+							nr[f.dst]++
+						}
 						continue
 					}
 					if h.csHalf || h.csHalfS || h.csHalfR {
@@ -1547,7 +1562,9 @@ func (s *labSim) run() {
 		}
 		if added || (s.h.epochAlloc && len(s.active) > 0) {
 			s.now = epoch
+			s.admitting = true
 			s.allocate()
+			s.admitting = false
 			s.maybeDump(epoch)
 		}
 		q0 := int64(0)
