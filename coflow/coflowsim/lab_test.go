@@ -471,19 +471,7 @@ func (s *labSim) allocate() {
 			// flows there (counted before the round), and takes what is
 			// still free at both ends, flows in priority order of their
 			// coflows, by port inside a coflow
-			ns := make([]int, s.ports)
-			nr := make([]int, s.ports)
-			open := func(f *flow) bool { return !f.done && s.sf[f.src] > h.thr() && s.rf[f.dst] > h.thr() }
-			var fl []*flow
-			for _, j := range skipped {
-				for _, f := range j.byPort() {
-					if open(f) {
-						fl = append(fl, f)
-						ns[f.src]++
-						nr[f.dst]++
-					}
-				}
-			}
+			fl, ns, nr := s.openFlows(skipped, false)
 			sf0 := slices.Clone(s.sf)
 			rf0 := slices.Clone(s.rf)
 			for _, f := range fl {
@@ -504,29 +492,13 @@ func (s *labSim) allocate() {
 			// sender, receive free / flows left at its receiver), which is
 			// taken off at once, and the counts drop, so what a limited
 			// flow leaves at a port goes to the flows after it there.
-			ns := make([]int, s.ports)
-			nr := make([]int, s.ports)
-			open := func(f *flow) bool { return !f.done && s.sf[f.src] > h.thr() && s.rf[f.dst] > h.thr() }
 			order := slices.Clone(skipped)
 			if h.skipOrder == "edf" {
 				sort.SliceStable(order, func(a, b int) bool {
 					return order[a].start+order[a].deadline < order[b].start+order[b].deadline
 				})
 			}
-			var fl []*flow
-			for _, j := range order {
-				jf := j.byPort()
-				if h.handOnTrace {
-					jf = j.flows
-				}
-				for _, f := range jf {
-					if open(f) {
-						fl = append(fl, f)
-						ns[f.src]++
-						nr[f.dst]++
-					}
-				}
-			}
+			fl, ns, nr := s.openFlows(order, h.handOnTrace)
 			for _, f := range fl {
 				r := math.Min(s.sf[f.src]/float64(ns[f.src]), s.rf[f.dst]/float64(nr[f.dst]))
 				r = math.Max(r, 0)
@@ -1282,6 +1254,28 @@ func (s *labSim) shareProbe(skipped []*job, nm, nr []int) {
 		}
 		fmt.Fprintf(s.log, " JOB-%d sk=%v start=%d%s\n", j.id, sk[j], j.start, b.String())
 	}
+}
+
+// openFlows lists the unfinished flows of jobs whose two ports still have
+// capacity, job by job, each job's by sender then receiver port (or in
+// trace order), with their counts per sender and per receiver.
+func (s *labSim) openFlows(jobs []*job, traceOrder bool) (fl []*flow, ns, nr []int) {
+	ns = make([]int, s.ports)
+	nr = make([]int, s.ports)
+	for _, j := range jobs {
+		jf := j.byPort()
+		if traceOrder {
+			jf = j.flows
+		}
+		for _, f := range jf {
+			if !f.done && s.sf[f.src] > s.h.thr() && s.rf[f.dst] > s.h.thr() {
+				fl = append(fl, f)
+				ns[f.src]++
+				nr[f.dst]++
+			}
+		}
+	}
+	return fl, ns, nr
 }
 
 // csW is a skipped flow's weight in the weighted one-round share.
