@@ -243,7 +243,9 @@
 // still free at both ends, in priority order: 741, 746), and the backfill
 // key from the trace's arrival time instead of the epoch start (1010),
 // and the backfill visiting a coflow's flows by the rate they already have,
-// slowest or fastest first (880, 860).
+// slowest or fastest first (880, 860), and no separate share, the skipped
+// coflows instead taking DARK's per-coflow split in their turn of the
+// deadline-ordered backfill (713; with a greedy pass after it, 715).
 // Two
 // observations are left open: under LCF, synth-b's JOB-9, 10, 11, 23 and
 // 27 all finish exactly 200 ms (25 quanta) later in the reference than

@@ -74,6 +74,8 @@ var labDeltas = map[string]func(*hyp){
 	"bfRateDesc":   func(h *hyp) { h.bfFlowOrder = "rateDesc" },
 	"csThrSideR":   func(h *hyp) { h.csThrSide = "R" },
 	"csHalfRDep":   func(h *hyp) { h.csHalfRDep = true },
+	"bfJobSk":      func(h *hyp) { h.skip = "none"; h.bfMode = "jobSk" },
+	"bfJobSkG":     func(h *hyp) { h.skip = "none"; h.bfMode = "jobSk"; h.bfTwice = true },
 	"bfDstSrc":     func(h *hyp) { h.bfFlowOrder = "dstsrc" },
 	"bfTrace":      func(h *hyp) { h.bfFlowOrder = "" },
 	"bfRev":        func(h *hyp) { h.bfFlowOrder = "rev" },

@@ -953,6 +953,40 @@ func (s *labSim) allocate() {
 			if !h.bfTwice {
 				return
 			}
+		} else if h.bfMode == "jobSk" {
+			// one pass in backfill order: a skipped coflow takes DARK's
+			// per-coflow split of what the coflows before it left; any
+			// other coflow adds min(send free, receive free) flow by flow
+			isSk := map[*job]bool{}
+			for _, j := range skipped {
+				isSk[j] = true
+			}
+			ns := make([]int, s.ports)
+			nr := make([]int, s.ports)
+			for _, j := range bf {
+				if !isSk[j] {
+					for _, f := range s.bfFlows(j) {
+						if f.done {
+							continue
+						}
+						m := math.Min(s.sf[f.src], s.rf[f.dst])
+						if m <= 0 {
+							continue
+						}
+						f.rate += m
+						s.sf[f.src] -= m
+						s.rf[f.dst] -= m
+					}
+					continue
+				}
+				for _, f := range j.flows {
+					f.rate = 0
+				}
+				fairShareJob(j, s.sf, s.rf, ns, nr)
+			}
+			if !h.bfTwice {
+				return
+			}
 		} else if h.bfMode == "job" {
 			// DARK's per-coflow split as the backfill: each coflow in
 			// backfill order adds, to each flow whose two ports have
