@@ -64,8 +64,9 @@ var exactSchedulers = map[string]bool{"FAIR": true, "DARK": true}
 
 // matchFloor is, for the reconstructed schedulers, how many coflows of
 // synth-a and synth-b have their start, finish and duration reproduced
-// today (see doc.go for the rules behind them): a change to the rules that
-// loses any of them fails the test instead of going unnoticed.
+// today (see doc.go for the rules and RESEARCH.md for how they were
+// found): a change to the rules that loses any of them fails the test
+// instead of going unnoticed.
 var matchFloor = map[string][2]int{
 	"FIFO": {85, 73},
 	"SCF":  {101, 118},

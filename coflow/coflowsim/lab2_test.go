@@ -18,7 +18,7 @@ package coflowsim
 //	                              allocation, LAB2_JOB=<id> printing one
 //	                              coflow's reducer finishes, LAB2_ALL=1
 //	                              listing every mismatch
-//	FALCON_LAB5=fixu,casc-fixu    DARK variants (darkLab; see doc.go for
+//	FALCON_LAB5=fixu,casc-fixu    DARK variants (darkLab; see RESEARCH.md for
 //	                              what they scored; sched.go's rules are
 //	                              mv-gt-movqdesc-fixu: bytes sent from
 //	                              flow.moved, strict limits, movers from

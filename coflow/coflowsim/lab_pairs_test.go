@@ -110,7 +110,7 @@ var labDeltas = map[string]func(*hyp){
 // TestLabPairs scores every single delta and every pair of deltas on top
 // of sd-csu over the ten ordering-scheduler fixture runs (FIFO, SCF, NCF,
 // LCF, SEBF on synth-a and synth-b), to look for rules that only work
-// together, as DARK's three did (see doc.go). It is skipped unless
+// together, as DARK's three did (see RESEARCH.md). It is skipped unless
 // FALCON_LAB_PAIRS=<shard>/<shards> is set (run shards as separate
 // processes; about 5 s per combination). FALCON_LAB_ONLY=a,b,... limits
 // the deltas, FALCON_LAB_SINGLES=1 skips the pairs, FALCON_LAB_BASE=a,b

@@ -46,7 +46,7 @@ import (
 // FALCON_LAB_T to print).
 // FALCON_LAB_HACK=<ms or from-to>:<job>:<sender>:<factor> scales one
 // skipped coflow's one-round shares at one sender (a probe of what a
-// reference outcome needs, see doc.go on SCF synth-a JOB-16), and
+// reference outcome needs, see RESEARCH.md on SCF synth-a JOB-16), and
 // FALCON_LAB_SHARE=<ms>:<sender> logs every active coflow's flows at that
 // sender before the one-round share at that time (o open, B blocked, D
 // finished; receiver free / count), and FALCON_LAB_RES=1 the skipped
@@ -55,14 +55,14 @@ import (
 // lab_scan_test.go's FALCON_LAB_WIN=<sched>:<trace>:<from>:<to> lists the
 // coflows finishing in a window, ours against the reference.
 //
-// Measured (start/finish/duration matches, synth-a/synth-b), see doc.go:
+// Measured (start/finish/duration matches, synth-a/synth-b), see RESEARCH.md:
 //
 //	sd-csu (= sched.go: MADD on remaining bytes, one-round share csu for
 //	skipped coflows, EDF backfill visiting each coflow's flows by sender,
 //	then receiver port)     FIFO 85/73 SEBF 105/138 SCF 101/118 NCF 101/138
 //	                        LCF 93/100 (1052 in all)
 //	sd-* / ds-* / d-* / s-* (other rules with a port-ordered backfill):
-//	                        totals in doc.go
+//	                        totals in RESEARCH.md
 //
 // The rest were measured with the trace-order backfill:
 //
