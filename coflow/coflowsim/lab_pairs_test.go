@@ -113,7 +113,8 @@ var labDeltas = map[string]func(*hyp){
 // together, as DARK's three did (see RESEARCH.md). It is skipped unless
 // FALCON_LAB_PAIRS=<shard>/<shards> is set (run shards as separate
 // processes; about 5 s per combination). FALCON_LAB_ONLY=a,b,... limits
-// the deltas, FALCON_LAB_SINGLES=1 skips the pairs, FALCON_LAB_BASE=a,b
+// the deltas, FALCON_LAB_SINGLES=1 skips the pairs, FALCON_LAB_TRIPLES=1
+// scores every triple instead, FALCON_LAB_BASE=a,b
 // applies deltas to every combination first. Each combination
 // prints "PAIR <total> <delta1+delta2> <ten counts>":
 //
@@ -139,7 +140,16 @@ func TestLabPairs(t *testing.T) {
 	for i := range names {
 		combos = append(combos, []string{names[i]})
 	}
-	if labGetenv("FALCON_LAB_SINGLES") == "" {
+	if labGetenv("FALCON_LAB_TRIPLES") != "" {
+		combos = nil
+		for i := range names {
+			for j := i + 1; j < len(names); j++ {
+				for k := j + 1; k < len(names); k++ {
+					combos = append(combos, []string{names[i], names[j], names[k]})
+				}
+			}
+		}
+	} else if labGetenv("FALCON_LAB_SINGLES") == "" {
 		for i := range names {
 			for j := i + 1; j < len(names); j++ {
 				combos = append(combos, []string{names[i], names[j]})
