@@ -920,6 +920,29 @@ func (s *labSim) allocate() {
 			}
 		}
 	}
+	// greedy is the backfill of one coflow: each of its flows, in bfFlows
+	// order, adds min(send free, receive free).
+	greedy := func(j *job) {
+		for _, f := range s.bfFlows(j) {
+			if f.done && !h.bfDone {
+				continue
+			}
+			m := math.Min(s.sf[f.src], s.rf[f.dst])
+			if h.capQuantum {
+				// no flow gets more than it can send in one quantum
+				need := f.rem * 8 * float64(s.cfg.SecondMs) / float64(s.cfg.QuantumMs)
+				m = math.Min(m, math.Max(0, need-f.rate))
+			}
+			if m <= h.thr() {
+				continue
+			}
+			if !f.done {
+				f.rate += m
+			}
+			s.sf[f.src] -= m
+			s.rf[f.dst] -= m
+		}
+	}
 	backfill := func(only map[*job]bool) {
 		bf := append([]*job(nil), s.active...)
 		if !h.bfOrder {
@@ -965,18 +988,7 @@ func (s *labSim) allocate() {
 			nr := make([]int, s.ports)
 			for _, j := range bf {
 				if !isSk[j] {
-					for _, f := range s.bfFlows(j) {
-						if f.done {
-							continue
-						}
-						m := math.Min(s.sf[f.src], s.rf[f.dst])
-						if m <= 0 {
-							continue
-						}
-						f.rate += m
-						s.sf[f.src] -= m
-						s.rf[f.dst] -= m
-					}
+					greedy(j)
 					continue
 				}
 				for _, f := range j.flows {
@@ -1121,25 +1133,7 @@ func (s *labSim) allocate() {
 			if only != nil && only[j] {
 				continue
 			}
-			for _, f := range s.bfFlows(j) {
-				if f.done && !h.bfDone {
-					continue
-				}
-				m := math.Min(s.sf[f.src], s.rf[f.dst])
-				if h.capQuantum {
-					// no flow gets more than it can send in one quantum
-					need := f.rem * 8 * float64(s.cfg.SecondMs) / float64(s.cfg.QuantumMs)
-					m = math.Min(m, math.Max(0, need-f.rate))
-				}
-				if m <= h.thr() {
-					continue
-				}
-				if !f.done {
-					f.rate += m
-				}
-				s.sf[f.src] -= m
-				s.rf[f.dst] -= m
-			}
+			greedy(j)
 		}
 	}
 	switch h.order {
