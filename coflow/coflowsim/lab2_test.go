@@ -28,6 +28,7 @@ package coflowsim
 
 import (
 	"fmt"
+	"github.com/falconml/falcon/coflow"
 	"github.com/falconml/falcon/coflow/coflowtest"
 	"math"
 	"path/filepath"
@@ -38,9 +39,10 @@ import (
 	"testing"
 )
 
-// labPolicyRun replays trace under pol with the event engine and compares
-// with the reference of refSched.
-func labPolicyRun(t *testing.T, trace, refSched string, pol policy, withRandom bool) (match, total int, first string) {
+// labNewSim prepares a replay of a fixture trace under pol (the lab's
+// side tables filled) and returns it with the trace and the reference
+// output of refSched.
+func labNewSim(t *testing.T, trace, refSched string, pol policy, withRandom bool) (*sim, *coflow.Trace, map[int]refLine) {
 	dir := coflowtest.SharedDir(t, "coflowsim-fixtures")
 	tr := coflowtest.ReadTraceFile(t, filepath.Join(dir, trace+".txt"))
 	ref := readRef(t, filepath.Join(dir, trace+"."+refSched+".out"))
@@ -48,6 +50,13 @@ func labPolicyRun(t *testing.T, trace, refSched string, pol policy, withRandom b
 	s := &sim{cfg: cfg, ports: tr.Ports, policy: pol, sendFree: make([]float64, tr.Ports), recvFree: make([]float64, tr.Ports)}
 	s.jobs = labBuildJobs(tr, cfg, withRandom)
 	s.moved = refSched == "DARK"
+	return s, tr, ref
+}
+
+// labPolicyRun replays trace under pol with the event engine and compares
+// with the reference of refSched.
+func labPolicyRun(t *testing.T, trace, refSched string, pol policy, withRandom bool) (match, total int, first string) {
+	s, _, ref := labNewSim(t, trace, refSched, pol, withRandom)
 	s.run()
 	if s.stalled {
 		first = "STALLED "

@@ -31,14 +31,8 @@ import (
 func labQuantumRun(t *testing.T, trace, refSched string, pol policy, withRandom bool, realloc func(s *sim) bool, sentMode string, moveEach func(s *sim)) (match, total int, first string) {
 	labFlowSent = map[*flow]float64{}
 	labJobAcc = map[*job]float64{}
-	dir := coflowtest.SharedDir(t, "coflowsim-fixtures")
-	tr := coflowtest.ReadTraceFile(t, filepath.Join(dir, trace+".txt"))
-	ref := readRef(t, filepath.Join(dir, trace+"."+refSched+".out"))
-	cfg := DefaultConfig()
-	s := &sim{cfg: cfg, ports: tr.Ports, policy: pol, sendFree: make([]float64, tr.Ports), recvFree: make([]float64, tr.Ports)}
-	s.jobs = labBuildJobs(tr, cfg, withRandom)
-	s.moved = refSched == "DARK"
-	E, Q := cfg.EpochMs, cfg.QuantumMs
+	s, tr, ref := labNewSim(t, trace, refSched, pol, withRandom)
+	E, Q := s.cfg.EpochMs, s.cfg.QuantumMs
 	tb := t
 	next := 0
 	for t := int64(0); next < len(s.jobs) || len(s.active) > 0; t += Q {
@@ -130,7 +124,7 @@ func labQuantumRun(t *testing.T, trace, refSched string, pol policy, withRandom 
 		}
 	}
 	if labGetenv("LAB6_CMP") != "" {
-		res, _ := Run(tr, "DARK", cfg)
+		res, _ := Run(tr, "DARK", s.cfg)
 		for i, j := range s.jobs {
 			if res.Records[i].FinishMs != j.finish {
 				t.Logf("  %s engine vs quantum loop: JOB-%d %d %d", trace, j.id, res.Records[i].FinishMs, j.finish)

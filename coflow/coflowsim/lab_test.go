@@ -515,10 +515,7 @@ func (s *labSim) allocate() {
 			nm := make([]int, s.ports)
 			nr := make([]int, s.ports)
 			if h.csCountAll != "" {
-				isSk := map[*job]bool{}
-				for _, j := range skipped {
-					isSk[j] = true
-				}
+				isSk := jobSet(skipped)
 				for _, j := range s.active {
 					if isSk[j] {
 						continue
@@ -553,10 +550,7 @@ func (s *labSim) allocate() {
 			// at the other end (a port open, the other full), "blkS" the
 			// same at the sender only.
 			if h.csMaddX != "" {
-				isSk := map[*job]bool{}
-				for _, j := range skipped {
-					isSk[j] = true
-				}
+				isSk := jobSet(skipped)
 				for _, j := range s.active {
 					if isSk[j] {
 						continue
@@ -980,10 +974,7 @@ func (s *labSim) allocate() {
 			// one pass in backfill order: a skipped coflow takes DARK's
 			// per-coflow split of what the coflows before it left; any
 			// other coflow adds min(send free, receive free) flow by flow
-			isSk := map[*job]bool{}
-			for _, j := range skipped {
-				isSk[j] = true
-			}
+			isSk := jobSet(skipped)
 			ns := make([]int, s.ports)
 			nr := make([]int, s.ports)
 			for _, j := range bf {
@@ -1138,10 +1129,7 @@ func (s *labSim) allocate() {
 	}
 	switch h.order {
 	case "bfFirst": // backfill non-skipped, then share, then backfill all
-		sk := map[*job]bool{}
-		for _, j := range skipped {
-			sk[j] = true
-		}
+		sk := jobSet(skipped)
 		backfill(sk)
 		share()
 		backfill(nil)
@@ -1149,10 +1137,7 @@ func (s *labSim) allocate() {
 		backfill(nil)
 		share()
 	case "bfSkippedOnly", "bfMaddOnly":
-		sk := map[*job]bool{}
-		for _, j := range skipped {
-			sk[j] = true
-		}
+		sk := jobSet(skipped)
 		ex := map[*job]bool{}
 		for _, j := range s.active {
 			if sk[j] == (h.order == "bfMaddOnly") {
@@ -1259,10 +1244,7 @@ func (s *labSim) shareProbe(skipped []*job, nm, nr []int) {
 		return
 	}
 	p, _ := strconv.Atoi(w[1])
-	sk := map[*job]bool{}
-	for _, j := range skipped {
-		sk[j] = true
-	}
+	sk := jobSet(skipped)
 	B := s.cfg.PortBps
 	fmt.Fprintf(s.log, "share t=%d s%d free %.6g n %d -> %.6g\n", s.now, p, s.sf[p]/B, nm[p], s.sf[p]/B/float64(max(nm[p], 1)))
 	for _, j := range s.active {
@@ -2373,4 +2355,13 @@ func javaHashRank(keys []int) map[int]int {
 		rank[k] = i
 	}
 	return rank
+}
+
+// jobSet is the set of jobs in js.
+func jobSet(js []*job) map[*job]bool {
+	set := make(map[*job]bool, len(js))
+	for _, j := range js {
+		set[j] = true
+	}
+	return set
 }
