@@ -121,3 +121,54 @@ func accumulate(x, b float64, k int64) float64 {
 	}
 	return x
 }
+
+// drain applies k quanta of the reference simulator's bookkeeping of a
+// reducer's bytes left,
+//
+//	for each b in bs: acc -= b
+//
+// and returns the new acc, bit for bit the result of the k·len(bs)
+// sequential float64 subtractions (bs >= 0). Inside one binade [lo, 2lo)
+// of acc its ulp u is fixed, acc is a multiple of u and fl(acc − b) =
+// acc − c with c = b rounded to the nearest multiple of u, as long as the
+// result stays in the binade; so whole quanta subtract D = Σc at once, and
+// only quanta that may leave the binade, or hold a tie (b/u half-way,
+// rounded to even), are stepped one subtraction at a time. The loop costs
+// O(len(bs) · binades crossed).
+func drain(acc float64, bs []float64, k int64) float64 {
+	for k > 0 {
+		if acc > 0x1p-1022 {
+			_, e := math.Frexp(acc) // acc in [2^(e-1), 2^e)
+			u := math.Ldexp(1, e-53)
+			D, tie := 0.0, false
+			for _, b := range bs {
+				q := b / u // exact: u is a power of two
+				qr := math.Floor(q)
+				switch frac := q - qr; {
+				case frac < 0.5:
+					D += qr
+				case frac > 0.5:
+					D += qr + 1
+				default:
+					tie = true
+				}
+			}
+			if D == 0 && !tie {
+				return acc // every b is below half an ulp: acc never changes
+			}
+			if !tie && D < 1<<53 {
+				X := int64(acc / u)                           // in [2^52, 2^53)
+				if m := min((X-1<<52-1)/int64(D), k); m > 0 { // the last result stays above lo
+					acc = float64(X-m*int64(D)) * u
+					k -= m
+					continue
+				}
+			}
+		}
+		for _, b := range bs {
+			acc -= b
+		}
+		k--
+	}
+	return acc
+}

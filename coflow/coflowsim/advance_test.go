@@ -93,3 +93,42 @@ func TestAccumulateMatchesSequentialAddition(t *testing.T) {
 		}
 	}
 }
+
+// TestDrainMatchesLoop checks drain against the literal subtraction loop
+// over random decrement vectors, including ties and binade crossings.
+func TestDrainMatchesLoop(t *testing.T) {
+	// A quantum that lands exactly on a power of two: the real result is
+	// just below it, where the ulp halves.
+	u := 0x1p-12
+	if got, want := drain(0x1p40+10*u, []float64{2.3 * u}, 5), 0x1p40-u/2; got != want {
+		t.Fatalf("drain across 2^40 = %v, want %v", got, want)
+	}
+	rng := rand.New(rand.NewPCG(3, 5))
+	for trial := 0; trial < 6000; trial++ {
+		acc := math.Ldexp(1+rng.Float64(), rng.IntN(40)+1)
+		if trial%3 == 0 { // just above a power of two: the first quanta cross it
+			acc = math.Ldexp(1+float64(rng.IntN(64))*0x1p-52, rng.IntN(40)+1)
+		}
+		bs := make([]float64, 1+rng.IntN(5))
+		for i := range bs {
+			switch rng.IntN(4) {
+			case 0: // an exact multiple of a small power of two: ties happen
+				bs[i] = math.Ldexp(float64(rng.IntN(1<<12)), rng.IntN(20)-10)
+			case 1:
+				bs[i] = 0
+			default:
+				bs[i] = acc * rng.Float64() / float64(50+rng.IntN(5000))
+			}
+		}
+		k := int64(rng.IntN(3000))
+		want := acc
+		for q := int64(0); q < k; q++ {
+			for _, b := range bs {
+				want -= b
+			}
+		}
+		if got := drain(acc, bs, k); got != want && !(math.IsNaN(got) && math.IsNaN(want)) {
+			t.Fatalf("drain(%v, %v, %d) = %v, loop gives %v", acc, bs, k, got, want)
+		}
+	}
+}

@@ -11,6 +11,9 @@
 //   - Fabric: a big switch with one port per rack of the trace, every port
 //     1024·1048576 bit/s up and down (128 MiB per simulated second). Times
 //     are simulator milliseconds, 1024 per simulated second.
+//   - Order: the coflows are sorted by arrival (ties in trace order)
+//     before anything else; deadlines are drawn, coflows admitted and
+//     records returned in that order.
 //   - Trace rounding: each reducer's megabytes are rounded up to a multiple
 //     of the number of mappers (at least 1 MiB per flow) and split into one
 //     equal flow per mapper.
@@ -58,10 +61,15 @@
 //   - Ordering schedulers: the place is fixed at admission (a new coflow
 //     goes before the first whose key is larger). Per coflow in order,
 //     currentAlpha is the largest bytes·8 / free over the ports where it
-//     still has bytes, from the flows' remaining bytes; a coflow with bytes
+//     still has bytes: at a sender the sum of its flows' remaining bytes,
+//     at a receiver the reducer's bytes left as coflowsim counts them
+//     (its total minus every flow's bytes, quantum by quantum: the float64
+//     count drifts from the flows' sum, by up to about 1e-12 of it, and
+//     that drift leaves the port the small positive or negative residue
+//     that decides whether the next coflow is skipped); a coflow with bytes
 //     at a port that has 1e-3 bit/s or less free is skipped; the others
-//     give each flow rem·8 / currentAlpha, capped by what its ports have
-//     free. The skipped coflows then share what is left in one joint round,
+//     give each flow rem·8 / currentAlpha, not capped by what its ports
+//     have free. The skipped coflows then share what is left in one joint round,
 //     min(send free / n_src, receive free / n_dst), n counting the skipped
 //     flows whose two ports still have capacity. Last, the backfill: the
 //     coflows sorted stably by start + deadline − now, each coflow's flows
@@ -84,8 +92,8 @@
 //     capacity / flows at its receiver), recomputed whenever a flow
 //     finishes.
 //
-// With these rules FIFO, SCF, NCF, LCF, SEBF and PFP match 85/73,
-// 101/118, 101/138, 106/121, 105/138 and 105/106 coflows of synth-a's
+// With these rules FIFO, SCF, NCF, LCF, SEBF and PFP match 117/94,
+// 113/137, 113/164, 98/148, 109/143 and 105/106 coflows of synth-a's
 // 120 / synth-b's 200; FAIR and DARK match every line.
 //
 // The replay does not visit every quantum: between two events all rates are

@@ -68,11 +68,11 @@ var exactSchedulers = map[string]bool{"FAIR": true, "DARK": true}
 // found): a change to the rules that loses any of them fails the test
 // instead of going unnoticed.
 var matchFloor = map[string][2]int{
-	"FIFO": {85, 73},
-	"SCF":  {101, 118},
-	"NCF":  {101, 138},
-	"LCF":  {106, 121},
-	"SEBF": {105, 138},
+	"FIFO": {117, 94},
+	"SCF":  {113, 137},
+	"NCF":  {113, 164},
+	"LCF":  {98, 148},
+	"SEBF": {109, 143},
 	"DARK": {120, 200}, // exact now (exactSchedulers)
 	"PFP":  {105, 106},
 }

@@ -1,6 +1,7 @@
 package coflowsim
 
 import (
+	"cmp"
 	"math"
 	"slices"
 
@@ -36,12 +37,16 @@ type job struct {
 	flows       []*flow // reducer-major, mappers in trace order
 	portOrder   []*flow // the same flows by sender port, then receiver port
 	redActive   []int   // unfinished flows per reducer
-	redFinish   []int64 // ms
-	active      int     // unfinished flows
-	sent        float64 // bytes sent so far
-	queue       int     // DARK: current queue
-	queueSeq    int64   // DARK: when it joined that queue
-	done        bool
+	// redLeft is each reducer's bytes left as coflowsim keeps it: the
+	// rounded total minus every flow's bytes, quantum by quantum. The float64
+	// sum drifts from the flows' own remaining bytes, and MADD reads it.
+	redLeft   []float64
+	redFinish []int64 // ms
+	active    int     // unfinished flows
+	sent      float64 // bytes sent so far
+	queue     int     // DARK: current queue
+	queueSeq  int64   // DARK: when it joined that queue
+	done      bool
 }
 
 func (j *job) remaining() float64 { return j.totalBytes - j.sent }
@@ -72,9 +77,18 @@ func buildJobs(tr *coflow.Trace, cfg Config, withRandom bool) []*job {
 	portBytes := cfg.PortBps / 8
 	send := make([]float64, tr.Ports)
 	recv := make([]float64, tr.Ports)
+	// coflowsim sorts the coflows by arrival (stably) before anything else:
+	// admission, the random draws and its output follow that order.
+	order := make([]int, len(tr.Coflows))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Compare(tr.Coflows[a].ArrivalMS, tr.Coflows[b].ArrivalMS)
+	})
 	jobs := make([]*job, len(tr.Coflows))
-	for i := range tr.Coflows {
-		c := &tr.Coflows[i]
+	for i, ci := range order {
+		c := &tr.Coflows[ci]
 		nm := len(c.Mappers)
 		j := &job{id: c.ID, arrival: c.ArrivalMS, numMappers: nm, numReducers: len(c.Reducers),
 			redActive: make([]int, len(c.Reducers)), redFinish: make([]int64, len(c.Reducers))}
@@ -85,6 +99,7 @@ func buildJobs(tr *coflow.Trace, cfg Config, withRandom bool) []*job {
 			perFlowMB := math.Max(math.Ceil(r.MB/float64(nm)), 1)
 			bytes := perFlowMB * float64(nm) * mib
 			j.totalBytes += bytes
+			j.redLeft = append(j.redLeft, bytes)
 			j.maxBytes = math.Max(j.maxBytes, bytes)
 			per := bytes / float64(nm)
 			for _, m := range c.Mappers {

@@ -116,9 +116,10 @@ func newPolicy(name string) (policy, bool) {
 }
 
 // Run replays tr under the named coflowsim scheduler (case-insensitive, see
-// Schedulers) and returns one record per coflow in trace order. It is
-// deterministic. The trace is validated first; coflows are admitted in trace
-// order, as coflowsim does, so arrivals should be non-decreasing.
+// Schedulers) and returns one record per coflow, in order of arrival (ties
+// in trace order): coflowsim sorts the trace that way before it draws the
+// deadlines, admits and prints. It is deterministic. The trace is validated
+// first.
 func Run(tr *coflow.Trace, sched string, cfg Config) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -158,6 +159,7 @@ func newSim(tr *coflow.Trace, cfg Config, name string, pol policy) *sim {
 		sendFree: make([]float64, tr.Ports), recvFree: make([]float64, tr.Ports)}
 	s.jobs = buildJobs(tr, cfg, name != "DARK")
 	s.moved = name == "DARK"
+	_, s.redLeft = pol.(*ordered)
 	return s
 }
 

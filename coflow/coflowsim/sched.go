@@ -62,7 +62,12 @@ func (o *ordered) allocate(s *sim) {
 			f.rate = 0
 			if !f.done {
 				send[f.src] += f.rem
-				recv[f.dst] += f.rem
+			}
+		}
+		nm := len(j.flows) / len(j.redLeft)
+		for ri, left := range j.redLeft {
+			if j.redActive[ri] > 0 {
+				recv[j.flows[ri*nm].dst] += left
 			}
 		}
 		alpha, full := 0.0, false
@@ -90,7 +95,7 @@ func (o *ordered) allocate(s *sim) {
 			if f.done {
 				continue
 			}
-			r := math.Min(f.rem*8/alpha, math.Min(s.sendFree[f.src], s.recvFree[f.dst]))
+			r := f.rem * 8 / alpha
 			f.rate = r
 			s.sendFree[f.src] -= r
 			s.recvFree[f.dst] -= r
