@@ -180,66 +180,66 @@ func accumulateMoved(moved, rem, b float64, k, n int64) float64 {
 	return accumulate(moved, b, n-1) + math.Min(b, last)
 }
 
-// drainReducers applies k quanta, from the flows' current state, of
-// coflowsim's per-quantum bookkeeping of each reducer's bytes left: in
-// every quantum each unfinished flow, in trace order, takes the bytes it
-// moves, min(b, rem), off its reducer's count. A flow moves b per quantum
-// until its last quantum, where it moves what it had left; so the k quanta
-// split into runs in which the set of flows and their b are fixed (drain),
-// and the single quanta in which some flow finishes.
+// drainReducers applies k quanta of coflowsim's per-quantum bookkeeping of
+// each reducer's bytes left (drainFlows).
 func (s *sim) drainReducers(j *job, k int64) {
 	nm := len(j.flows) / len(j.redLeft) // flows are reducer-major
 	for ri := range j.redLeft {
-		fl := j.flows[ri*nm : (ri+1)*nm]
-		type move struct {
-			b, last float64 // bytes per quantum, bytes in its last quantum
-			n       int64   // quantum in which it finishes, 0: not within k
-		}
-		moves := make([]move, 0, len(fl))
-		for _, f := range fl {
-			if f.done || f.rate <= 0 {
-				continue
-			}
-			b := s.perQuantum(f.rate)
-			_, n := advance(f.rem, b, zeroBytes, k)
-			last := b
-			if n > 0 {
-				before, _ := advance(f.rem, b, zeroBytes, n-1)
-				last = math.Min(b, before)
-			}
-			moves = append(moves, move{b, last, n})
-		}
-		if len(moves) == 0 {
+		j.redLeft[ri] = s.drainFlows(j.redLeft[ri], j.flows[ri*nm:(ri+1)*nm], k)
+	}
+}
+
+// drainFlows returns acc after k quanta, from the flows' current state, of
+// coflowsim's bookkeeping in which every unfinished flow of fl, in order,
+// takes the bytes it moves, min(b, rem), off acc. A flow moves b per
+// quantum until its last quantum, where it moves what it had left; so the k
+// quanta split into runs in which the set of flows and their b are fixed
+// (drain) and the single quanta in which some flow finishes.
+func (s *sim) drainFlows(acc float64, fl []*flow, k int64) float64 {
+	type move struct {
+		b, last float64 // bytes per quantum, bytes in its last quantum
+		n       int64   // quantum in which it finishes, 0: not within k
+	}
+	moves := make([]move, 0, len(fl))
+	for _, f := range fl {
+		if f.done || f.rate <= 0 {
 			continue
 		}
-		acc := j.redLeft[ri]
-		for q := int64(0); q < k; {
-			next := k + 1 // the next quantum in which a flow finishes
-			s.bs = s.bs[:0]
-			for _, m := range moves {
-				if m.n == 0 || m.n > q {
-					s.bs = append(s.bs, m.b)
-					if m.n > 0 {
-						next = min(next, m.n)
-					}
-				}
-			}
-			run := min(next-1, k) - q
-			acc = drain(acc, s.bs, run)
-			q += run
-			if q == k {
-				break
-			}
-			q++ // quantum next: the finishing flows move their last bytes
-			for _, m := range moves {
-				switch {
-				case m.n == q:
-					acc -= m.last
-				case m.n == 0 || m.n > q:
-					acc -= m.b
+		b := s.perQuantum(f.rate)
+		_, n := advance(f.rem, b, zeroBytes, k)
+		last := b
+		if n > 0 {
+			before, _ := advance(f.rem, b, zeroBytes, n-1)
+			last = math.Min(b, before)
+		}
+		moves = append(moves, move{b, last, n})
+	}
+	for q := int64(0); q < k && len(moves) > 0; {
+		next := k + 1 // the next quantum in which a flow finishes
+		s.bs = s.bs[:0]
+		for _, m := range moves {
+			if m.n == 0 || m.n > q {
+				s.bs = append(s.bs, m.b)
+				if m.n > 0 {
+					next = min(next, m.n)
 				}
 			}
 		}
-		j.redLeft[ri] = acc
+		run := min(next-1, k) - q
+		acc = drain(acc, s.bs, run)
+		q += run
+		if q == k {
+			break
+		}
+		q++ // quantum next: the finishing flows move their last bytes
+		for _, m := range moves {
+			switch {
+			case m.n == q:
+				acc -= m.last
+			case m.n == 0 || m.n > q:
+				acc -= m.b
+			}
+		}
 	}
+	return acc
 }
