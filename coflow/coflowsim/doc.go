@@ -51,8 +51,10 @@
 // random deadlines, the output format, FAIR and DARK are reproduced
 // exactly — every line of the reference FAIR and DARK outputs matches.
 // The other schedulers are reconstructions from CoflowSim's description
-// (it was not translated) and match part of the reference coflows;
-// TestFixtures reports the counts and the first mismatch. Repeated mapper ports are kept as separate flows.
+// and behaviour (it was not translated: the rules come from the fixtures
+// and from running the reference simulator as a black box on traces of our
+// own) and match part of the reference coflows; TestFixtures reports the
+// counts and the first mismatch. Repeated mapper ports are kept as separate flows.
 //
 // What the fixtures established (RESEARCH.md in this directory has the
 // derivation, every rule that was tried and lost, with its score, and the
@@ -98,8 +100,9 @@
 //
 // The replay does not visit every quantum: between two events all rates are
 // constant, and each flow's per-quantum float64 subtraction is reproduced in
-// closed form binade by binade (and DARK's per-quantum sums of bytes sent
-// likewise; the test suite checks the result against a literal quantum
+// closed form binade by binade (and so are DARK's per-quantum sums of bytes
+// sent and each reducer's count of bytes left; the test suite checks the
+// result against a literal quantum
 // loop), so the 526-coflow FB2010 trace replays under SEBF
 // in seconds where the Java simulator takes about 15 minutes. FAIR and PFP
 // re-allocate at every flow completion (706,397 on FB2010) and take
