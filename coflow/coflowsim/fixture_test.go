@@ -68,11 +68,11 @@ var exactSchedulers = map[string]bool{"FAIR": true, "DARK": true}
 // found): a change to the rules that loses any of them fails the test
 // instead of going unnoticed.
 var matchFloor = map[string][2]int{
-	"FIFO": {117, 94},
-	"SCF":  {113, 137},
-	"NCF":  {113, 164},
-	"LCF":  {98, 148},
-	"SEBF": {109, 143},
+	"FIFO": {117, 114},
+	"SCF":  {120, 148},
+	"NCF":  {120, 165},
+	"LCF":  {120, 167},
+	"SEBF": {120, 157},
 	"DARK": {120, 200}, // exact now (exactSchedulers)
 	"PFP":  {105, 106},
 }
