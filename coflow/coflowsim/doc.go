@@ -76,8 +76,9 @@
 //     flows whose two ports still have capacity. Last, the backfill: the
 //     coflows sorted stably by start + deadline − now, each coflow's flows
 //     by sender port, then receiver port, each adding min(send free,
-//     receive free). LCF's key is the trace's megabytes before rounding
-//     minus the bytes sent, taken at insertion.
+//     receive free) if that is more than 1e-3 bit/s. LCF's key is the
+//     trace's megabytes before rounding minus the bytes sent, taken at
+//     insertion.
 //   - PFP: receiver ports in increasing order; at each, the flows by
 //     original size (ties: earlier coflow, then lower sender port), each
 //     taking min(send free, receive free).
@@ -94,9 +95,10 @@
 //     capacity / flows at its receiver), recomputed whenever a flow
 //     finishes.
 //
-// With these rules FIFO, SCF, NCF, LCF, SEBF and PFP match 117/94,
-// 113/137, 113/164, 98/148, 109/143 and 105/106 coflows of synth-a's
-// 120 / synth-b's 200; FAIR and DARK match every line.
+// With these rules FIFO, SCF, NCF, LCF, SEBF and PFP match 117/114,
+// 120/148, 120/165, 120/167, 120/157 and 105/106 coflows of synth-a's
+// 120 / synth-b's 200; SCF, NCF, LCF and SEBF match every line of
+// synth-a, FAIR and DARK every line of both.
 //
 // The replay does not visit every quantum: between two events all rates are
 // constant, and each flow's per-quantum float64 subtraction is reproduced in

@@ -58,7 +58,7 @@ import (
 // The lab's policies take a receiver's bytes from the flows' remaining
 // bytes and cap MADD rates, the rules of the fourth session (1086 over the
 // ten ordering runs); sched.go's ordered policy has since moved to the
-// reducer's per-quantum count and uncapped rates (1236; RESEARCH.md's first
+// reducer's per-quantum count, uncapped rates and a backfill threshold (1348; RESEARCH.md's first
 // section), which the lab does not model.
 //
 // Measured (start/finish/duration matches, synth-a/synth-b), see RESEARCH.md:
