@@ -18,8 +18,8 @@
 //     of the number of mappers (at least 1 MiB per flow) and split into one
 //     equal flow per mapper.
 //   - Admission in epochs of 10,240 ms: at each epoch start every coflow
-//     arriving before the next epoch start is admitted and timed from the
-//     epoch start (so StartMs can precede ArrivalMs).
+//     arriving up to and including the next epoch start is admitted and
+//     timed from the epoch start (so StartMs can precede ArrivalMs).
 //   - Time advances in 8 ms quanta (one MiB through one port); a flow is
 //     done when fewer than 1e-3 bytes remain; a coflow departs at the end of
 //     the quantum in which its last flow finishes. Rates are recomputed only

@@ -45,7 +45,7 @@ func (s *sim) perQuantum(rate float64) float64 {
 // run is coflowsim's time loop:
 //
 //	for each epoch of EpochMs:
-//	    admit every coflow arriving before the next epoch (start = epoch)
+//	    admit every coflow arriving by the next epoch's start (start = epoch)
 //	    if any was admitted: allocate
 //	    for each quantum of QuantumMs:
 //	        every unfinished flow: rem -= min(rate·quantum, rem); done if rem <= 1e-3
@@ -64,7 +64,7 @@ func (s *sim) run() {
 	for next < len(s.jobs) || len(s.active) > 0 {
 		if t == epoch {
 			added := false
-			for next < len(s.jobs) && s.jobs[next].arrival < epoch+E {
+			for next < len(s.jobs) && s.jobs[next].arrival <= epoch+E {
 				j := s.jobs[next]
 				j.start = epoch
 				s.policy.insert(s, j)
@@ -79,7 +79,7 @@ func (s *sim) run() {
 		// Quanta until the next epoch that admits a coflow ...
 		kstar := int64(math.MaxInt64)
 		if next < len(s.jobs) {
-			na := max(s.jobs[next].arrival/E*E, epoch+E)
+			na := max(admittingEpoch(s.jobs[next].arrival, E), epoch+E)
 			kstar = (na - t) / Q
 		}
 		// ... or until the first departure (or flow completion).
@@ -242,4 +242,11 @@ func (s *sim) drainFlows(acc float64, fl []*flow, k int64) float64 {
 		}
 	}
 	return acc
+}
+
+// admittingEpoch is the start of the epoch that admits a coflow arriving at
+// ms: the first epoch e with ms <= e + E. An arrival exactly on an epoch
+// boundary is admitted one epoch early, as coflowsim does.
+func admittingEpoch(ms, E int64) int64 {
+	return max((ms+E-1)/E*E-E, 0)
 }

@@ -2,6 +2,7 @@ package coflowsim
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -21,7 +22,7 @@ func (s *sim) runQuanta() {
 	next := 0
 	for epoch := int64(0); next < len(s.jobs) || len(s.active) > 0; epoch += E {
 		added := false
-		for next < len(s.jobs) && s.jobs[next].arrival < epoch+E {
+		for next < len(s.jobs) && s.jobs[next].arrival <= epoch+E {
 			s.jobs[next].start = epoch
 			s.policy.insert(s, s.jobs[next])
 			next++
@@ -277,5 +278,23 @@ func TestArrivalOrder(t *testing.T) {
 		"120.0\n"
 	if b.String() != want {
 		t.Fatalf("got\n%swant\n%s", b.String(), want)
+	}
+}
+
+// TestEpochBoundaryAdmission: an epoch admits the coflows arriving up to
+// and including the next epoch's start. Start times as CoflowSim prints
+// them for a coflow arriving at each of these times.
+func TestEpochBoundaryAdmission(t *testing.T) {
+	for _, c := range []struct{ arrival, start int64 }{
+		{0, 0}, {10239, 0}, {10240, 0}, {10241, 10240}, {20480, 10240}, {20488, 20480},
+	} {
+		tr := mustTrace(t, fmt.Sprintf("3 2\n1 0 1 2 1 1:1.0\n2 %d 1 1 1 0:1.0\n", c.arrival))
+		res, err := Run(tr, "FIFO", DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Records[1].StartMs; got != c.start {
+			t.Errorf("arrival %d: admitted at %d, want %d", c.arrival, got, c.start)
+		}
 	}
 }

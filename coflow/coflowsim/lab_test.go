@@ -1540,7 +1540,7 @@ func (s *labSim) run() {
 	next := 0
 	for epoch := int64(0); next < len(s.jobs) || len(s.active) > 0; epoch += E {
 		added := false
-		for next < len(s.jobs) && s.jobs[next].arrival < epoch+E {
+		for next < len(s.jobs) && s.jobs[next].arrival <= epoch+E {
 			j := s.jobs[next]
 			j.start = epoch
 			if s.key == nil {

