@@ -42,14 +42,17 @@ func (o *ordered) insert(s *sim, j *job) {
 // allocate:
 //
 //  1. Per coflow in order, currentAlpha = max over ports of
-//     remaining bytes·8 / free bps (seconds to drain its bottleneck with
-//     what is left). A coflow that needs a port with no free capacity is
-//     skipped. Otherwise every flow gets rate = bytesRemaining·8 /
-//     currentAlpha, capped at min(send free, receive free) (MADD: all its
-//     flows finish together), and the rates are taken off the ports.
+//     bytes left·8 / free bps (seconds to drain its bottleneck with what
+//     is left); at a sender the bytes left are its flows' remaining bytes,
+//     at a receiver the reducer's count (job.redLeft). A coflow with bytes
+//     at a port that has zeroBytes bit/s or less free is skipped.
+//     Otherwise every flow gets rate = bytesRemaining·8 / currentAlpha
+//     (MADD: all its flows finish together), not capped by what its ports
+//     have free, and the rates are taken off the ports.
 //  2. The skipped coflows share what is left in one round (shareSkipped).
 //  3. Backfill: coflows sorted stably by start + deadline − now; each flow
-//     in turn, in port order (backfill), adds min(send free, receive free).
+//     in turn, in port order (backfill), adds min(send free, receive free)
+//     if that is more than zeroBytes.
 func (o *ordered) allocate(s *sim) {
 	s.resetFree()
 	send := make([]float64, s.ports)
