@@ -114,7 +114,8 @@ func (o *ordered) allocate(s *sim) {
 //	min(sendFree[src] / n_src, recvFree[dst] / n_dst)
 //
 // where n_p counts the skipped flows at port p whose two ports both still
-// have capacity (more than zeroBytes); flows with a full port get nothing.
+// have capacity (more than zeroBytes); flows with a full port, or whose
+// share would be zeroBytes or less, get nothing.
 // All shares are computed from the capacity left before the round and then
 // taken off the ports. It is the joint form of DARK's per-coflow split
 // (fairShareJob); what the two leave unused goes to the backfill.
@@ -132,8 +133,12 @@ func shareSkipped(fl []*flow, sendFree, recvFree []float64) {
 		}
 	}
 	for _, f := range fl {
-		if open(f) {
-			f.rate = math.Min(sendFree[f.src]/float64(ns[f.src]), recvFree[f.dst]/float64(nr[f.dst]))
+		if !open(f) {
+			continue
+		}
+		// A share of zeroBytes bit/s or less is none, as in the backfill.
+		if r := math.Min(sendFree[f.src]/float64(ns[f.src]), recvFree[f.dst]/float64(nr[f.dst])); r > zeroBytes {
+			f.rate = r
 		}
 	}
 	for _, f := range fl {
