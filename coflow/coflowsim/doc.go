@@ -71,9 +71,10 @@
 //     that decides whether the next coflow is skipped); a coflow with bytes
 //     at a port that has 1e-3 bit/s or less free is skipped; the others
 //     give each flow rem·8 / currentAlpha, not capped by what its ports
-//     have free. The skipped coflows then share what is left in one joint round,
-//     min(send free / n_src, receive free / n_dst), n counting the skipped
-//     flows whose two ports still have capacity. Last, the backfill: the
+//     have free. The skipped coflows then share what is left in one joint
+//     round, min(send free / n_src, receive free / n_dst), n counting the
+//     skipped flows whose two ports still have capacity (a share of 1e-3
+//     bit/s or less is none). Last, the backfill: the
 //     coflows sorted stably by start + deadline − now, each coflow's flows
 //     by sender port, then receiver port, each adding min(send free,
 //     receive free) if that is more than 1e-3 bit/s. LCF's key is the
@@ -95,9 +96,9 @@
 //     capacity / flows at its receiver), recomputed whenever a flow
 //     finishes.
 //
-// With these rules FIFO, SCF, NCF, LCF, SEBF and PFP match 117/114,
-// 120/148, 120/165, 120/167, 120/157 and 105/106 coflows of synth-a's
-// 120 / synth-b's 200; SCF, NCF, LCF and SEBF match every line of
+// With these rules FIFO, SCF, NCF, LCF, SEBF and PFP match 120/125,
+// 120/167, 120/195, 120/171, 120/174 and 105/106 coflows of synth-a's
+// 120 / synth-b's 200; the five ordering schedulers match every line of
 // synth-a, FAIR and DARK every line of both.
 //
 // The replay does not visit every quantum: between two events all rates are
