@@ -1,0 +1,56 @@
+package coflowsim
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/falconml/falcon/coflow"
+)
+
+// TestReferenceTraces replays small traces under FIFO and compares with the
+// lines the reference simulator printed for them (see RESEARCH.md, first
+// section: the traces are shrunk from random ones on which the two
+// disagreed, or built to probe one rule). The fourth session's rules fail
+// the reducer-count cases, the rules without the backfill threshold the
+// others.
+func TestReferenceTraces(t *testing.T) {
+	cases := []struct{ name, trace, want string }{
+		{"reducer count: coflow 4 skipped at 8 ms, served at 8000 ms",
+			"5 4\n1 0 1 4 1 2:1.0\n2 0 2 2 0 2 0:40.0 3:1000.0\n3 0 4 0 3 4 2 2 4:4.0 0:1000.0\n4 0 1 3 2 2:1000.0 0:1.0\n",
+			"JOB-1 0.0 8.0 1 1 1048576.0 1048576.0 8.0 14 8.0\nJOB-2 0.0 8000.0 2 2 1.09051904E9 1.048576E9 8000.0 13261 16000.0\nJOB-3 0.0 8328.0 4 2 1.052770304E9 1.048576E9 8328.0 8461 16336.0\nJOB-4 0.0 10264.0 1 2 1.049624576E9 1.048576E9 10264.0 14204 20528.0\n26600.0\n"},
+		{"reducer count: a nearly finished flow takes the backfill",
+			"5 4\n1 0 1 4 1 2:1.0\n2 0 2 2 0 2 0:1.0 3:1000.0\n3 0 4 0 3 4 2 2 4:1.0 0:1000.0\n4 0 1 3 2 2:1000.0 0:1.0\n",
+			"JOB-1 0.0 8.0 1 1 1048576.0 1048576.0 8.0 14 8.0\nJOB-2 0.0 8000.0 2 2 1.050673152E9 1.048576E9 8000.0 13261 16000.0\nJOB-3 0.0 8024.0 4 2 1.052770304E9 1.048576E9 8024.0 8461 16032.0\nJOB-4 0.0 10040.0 1 2 1.049624576E9 1.048576E9 10040.0 14204 20080.0\n26072.0\n"},
+		{"reducer count: six coflows at five ports",
+			"5 6\n1 0 1 2 1 4:300.0\n2 0 1 3 1 1:10.0\n3 0 2 0 1 4 2:40.0 3:100.0 0:1000.0 4:1.0\n4 0 1 1 1 3:40.0\n5 0 4 4 1 3 0 3 0:1.0 4:1.0 3:1000.0\n6 0 1 4 3 3:40.0 2:1000.0 4:1.0\n",
+			"JOB-1 0.0 2400.0 1 1 3.145728E8 3.145728E8 2400.0 4060 2400.0\nJOB-2 0.0 80.0 1 1 1.048576E7 1.048576E7 80.0 133 80.0\nJOB-3 0.0 8872.0 2 4 1.197473792E9 1.048576E9 8872.0 8461 27736.0\nJOB-4 0.0 320.0 1 1 4.194304E7 4.194304E7 320.0 568 320.0\nJOB-5 0.0 9424.0 4 3 1.056964608E9 1.048576E9 9424.0 8159 18656.0\nJOB-6 0.0 13688.0 1 3 1.091567616E9 1.048576E9 13688.0 10083 29800.0\n34784.0\n"},
+		{"backfill threshold: four coflows",
+			"5 4\n1 11389 2 0 1 3 4:1.0 1:100.0 3:1.0\n2 17104 4 0 1 2 3 3 0:100.0 4:1000.0 2:1000.0\n3 17104 5 3 2 1 0 4 1 2:300.0\n4 26549 1 0 3 1:1.0 4:1.0 2:1.0\n",
+			"JOB-1 10240.0 11040.0 2 3 1.09051904E8 1.048576E8 800.0 1353 2400.0\nJOB-2 10240.0 18312.0 4 3 2.2020096E9 1.048576E9 8072.0 13261 17312.0\nJOB-3 10240.0 20648.0 5 1 3.145728E8 3.145728E8 10408.0 2538 10408.0\nJOB-4 20480.0 20656.0 1 3 3145728.0 1048576.0 176.0 43 224.0\n19456.0\n"},
+		{"backfill threshold: five coflows at eleven ports",
+			"11 5\n1 0 3 1 5 0 1 10:300.0\n2 0 2 1 6 2 8:1.0 0:300.0\n3 0 2 8 6 1 5:1000.0\n4 0 6 4 2 6 9 10 0 1 6:1000.0\n5 0 2 1 6 4 6:1.0 5:1.0 1:300.0 2:1.0\n",
+			"JOB-1 0.0 2400.0 3 1 3.145728E8 3.145728E8 2400.0 4060 2400.0\nJOB-2 0.0 2400.0 2 2 3.16669952E8 3.145728E8 2400.0 3978 4800.0\nJOB-3 0.0 8016.0 2 1 1.048576E9 1.048576E9 8016.0 8461 8016.0\nJOB-4 0.0 8120.0 6 1 1.050673152E9 1.050673152E9 8120.0 14218 8120.0\nJOB-5 0.0 8544.0 2 4 3.20864256E8 3.145728E8 8544.0 2448 27592.0\n29480.0\n"},
+		{"reducer count: 80 s of drift serve a coflow admitted late",
+			"10 3\n1 0 1 0 1 9:13.0\n2 0 3 0 1 2 1 5:32000.0\n3 92060 1 8 3 5:1.0 6:1.0 7:1.0\n",
+			"JOB-1 0.0 104.0 1 1 1.3631488E7 1.3631488E7 104.0 176 104.0\nJOB-2 0.0 256016.0 3 1 3.3555480576E10 3.3555480576E10 256016.0 424356 256016.0\nJOB-3 81920.0 256032.0 1 3 3145728.0 1048576.0 174112.0 25 348232.0\n430232.0\n"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tr, err := coflow.ReadTrace(strings.NewReader(c.trace))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := Run(tr, "FIFO", DefaultConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b strings.Builder
+			if err := WriteReference(&b, res); err != nil {
+				t.Fatal(err)
+			}
+			if b.String() != c.want {
+				t.Fatalf("got\n%swant\n%s", b.String(), c.want)
+			}
+		})
+	}
+}
