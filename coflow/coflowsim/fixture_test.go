@@ -71,10 +71,10 @@ var exactSchedulers = map[string]bool{"FAIR": true, "DARK": true}
 // and is asserted so.
 var matchFloor = map[string][2]int{
 	"FIFO": {120, 125},
-	"SCF":  {120, 167},
-	"NCF":  {120, 195},
-	"LCF":  {120, 171},
-	"SEBF": {120, 174},
+	"SCF":  {120, 184},
+	"NCF":  {120, 200},
+	"LCF":  {120, 168},
+	"SEBF": {120, 200},
 	"DARK": {120, 200}, // exact now (exactSchedulers)
 	"PFP":  {105, 106},
 }

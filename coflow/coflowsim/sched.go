@@ -48,7 +48,9 @@ func (o *ordered) insert(s *sim, j *job) {
 //     at a port that has zeroBytes bit/s or less free is skipped.
 //     Otherwise every flow gets rate = bytesRemaining·8 / currentAlpha
 //     (MADD: all its flows finish together), not capped by what its ports
-//     have free, and the rates are taken off the ports.
+//     have free, and the rates are taken off the ports. Sums and rates go
+//     flow by flow in port order (by sender, then receiver): the order of
+//     the float64 subtractions decides the residues the skip test sees.
 //  2. The skipped coflows share what is left in one round (shareSkipped).
 //  3. Backfill: coflows sorted stably by start + deadline − now; each flow
 //     in turn, in port order (backfill), adds min(send free, receive free)
@@ -61,7 +63,7 @@ func (o *ordered) allocate(s *sim) {
 	for _, j := range s.active {
 		clear(send)
 		clear(recv)
-		for _, f := range j.flows {
+		for _, f := range j.byPort() {
 			f.rate = 0
 			if !f.done {
 				send[f.src] += f.rem
@@ -94,7 +96,7 @@ func (o *ordered) allocate(s *sim) {
 			}
 			continue
 		}
-		for _, f := range j.flows {
+		for _, f := range j.byPort() {
 			if f.done {
 				continue
 			}
