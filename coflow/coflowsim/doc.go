@@ -71,7 +71,8 @@
 //     that decides whether the next coflow is skipped); a coflow with bytes
 //     at a port that has 1e-3 bit/s or less free is skipped; the others
 //     give each flow rem·8 / currentAlpha, not capped by what its ports
-//     have free. The skipped coflows then share what is left in one joint
+//     have free (sums and rates taken flow by flow in port order: by
+//     sender, then receiver). The skipped coflows then share what is left in one joint
 //     round, min(send free / n_src, receive free / n_dst), n counting the
 //     skipped flows whose two ports still have capacity (a share of 1e-3
 //     bit/s or less is none). Last, the backfill: the
@@ -97,9 +98,9 @@
 //     finishes.
 //
 // With these rules FIFO, SCF, NCF, LCF, SEBF and PFP match 120/125,
-// 120/167, 120/195, 120/171, 120/174 and 105/106 coflows of synth-a's
-// 120 / synth-b's 200; the five ordering schedulers match every line of
-// synth-a, FAIR and DARK every line of both.
+// 120/184, 120/200, 120/168, 120/200 and 105/106 coflows of synth-a's
+// 120 / synth-b's 200: SEBF, NCF, FAIR and DARK match every line of both
+// fixtures, FIFO, SCF and LCF every line of synth-a.
 //
 // The replay does not visit every quantum: between two events all rates are
 // constant, and each flow's per-quantum float64 subtraction is reproduced in

@@ -59,8 +59,8 @@ import (
 // bytes and cap MADD rates, the rules of the fourth session (1086 over the
 // ten ordering runs); sched.go's ordered policy has since moved to the
 // reducer's per-quantum count, uncapped rates and 1e-3 thresholds in the
-// backfill and the share (1432; RESEARCH.md's first section), which the
-// lab does not model.
+// backfill and the share, MADD in port order (1477; RESEARCH.md's first
+// section), which the lab does not model.
 //
 // Measured (start/finish/duration matches, synth-a/synth-b), see RESEARCH.md:
 //
