@@ -255,32 +255,6 @@ func TestFairSplitsPorts(t *testing.T) {
 	}
 }
 
-// TestArrivalOrder: coflowsim sorts a trace by arrival (ties keep trace
-// order) before it draws the deadlines, admits and prints. The want lines
-// are what CoflowSim printed for this trace under FIFO.
-func TestArrivalOrder(t *testing.T) {
-	const trace = "5 3\n3 500 1 3 1 2:1.0\n1 500 1 1 1 3:5.0\n2 100 1 2 1 4:9.0\n"
-	tr, err := coflow.ReadTrace(strings.NewReader(trace))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := Run(tr, "FIFO", DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	if err := WriteReference(&b, res); err != nil {
-		t.Fatal(err)
-	}
-	want := "JOB-2 0.0 72.0 1 1 9437184.0 9437184.0 72.0 122 72.0\n" +
-		"JOB-3 0.0 8.0 1 1 1048576.0 1048576.0 8.0 13 8.0\n" +
-		"JOB-1 0.0 40.0 1 1 5242880.0 5242880.0 40.0 42 40.0\n" +
-		"120.0\n"
-	if b.String() != want {
-		t.Fatalf("got\n%swant\n%s", b.String(), want)
-	}
-}
-
 // TestEpochBoundaryAdmission: an epoch admits the coflows arriving up to
 // and including the next epoch's start. Start times as CoflowSim prints
 // them for a coflow arriving at each of these times.

@@ -11,10 +11,15 @@ import (
 // lines the reference simulator printed for them (see RESEARCH.md, first
 // section: the traces are shrunk from random ones on which the two
 // disagreed, or built to probe one rule). The fourth session's rules fail
-// the reducer-count cases, the rules without the backfill threshold the
-// others.
+// the arrival-order and reducer-count cases, the rules without the
+// backfill threshold the others.
 func TestReferenceTraces(t *testing.T) {
 	cases := []struct{ name, trace, want string }{
+		// coflowsim sorts a trace by arrival (ties keep trace order)
+		// before it draws the deadlines, admits and prints.
+		{"arrival order",
+			"5 3\n3 500 1 3 1 2:1.0\n1 500 1 1 1 3:5.0\n2 100 1 2 1 4:9.0\n",
+			"JOB-2 0.0 72.0 1 1 9437184.0 9437184.0 72.0 122 72.0\nJOB-3 0.0 8.0 1 1 1048576.0 1048576.0 8.0 13 8.0\nJOB-1 0.0 40.0 1 1 5242880.0 5242880.0 40.0 42 40.0\n120.0\n"},
 		{"reducer count: coflow 4 skipped at 8 ms, served at 8000 ms",
 			"5 4\n1 0 1 4 1 2:1.0\n2 0 2 2 0 2 0:40.0 3:1000.0\n3 0 4 0 3 4 2 2 4:4.0 0:1000.0\n4 0 1 3 2 2:1000.0 0:1.0\n",
 			"JOB-1 0.0 8.0 1 1 1048576.0 1048576.0 8.0 14 8.0\nJOB-2 0.0 8000.0 2 2 1.09051904E9 1.048576E9 8000.0 13261 16000.0\nJOB-3 0.0 8328.0 4 2 1.052770304E9 1.048576E9 8328.0 8461 16336.0\nJOB-4 0.0 10264.0 1 2 1.049624576E9 1.048576E9 10264.0 14204 20528.0\n26600.0\n"},
