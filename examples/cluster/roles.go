@@ -335,7 +335,16 @@ func (n *node) worker(ctx context.Context, idx int) error {
 	_, err = n.tr.Request(dctx, coordinatorName, ctlMsg(ctlDone, uint64(st.Samples), uint64(st.Given), uint64(st.Taken), math.Float64bits(last)))
 	dcancel()
 	if err != nil {
-		return fmt.Errorf("reporting done to the coordinator: %w", err)
+		select {
+		case <-h.shutdown:
+			// The coordinator took the report, ended the run and closed
+			// its transport before the reply got out: it only closes
+			// once every node has acknowledged the shutdown, so the
+			// report was counted.
+			return nil
+		default:
+			return fmt.Errorf("reporting done to the coordinator: %w", err)
+		}
 	}
 	// Keep serving (transfers) until the coordinator ends the run.
 	select {
