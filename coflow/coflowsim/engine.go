@@ -13,10 +13,11 @@ type sim struct {
 	policy   policy
 	now      int64 // ms, time of the current allocation
 	stalled  bool
-	seq      int64     // DARK queue-entry counter
-	moved    bool      // keep flow.moved, coflowsim's per-quantum count of bytes sent (DARK)
-	redLeft  bool      // keep job.redLeft, coflowsim's per-quantum count of a reducer's bytes left (MADD)
-	bs       []float64 // scratch for drainReducers
+	seq      int64      // DARK queue-entry counter
+	moved    bool       // keep flow.moved, coflowsim's per-quantum count of bytes sent (DARK)
+	redLeft  bool       // keep job.redLeft, coflowsim's per-quantum count of a reducer's bytes left (MADD)
+	bs       []float64  // scratch for drainFlows
+	moves    []flowMove // scratch for drainFlows
 }
 
 // policy is a coflowsim scheduler: where an admitted job goes in the active
@@ -183,10 +184,15 @@ func accumulateMoved(moved, rem, b float64, k, n int64) float64 {
 // drainReducers applies k quanta of coflowsim's per-quantum bookkeeping of
 // each reducer's bytes left (drainFlows).
 func (s *sim) drainReducers(j *job, k int64) {
-	nm := len(j.flows) / len(j.redLeft) // flows are reducer-major
 	for ri := range j.redLeft {
-		j.redLeft[ri] = s.drainFlows(j.redLeft[ri], j.flows[ri*nm:(ri+1)*nm], k)
+		j.redLeft[ri] = s.drainFlows(j.redLeft[ri], j.reducer(ri), k)
 	}
+}
+
+// flowMove is one flow's part in drainFlows.
+type flowMove struct {
+	b, last float64 // bytes per quantum, bytes in its last quantum
+	n       int64   // quantum in which it finishes, 0: not within k
 }
 
 // drainFlows returns acc after k quanta, from the flows' current state, of
@@ -196,11 +202,7 @@ func (s *sim) drainReducers(j *job, k int64) {
 // quanta split into runs in which the set of flows and their b are fixed
 // (drain) and the single quanta in which some flow finishes.
 func (s *sim) drainFlows(acc float64, fl []*flow, k int64) float64 {
-	type move struct {
-		b, last float64 // bytes per quantum, bytes in its last quantum
-		n       int64   // quantum in which it finishes, 0: not within k
-	}
-	moves := make([]move, 0, len(fl))
+	moves := s.moves[:0]
 	for _, f := range fl {
 		if f.done || f.rate <= 0 {
 			continue
@@ -212,7 +214,7 @@ func (s *sim) drainFlows(acc float64, fl []*flow, k int64) float64 {
 			before, _ := advance(f.rem, b, zeroBytes, n-1)
 			last = math.Min(b, before)
 		}
-		moves = append(moves, move{b, last, n})
+		moves = append(moves, flowMove{b, last, n})
 	}
 	for q := int64(0); q < k && len(moves) > 0; {
 		next := k + 1 // the next quantum in which a flow finishes
@@ -241,6 +243,7 @@ func (s *sim) drainFlows(acc float64, fl []*flow, k int64) float64 {
 			}
 		}
 	}
+	s.moves = moves
 	return acc
 }
 

@@ -51,6 +51,13 @@ type job struct {
 
 func (j *job) remaining() float64 { return j.totalBytes - j.sent }
 
+// reducer returns the flows of j's reducer ri (flows are reducer-major,
+// one per mapper).
+func (j *job) reducer(ri int) []*flow {
+	nm := len(j.flows) / len(j.redLeft)
+	return j.flows[ri*nm : (ri+1)*nm]
+}
+
 // byPort returns j's flows sorted by sender port, then receiver port.
 func (j *job) byPort() []*flow {
 	if j.portOrder == nil {

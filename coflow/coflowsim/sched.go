@@ -69,10 +69,9 @@ func (o *ordered) allocate(s *sim) {
 				send[f.src] += f.rem
 			}
 		}
-		nm := len(j.flows) / len(j.redLeft)
 		for ri, left := range j.redLeft {
 			if j.redActive[ri] > 0 {
-				recv[j.flows[ri*nm].dst] += left
+				recv[j.reducer(ri)[0].dst] += left
 			}
 		}
 		alpha, full := 0.0, false
@@ -153,8 +152,7 @@ func shareSkipped(fl []*flow, sendFree, recvFree []float64) {
 // capacity is still free at both of its ports, if that is more than
 // zeroBytes bit/s (a residue of 1e-3 or less stays unused: coflowsim's
 // threshold for a port with capacity, here as in the skip test and the
-// share; the reference simulator run on traces of our own showed it, and
-// it lifts the fixture matches from 1236 to 1348). Inside a coflow the flows
+// share; RESEARCH.md has how it was found). Inside a coflow the flows
 // are visited by sender port, then receiver port (the trace's mapper and
 // reducer order gives fewer matches).
 func (s *sim) backfill() {
