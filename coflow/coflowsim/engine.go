@@ -18,6 +18,7 @@ type sim struct {
 	redLeft  bool       // keep job.redLeft, coflowsim's per-quantum count of a reducer's bytes left (MADD)
 	bs       []float64  // scratch for drainFlows
 	moves    []flowMove // scratch for drainFlows
+	ends     []int64    // scratch for step
 }
 
 // policy is a coflowsim scheduler: where an admitted job goes in the active
@@ -85,6 +86,12 @@ func (s *sim) run() {
 		}
 		// ... or until the first departure (or flow completion).
 		for _, j := range s.active {
+			if s.redLeft {
+				if end := s.jobEnd(j, kstar); end > 0 && end < kstar {
+					kstar = end
+				}
+				continue
+			}
 			jobMax := int64(0)
 			for _, f := range j.flows {
 				if f.done {
@@ -129,7 +136,15 @@ func (s *sim) run() {
 func (s *sim) step(t, k int64) (departed, flowDone bool) {
 	Q := s.cfg.QuantumMs
 	for _, j := range s.active {
+		ends := s.ends[:0]
 		if s.redLeft {
+			for ri := range j.redLeft {
+				e := int64(0)
+				if j.redActive[ri] > 0 {
+					e = s.reducerEnd(j, ri, k)
+				}
+				ends = append(ends, e)
+			}
 			s.drainReducers(j, k)
 		}
 		for _, f := range j.flows {
@@ -138,6 +153,13 @@ func (s *sim) step(t, k int64) (departed, flowDone bool) {
 			}
 			b := s.perQuantum(f.rate)
 			x, n := advance(f.rem, b, zeroBytes, k)
+			if len(ends) > 0 {
+				// The reducer's count may end it before this flow ends.
+				if e := ends[f.red]; e > 0 && (n == 0 || n > e) {
+					x, _ = advance(f.rem, b, zeroBytes, e)
+					n = e
+				}
+			}
 			if s.moved {
 				f.moved = accumulateMoved(f.moved, f.rem, b, k, n)
 			}
@@ -151,6 +173,7 @@ func (s *sim) step(t, k int64) (departed, flowDone bool) {
 				j.redFinish[f.red] = max(j.redFinish[f.red], t+n*Q)
 			}
 		}
+		s.ends = ends
 		if j.active == 0 {
 			j.done = true
 			j.finish = t + k*Q
@@ -179,6 +202,66 @@ func accumulateMoved(moved, rem, b float64, k, n int64) float64 {
 	}
 	last, _ := advance(rem, b, zeroBytes, n-1) // bytes left before the last quantum
 	return accumulate(moved, b, n-1) + math.Min(b, last)
+}
+
+// jobEnd returns the quantum (1..k) in which the last reducer of j
+// finishes (reducerEnd), or 0 if some reducer does not finish within k.
+func (s *sim) jobEnd(j *job, k int64) int64 {
+	end := int64(0)
+	for ri := range j.redLeft {
+		if j.redActive[ri] == 0 {
+			continue
+		}
+		e := s.reducerEnd(j, ri, k)
+		if e == 0 {
+			return 0
+		}
+		end = max(end, e)
+	}
+	return end
+}
+
+// reducerEnd returns the quantum (1..k) in which j's reducer ri finishes,
+// or 0 if it does not within k quanta. A reducer finishes when its last
+// flow does, or earlier when its count of bytes left (job.redLeft), which
+// drifts from the flows' own bytes left, drops to zeroBytes or below.
+func (s *sim) reducerEnd(j *job, ri int, k int64) int64 {
+	fl := j.reducer(ri)
+	n, all := int64(0), true // the quantum its last flow finishes
+	for _, f := range fl {
+		if f.done {
+			continue
+		}
+		_, fn := advance(f.rem, s.perQuantum(f.rate), zeroBytes, k)
+		if fn == 0 {
+			all = false
+			break
+		}
+		n = max(n, fn)
+	}
+	if !all {
+		n = 0
+	}
+	h := k
+	if n > 0 {
+		h = n - 1
+	}
+	left := j.redLeft[ri]
+	if h == 0 || s.drainFlows(left, fl, h) > zeroBytes {
+		return n
+	}
+	// The count never grows: find the first quantum that takes it to
+	// zeroBytes or below.
+	lo, hi := int64(0), h
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if s.drainFlows(left, fl, mid) <= zeroBytes {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
 }
 
 // drainReducers applies k quanta of coflowsim's per-quantum bookkeeping of

@@ -38,6 +38,12 @@ func TestReferenceTraces(t *testing.T) {
 		{"reducer count: 80 s of drift serve a coflow admitted late",
 			"10 3\n1 0 1 0 1 9:13.0\n2 0 3 0 1 2 1 5:32000.0\n3 92060 1 8 3 5:1.0 6:1.0 7:1.0\n",
 			"JOB-1 0.0 104.0 1 1 1.3631488E7 1.3631488E7 104.0 176 104.0\nJOB-2 0.0 256016.0 3 1 3.3555480576E10 3.3555480576E10 256016.0 424356 256016.0\nJOB-3 81920.0 256032.0 1 3 3145728.0 1048576.0 174112.0 25 348232.0\n430232.0\n"},
+		// Coflow 2's reducer count ends 0.014 bytes below its flows' sum:
+		// it drops to zeroBytes one quantum before the flows do (one has
+		// 0.0011 bytes left), and the reducer, hence the coflow, is done.
+		{"reducer count: the count, not the flows, ends a reducer",
+			"10 3\n1 0 1 0 1 9:37.0\n2 0 3 0 1 2 1 5:32000.0\n3 92060 1 8 1 7:1.0\n",
+			"JOB-1 0.0 296.0 1 1 3.8797312E7 3.8797312E7 296.0 501 296.0\nJOB-2 0.0 256008.0 3 1 3.3555480576E10 3.3555480576E10 256008.0 424356 256008.0\nJOB-3 81920.0 81928.0 1 1 1048576.0 1048576.0 8.0 8 8.0\n256312.0\n"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
