@@ -16,9 +16,8 @@ type sim struct {
 	seq      int64      // DARK queue-entry counter
 	moved    bool       // keep flow.moved, coflowsim's per-quantum count of bytes sent (DARK)
 	redLeft  bool       // keep job.redLeft, coflowsim's per-quantum count of a reducer's bytes left (MADD)
-	bs       []float64  // scratch for drainFlows
-	moves    []flowMove // scratch for drainFlows
-	ends     []int64    // scratch for step
+	bs       []float64  // scratch for drainMoves
+	moves    []flowMove // scratch for reducerMoves
 }
 
 // policy is a coflowsim scheduler: where an admitted job goes in the active
@@ -134,49 +133,31 @@ func (s *sim) run() {
 // reducer and job completions, removes finished jobs and reports whether a
 // job departed and whether a flow finished.
 func (s *sim) step(t, k int64) (departed, flowDone bool) {
-	Q := s.cfg.QuantumMs
 	for _, j := range s.active {
-		ends := s.ends[:0]
 		if s.redLeft {
 			for ri := range j.redLeft {
-				e := int64(0)
-				if j.redActive[ri] > 0 {
-					e = s.reducerEnd(j, ri, k)
-				}
-				ends = append(ends, e)
-			}
-			s.drainReducers(j, k)
-		}
-		for _, f := range j.flows {
-			if f.done {
-				continue
-			}
-			b := s.perQuantum(f.rate)
-			x, n := advance(f.rem, b, zeroBytes, k)
-			if len(ends) > 0 {
-				// The reducer's count may end it before this flow ends.
-				if e := ends[f.red]; e > 0 && (n == 0 || n > e) {
-					x, _ = advance(f.rem, b, zeroBytes, e)
-					n = e
+				if j.redActive[ri] > 0 && s.stepReducer(j, ri, t, k) {
+					flowDone = true
 				}
 			}
-			if s.moved {
-				f.moved = accumulateMoved(f.moved, f.rem, b, k, n)
-			}
-			j.sent += f.rem - x
-			f.rem = x
-			if n > 0 {
-				f.done = true
-				flowDone = true
-				j.active--
-				j.redActive[f.red]--
-				j.redFinish[f.red] = max(j.redFinish[f.red], t+n*Q)
+		} else {
+			for _, f := range j.flows {
+				if f.done {
+					continue
+				}
+				b := s.perQuantum(f.rate)
+				x, n := advance(f.rem, b, zeroBytes, k)
+				if s.moved {
+					f.moved = accumulateMoved(f.moved, f.rem, b, k, n)
+				}
+				if s.settle(j, f, x, n, t) {
+					flowDone = true
+				}
 			}
 		}
-		s.ends = ends
 		if j.active == 0 {
 			j.done = true
-			j.finish = t + k*Q
+			j.finish = t + k*s.cfg.QuantumMs
 			departed = true
 		}
 	}
@@ -191,6 +172,45 @@ func (s *sim) step(t, k int64) (departed, flowDone bool) {
 		s.active = kept
 	}
 	return departed, flowDone
+}
+
+// settle sets f's bytes left to x after a step from time t and, if it
+// finished in quantum n (0: it did not), records its completion; it
+// reports whether f finished.
+func (s *sim) settle(j *job, f *flow, x float64, n, t int64) bool {
+	j.sent += f.rem - x
+	f.rem = x
+	if n == 0 {
+		return false
+	}
+	f.done = true
+	j.active--
+	j.redActive[f.red]--
+	j.redFinish[f.red] = max(j.redFinish[f.red], t+n*s.cfg.QuantumMs)
+	return true
+}
+
+// stepReducer advances the flows of j's reducer ri and its count of bytes
+// left (job.redLeft) by k quanta from time t; if the reducer ends within
+// them (reducerEnd) before some of its flows, those end with it. It
+// reports whether a flow finished.
+func (s *sim) stepReducer(j *job, ri int, t, k int64) bool {
+	moves := s.reducerMoves(j.reducer(ri), k)
+	left := j.redLeft[ri]
+	e := s.reducerEnd(left, moves, k)
+	j.redLeft[ri] = s.drainMoves(left, moves, k)
+	done := false
+	for _, m := range moves {
+		x, n := m.x, m.n
+		if e > 0 && (n == 0 || n > e) {
+			x, _ = advance(m.f.rem, m.b, zeroBytes, e)
+			n = e
+		}
+		if s.settle(j, m.f, x, n, t) {
+			done = true
+		}
+	}
+	return done
 }
 
 // accumulateMoved returns moved after k quanta of coflowsim's per-quantum
@@ -208,11 +228,11 @@ func accumulateMoved(moved, rem, b float64, k, n int64) float64 {
 // finishes (reducerEnd), or 0 if some reducer does not finish within k.
 func (s *sim) jobEnd(j *job, k int64) int64 {
 	end := int64(0)
-	for ri := range j.redLeft {
+	for ri, left := range j.redLeft {
 		if j.redActive[ri] == 0 {
 			continue
 		}
-		e := s.reducerEnd(j, ri, k)
+		e := s.reducerEnd(left, s.reducerMoves(j.reducer(ri), k), k)
 		if e == 0 {
 			return 0
 		}
@@ -221,33 +241,54 @@ func (s *sim) jobEnd(j *job, k int64) int64 {
 	return end
 }
 
-// reducerEnd returns the quantum (1..k) in which j's reducer ri finishes,
-// or 0 if it does not within k quanta. A reducer finishes when its last
-// flow does, or earlier when its count of bytes left (job.redLeft), which
-// drifts from the flows' own bytes left, drops to zeroBytes or below.
-func (s *sim) reducerEnd(j *job, ri int, k int64) int64 {
-	fl := j.reducer(ri)
-	n, all := int64(0), true // the quantum its last flow finishes
+// flowMove is what an unfinished flow does over the k quanta of a step.
+type flowMove struct {
+	f       *flow
+	b, last float64 // bytes per quantum, bytes in its last quantum
+	x       float64 // bytes left after the step
+	n       int64   // quantum in which it finishes, 0: not within k
+}
+
+// reducerMoves returns the moves over k quanta of the unfinished flows of
+// fl, in order, in a scratch slice that the next call reuses.
+func (s *sim) reducerMoves(fl []*flow, k int64) []flowMove {
+	moves := s.moves[:0]
 	for _, f := range fl {
 		if f.done {
 			continue
 		}
-		_, fn := advance(f.rem, s.perQuantum(f.rate), zeroBytes, k)
-		if fn == 0 {
-			all = false
+		b := s.perQuantum(f.rate)
+		x, n := advance(f.rem, b, zeroBytes, k)
+		last := b
+		if n > 0 {
+			before, _ := advance(f.rem, b, zeroBytes, n-1)
+			last = math.Min(b, before)
+		}
+		moves = append(moves, flowMove{f, b, last, x, n})
+	}
+	s.moves = moves
+	return moves
+}
+
+// reducerEnd returns the quantum (1..k) in which a reducer whose flows
+// make moves (over k quanta) and whose count of bytes left is left
+// finishes, or 0 if it does not within k. A reducer finishes when its last
+// flow does, or earlier when its count (job.redLeft), which drifts from
+// the flows' own bytes left, drops to zeroBytes or below.
+func (s *sim) reducerEnd(left float64, moves []flowMove, k int64) int64 {
+	n := int64(0) // the quantum its last flow finishes
+	for _, m := range moves {
+		if m.n == 0 {
+			n = 0
 			break
 		}
-		n = max(n, fn)
-	}
-	if !all {
-		n = 0
+		n = max(n, m.n)
 	}
 	h := k
 	if n > 0 {
 		h = n - 1
 	}
-	left := j.redLeft[ri]
-	if h == 0 || s.drainFlows(left, fl, h) > zeroBytes {
+	if h == 0 || s.drainMoves(left, moves, h) > zeroBytes {
 		return n
 	}
 	// The count never grows: find the first quantum that takes it to
@@ -255,7 +296,7 @@ func (s *sim) reducerEnd(j *job, ri int, k int64) int64 {
 	lo, hi := int64(0), h
 	for hi-lo > 1 {
 		mid := lo + (hi-lo)/2
-		if s.drainFlows(left, fl, mid) <= zeroBytes {
+		if s.drainMoves(left, moves, mid) <= zeroBytes {
 			hi = mid
 		} else {
 			lo = mid
@@ -264,41 +305,13 @@ func (s *sim) reducerEnd(j *job, ri int, k int64) int64 {
 	return hi
 }
 
-// drainReducers applies k quanta of coflowsim's per-quantum bookkeeping of
-// each reducer's bytes left (drainFlows).
-func (s *sim) drainReducers(j *job, k int64) {
-	for ri := range j.redLeft {
-		j.redLeft[ri] = s.drainFlows(j.redLeft[ri], j.reducer(ri), k)
-	}
-}
-
-// flowMove is one flow's part in drainFlows.
-type flowMove struct {
-	b, last float64 // bytes per quantum, bytes in its last quantum
-	n       int64   // quantum in which it finishes, 0: not within k
-}
-
-// drainFlows returns acc after k quanta, from the flows' current state, of
-// coflowsim's bookkeeping in which every unfinished flow of fl, in order,
-// takes the bytes it moves, min(b, rem), off acc. A flow moves b per
+// drainMoves returns acc after k quanta (k no more than the moves were
+// made for) of coflowsim's bookkeeping in which every unfinished flow, in
+// order, takes the bytes it moves, min(b, rem), off acc. A flow moves b per
 // quantum until its last quantum, where it moves what it had left; so the k
 // quanta split into runs in which the set of flows and their b are fixed
 // (drain) and the single quanta in which some flow finishes.
-func (s *sim) drainFlows(acc float64, fl []*flow, k int64) float64 {
-	moves := s.moves[:0]
-	for _, f := range fl {
-		if f.done || f.rate <= 0 {
-			continue
-		}
-		b := s.perQuantum(f.rate)
-		_, n := advance(f.rem, b, zeroBytes, k)
-		last := b
-		if n > 0 {
-			before, _ := advance(f.rem, b, zeroBytes, n-1)
-			last = math.Min(b, before)
-		}
-		moves = append(moves, flowMove{b, last, n})
-	}
+func (s *sim) drainMoves(acc float64, moves []flowMove, k int64) float64 {
 	for q := int64(0); q < k && len(moves) > 0; {
 		next := k + 1 // the next quantum in which a flow finishes
 		s.bs = s.bs[:0]
@@ -326,7 +339,6 @@ func (s *sim) drainFlows(acc float64, fl []*flow, k int64) float64 {
 			}
 		}
 	}
-	s.moves = moves
 	return acc
 }
 
