@@ -21,8 +21,10 @@
 //     arriving up to and including the next epoch start is admitted and
 //     timed from the epoch start (so StartMs can precede ArrivalMs).
 //   - Time advances in 8 ms quanta (one MiB through one port); a flow is
-//     done when fewer than 1e-3 bytes remain; a coflow departs at the end of
-//     the quantum in which its last flow finishes. Rates are recomputed only
+//     done when fewer than 1e-3 bytes remain; a reducer is done when its
+//     flows are, or (ordering schedulers) when its count of bytes left,
+//     below, drops to 1e-3 or less; a coflow departs at the end of the
+//     quantum in which its last reducer finishes. Rates are recomputed only
 //     when coflows are admitted or depart (FAIR and PFP: also whenever a flow
 //     finishes).
 //   - Deadline column: round(alpha / 128 MiB/s × 1000 × (1 + u)) with alpha
@@ -44,8 +46,9 @@
 // each coflow splits what is left at a port equally among its flows that
 // can still be served; see below for the queue rules); FAIR is per-flow
 // sharing (each port split equally among its flows); PFP serves the
-// receiver ports in increasing order and, at each, the flows smallest
-// (original size) first.
+// receiver ports in increasing order and, at each, the flows in the order
+// of one queue that places each newcomer by the bytes left of the flows
+// already queued.
 //
 // How exact it is: the constants, the rounding, the epochs, the quanta, the
 // random deadlines, the output format, FAIR and DARK are reproduced
@@ -81,9 +84,11 @@
 //     receive free) if that is more than 1e-3 bit/s. LCF's key is the
 //     trace's megabytes before rounding minus the bytes sent, taken at
 //     insertion.
-//   - PFP: receiver ports in increasing order; at each, the flows by
-//     original size (ties: earlier coflow, then lower sender port), each
-//     taking min(send free, receive free).
+//   - PFP: one queue of flows for the replay: an admitted coflow's flows,
+//     smallest first (ties in port order), each go before the first queued
+//     flow with more bytes left than its size; the queue is never
+//     re-sorted. Receiver ports in increasing order; at each, its flows in
+//     queue order, each taking min(send free, receive free).
 //   - DARK: 10 queues with limits 10 MiB × 10^k on the bytes sent (summed
 //     quantum by quantum per flow); a coflow leaves a queue once its bytes
 //     sent exceed the limit; queues are re-evaluated only at admissions and
@@ -98,7 +103,7 @@
 //     finishes.
 //
 // With these rules FIFO, SCF, NCF, LCF, SEBF and PFP match 120/125,
-// 120/184, 120/200, 120/168, 120/200 and 105/106 coflows of synth-a's
+// 120/184, 120/200, 120/168, 120/200 and 108/112 coflows of synth-a's
 // 120 / synth-b's 200: SEBF, NCF, FAIR and DARK match every line of both
 // fixtures, FIFO, SCF and LCF every line of synth-a.
 //

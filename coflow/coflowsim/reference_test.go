@@ -7,7 +7,7 @@ import (
 	"github.com/falconml/falcon/coflow"
 )
 
-// TestReferenceTraces replays small traces under FIFO and compares with the
+// TestReferenceTraces replays small traces under FIFO and PFP and compares with the
 // lines the reference simulator printed for them (see RESEARCH.md, first
 // section: the traces are shrunk from random ones on which the two
 // disagreed, or built to probe one rule). The fourth session's rules fail
@@ -45,23 +45,40 @@ func TestReferenceTraces(t *testing.T) {
 			"10 3\n1 0 1 0 1 9:37.0\n2 0 3 0 1 2 1 5:32000.0\n3 92060 1 8 1 7:1.0\n",
 			"JOB-1 0.0 296.0 1 1 3.8797312E7 3.8797312E7 296.0 501 296.0\nJOB-2 0.0 256008.0 3 1 3.3555480576E10 3.3555480576E10 256008.0 424356 256008.0\nJOB-3 81920.0 81928.0 1 1 1048576.0 1048576.0 8.0 8 8.0\n256312.0\n"},
 	}
+	pfpCases := []struct{ name, trace, want string }{
+		// Coflow 2's 1000 MiB flow arrives when coflow 1's 2000 MiB flow
+		// has 720 MiB left: remaining bytes, not sizes, place it (after).
+		{"a newcomer goes by the bytes left",
+			"3 2\n1 0 1 0 1 1:2000.0\n2 10241 1 2 1 1:1000.0\n",
+			"JOB-1 0.0 16000.0 1 1 2.097152E9 2.097152E9 16000.0 27067 16000.0\nJOB-2 10240.0 24000.0 1 1 1.048576E9 1.048576E9 13760.0 13261 13760.0\n29760.0\n"},
+		// Coflow 1's equal flows at a receiver are served one at a time
+		// in queue order; re-sorting them by bytes left when coflow 2 is
+		// admitted changes which reducer ends when (the last field).
+		{"the queue is not re-sorted",
+			"21 2\n1 0 6 1 7 14 8 16 15 4 5:308.0 12:1421.0 3:6373.0 17:1.0\n2 17523 1 6 1 13:1.0\n",
+			"JOB-1 0.0 51024.0 6 4 8.512339968E9 6.687817728E9 51024.0 86318 82144.0\nJOB-2 10240.0 10248.0 1 1 1048576.0 1048576.0 8.0 13 8.0\n51032.0\n"},
+	}
+	check := func(t *testing.T, sched, trace, want string) {
+		tr, err := coflow.ReadTrace(strings.NewReader(trace))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Run(tr, sched, DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := WriteReference(&b, res); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != want {
+			t.Fatalf("got\n%swant\n%s", b.String(), want)
+		}
+	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			tr, err := coflow.ReadTrace(strings.NewReader(c.trace))
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := Run(tr, "FIFO", DefaultConfig())
-			if err != nil {
-				t.Fatal(err)
-			}
-			var b strings.Builder
-			if err := WriteReference(&b, res); err != nil {
-				t.Fatal(err)
-			}
-			if b.String() != c.want {
-				t.Fatalf("got\n%swant\n%s", b.String(), c.want)
-			}
-		})
+		t.Run("FIFO/"+c.name, func(t *testing.T) { check(t, "FIFO", c.trace, c.want) })
+	}
+	for _, c := range pfpCases {
+		t.Run("PFP/"+c.name, func(t *testing.T) { check(t, "PFP", c.trace, c.want) })
 	}
 }

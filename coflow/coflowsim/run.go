@@ -110,7 +110,7 @@ func newPolicy(name string) (policy, bool) {
 	case "FAIR":
 		return fair{}, true
 	case "PFP":
-		return pfp{}, true
+		return &pfp{}, true
 	}
 	return nil, false
 }
