@@ -46,18 +46,18 @@
 // each coflow splits what is left at a port equally among its flows that
 // can still be served; see below for the queue rules); FAIR is per-flow
 // sharing (each port split equally among its flows); PFP serves the
-// receiver ports in increasing order and, at each, the flows in the order
-// of one queue that places each newcomer by the bytes left of the flows
-// already queued.
+// receiver ports in increasing order and, at each, its flows in the order
+// of a queue that places each newcomer by the bytes left of the flows
+// already queued there.
 //
 // How exact it is: the constants, the rounding, the epochs, the quanta, the
-// random deadlines, the output format, FAIR and DARK are reproduced
-// exactly — every line of the reference FAIR and DARK outputs matches.
-// The other schedulers are reconstructions from CoflowSim's description
-// and behaviour (it was not translated: the rules come from the fixtures
-// and from running the reference simulator as a black box on traces of our
-// own) and match part of the reference coflows; TestFixtures reports the
-// counts and the first mismatch. Repeated mapper ports are kept as separate flows.
+// random deadlines and the output format are reproduced exactly. The
+// schedulers are reconstructions from CoflowSim's description and
+// behaviour (it was not translated: the rules come from the fixtures and
+// from running the reference simulator as a black box on traces of our
+// own); SEBF, NCF, PFP, FAIR and DARK match every line of both fixtures,
+// the others part of them, and TestFixtures reports the counts and the
+// first mismatch. Repeated mapper ports are kept as separate flows.
 //
 // What the fixtures established (RESEARCH.md in this directory has the
 // derivation, every rule that was tried and lost, with its score, and the
@@ -84,11 +84,12 @@
 //     receive free) if that is more than 1e-3 bit/s. LCF's key is the
 //     trace's megabytes before rounding minus the bytes sent, taken at
 //     insertion.
-//   - PFP: one queue of flows for the replay: an admitted coflow's flows,
-//     smallest first (ties in port order), each go before the first queued
-//     flow with more bytes left than its size; the queue is never
-//     re-sorted. Receiver ports in increasing order; at each, its flows in
-//     queue order, each taking min(send free, receive free).
+//   - PFP: a queue of flows per receiver port for the replay: an admitted
+//     coflow's flows, smallest first (ties in port order), each go before
+//     the first flow queued at its receiver with more bytes left than its
+//     size; a queue is never re-sorted. Receiver ports in increasing
+//     order; at each, its flows in queue order, each taking min(send free,
+//     receive free).
 //   - DARK: 10 queues with limits 10 MiB × 10^k on the bytes sent (summed
 //     quantum by quantum per flow); a coflow leaves a queue once its bytes
 //     sent exceed the limit; queues are re-evaluated only at admissions and
@@ -103,9 +104,9 @@
 //     finishes.
 //
 // With these rules FIFO, SCF, NCF, LCF, SEBF and PFP match 120/125,
-// 120/184, 120/200, 120/168, 120/200 and 108/112 coflows of synth-a's
-// 120 / synth-b's 200: SEBF, NCF, FAIR and DARK match every line of both
-// fixtures, FIFO, SCF and LCF every line of synth-a.
+// 120/184, 120/200, 120/168, 120/200 and 120/200 coflows of synth-a's
+// 120 / synth-b's 200: SEBF, NCF, PFP, FAIR and DARK match every line of
+// both fixtures, FIFO, SCF and LCF every line of synth-a.
 //
 // The replay does not visit every quantum: between two events all rates are
 // constant, and each flow's per-quantum float64 subtraction is reproduced in

@@ -76,7 +76,7 @@ var matchFloor = map[string][2]int{
 	"LCF":  {120, 168},
 	"SEBF": {120, 200},
 	"DARK": {120, 200}, // exact now (exactSchedulers)
-	"PFP":  {108, 112},
+	"PFP":  {120, 200},
 }
 
 // TestFixtures replays the synthetic traces under every scheduler and

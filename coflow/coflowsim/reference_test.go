@@ -57,6 +57,13 @@ func TestReferenceTraces(t *testing.T) {
 		{"the queue is not re-sorted",
 			"21 2\n1 0 6 1 7 14 8 16 15 4 5:308.0 12:1421.0 3:6373.0 17:1.0\n2 17523 1 6 1 13:1.0\n",
 			"JOB-1 0.0 51024.0 6 4 8.512339968E9 6.687817728E9 51024.0 86318 82144.0\nJOB-2 10240.0 10248.0 1 1 1048576.0 1048576.0 8.0 13 8.0\n51032.0\n"},
+		// At 10,240 ms sender 14's flow to receiver 2 has exactly 1 MiB
+		// left and its flow to receiver 6, blocked, 36 MiB: the 1 MiB
+		// newcomer at receiver 2 goes after the first, since only flows
+		// at its own receiver count.
+		{"one queue per receiver",
+			"18 2\n1 0 8 1 7 14 13 16 11 10 5 2 6:1291.0 2:1462.0\n2 17985 1 11 1 2:1.0\n",
+			"JOB-1 0.0 11720.0 8 2 2.89406976E9 1.535115264E9 11720.0 19813 22256.0\nJOB-2 10240.0 10256.0 1 1 1048576.0 1048576.0 16.0 13 16.0\n11736.0\n"},
 	}
 	check := func(t *testing.T, sched, trace, want string) {
 		tr, err := coflow.ReadTrace(strings.NewReader(trace))

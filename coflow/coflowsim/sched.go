@@ -215,66 +215,59 @@ func fairShare(s *sim) {
 	}
 }
 
-// pfp is per-flow prioritisation, receiver port by receiver port. It
-// keeps one queue of flows for the whole replay: an admitted coflow's
-// flows, smallest first (ties in port order), each go before the first
-// queued flow that has more bytes left than the new flow's size, and the
-// queue is never re-sorted. At every reallocation the unfinished flows
-// are grouped by receiver port (ports in increasing order), in queue
-// order inside a group, and each takes min(send free, receive free);
-// rates are recomputed whenever a flow finishes.
+// pfp is per-flow prioritisation, receiver port by receiver port. Each
+// receiver port keeps one queue of its flows for the whole replay: an
+// admitted coflow's flows, smallest first (ties in port order), each go
+// before the first flow queued at its receiver that has more bytes left
+// than the new flow's size, and a queue is never re-sorted. At every
+// reallocation the receivers are visited in increasing order, each one's
+// unfinished flows in queue order, and each flow takes min(send free,
+// receive free); rates are recomputed whenever a flow finishes.
 //
 // Reconstruction: coflowsim calls PFP shortest remaining time first. A
 // flow's remaining bytes decide where a newcomer goes, but the order of
 // the flows already queued stays as it was: re-sorting by remaining bytes
 // at every reallocation matches 40 and 17 coflows of the fixtures' 120
 // and 200, at every admission 91 and 71, ordering by original size 105
-// and 106, this queue 108 and 112 (RESEARCH.md).
+// and 106, one queue for all receivers 108 and 112, a queue per receiver
+// every line of both (RESEARCH.md).
 type pfp struct {
-	queue []*flow // unfinished flows in queue order (finished ones are dropped at admissions)
-	group []*flow // scratch for allocate
+	queues [][]*flow // per receiver port; finished flows are dropped at admissions
 }
 
 func (*pfp) perFlow() bool { return true }
 
 func (p *pfp) insert(s *sim, j *job) {
 	s.active = append(s.active, j)
+	if p.queues == nil {
+		p.queues = make([][]*flow, s.ports)
+	}
 	fresh := slices.Clone(j.byPort())
 	slices.SortStableFunc(fresh, func(a, b *flow) int { return cmp.Compare(a.size, b.size) })
-	// A newcomer goes before the first queued flow with more bytes left
-	// than its size; with the newcomers sorted, one merge places them all.
-	queue := make([]*flow, 0, len(p.queue)+len(fresh))
-	i := 0
-	for _, g := range p.queue {
-		if g.done {
-			continue
+	for _, f := range fresh {
+		q := slices.DeleteFunc(p.queues[f.dst], func(g *flow) bool { return g.done })
+		pos := slices.IndexFunc(q, func(g *flow) bool { return g.rem > f.size })
+		if pos < 0 {
+			pos = len(q)
 		}
-		for i < len(fresh) && g.rem > fresh[i].size {
-			queue = append(queue, fresh[i])
-			i++
-		}
-		queue = append(queue, g)
+		p.queues[f.dst] = slices.Insert(q, pos, f)
 	}
-	p.queue = append(queue, fresh[i:]...)
 }
 
 func (p *pfp) allocate(s *sim) {
 	s.resetFree()
-	fl := p.group[:0]
-	for _, f := range p.queue {
-		f.rate = 0
-		if !f.done {
-			fl = append(fl, f)
+	for _, q := range p.queues {
+		for _, f := range q {
+			f.rate = 0
+			if f.done {
+				continue
+			}
+			r := math.Min(s.sendFree[f.src], s.recvFree[f.dst])
+			f.rate = r
+			s.sendFree[f.src] -= r
+			s.recvFree[f.dst] -= r
 		}
 	}
-	slices.SortStableFunc(fl, func(a, b *flow) int { return a.dst - b.dst })
-	for _, f := range fl {
-		r := math.Min(s.sendFree[f.src], s.recvFree[f.dst])
-		f.rate = r
-		s.sendFree[f.src] -= r
-		s.recvFree[f.dst] -= r
-	}
-	p.group = fl
 }
 
 // fairShareJob gives every unfinished flow of j whose two ports still have
