@@ -14,9 +14,11 @@
 //   - Order: the coflows are sorted by arrival (ties in trace order)
 //     before anything else; deadlines are drawn, coflows admitted and
 //     records returned in that order.
-//   - Trace rounding: each reducer's megabytes are rounded up to a multiple
-//     of the number of mappers (at least 1 MiB per flow) and split into one
-//     equal flow per mapper.
+//   - Trace rounding: a port listed twice among a coflow's mappers counts
+//     once, and reducers at the same port are one reducer with the
+//     megabytes added up; each reducer's megabytes are rounded up to a
+//     multiple of the number of mappers (at least 1 MiB per flow) and split
+//     into one equal flow per mapper.
 //   - Admission in epochs of 10,240 ms: at each epoch start every coflow
 //     arriving up to and including the next epoch start is admitted and
 //     timed from the epoch start (so StartMs can precede ArrivalMs).
@@ -57,7 +59,7 @@
 // from running the reference simulator as a black box on traces of our
 // own); SEBF, NCF, PFP, FAIR and DARK match every line of both fixtures,
 // the others part of them, and TestFixtures reports the counts and the
-// first mismatch. Repeated mapper ports are kept as separate flows.
+// first mismatch.
 //
 // What the fixtures established (RESEARCH.md in this directory has the
 // derivation, every rule that was tried and lost, with its score, and the

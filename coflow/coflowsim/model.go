@@ -73,7 +73,8 @@ func (j *job) byPort() []*flow {
 }
 
 // buildJobs turns trace lines into jobs the way coflowsim's
-// COFLOW-BENCHMARK reader does: each reducer's megabytes are rounded up to
+// COFLOW-BENCHMARK reader does: one mapper and one reducer per port
+// (distinctPorts); each reducer's megabytes are rounded up to
 // a multiple of the number of mappers (at least one MiB per flow) and split
 // equally into one flow per mapper. The deadline field is
 // round(alpha / portBytesPerSec × 1000 × (1 + u)) ms with u drawn per
@@ -96,20 +97,23 @@ func buildJobs(tr *coflow.Trace, cfg Config, withRandom bool) []*job {
 	jobs := make([]*job, len(tr.Coflows))
 	for i, ci := range order {
 		c := &tr.Coflows[ci]
-		nm := len(c.Mappers)
-		j := &job{id: c.ID, arrival: c.ArrivalMS, numMappers: nm, numReducers: len(c.Reducers),
-			redActive: make([]int, len(c.Reducers)), redFinish: make([]int64, len(c.Reducers))}
-		slab := make([]flow, nm*len(c.Reducers))
+		mappers, reducers := distinctPorts(c)
+		nm := len(mappers)
+		j := &job{id: c.ID, arrival: c.ArrivalMS, numMappers: nm, numReducers: len(reducers),
+			redActive: make([]int, len(reducers)), redFinish: make([]int64, len(reducers))}
+		slab := make([]flow, nm*len(reducers))
 		j.flows = make([]*flow, 0, len(slab))
-		for ri, r := range c.Reducers {
+		for _, r := range c.Reducers {
 			j.rawBytes += r.MB * mib
+		}
+		for ri, r := range reducers {
 			perFlowMB := math.Max(math.Ceil(r.MB/float64(nm)), 1)
 			bytes := perFlowMB * float64(nm) * mib
 			j.totalBytes += bytes
 			j.redLeft = append(j.redLeft, bytes)
 			j.maxBytes = math.Max(j.maxBytes, bytes)
 			per := bytes / float64(nm)
-			for _, m := range c.Mappers {
+			for _, m := range mappers {
 				f := &slab[len(j.flows)]
 				*f = flow{src: m, dst: r.Port, rem: per, size: per, red: ri}
 				j.flows = append(j.flows, f)
@@ -133,4 +137,27 @@ func buildJobs(tr *coflow.Trace, cfg Config, withRandom bool) []*job {
 		jobs[i] = j
 	}
 	return jobs
+}
+
+// distinctPorts returns c's mapper ports without repeats and its reducers
+// with the megabytes of a repeated port added up, each in order of first
+// appearance: coflowsim keeps one mapper and one reducer per port (a
+// mapper listed twice counts once; a reducer's megabytes are summed
+// before the rounding).
+func distinctPorts(c *coflow.TraceCoflow) ([]int, []coflow.TraceReducer) {
+	var mappers []int
+	for _, m := range c.Mappers {
+		if !slices.Contains(mappers, m) {
+			mappers = append(mappers, m)
+		}
+	}
+	var reducers []coflow.TraceReducer
+	for _, r := range c.Reducers {
+		if i := slices.IndexFunc(reducers, func(q coflow.TraceReducer) bool { return q.Port == r.Port }); i >= 0 {
+			reducers[i].MB += r.MB
+		} else {
+			reducers = append(reducers, r)
+		}
+	}
+	return mappers, reducers
 }

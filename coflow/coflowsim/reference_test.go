@@ -44,6 +44,11 @@ func TestReferenceTraces(t *testing.T) {
 		{"reducer count: the count, not the flows, ends a reducer",
 			"10 3\n1 0 1 0 1 9:37.0\n2 0 3 0 1 2 1 5:32000.0\n3 92060 1 8 1 7:1.0\n",
 			"JOB-1 0.0 296.0 1 1 3.8797312E7 3.8797312E7 296.0 501 296.0\nJOB-2 0.0 256008.0 3 1 3.3555480576E10 3.3555480576E10 256008.0 424356 256008.0\nJOB-3 81920.0 81928.0 1 1 1048576.0 1048576.0 8.0 8 8.0\n256312.0\n"},
+		// Mapper port 1 is listed twice and reducer port 4 twice: one
+		// mapper, one reducer of 3 MB (rounded to 4 MiB over two mappers).
+		{"repeated ports",
+			"5 2\n1 0 3 1 2 1 3 4:1.0 3:5.0 4:2.0\n2 0 2 0 0 1 4:2.0\n",
+			"JOB-1 0.0 48.0 2 2 1.048576E7 6291456.0 48.0 81 96.0\nJOB-2 0.0 48.0 1 1 2097152.0 2097152.0 48.0 27 48.0\n96.0\n"},
 	}
 	pfpCases := []struct{ name, trace, want string }{
 		// Coflow 2's 1000 MiB flow arrives when coflow 1's 2000 MiB flow
