@@ -16,9 +16,10 @@
 //     records returned in that order.
 //   - Trace rounding: a port listed twice among a coflow's mappers counts
 //     once, and reducers at the same port are one reducer with the
-//     megabytes added up; each reducer's megabytes are rounded up to a
-//     multiple of the number of mappers (at least 1 MiB per flow) and split
-//     into one equal flow per mapper.
+//     megabytes added up; mappers and reducers are kept in port order,
+//     whatever order the trace lists them in; each reducer's megabytes are
+//     rounded up to a multiple of the number of mappers (at least 1 MiB per
+//     flow) and split into one equal flow per mapper.
 //   - Admission in epochs of 10,240 ms: at each epoch start every coflow
 //     arriving up to and including the next epoch start is admitted and
 //     timed from the epoch start (so StartMs can precede ArrivalMs).
@@ -70,7 +71,8 @@
 //     currentAlpha is the largest bytes·8 / free over the ports where it
 //     still has bytes: at a sender the sum of its flows' remaining bytes,
 //     at a receiver the reducer's bytes left as coflowsim counts them
-//     (its total minus every flow's bytes, quantum by quantum: the float64
+//     (its total minus every flow's bytes, quantum by quantum, in sender
+//     port order: the float64
 //     count drifts from the flows' sum, by up to about 1e-12 of it, and
 //     that drift leaves the port the small positive or negative residue
 //     that decides whether the next coflow is skipped); a coflow with bytes

@@ -34,7 +34,7 @@ type job struct {
 	deadline    int64   // ms, see buildJobs
 	start       int64   // ms: the epoch that admitted it
 	finish      int64   // ms
-	flows       []*flow // reducer-major, mappers in trace order
+	flows       []*flow // reducer-major, reducers and mappers by port
 	portOrder   []*flow // the same flows by sender port, then receiver port
 	redActive   []int   // unfinished flows per reducer
 	// redLeft is each reducer's bytes left as coflowsim keeps it: the
@@ -140,10 +140,12 @@ func buildJobs(tr *coflow.Trace, cfg Config, withRandom bool) []*job {
 }
 
 // distinctPorts returns c's mapper ports without repeats and its reducers
-// with the megabytes of a repeated port added up, each in order of first
-// appearance: coflowsim keeps one mapper and one reducer per port (a
+// with the megabytes of a repeated port added up (in trace order), both
+// sorted by port: coflowsim keeps one mapper and one reducer per port (a
 // mapper listed twice counts once; a reducer's megabytes are summed
-// before the rounding).
+// before the rounding), and its output does not depend on the order a
+// trace line lists them in. Its per-quantum count of a reducer's bytes
+// left takes the flows in sender port order (RESEARCH.md).
 func distinctPorts(c *coflow.TraceCoflow) ([]int, []coflow.TraceReducer) {
 	var mappers []int
 	for _, m := range c.Mappers {
@@ -159,5 +161,7 @@ func distinctPorts(c *coflow.TraceCoflow) ([]int, []coflow.TraceReducer) {
 			reducers = append(reducers, r)
 		}
 	}
+	slices.Sort(mappers)
+	slices.SortFunc(reducers, func(a, b coflow.TraceReducer) int { return a.Port - b.Port })
 	return mappers, reducers
 }

@@ -1,11 +1,15 @@
 package coflowsim
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/falconml/falcon/coflow"
 )
+
+// lineOrderTrace is a trace shrunk from a random one (14 coflows, 14 ports).
+const lineOrderTrace = "14 14\n1 0 1 9 3 6:2.0 1:7.0 5:40.0\n2 0 3 3 11 8 3 0:19.0 1:143.0 2:13.0\n3 0 2 10 8 2 10:1.0 6:3.0\n4 0 1 2 1 5:118.0\n5 0 1 8 2 6:2.0 13:48.0\n6 0 1 3 2 1:3.0 10:1.0\n7 0 5 5 11 3 0 6 7 7:40.0 4:40.0 9:40.0 3:26.0 0:1.0 10:40.0 1:1020.0\n8 0 5 10 7 9 6 12 5 4:1.0 3:287.0 0:40.0 7:7.0 5:99.0\n9 0 2 12 11 1 7:1.0\n10 0 5 1 5 13 3 9 7 0:10.0 7:8.0 1:1.0 6:10.0 9:1026.0 10:40.0 3:40.0\n11 0 4 12 10 8 7 4 3:56.0 12:228.0 7:2416.0 10:100.0\n12 0 2 2 1 1 6:13.0\n13 0 12 11 10 2 0 6 8 9 13 4 3 5 7 7 12:33.0 6:300.0 11:33.0 3:100.0 1:300.0 5:1.0 2:32.0\n14 30196 2 8 11 2 7:1.0 13:1.0\n"
 
 // TestReferenceTraces replays small traces under FIFO and PFP and compares with the
 // lines the reference simulator printed for them (see RESEARCH.md, first
@@ -49,6 +53,14 @@ func TestReferenceTraces(t *testing.T) {
 		{"repeated ports",
 			"5 2\n1 0 3 1 2 1 3 4:1.0 3:5.0 4:2.0\n2 0 2 0 0 1 4:2.0\n",
 			"JOB-1 0.0 48.0 2 2 1.048576E7 6291456.0 48.0 81 96.0\nJOB-2 0.0 48.0 1 1 2097152.0 2097152.0 48.0 27 48.0\n96.0\n"},
+		// Coflow 14 is admitted at 20,480 ms next to coflow 11's last
+		// bytes into receiver 7, and is skipped only if the residue coflow
+		// 11 leaves there is 1e-3 bit/s or less: its reducer count must
+		// take its flows in sender port order (7, 8, 10, 12), not the
+		// trace's (12, 10, 8, 7).
+		{"reducer count in sender port order",
+			lineOrderTrace,
+			"JOB-1 0.0 392.0 1 3 5.1380224E7 4.194304E7 392.0 663 1176.0\nJOB-2 0.0 1208.0 3 3 1.8874368E8 1.50994944E8 1208.0 1910 3472.0\nJOB-3 0.0 40.0 2 2 6291456.0 4194304.0 40.0 34 80.0\nJOB-4 0.0 1264.0 1 1 1.23731968E8 1.23731968E8 1264.0 1674 1264.0\nJOB-5 0.0 696.0 1 2 5.24288E7 5.0331648E7 696.0 408 1392.0\nJOB-6 0.0 1232.0 1 2 4194304.0 3145728.0 1232.0 39 1408.0\nJOB-7 0.0 9392.0 5 7 1.27401984E9 1.06954752E9 9392.0 13606 42424.0\nJOB-8 0.0 3360.0 5 5 4.6661632E8 3.0408704E8 3360.0 3760 8648.0\nJOB-9 0.0 16.0 2 1 2097152.0 2097152.0 16.0 29 16.0\nJOB-10 0.0 9432.0 5 7 1.20061952E9 1.08003328E9 9432.0 8077 25688.0\nJOB-11 0.0 20488.0 4 4 2.9360128E9 2.533359616E9 20488.0 27211 37488.0\nJOB-12 0.0 160.0 2 1 1.4680064E7 1.4680064E7 160.0 202 160.0\nJOB-13 0.0 11832.0 12 7 8.68220928E8 3.145728E8 11832.0 4535 24320.0\nJOB-14 20480.0 20504.0 2 2 4194304.0 2097152.0 24.0 28 40.0\n59536.0\n"},
 	}
 	pfpCases := []struct{ name, trace, want string }{
 		// Coflow 2's 1000 MiB flow arrives when coflow 1's 2000 MiB flow
@@ -92,5 +104,41 @@ func TestReferenceTraces(t *testing.T) {
 	}
 	for _, c := range pfpCases {
 		t.Run("PFP/"+c.name, func(t *testing.T) { check(t, "PFP", c.trace, c.want) })
+	}
+}
+
+// TestLineOrderDoesNotMatter replays the "reducer count in sender port
+// order" trace with coflow 11's mappers in all 24 orders and its reducers
+// reversed: coflowsim's output does not depend on the order a line lists
+// its ports in (checked on the reference for every order), and under the
+// trace's own order the replay had a reducer end one quantum late for 5
+// of them.
+func TestLineOrderDoesNotMatter(t *testing.T) {
+	const base = "11 0 4 12 10 8 7 4 3:56.0 12:228.0 7:2416.0 10:100.0\n"
+	ref, err := Run(mustTrace(t, lineOrderTrace), "FIFO", DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var perm func(done, rest []string)
+	var perms [][]string
+	perm = func(done, rest []string) {
+		if len(rest) == 0 {
+			perms = append(perms, slices.Clone(done))
+			return
+		}
+		for i := range rest {
+			perm(append(done, rest[i]), append(slices.Clone(rest[:i]), rest[i+1:]...))
+		}
+	}
+	perm(nil, []string{"12", "10", "8", "7"})
+	for _, p := range perms {
+		line := "11 0 4 " + strings.Join(p, " ") + " 4 10:100.0 7:2416.0 12:228.0 3:56.0\n"
+		res, err := Run(mustTrace(t, strings.Replace(lineOrderTrace, base, line, 1)), "FIFO", DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(res.Records, ref.Records) {
+			t.Errorf("mappers %v: records differ from the trace's own order", p)
+		}
 	}
 }

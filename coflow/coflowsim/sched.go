@@ -154,8 +154,8 @@ func shareSkipped(fl []*flow, sendFree, recvFree []float64) {
 // zeroBytes bit/s (a residue of 1e-3 or less stays unused: coflowsim's
 // threshold for a port with capacity, here as in the skip test and the
 // share; RESEARCH.md has how it was found). Inside a coflow the flows
-// are visited by sender port, then receiver port (the trace's mapper and
-// reducer order gives fewer matches).
+// are visited by sender port, then receiver port (reducer-major order
+// gives fewer matches).
 func (s *sim) backfill() {
 	bf := slices.Clone(s.active)
 	sort.SliceStable(bf, func(a, b int) bool {
@@ -360,7 +360,7 @@ func darkQueue(sent float64) int {
 }
 
 // movedBytes is j's bytes sent as coflowsim counts them: the per-quantum
-// sums of its flows, added up in trace order.
+// sums of its flows, added up reducer by reducer (j.flows' order).
 func movedBytes(j *job) float64 {
 	sent := 0.0
 	for _, f := range j.flows {
