@@ -85,9 +85,9 @@
 //     bit/s or less is none). Last, the backfill: the
 //     coflows sorted stably by start + deadline − now, each coflow's flows
 //     by sender port, then receiver port, each adding min(send free,
-//     receive free) if that is more than 1e-3 bit/s. LCF's key is the
-//     trace's megabytes before rounding minus the bytes sent, taken at
-//     insertion.
+//     receive free) if that is more than 1e-3 bit/s. LCF's key, taken at
+//     insertion: per reducer, the trace's megabytes before the rounding
+//     less the bytes it has received, at least 0, summed.
 //   - PFP: a queue of flows per receiver port for the replay: an admitted
 //     coflow's flows, smallest first (ties in port order), each go before
 //     the first flow queued at its receiver with more bytes left than its
@@ -108,7 +108,7 @@
 //     finishes.
 //
 // With these rules FIFO, SCF, NCF, LCF, SEBF and PFP match 120/125,
-// 120/184, 120/200, 120/168, 120/200 and 120/200 coflows of synth-a's
+// 120/189, 120/200, 120/185, 120/200 and 120/200 coflows of synth-a's
 // 120 / synth-b's 200: SEBF, NCF, PFP, FAIR and DARK match every line of
 // both fixtures, FIFO, SCF and LCF every line of synth-a.
 //

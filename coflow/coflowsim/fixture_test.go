@@ -71,9 +71,9 @@ var exactSchedulers = map[string]bool{"FAIR": true, "DARK": true}
 // and is asserted so.
 var matchFloor = map[string][2]int{
 	"FIFO": {120, 125},
-	"SCF":  {120, 184},
+	"SCF":  {120, 189},
 	"NCF":  {120, 200},
-	"LCF":  {120, 168},
+	"LCF":  {120, 185},
 	"SEBF": {120, 200},
 	"DARK": {120, 200}, // exact now (exactSchedulers)
 	"PFP":  {120, 200},

@@ -41,11 +41,13 @@ type job struct {
 	// rounded total minus every flow's bytes, quantum by quantum. The float64
 	// sum drifts from the flows' own remaining bytes, and MADD reads it.
 	redLeft   []float64
-	redFinish []int64 // ms
-	active    int     // unfinished flows
-	sent      float64 // bytes sent so far
-	queue     int     // DARK: current queue
-	queueSeq  int64   // DARK: when it joined that queue
+	redBytes  []float64 // each reducer's bytes after the rounding
+	redRaw    []float64 // each reducer's trace megabytes × MiB, before the rounding
+	redFinish []int64   // ms
+	active    int       // unfinished flows
+	sent      float64   // bytes sent so far
+	queue     int       // DARK: current queue
+	queueSeq  int64     // DARK: when it joined that queue
 	done      bool
 }
 
@@ -111,6 +113,8 @@ func buildJobs(tr *coflow.Trace, cfg Config, withRandom bool) []*job {
 			bytes := perFlowMB * float64(nm) * mib
 			j.totalBytes += bytes
 			j.redLeft = append(j.redLeft, bytes)
+			j.redBytes = append(j.redBytes, bytes)
+			j.redRaw = append(j.redRaw, r.MB*mib)
 			j.maxBytes = math.Max(j.maxBytes, bytes)
 			per := bytes / float64(nm)
 			for _, m := range mappers {

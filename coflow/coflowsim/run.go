@@ -100,9 +100,8 @@ func newPolicy(name string) (policy, bool) {
 		return &ordered{key: func(j *job) float64 { return j.maxBytes / float64(j.numMappers) }}, true
 	case "NCF": // narrowest
 		return &ordered{key: func(j *job) float64 { return float64(min(j.numMappers, j.numReducers)) }}, true
-	case "LCF": // lightest: remaining bytes at insertion time, counted
-		// from the trace's megabytes before rounding (see doc.go)
-		return &ordered{key: func(j *job) float64 { return j.rawBytes - j.sent }}, true
+	case "LCF": // lightest: bytes left at insertion time (lightKey)
+		return &ordered{key: lightKey}, true
 	case "SEBF": // static bottleneck bytes
 		return &ordered{key: func(j *job) float64 { return j.alpha }}, true
 	case "DARK":
