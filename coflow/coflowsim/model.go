@@ -37,9 +37,11 @@ type job struct {
 	flows       []*flow // reducer-major, reducers and mappers by port
 	portOrder   []*flow // the same flows by sender port, then receiver port
 	redActive   []int   // unfinished flows per reducer
-	// redLeft is each reducer's bytes left as coflowsim keeps it: the
-	// rounded total minus every flow's bytes, quantum by quantum. The float64
-	// sum drifts from the flows' own remaining bytes, and MADD reads it.
+	// redLeft is each reducer's bytes left as coflowsim keeps it (ordering
+	// schedulers): the rounded total minus every flow's bytes, quantum by
+	// quantum, flows in sender port order. The float64 count drifts from
+	// the flows' own remaining bytes; MADD reads it, it ends the reducer
+	// when it drops to zeroBytes, and LCF's key counts from it.
 	redLeft   []float64
 	redBytes  []float64 // each reducer's bytes after the rounding
 	redRaw    []float64 // each reducer's trace megabytes × MiB, before the rounding
