@@ -13,7 +13,7 @@ import (
 
 // BenchmarkReplayFB replays the 526-coflow FB2010 trace (skipped when the
 // shared data is absent). CoflowSim itself takes about 15 minutes for SEBF;
-// here SEBF, FIFO and DARK each take about 2 s.
+// here SEBF and FIFO take about 3 s, DARK 1.6 s.
 // FAIR and PFP recompute at every flow completion (706k of them) and take
 // minutes; they are left out.
 //
