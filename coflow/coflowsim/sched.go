@@ -258,10 +258,13 @@ func (p *pfp) insert(s *sim, j *job) {
 	if p.queues == nil {
 		p.queues = make([][]*flow, s.ports)
 	}
+	for port, q := range p.queues {
+		p.queues[port] = slices.DeleteFunc(q, func(g *flow) bool { return g.done })
+	}
 	fresh := slices.Clone(j.byPort())
 	slices.SortStableFunc(fresh, func(a, b *flow) int { return cmp.Compare(a.size, b.size) })
 	for _, f := range fresh {
-		q := slices.DeleteFunc(p.queues[f.dst], func(g *flow) bool { return g.done })
+		q := p.queues[f.dst]
 		pos := slices.IndexFunc(q, func(g *flow) bool { return g.rem > f.size })
 		if pos < 0 {
 			pos = len(q)
