@@ -609,7 +609,7 @@ func (d darkLab) allocate(s *sim) {
 			}
 			sent := j.sent
 			if has("sraw") {
-				sent = j.rawBytes - (j.totalBytes - j.sent)
+				sent = labRawBytes(j) - (j.totalBytes - j.sent)
 			}
 			if has("mv") { // as sched.go: per-quantum sums (flow.moved)
 				sent = movedBytes(j)

@@ -1786,7 +1786,7 @@ func labKey(sched string) func(*job) float64 {
 	case "NCF":
 		return func(j *job) float64 { return float64(min(j.numMappers, j.numReducers)) }
 	case "LCF":
-		return func(j *job) float64 { return j.rawBytes - j.sent }
+		return func(j *job) float64 { return labRawBytes(j) - j.sent }
 	case "LCFrounded":
 		return (*job).remaining
 	case "LCFtotal":
@@ -1800,7 +1800,7 @@ func labKey(sched string) func(*job) float64 {
 	case "NCFr":
 		return func(j *job) float64 { return float64(j.numReducers) }
 	case "LCFraw":
-		return func(j *job) float64 { return j.rawBytes - j.sent }
+		return func(j *job) float64 { return labRawBytes(j) - j.sent }
 	case "LCFrawr":
 		return func(j *job) float64 {
 			got := make([]float64, len(lab(j).rawRed))
@@ -1832,7 +1832,7 @@ func labKey(sched string) func(*job) float64 {
 			return a
 		}
 	case "LCFrawst":
-		return func(j *job) float64 { return j.rawBytes }
+		return func(j *job) float64 { return labRawBytes(j) }
 	case "SCFraw":
 		return func(j *job) float64 { return lab(j).rawMax / float64(j.numMappers) }
 	case "LCFpm":
@@ -2372,3 +2372,15 @@ func jobSet(js []*job) map[*job]bool {
 	}
 	return set
 }
+
+// labRawBytes is j's total before coflowsim's rounding (trace MB × MiB).
+func labRawBytes(j *job) float64 {
+	raw := 0.0
+	for _, r := range j.redRaw {
+		raw += r
+	}
+	return raw
+}
+
+// remaining is j's rounded total less the bytes it has sent.
+func (j *job) remaining() float64 { return j.totalBytes - j.sent }

@@ -29,7 +29,6 @@ type job struct {
 	numReducers int
 	totalBytes  float64 // after rounding
 	maxBytes    float64 // largest reducer total
-	rawBytes    float64 // total before coflowsim's rounding (trace MB × MiB)
 	alpha       float64 // static bottleneck: max bytes through one port
 	deadline    int64   // ms, see buildJobs
 	start       int64   // ms: the epoch that admitted it
@@ -47,13 +46,11 @@ type job struct {
 	redRaw    []float64 // each reducer's trace megabytes × MiB, before the rounding
 	redFinish []int64   // ms
 	active    int       // unfinished flows
-	sent      float64   // bytes sent so far
+	sent      float64   // bytes sent so far (read by the lab harness)
 	queue     int       // DARK: current queue
 	queueSeq  int64     // DARK: when it joined that queue
 	done      bool
 }
-
-func (j *job) remaining() float64 { return j.totalBytes - j.sent }
 
 // reducer returns the flows of j's reducer ri (flows are reducer-major,
 // one per mapper).
@@ -107,9 +104,6 @@ func buildJobs(tr *coflow.Trace, cfg Config, withRandom bool) []*job {
 			redActive: make([]int, len(reducers)), redFinish: make([]int64, len(reducers))}
 		slab := make([]flow, nm*len(reducers))
 		j.flows = make([]*flow, 0, len(slab))
-		for _, r := range c.Reducers {
-			j.rawBytes += r.MB * mib
-		}
 		for ri, r := range reducers {
 			perFlowMB := math.Max(math.Ceil(r.MB/float64(nm)), 1)
 			bytes := perFlowMB * float64(nm) * mib
