@@ -58,8 +58,8 @@
 // schedulers are reconstructions from CoflowSim's description and
 // behaviour (it was not translated: the rules come from the fixtures and
 // from running the reference simulator as a black box on traces of our
-// own); SEBF, NCF, PFP, FAIR and DARK match every line of both fixtures,
-// the others part of them, and TestFixtures reports the counts and the
+// own); every scheduler but LCF matches every line of both fixtures,
+// LCF part of them, and TestFixtures reports the counts and the
 // first mismatch.
 //
 // What the fixtures established (RESEARCH.md in this directory has the
@@ -79,10 +79,15 @@
 //     at a port that has 1e-3 bit/s or less free is skipped; the others
 //     give each flow rem·8 / currentAlpha, not capped by what its ports
 //     have free (sums and rates taken flow by flow in port order: by
-//     sender, then receiver). The skipped coflows then share what is left in one joint
+//     sender, then receiver); the coflow's rates are summed per port and
+//     the sum taken off the port's free capacity, free − (r1 + r2 + …),
+//     not one subtraction per flow: the last bits of the free capacity
+//     reach the next coflow's alpha, so its rates, its per-quantum bytes
+//     and the counts. The skipped coflows then share what is left in one joint
 //     round, min(send free / n_src, receive free / n_dst), n counting the
 //     skipped flows whose two ports still have capacity (a share of 1e-3
-//     bit/s or less is none). Last, the backfill: the
+//     bit/s or less is none; the shares too are summed per port before
+//     they are taken off). Last, the backfill: the
 //     coflows sorted stably by start + deadline − now, each coflow's flows
 //     by sender port, then receiver port, each adding min(send free,
 //     receive free) if that is more than 1e-3 bit/s. LCF's key, taken at
@@ -107,10 +112,8 @@
 //     capacity / flows at its receiver), recomputed whenever a flow
 //     finishes.
 //
-// With these rules FIFO, SCF, NCF, LCF, SEBF and PFP match 120/125,
-// 120/189, 120/200, 120/185, 120/200 and 120/200 coflows of synth-a's
-// 120 / synth-b's 200: SEBF, NCF, PFP, FAIR and DARK match every line of
-// both fixtures, FIFO, SCF and LCF every line of synth-a.
+// With these rules LCF matches 120/185 coflows of synth-a's 120 /
+// synth-b's 200 and every other scheduler every line of both fixtures.
 //
 // The replay does not visit every quantum: between two events all rates are
 // constant, and each flow's per-quantum float64 subtraction is reproduced in

@@ -49,9 +49,10 @@ func (o *ordered) insert(s *sim, j *job) {
 //     at a port that has zeroBytes bit/s or less free is skipped.
 //     Otherwise every flow gets rate = bytesRemaining·8 / currentAlpha
 //     (MADD: all its flows finish together), not capped by what its ports
-//     have free, and the rates are taken off the ports. Sums and rates go
+//     have free, and the rates, summed per port, are taken off the ports
+//     (takeOff). Sums and rates go
 //     flow by flow in port order (by sender, then receiver): the order of
-//     the float64 subtractions decides the residues the skip test sees.
+//     the float64 operations decides the residues the skip test sees.
 //  2. The skipped coflows share what is left in one round (shareSkipped).
 //  3. Backfill: coflows sorted stably by start + deadline − now; each flow
 //     in turn, in port order (backfill), adds min(send free, receive free)
@@ -96,15 +97,18 @@ func (o *ordered) allocate(s *sim) {
 			}
 			continue
 		}
+		// The coflow's rates are summed per port first, then taken off.
+		clear(send)
+		clear(recv)
 		for _, f := range j.byPort() {
 			if f.done {
 				continue
 			}
-			r := f.rem * 8 / alpha
-			f.rate = r
-			s.sendFree[f.src] -= r
-			s.recvFree[f.dst] -= r
+			f.rate = f.rem * 8 / alpha
+			send[f.src] += f.rate
+			recv[f.dst] += f.rate
 		}
+		takeOff(s.sendFree, s.recvFree, send, recv)
 	}
 	shareSkipped(skipped, s.sendFree, s.recvFree)
 	s.backfill()
@@ -118,8 +122,8 @@ func (o *ordered) allocate(s *sim) {
 // where n_p counts the skipped flows at port p whose two ports both still
 // have capacity (more than zeroBytes); flows with a full port, or whose
 // share would be zeroBytes or less, get nothing.
-// All shares are computed from the capacity left before the round and then
-// taken off the ports. It is the joint form of DARK's per-coflow split
+// All shares are computed from the capacity left before the round, then
+// summed per port and taken off (takeOff). It is the joint form of DARK's per-coflow split
 // (fairShareJob); what the two leave unused goes to the backfill.
 func shareSkipped(fl []*flow, sendFree, recvFree []float64) {
 	if len(fl) == 0 {
@@ -143,9 +147,24 @@ func shareSkipped(fl []*flow, sendFree, recvFree []float64) {
 			f.rate = r
 		}
 	}
+	sendUsed := make([]float64, len(sendFree))
+	recvUsed := make([]float64, len(recvFree))
 	for _, f := range fl {
-		sendFree[f.src] -= f.rate
-		recvFree[f.dst] -= f.rate
+		sendUsed[f.src] += f.rate
+		recvUsed[f.dst] += f.rate
+	}
+	takeOff(sendFree, recvFree, sendUsed, recvUsed)
+}
+
+// takeOff subtracts from each port's free capacity what a group of flows
+// uses there, summed beforehand (coflowsim's order of the float64
+// operations: free − (r1 + r2 + …), not ((free − r1) − r2) − …; the last
+// bits of the free capacity reach the next coflow's rates, and through
+// them its per-quantum bytes and the reducers' counts).
+func takeOff(sendFree, recvFree, sendUsed, recvUsed []float64) {
+	for p := range sendFree {
+		sendFree[p] -= sendUsed[p]
+		recvFree[p] -= recvUsed[p]
 	}
 }
 
