@@ -11,12 +11,17 @@ import (
 // lineOrderTrace is a trace shrunk from a random one (14 coflows, 14 ports).
 const lineOrderTrace = "14 14\n1 0 1 9 3 6:2.0 1:7.0 5:40.0\n2 0 3 3 11 8 3 0:19.0 1:143.0 2:13.0\n3 0 2 10 8 2 10:1.0 6:3.0\n4 0 1 2 1 5:118.0\n5 0 1 8 2 6:2.0 13:48.0\n6 0 1 3 2 1:3.0 10:1.0\n7 0 5 5 11 3 0 6 7 7:40.0 4:40.0 9:40.0 3:26.0 0:1.0 10:40.0 1:1020.0\n8 0 5 10 7 9 6 12 5 4:1.0 3:287.0 0:40.0 7:7.0 5:99.0\n9 0 2 12 11 1 7:1.0\n10 0 5 1 5 13 3 9 7 0:10.0 7:8.0 1:1.0 6:10.0 9:1026.0 10:40.0 3:40.0\n11 0 4 12 10 8 7 4 3:56.0 12:228.0 7:2416.0 10:100.0\n12 0 2 2 1 1 6:13.0\n13 0 12 11 10 2 0 6 8 9 13 4 3 5 7 7 12:33.0 6:300.0 11:33.0 3:100.0 1:300.0 5:1.0 2:32.0\n14 30196 2 8 11 2 7:1.0 13:1.0\n"
 
-// TestReferenceTraces replays small traces under FIFO and PFP and compares with the
+// takeOffTrace is shrunk from a random trace of 58 ports: six coflows,
+// the first of 24 mappers and 26 reducers.
+const takeOffTrace = "58 6\n1 0 24 32 1 45 27 37 13 34 23 10 22 18 11 36 38 42 3 17 54 51 57 31 5 29 30 26 29:3089.0 16:100.0 3:272.0 5:1.0 44:148.0 30:910.0 20:100.0 40:968.0 13:435.0 22:100.0 31:1.0 7:869.0 0:100.0 24:161.0 9:1.0 51:99.0 37:100.0 33:262.0 54:1.0 19:100.0 35:1.0 42:180.0 25:268.0 32:100.0 43:100.0 47:242.0\n2 0 40 30 17 42 9 43 29 53 7 50 8 15 3 49 24 39 27 40 55 33 52 44 46 48 45 6 4 28 47 56 16 51 54 36 14 12 19 13 11 10 25 14 1:1.0 57:129.0 23:472.0 14:1.0 41:245.0 19:44.0 53:219.0 26:53.0 50:1.0 42:803.0 5:55.0 54:150.0 28:488.0 44:394.0\n3 0 1 4 3 46:27.0 39:55.0 38:33.0\n4 0 3 13 14 31 2 9:40.0 6:1.0\n5 0 3 11 26 27 3 31:16.0 49:5.0 10:5.0\n6 15899 7 12 29 0 45 41 56 20 10 29:73.0 27:23.0 54:161.0 31:1523.0 11:56.0 33:108.0 30:442.0 8:58.0 55:471.0 44:10.0\n"
+
+// TestReferenceTraces replays small traces under FIFO, LCF and PFP and compares with the
 // lines the reference simulator printed for them (see RESEARCH.md, first
 // section: the traces are shrunk from random ones on which the two
 // disagreed, or built to probe one rule). The fourth session's rules fail
 // the arrival-order and reducer-count cases, the rules without the
-// backfill threshold the others.
+// backfill threshold the others, and the sixth session's (one subtraction
+// per flow) the LCF case.
 func TestReferenceTraces(t *testing.T) {
 	cases := []struct{ name, trace, want string }{
 		// coflowsim sorts a trace by arrival (ties keep trace order)
@@ -82,6 +87,18 @@ func TestReferenceTraces(t *testing.T) {
 			"18 2\n1 0 8 1 7 14 13 16 11 10 5 2 6:1291.0 2:1462.0\n2 17985 1 11 1 2:1.0\n",
 			"JOB-1 0.0 11720.0 8 2 2.89406976E9 1.535115264E9 11720.0 19813 22256.0\nJOB-2 10240.0 10256.0 1 1 1048576.0 1048576.0 16.0 13 16.0\n11736.0\n"},
 	}
+	lcfCases := []struct{ name, trace, want string }{
+		// At 10,240 ms coflow 1's MADD leaves its bottleneck receiver 29
+		// a residue of 1e-3 bit/s or less, and coflow 6 is skipped, only
+		// if coflow 1's rates were summed per port before being taken off
+		// the free capacities at every earlier allocation: one
+		// subtraction per flow leaves other last bits there, hence other
+		// rates for the coflows after it, other per-quantum bytes and, by
+		// 10,240 ms, a count 5e-4 bytes off (residue 0.00128 bit/s).
+		{"rates summed per port before they are taken off",
+			takeOffTrace,
+			"JOB-1 0.0 24864.0 24 26 9.613344768E9 3.246391296E9 24864.0 41900 168808.0\nJOB-2 0.0 6888.0 40 14 3.60710144E9 8.8080384E8 6888.0 11139 90480.0\nJOB-3 0.0 920.0 1 3 1.2058624E8 5.767168E7 920.0 973 2760.0\nJOB-4 0.0 336.0 3 2 4.718592E7 4.4040192E7 336.0 596 608.0\nJOB-5 0.0 144.0 3 3 3.145728E7 1.8874368E7 144.0 147 432.0\nJOB-6 10240.0 25872.0 7 10 3.104833536E9 1.600126976E9 15632.0 14780 46080.0\n48784.0\n"},
+	}
 	check := func(t *testing.T, sched, trace, want string) {
 		tr, err := coflow.ReadTrace(strings.NewReader(trace))
 		if err != nil {
@@ -101,6 +118,9 @@ func TestReferenceTraces(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run("FIFO/"+c.name, func(t *testing.T) { check(t, "FIFO", c.trace, c.want) })
+	}
+	for _, c := range lcfCases {
+		t.Run("LCF/"+c.name, func(t *testing.T) { check(t, "LCF", c.trace, c.want) })
 	}
 	for _, c := range pfpCases {
 		t.Run("PFP/"+c.name, func(t *testing.T) { check(t, "PFP", c.trace, c.want) })
