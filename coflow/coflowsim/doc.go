@@ -88,7 +88,8 @@
 //     skipped flows whose two ports still have capacity (a share of 1e-3
 //     bit/s or less is none; the shares too are summed per port before
 //     they are taken off). Last, the backfill: the
-//     coflows sorted stably by start + deadline − now, each coflow's flows
+//     coflows sorted stably by start + deadline − now (the deadline
+//     truncated to a millisecond here, where the output rounds it), each coflow's flows
 //     by sender port, then receiver port, each adding min(send free,
 //     receive free) if that is more than 1e-3 bit/s. LCF's key, taken at
 //     insertion: per reducer, the trace's megabytes before the rounding

@@ -31,6 +31,7 @@ type job struct {
 	maxBytes    float64 // largest reducer total
 	alpha       float64 // static bottleneck: max bytes through one port
 	deadline    int64   // ms, see buildJobs
+	dueMs       int64   // ms: the deadline before rounding, truncated (the backfill's key)
 	start       int64   // ms: the epoch that admitted it
 	finish      int64   // ms
 	flows       []*flow // reducer-major, reducers and mappers by port
@@ -80,7 +81,8 @@ func (j *job) byPort() []*flow {
 // equally into one flow per mapper. The deadline field is
 // round(alpha / portBytesPerSec × 1000 × (1 + u)) ms with u drawn per
 // coflow in trace order from java.util.Random(seed); withRandom false drops
-// the (1 + u) factor (DARK prints that).
+// the (1 + u) factor (DARK prints that). The backfill orders by the same
+// value truncated, not rounded (dueMs; see backfill).
 func buildJobs(tr *coflow.Trace, cfg Config, withRandom bool) []*job {
 	rng := newJavaRand(cfg.Seed)
 	portBytes := cfg.PortBps / 8
@@ -134,6 +136,7 @@ func buildJobs(tr *coflow.Trace, cfg Config, withRandom bool) []*job {
 			d *= 1 + u
 		}
 		j.deadline = int64(math.Round(d))
+		j.dueMs = int64(d)
 		jobs[i] = j
 	}
 	return jobs

@@ -54,7 +54,7 @@ func (o *ordered) insert(s *sim, j *job) {
 //     flow by flow in port order (by sender, then receiver): the order of
 //     the float64 operations decides the residues the skip test sees.
 //  2. The skipped coflows share what is left in one round (shareSkipped).
-//  3. Backfill: coflows sorted stably by start + deadline − now; each flow
+//  3. Backfill: coflows sorted stably by start + ⌊deadline⌋ − now; each flow
 //     in turn, in port order (backfill), adds min(send free, receive free)
 //     if that is more than zeroBytes.
 func (o *ordered) allocate(s *sim) {
@@ -174,11 +174,14 @@ func takeOff(sendFree, recvFree, sendUsed, recvUsed []float64) {
 // threshold for a port with capacity, here as in the skip test and the
 // share; RESEARCH.md has how it was found). Inside a coflow the flows
 // are visited by sender port, then receiver port (reducer-major order
-// gives fewer matches).
+// gives fewer matches). The coflows' order is by start + deadline − now
+// with the deadline truncated to a millisecond where the output prints it
+// rounded (job.dueMs): two coflows whose rounded deadlines tie can differ
+// there, and the reference backfills them in that order (RESEARCH.md).
 func (s *sim) backfill() {
 	bf := slices.Clone(s.active)
 	sort.SliceStable(bf, func(a, b int) bool {
-		return bf[a].start+bf[a].deadline-s.now < bf[b].start+bf[b].deadline-s.now
+		return bf[a].start+bf[a].dueMs < bf[b].start+bf[b].dueMs
 	})
 	for _, j := range bf {
 		for _, f := range j.byPort() {
