@@ -72,8 +72,8 @@
 //     still has bytes: at a sender the sum of its flows' remaining bytes,
 //     at a receiver the reducer's bytes left as coflowsim counts them
 //     (its total minus every flow's bytes, quantum by quantum, in sender
-//     port order: the float64
-//     count drifts from the flows' sum, by up to about 1e-12 of it, and
+//     port order: the float64 count drifts from the flows' sum, by up to
+//     about 1e-12 of it, and
 //     that drift leaves the port the small positive or negative residue
 //     that decides whether the next coflow is skipped); a coflow with bytes
 //     at a port that has 1e-3 bit/s or less free is skipped; the others
@@ -83,13 +83,13 @@
 //     the sum taken off the port's free capacity, free − (r1 + r2 + …),
 //     not one subtraction per flow: the last bits of the free capacity
 //     reach the next coflow's alpha, so its rates, its per-quantum bytes
-//     and the counts. The skipped coflows then share what is left in one joint
-//     round, min(send free / n_src, receive free / n_dst), n counting the
-//     skipped flows whose two ports still have capacity (a share of 1e-3
-//     bit/s or less is none; the shares too are summed per port before
-//     they are taken off). Last, the backfill: the
-//     coflows sorted stably by start + deadline − now (the deadline
-//     truncated to a millisecond here, where the output rounds it), each coflow's flows
+//     and the counts. The skipped coflows then share what is left in one
+//     joint round, min(send free / n_src, receive free / n_dst), n
+//     counting the skipped flows whose two ports still have capacity (a
+//     share of 1e-3 bit/s or less is none; the shares too are summed per
+//     port before they are taken off). Last, the backfill: the coflows
+//     sorted stably by start + deadline − now (the deadline truncated to a
+//     millisecond here, where the output rounds it), each coflow's flows
 //     by sender port, then receiver port, each adding min(send free,
 //     receive free) if that is more than 1e-3 bit/s. LCF's key, taken at
 //     insertion: per reducer, the trace's megabytes before the rounding
