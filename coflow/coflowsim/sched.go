@@ -48,11 +48,12 @@ func (o *ordered) insert(s *sim, j *job) {
 //     at a receiver the reducer's count (job.redLeft). A coflow with bytes
 //     at a port that has zeroBytes bit/s or less free is skipped.
 //     Otherwise every flow gets rate = bytesRemaining·8 / currentAlpha
-//     (MADD: all its flows finish together), not capped by what its ports
-//     have free, and the rates, summed per port, are taken off the ports
-//     (takeOff). Sums and rates go
-//     flow by flow in port order (by sender, then receiver): the order of
-//     the float64 operations decides the residues the skip test sees.
+//     (MADD: all its flows finish together), capped at what its sender
+//     and its receiver had free before this coflow (maddRate), and the
+//     rates, summed per port, are taken off the ports (takeOff). Sums and
+//     rates go flow by flow in port order (by sender, then receiver): the
+//     order of the float64 operations decides the residues the skip test
+//     sees.
 //  2. The skipped coflows share what is left in one round (shareSkipped).
 //  3. Backfill: coflows sorted stably by start + ⌊deadline⌋ − now; each flow
 //     in turn, in port order (backfill), adds min(send free, receive free)
@@ -104,7 +105,7 @@ func (o *ordered) allocate(s *sim) {
 			if f.done {
 				continue
 			}
-			f.rate = f.rem * 8 / alpha
+			f.rate = maddRate(f.rem, alpha, s.sendFree[f.src], s.recvFree[f.dst])
 			send[f.src] += f.rate
 			recv[f.dst] += f.rate
 		}
@@ -112,6 +113,21 @@ func (o *ordered) allocate(s *sim) {
 	}
 	shareSkipped(skipped, s.sendFree, s.recvFree)
 	s.backfill()
+}
+
+// maddRate is MADD's rate for a flow with rem bytes left in a coflow whose
+// bottleneck drains in alpha seconds, rem·8 / alpha, capped at the free
+// capacities sendFree and recvFree of its two ports before the coflow's
+// rates are taken off. The cap binds only by a rounding: a flow alone at
+// its coflow's bottleneck port gets rem·8 / (rem·8 / free), which can be
+// one ulp more than free, and a reducer whose count has drifted below
+// its flows' bytes asks a little more than its receiver has. It is
+// coflowsim's (RESEARCH.md, eighth session): with it every line of both
+// fixtures matches under LCF too, and so do the synth-b subsets that
+// SEBF and NCF missed. A cap at what the port still has after the
+// coflow's earlier flows (the cap the fifth session tried) loses.
+func maddRate(rem, alpha, sendFree, recvFree float64) float64 {
+	return min(rem*8/alpha, sendFree, recvFree)
 }
 
 // shareSkipped gives the unfinished flows of the skipped coflows, all
