@@ -219,10 +219,12 @@ func (s *sim) backfill() {
 // megabytes before coflowsim's rounding: per reducer, its megabytes × MiB
 // less the bytes it has received (its rounded total less its count of
 // bytes left, job.redLeft), at least 0, summed over the reducers.
-// Reconstruction: without the floor at 0 (a small reducer rounded up to
-// the mapper count receives more than its trace megabytes) 171 coflows of
-// synth-b's 200 match and 196 of 200 random traces, with it 185 and 200;
-// counting from the rounded totals, 101 and 159 (RESEARCH.md).
+// Reconstruction (sixth session, before the capped MADD rate made LCF
+// synth-b match in full): without the floor at 0 (a small reducer rounded
+// up to the mapper count receives more than its trace megabytes) 171
+// coflows of synth-b's 200 matched and 196 of 200 random traces, with it
+// 185 and 200; counting from the rounded totals, 101 and 159
+// (RESEARCH.md).
 func lightKey(j *job) float64 {
 	key := 0.0
 	for ri, left := range j.redLeft {
