@@ -121,10 +121,10 @@ func (o *ordered) allocate(s *sim) {
 // rates are taken off. The cap binds only by a rounding: a flow alone at
 // its coflow's bottleneck port gets rem·8 / (rem·8 / free), which can be
 // one ulp more than free, and a reducer whose count has drifted below
-// its flows' bytes asks a little more than its receiver has. It is
-// coflowsim's (RESEARCH.md, eighth session): with it every line of both
-// fixtures matches under LCF too, and so do the synth-b subsets that
-// SEBF and NCF missed. A cap at what the port still has after the
+// its flows' bytes asks a little more than its receiver has. Inferred
+// from the reference's outputs (RESEARCH.md, eighth session): with the
+// cap every line of both fixtures matches under LCF too, and so do the
+// synth-b subsets that SEBF and NCF missed. A cap at what the port still has after the
 // coflow's earlier flows (the cap the fifth session tried) loses.
 func maddRate(rem, alpha, sendFree, recvFree float64) float64 {
 	return min(rem*8/alpha, sendFree, recvFree)
