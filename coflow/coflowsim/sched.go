@@ -124,8 +124,8 @@ func (o *ordered) allocate(s *sim) {
 // its flows' bytes asks a little more than its receiver has. Inferred
 // from the reference's outputs (RESEARCH.md, eighth session): with the
 // cap every line of both fixtures matches under LCF too, and so do the
-// synth-b subsets that SEBF and NCF missed. A cap at what the port still has after the
-// coflow's earlier flows (the cap the fifth session tried) loses.
+// synth-b subsets that SEBF and NCF missed. A cap at what the port still
+// has after the coflow's earlier flows (the fifth session's) loses.
 func maddRate(rem, alpha, sendFree, recvFree float64) float64 {
 	return min(rem*8/alpha, sendFree, recvFree)
 }
