@@ -658,21 +658,9 @@ func (c *Client) refresh(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			d := decoder{b: resp}
-			n := int(d.u32())
-			if d.err == nil && n > len(d.b)/segBytes {
-				return fmt.Errorf("%w: layout of %d keys in %d bytes from %s", ErrMalformed, n, len(d.b), c.servers[s])
-			}
-			m := make(map[uint64]int, n)
-			for range n {
-				k := d.u64()
-				m[k] = int(d.u32())
-			}
-			if err := d.end(); err != nil {
-				return err
-			}
+			m, err := decodeLayout(resp, string(c.servers[s]))
 			layouts[s] = m
-			return nil
+			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -697,6 +685,24 @@ func (c *Client) refresh(ctx context.Context) error {
 	c.known, c.knownLens = mergeLayout(keys, lens, c.known, c.knownLens)
 	c.mu.Unlock()
 	return nil
+}
+
+// decodeLayout decodes a layout response's payload: key → length.
+func decodeLayout(resp []byte, from string) (map[uint64]int, error) {
+	d := decoder{b: resp}
+	n := int(d.u32())
+	if d.err == nil && n > len(d.b)/segBytes {
+		return nil, fmt.Errorf("%w: layout of %d keys in %d bytes from %s", ErrMalformed, n, len(d.b), from)
+	}
+	m := make(map[uint64]int, n)
+	for range n {
+		k := d.u64()
+		m[k] = int(d.u32())
+	}
+	if err := d.end(); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 func resizeInts(v []int, n int) []int {

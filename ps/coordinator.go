@@ -256,7 +256,12 @@ func waitServers(ctx context.Context, cl *Client, timeout time.Duration) error {
 }
 
 // HandleRequest serves workers' requests.
-func (c *Coordinator) HandleRequest(ctx context.Context, from transport.NodeID, req []byte) ([]byte, error) {
+func (c *Coordinator) HandleRequest(ctx context.Context, from transport.NodeID, req []byte) (resp []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			resp, err = errResponse(c.opts.recovered("coordinator", from, p)), nil
+		}
+	}()
 	r, err := c.decode(from, req)
 	if err != nil {
 		return errResponse(err), nil
@@ -295,6 +300,11 @@ func (c *Coordinator) HandleRequest(ctx context.Context, from transport.NodeID, 
 
 // HandleMessage receives progress reports and failure reports.
 func (c *Coordinator) HandleMessage(from transport.NodeID, msg []byte) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.opts.recovered("coordinator", from, p)
+		}
+	}()
 	r, err := c.decode(from, msg)
 	if err != nil || (r.op != opProgress && r.op != opFail) {
 		return
@@ -378,7 +388,16 @@ func (c *Coordinator) loop() {
 	}
 }
 
-func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder) coordResp {
+func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder) (res coordResp) {
+	// A panic here (a policy's bug, or input the checks missed) aborts the
+	// run with an error that names it instead of ending the process.
+	defer func() {
+		if p := recover(); p != nil {
+			err := c.opts.recovered("coordinator", c.cfg.Workers[r.worker], p)
+			c.setFatal(err)
+			res = coordResp{err: err}
+		}
+	}()
 	if err := c.Err(); err != nil {
 		return coordResp{err: fmt.Errorf("%w: %v", ErrAborted, err)}
 	}

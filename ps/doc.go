@@ -84,6 +84,21 @@
 // a worker waiting once the others have run their last clock; stop it with
 // its ctx.
 //
+// # Hostile input
+//
+// No message ends a process. Every decoder checks counts and lengths
+// against what exists before it allocates: a pull may name at most the
+// values its server holds (resolved against the store before the reply is
+// grown), a push or init at most the values it carries, a batch size read
+// from the wire at most 2^24 samples. A panic while a role serves a message
+// (a bug, or a policy's) is recovered: the request is answered with an
+// error wrapping ErrRemote, one line goes to the role's logger (WithLogger;
+// slog.Default() otherwise) with the stack, and a panic inside the
+// coordinator's step aborts the run with an error that names it. The fuzz
+// targets FuzzServerRequest, FuzzCoordinatorRequest, FuzzWorkerMessage and
+// FuzzClientResponse cover every decoder; they fail on a recovered panic
+// too, and CI fuzzes each under a memory limit (.ci/fuzz).
+//
 // # Wire format
 //
 // One binary format for every ps message: a version byte, an op byte, then

@@ -1,9 +1,13 @@
 package ps
 
 import (
+	"fmt"
+	"log/slog"
+	"runtime/debug"
 	"time"
 
 	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/transport"
 )
 
 // EventKind tells what an observed Event reports.
@@ -85,7 +89,12 @@ type Option func(*options)
 type options struct {
 	obs   Observer
 	clock func() time.Duration
+	log   *slog.Logger
 }
+
+// WithLogger sets the logger a role reports recovered panics and other
+// faults to; the default is slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(p *options) { p.log = l } }
 
 // WithObserver sets the observer of a role.
 func WithObserver(o Observer) Option { return func(p *options) { p.obs = o } }
@@ -103,7 +112,20 @@ func buildOptions(opts []Option) options {
 		start := time.Now()
 		o.clock = func() time.Duration { return time.Since(start) }
 	}
+	if o.log == nil {
+		o.log = slog.Default()
+	}
 	return o
+}
+
+// recovered turns a panic caught while node served a message from peer
+// into an error (wrapping ErrRemote, so it travels as an internal error)
+// and one log line with the stack. Handlers call it from a deferred
+// recover: no input, however crafted, ends the process.
+func (o *options) recovered(node string, peer transport.NodeID, r any) error {
+	err := fmt.Errorf("%w: %s recovered from a panic serving %s: %v", ErrRemote, node, peer, r)
+	o.log.Error("ps: handler panic", "node", node, "peer", string(peer), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	return err
 }
 
 func (o *options) emit(e Event) {

@@ -29,6 +29,12 @@ func encodePush(e *encoder, p epsp.Push) {
 
 const maxInt32 = 1<<31 - 1
 
+// maxWireBatch bounds a batch size read from the wire (a release, a set
+// batch, a transfer task): a worker allocates per sample of its batch, so a
+// crafted size must not make it allocate without limit. 2^24 samples a
+// clock is far above any data-parallel mini-batch.
+const maxWireBatch = 1 << 24
+
 func decodePush(d *decoder) epsp.Push {
 	return epsp.Push{
 		Worker:       epsp.WorkerID(d.int(0, maxInt32, "worker")),
@@ -38,6 +44,20 @@ func decodePush(d *decoder) epsp.Push {
 		Samples:      d.int(0, 1<<62, "samples"),
 		BatchSamples: d.int(0, 1<<62, "batch samples"),
 	}
+}
+
+// decodeHello decodes the coordinator's answer to a hello.
+func decodeHello(resp []byte) (helloInfo, error) {
+	d := decoder{b: resp}
+	h := helloInfo{clock: d.int(0, 1<<62, "clock"), version: d.u64(), batch: d.int(1, maxWireBatch, "batch"), par: d.int(1, maxInt32, "parallelism")}
+	return h, d.end()
+}
+
+// decodeDecision decodes the coordinator's answer to an admit.
+func decodeDecision(resp []byte) (epsp.PushDecision, error) {
+	d := decoder{b: resp}
+	dec := epsp.PushDecision{Action: epsp.PushAction(d.u8()), Scale: d.f64(), Clock: d.int(-1<<62, 1<<62, "clock")}
+	return dec, d.end()
 }
 
 func encodeProgress(e *encoder, r epsp.ProgressReport) {

@@ -82,8 +82,13 @@ func (s *Server) HandleRequest(ctx context.Context, from transport.NodeID, req [
 // (see transport.AppendHandler): a pull writes the values straight into
 // the buffer the transport offers, the caller's own on an in-process
 // transport. req is only read.
-func (s *Server) HandleRequestAppend(_ context.Context, _ transport.NodeID, req, dst []byte) ([]byte, error) {
-	resp, err := s.serve(req, nil, dst[:0])
+func (s *Server) HandleRequestAppend(_ context.Context, from transport.NodeID, req, dst []byte) (resp []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			resp, err = answer(req, nil, s.opts.recovered(s.name, from, r))
+		}
+	}()
+	resp, err = s.serve(req, nil, dst[:0])
 	return answer(req, resp, err)
 }
 
@@ -91,8 +96,13 @@ func (s *Server) HandleRequestAppend(_ context.Context, _ transport.NodeID, req,
 // transport.VectorHandler): a push or init whose values come as a piece of
 // their own is applied straight from that piece, so a client in the same
 // process never copies its gradients. Any other split is joined first.
-func (s *Server) HandleRequestV(ctx context.Context, from transport.NodeID, reqs [][]byte, dst []byte) ([]byte, error) {
+func (s *Server) HandleRequestV(ctx context.Context, from transport.NodeID, reqs [][]byte, dst []byte) (resp []byte, err error) {
 	if len(reqs) == 2 {
+		defer func() {
+			if r := recover(); r != nil {
+				resp, err = answer(reqs[0], nil, s.opts.recovered(s.name, from, r))
+			}
+		}()
 		resp, err := s.serve(reqs[0], reqs[1], dst[:0])
 		// A malformed header may just be a different split: the joined
 		// request decides (nothing was applied, serve validates first).
@@ -181,15 +191,24 @@ func (s *Server) serve(req, tail, dst []byte) ([]byte, error) {
 	case opInit, opPull:
 		sc := s.pool.Get().(*scratch)
 		defer s.pool.Put(sc)
-		total, err := readSegs(&d, sc)
-		if err != nil {
-			return nil, err
-		}
 		if o == opPull {
+			// A pull carries no values: what it may ask for is bounded by
+			// what the store holds, checked before anything is allocated.
+			s.mu.RLock()
+			held := s.store.Size()
+			s.mu.RUnlock()
+			total, err := readSegs(&d, sc, held, ErrLengthMismatch)
+			if err != nil {
+				return nil, err
+			}
 			if err := d.end(); err != nil {
 				return nil, err
 			}
 			return s.pull(sc, total, dst)
+		}
+		total, err := readSegs(&d, sc, valueRoom(&d, tail), ErrMalformed)
+		if err != nil {
+			return nil, err
 		}
 		vb := values(&d, req, tail, total)
 		if err := d.end(); err != nil {
@@ -211,7 +230,7 @@ func (s *Server) serve(req, tail, dst []byte) ([]byte, error) {
 		weight := d.f64()
 		sc := s.pool.Get().(*scratch)
 		defer s.pool.Put(sc)
-		total, err := readSegs(&d, sc)
+		total, err := readSegs(&d, sc, valueRoom(&d, tail), ErrMalformed)
 		if err != nil {
 			return nil, err
 		}
@@ -256,20 +275,37 @@ func (s *Server) serve(req, tail, dst []byte) ([]byte, error) {
 	return nil, fmt.Errorf("%w: unknown server op %d", ErrMalformed, o)
 }
 
+// pull answers a pull whose segments are in sc. The keys and lengths are
+// resolved against the store before the response is grown, so a request
+// for keys or lengths the store does not hold allocates nothing.
 func (s *Server) pull(sc *scratch, total int, dst []byte) ([]byte, error) {
-	resp := growLen(dst, 4*total)
 	s.mu.RLock()
+	defer s.mu.RUnlock()
 	var err error
-	sc.idx, err = s.store.pullBytes(sc.idx, sc.keys, sc.lens, resp)
-	s.mu.RUnlock()
+	sc.idx, err = s.store.resolveInto(sc.idx[:0], sc.keys, sc.lens, total)
 	if err != nil {
 		return nil, err
 	}
+	resp := growLen(dst, 4*total)
+	s.store.putEntries(resp[len(dst):], sc.idx)
 	return resp, nil
 }
 
-// readSegs decodes a (key, len) list into sc and returns Σ len.
-func readSegs(d *decoder, sc *scratch) (int, error) {
+// valueRoom is the most float32 values a push or init can carry: what is
+// left of its header's piece after the segments, or its separate value
+// piece (tail).
+func valueRoom(d *decoder, tail []byte) int {
+	if tail != nil {
+		return len(tail) / 4
+	}
+	return len(d.b) / 4
+}
+
+// readSegs decodes a (key, len) list into sc and returns Σ len. The running
+// sum may not exceed limit (what the request can carry, or what the store
+// holds): past it readSegs stops with limitErr, so no size derived from the
+// lengths can overflow or make a caller allocate more than exists.
+func readSegs(d *decoder, sc *scratch, limit int, limitErr error) (int, error) {
 	n := int(d.u32())
 	if d.err == nil && n > len(d.b)/segBytes {
 		return 0, fmt.Errorf("%w: %d segments in %d bytes", ErrMalformed, n, len(d.b))
@@ -280,8 +316,14 @@ func readSegs(d *decoder, sc *scratch) (int, error) {
 	for range n {
 		k := d.u64()
 		l := int(d.u32())
+		if d.err != nil {
+			break
+		}
 		if l <= 0 {
 			return 0, fmt.Errorf("%w: key %d with length %d", ErrMalformed, k, l)
+		}
+		if l > limit-total {
+			return 0, fmt.Errorf("%w: key %d with length %d exceeds the %d values the request can name", limitErr, k, l, limit)
 		}
 		sc.keys = append(sc.keys, k)
 		sc.lens = append(sc.lens, l)

@@ -481,13 +481,19 @@ func (s *Store) pullBytes(idx []int32, keys []uint64, lens []int, dst []byte) ([
 	if err != nil {
 		return idx, err
 	}
+	s.putEntries(dst, idx)
+	return idx, nil
+}
+
+// putEntries writes the values of the entries idx (from resolveInto) into
+// dst, back to back, as little-endian bytes.
+func (s *Store) putEntries(dst []byte, idx []int32) {
 	off := 0
 	for _, j := range idx {
 		e := s.ents[j]
 		putF32s(dst[4*off:], s.vals[e.off:e.off+e.n])
 		off += e.n
 	}
-	return idx, nil
 }
 
 // checkSorted reports ErrUnsortedKeys unless keys are strictly increasing.

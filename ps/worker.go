@@ -230,9 +230,8 @@ func (w *Worker) Start(ctx context.Context, tr transport.Transport) error {
 	if err != nil {
 		return fmt.Errorf("%s: hello: %w", w.name, err)
 	}
-	d := decoder{b: resp}
-	h := helloInfo{clock: d.int(0, 1<<62, "clock"), version: d.u64(), batch: d.int(1, 1<<40, "batch"), par: d.int(1, maxInt32, "parallelism")}
-	if err := d.end(); err != nil {
+	h, err := decodeHello(resp)
+	if err != nil {
 		return err
 	}
 	w.mu.Lock()
@@ -352,6 +351,17 @@ func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
 	if from != w.cfg.Coordinator {
 		return
 	}
+	w.mu.Lock()
+	started := w.tr != nil
+	w.mu.Unlock()
+	if !started {
+		return // an order before Start has no job or client to act on
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			w.setFatal(w.opts.recovered(w.name, from, p))
+		}
+	}()
 	o, body, err := header(msg)
 	if err != nil {
 		return
@@ -381,7 +391,7 @@ func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
 		}
 		w.opts.emit(Event{Kind: EvParallelism, Node: w.name, Worker: w.cfg.ID, P: p})
 	case opSetBatch:
-		b := d.int(1, 1<<40, "batch")
+		b := d.int(1, maxWireBatch, "batch")
 		if d.end() != nil {
 			return
 		}
@@ -408,7 +418,7 @@ func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
 		w.setFatal(fmt.Errorf("%w: %s", ErrAborted, msg))
 	case opTransferTask:
 		t := transferTask{id: d.u64(), owner: epsp.WorkerID(d.int(0, maxInt32, "owner")), clock: d.int(0, 1<<62, "clock"),
-			lo: d.int(0, 1<<62, "lo"), hi: d.int(0, 1<<62, "hi"), batch: d.int(1, 1<<40, "batch"), version: d.u64()}
+			lo: d.int(0, 1<<62, "lo"), hi: d.int(0, 1<<62, "hi"), batch: d.int(1, maxWireBatch, "batch"), version: d.u64()}
 		if d.end() != nil || t.lo >= t.hi || t.hi > t.batch {
 			return
 		}
@@ -435,6 +445,11 @@ func (w *Worker) goBackground(f func()) {
 	}
 	go func() {
 		defer w.wg.Done()
+		defer func() {
+			if p := recover(); p != nil {
+				w.setFatal(w.opts.recovered(w.name, w.cfg.Coordinator, p))
+			}
+		}()
 		f()
 	}()
 }
@@ -563,9 +578,8 @@ func (w *Worker) pushGradTo(ctx context.Context, push epsp.Push, keys []uint64, 
 	if err != nil {
 		return err
 	}
-	d := decoder{b: resp}
-	dec := epsp.PushDecision{Action: epsp.PushAction(d.u8()), Scale: d.f64(), Clock: d.int(-1<<62, 1<<62, "clock")}
-	if err := d.end(); err != nil {
+	dec, err := decodeDecision(resp)
+	if err != nil {
 		return err
 	}
 	inv := 1 / float32(push.Samples)

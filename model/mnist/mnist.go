@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -95,6 +96,27 @@ func readHeader(r io.Reader, magic uint32, dims int) ([]int, error) {
 	return out, nil
 }
 
+// readChunk is how much readDeclared reads (and allocates) at a time.
+const readChunk = 1 << 20
+
+// readDeclared reads exactly n bytes, growing its buffer only as data
+// arrives, so a header that declares more than the input holds costs at
+// most what the input holds (the 16-byte header of a 10 TB image file made
+// the reader allocate it all up front).
+func readDeclared(r io.Reader, n int) ([]byte, error) {
+	buf := make([]byte, 0, min(n, readChunk))
+	for len(buf) < n {
+		k := min(n-len(buf), readChunk)
+		buf = slices.Grow(buf, k)
+		m, err := io.ReadFull(r, buf[len(buf):len(buf)+k])
+		buf = buf[:len(buf)+m]
+		if err != nil {
+			return nil, err
+		}
+	}
+	return buf, nil
+}
+
 // ReadImages decodes an IDX3 unsigned-byte image file (optionally gzipped).
 func ReadImages(r io.Reader) (*Images, error) {
 	r, err := maybeGunzip(r)
@@ -109,8 +131,8 @@ func ReadImages(r io.Reader) (*Images, error) {
 	if n > maxItems || rows == 0 || cols == 0 || rows > 1024 || cols > 1024 {
 		return nil, fmt.Errorf("%w: implausible dimensions %dx%dx%d", ErrMalformed, n, rows, cols)
 	}
-	pix := make([]byte, n*rows*cols)
-	if _, err := io.ReadFull(r, pix); err != nil {
+	pix, err := readDeclared(r, n*rows*cols)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %d images of %dx%d declared, data truncated: %v", ErrMalformed, n, rows, cols, err)
 	}
 	return &Images{N: n, Rows: rows, Cols: cols, Pix: pix}, nil
@@ -129,8 +151,8 @@ func ReadLabels(r io.Reader) ([]uint8, error) {
 	if d[0] > maxItems {
 		return nil, fmt.Errorf("%w: implausible label count %d", ErrMalformed, d[0])
 	}
-	lab := make([]uint8, d[0])
-	if _, err := io.ReadFull(r, lab); err != nil {
+	lab, err := readDeclared(r, d[0])
+	if err != nil {
 		return nil, fmt.Errorf("%w: %d labels declared, data truncated: %v", ErrMalformed, d[0], err)
 	}
 	return lab, nil

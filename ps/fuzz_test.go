@@ -1,0 +1,335 @@
+package ps
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/transport"
+)
+
+// The fuzz targets of the ps decoders: every message a server, the
+// coordinator, a worker or a client can receive. Handlers recover from
+// panics (so no input ends a process); the targets install a logger that
+// counts recovered panics and fail on any, so a panic the recovery hides is
+// still a bug found. Their seed corpora run in the normal tests; CI fuzzes
+// each briefly under a memory limit (see .ci/run).
+
+// panicCounter is a slog.Handler that counts the "handler panic" records.
+type panicCounter struct {
+	n    atomic.Int64
+	mu   sync.Mutex
+	last string
+}
+
+func (p *panicCounter) Enabled(context.Context, slog.Level) bool { return true }
+func (p *panicCounter) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, "panic") {
+		p.n.Add(1)
+		var b strings.Builder
+		r.Attrs(func(a slog.Attr) bool { b.WriteString(a.String() + "\n"); return true })
+		p.mu.Lock()
+		p.last = b.String()
+		p.mu.Unlock()
+	}
+	return nil
+}
+func (p *panicCounter) WithAttrs([]slog.Attr) slog.Handler { return p }
+func (p *panicCounter) WithGroup(string) slog.Handler      { return p }
+
+func (p *panicCounter) check(t *testing.T) {
+	t.Helper()
+	if p.n.Load() != 0 {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		t.Fatalf("a handler panicked (recovered):\n%s", p.last)
+	}
+}
+
+// seedRequests are well-formed requests of every server op.
+func seedRequests() [][]byte {
+	var seeds [][]byte
+	seeds = append(seeds, rawPush([]uint64{5, 9}, []int{2, 3}, []float32{1, 2, 3, 4, 5}))
+	pp := rawPush([]uint64{5}, []int{2}, []float32{1, 2})
+	pp[1] = byte(opPushPull)
+	seeds = append(seeds, pp)
+	seeds = append(seeds, rawPull([]uint64{5, 9}, []uint32{2, 3}))
+	in := rawPush([]uint64{11}, []int{1}, []float32{7})
+	ie := newMsg(nil, opInit)
+	ie.b = append(ie.b, in[2+1+8+8+8:]...) // init: the push body without mode, clock, scale, weight
+	seeds = append(seeds, ie.b)
+	fl := newMsg(nil, opFlush)
+	fl.i64(0)
+	fl.f64(1)
+	seeds = append(seeds, fl.b, []byte{wireVersion, byte(opLayout)}, []byte{wireVersion, byte(opPing)})
+	seeds = append(seeds, rawPull([]uint64{5}, []uint32{0xFFFFFFFF}))
+	return seeds
+}
+
+func FuzzServerRequest(f *testing.F) {
+	for _, s := range seedRequests() {
+		f.Add(s, uint16(0))
+		f.Add(s, uint16(len(s)/2))
+	}
+	pc := &panicCounter{}
+	srv, err := NewServer("s", DefaultServerConfig(), WithLogger(slog.New(pc)))
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := srv.store.InitValues([]uint64{5, 9}, []int{2, 3}, []float32{1, 2, 3, 4, 5}); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, req []byte, split uint16) {
+		ctx := context.Background()
+		resp, err := srv.HandleRequest(ctx, "c", req)
+		checkServerAnswer(t, req, resp, err)
+		if int(split) <= len(req) {
+			resp, err = srv.HandleRequestV(ctx, "c", [][]byte{req[:split], req[split:]}, nil)
+			checkServerAnswer(t, req, resp, err)
+		}
+		pc.check(t)
+		// a store that grows without bound would be a memory leak per request
+		var size int
+		srv.View(func(s *Store) { size = s.Size() })
+		if size > 1<<22 {
+			t.Fatalf("store grew to %d values", size)
+		}
+	})
+}
+
+// checkServerAnswer: a values request fails with a valuesError, any other
+// with a coded response of at least two bytes.
+func checkServerAnswer(t *testing.T, req, resp []byte, err error) {
+	t.Helper()
+	if err != nil {
+		if !returnsValues(req) || remoteValuesError(&transport.RemoteError{Node: "s", Msg: err.Error()}, "s") == nil {
+			t.Fatalf("request %x answered with error %v", req, err)
+		}
+		return
+	}
+	if !returnsValues(req) && len(resp) < 2 {
+		t.Fatalf("request %x answered with %x", req, resp)
+	}
+}
+
+// fuzzCoordinator starts a coordinator for workers w0, w1 and one server on
+// an in-process network; the workers are names only, so orders to them
+// fail fast.
+func fuzzCoordinator(tb testing.TB, pc *panicCounter) (*Coordinator, func()) {
+	net := transport.NewInmemNetwork()
+	srv, _ := NewServer("s0", DefaultServerConfig())
+	st, err := net.Join("s0", srv)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg := DefaultCoordinatorConfig()
+	cfg.EPSP.NumWorkers = 2
+	cfg.Servers = []transport.NodeID{"s0"}
+	cfg.Workers = []transport.NodeID{"w0", "w1"}
+	cfg.OrderTimeout = 50 * time.Millisecond
+	c, err := NewCoordinator(cfg, epsp.NewBSP(), WithLogger(slog.New(pc)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ct, err := net.Join("coordinator", c)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := c.Start(context.Background(), ct); err != nil {
+		tb.Fatal(err)
+	}
+	return c, func() { c.Close(); ct.Close(); st.Close(); net.Close() }
+}
+
+// seedCoordinatorMessages are well-formed coordinator requests.
+func seedCoordinatorMessages() [][]byte {
+	var seeds [][]byte
+	seeds = append(seeds, []byte{wireVersion, byte(opHello)})
+	e := newMsg(nil, opAdmit)
+	encodePush(&e, epsp.Push{Worker: 0, Owner: 0, Clock: 0, Samples: 8, BatchSamples: 8})
+	seeds = append(seeds, e.b)
+	e = newMsg(nil, opClock)
+	e.i64(0)
+	seeds = append(seeds, e.b)
+	e = newMsg(nil, opProgress)
+	encodeProgress(&e, epsp.ProgressReport{Clock: 0, Done: 4, Assigned: 8, Parallelism: 1, Elapsed: time.Millisecond})
+	seeds = append(seeds, e.b)
+	e = newMsg(nil, opTransferResult)
+	e.u64(1)
+	e.u8(1)
+	e.i64(4)
+	e.i64(8)
+	e.i64(8)
+	seeds = append(seeds, e.b)
+	e = newMsg(nil, opTransferDone)
+	e.u64(1)
+	seeds = append(seeds, e.b)
+	seeds = append(seeds, []byte{wireVersion, byte(opLeave)})
+	e = newMsg(nil, opFail)
+	e.str("boom")
+	seeds = append(seeds, e.b)
+	return seeds
+}
+
+// FuzzCoordinatorRequest sends a sequence of requests and messages (each
+// prefixed by a sender byte and a length byte) to a running coordinator.
+func FuzzCoordinatorRequest(f *testing.F) {
+	seeds := seedCoordinatorMessages()
+	for i, s := range seeds {
+		f.Add(append([]byte{byte(i % 2), byte(len(s))}, s...))
+	}
+	var all []byte
+	for i, s := range seeds[:7] {
+		all = append(all, byte(i%2), byte(len(s)))
+		all = append(all, s...)
+	}
+	f.Add(all)
+	pc := &panicCounter{}
+	f.Fuzz(func(t *testing.T, seq []byte) {
+		c, stop := fuzzCoordinator(t, pc)
+		defer stop()
+		names := []transport.NodeID{"w0", "w1", "stranger"}
+		for len(seq) >= 2 {
+			from := names[int(seq[0])%len(names)]
+			n := min(int(seq[1]), len(seq)-2)
+			msg := seq[2 : 2+n]
+			seq = seq[2+n:]
+			if seq0 := msg; len(seq0) > 1 && (op(seq0[1]) == opProgress || op(seq0[1]) == opFail) {
+				c.HandleMessage(from, msg)
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			resp, err := c.HandleRequest(ctx, from, msg)
+			cancel()
+			if err != nil || len(resp) < 2 {
+				t.Fatalf("request %x from %s answered %x, %v", msg, from, resp, err)
+			}
+		}
+		pc.check(t)
+	})
+}
+
+// seedWorkerMessages are well-formed coordinator → worker messages.
+func seedWorkerMessages() [][]byte {
+	var seeds [][]byte
+	e := newMsg(nil, opRelease)
+	e.i64(1)
+	e.u64(3)
+	seeds = append(seeds, e.b)
+	e = newMsg(nil, opSetParallelism)
+	e.i64(4)
+	seeds = append(seeds, e.b)
+	e = newMsg(nil, opSetBatch)
+	e.i64(16)
+	seeds = append(seeds, e.b)
+	e = newMsg(nil, opTransferOrder)
+	e.u64(1)
+	e.i64(1)
+	e.i64(0)
+	e.i64(4)
+	e.i64(8)
+	seeds = append(seeds, e.b)
+	e = newMsg(nil, opTransferTask)
+	e.u64(1)
+	e.i64(1)
+	e.i64(0)
+	e.i64(4)
+	e.i64(8)
+	e.i64(8)
+	e.u64(0)
+	seeds = append(seeds, e.b)
+	e = newMsg(nil, opAbort)
+	e.str("stop")
+	seeds = append(seeds, e.b)
+	e = newMsg(nil, opSetBatch)
+	e.i64(1 << 40)
+	seeds = append(seeds, e.b)
+	return seeds
+}
+
+// FuzzWorkerMessage sends one message from the coordinator to a worker that
+// is not training (transfer orders find no job; a task's push finds no
+// server): no message may panic or make the worker allocate past its bound.
+func FuzzWorkerMessage(f *testing.F) {
+	for _, s := range seedWorkerMessages() {
+		f.Add(s)
+	}
+	pc := &panicCounter{}
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		cfg := DefaultWorkerConfig()
+		cfg.Coordinator = "coordinator"
+		cfg.Client.Servers = []transport.NodeID{"s0"}
+		cfg.RequestTimeout = 20 * time.Millisecond
+		w, err := NewWorker("w0", cfg, WithLogger(slog.New(pc)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// connected as Start leaves it, to a network where nobody else is:
+		// answers and pushes fail fast as unreachable
+		net := transport.NewInmemNetwork()
+		defer net.Close()
+		tr, err := net.Join("w0", w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tr.Close()
+		cl, err := NewClient(tr, cfg.Client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.mu.Lock()
+		w.tr, w.client = tr, cl
+		w.mu.Unlock()
+		w.HandleMessage("coordinator", msg)
+		w.HandleMessage("stranger", msg)
+		w.Close()
+		pc.check(t)
+		w.mu.Lock()
+		b := w.batch
+		w.mu.Unlock()
+		if b > maxWireBatch {
+			t.Fatalf("batch set to %d", b)
+		}
+	})
+}
+
+// FuzzClientResponse feeds responses to every client-side parser: the coded
+// response, a layout, a hello and a push decision, and a values error.
+func FuzzClientResponse(f *testing.F) {
+	e := encoder{okResponse(nil)}
+	e.u32(2)
+	e.u64(5)
+	e.u32(2)
+	e.u64(9)
+	e.u32(3)
+	f.Add(e.b)
+	h := encoder{okResponse(nil)}
+	h.i64(0)
+	h.u64(0)
+	h.i64(8)
+	h.i64(1)
+	f.Add(h.b)
+	f.Add(errResponse(ErrUnknownKey))
+	f.Add([]byte{wireVersion, byte(codeOK), 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, resp []byte) {
+		body, err := parseResponse(resp, "s")
+		if err != nil {
+			_ = remoteValuesError(&transport.RemoteError{Node: "s", Msg: string(resp)}, "s")
+			return
+		}
+		// each parser either decodes or errs; none may panic or allocate
+		// past what the response holds
+		if m, err := decodeLayout(body, "s"); err == nil && len(m) > len(body)/segBytes {
+			t.Fatalf("layout of %d keys from %d bytes", len(m), len(body))
+		}
+		if h, err := decodeHello(body); err == nil && (h.batch > maxWireBatch || h.par < 1) {
+			t.Fatalf("hello accepted %+v", h)
+		}
+		_, _ = decodeDecision(body)
+	})
+}
