@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -61,6 +62,8 @@ type Stats struct {
 	SamplesTransferred            int // samples in accepted transfers
 	ParallelismChanges            int
 	BatchChanges                  int
+	Assignments                   int // assignments at release (Output.Assign)
+	SamplesAssigned               int // samples they moved
 	Left                          int // workers that left (EventLeave)
 	// MaxLead is the largest Clock(w)-MinClock() of a worker at the moment
 	// it was released: how far ahead of the slowest any worker ran.
@@ -90,7 +93,12 @@ type transferState struct {
 //     Release orders are delivered;
 //   - a TransferOrder goes to its giver, whose answer is EventTransferResult;
 //     if accepted, the taker computes the range and pushes it (Owner = the
-//     giver), then the runtime sends EventTransferDone.
+//     giver), then the runtime sends EventTransferDone;
+//   - an Assignment rides on the releases of its giver and taker: the giver
+//     computes its batch without the assigned tail, the taker computes its
+//     own batch and then the assigned samples and pushes them all in one
+//     push whose Parts name each owner, before its EventClock (a taker that
+//     clocks owing assigned samples is refused with ErrBadEvent).
 type Coordinator struct {
 	cfg    Config
 	policy Policy
@@ -106,6 +114,9 @@ type Coordinator struct {
 	transfers map[uint64]*transferState
 	pending   map[int]int // clock -> transfers not yet done or refused
 	nextID    uint64
+	// owed counts assigned samples not yet pushed: (from, to, clock) ->
+	// samples. A taker may not clock a clock it still owes samples of.
+	owed map[[3]int]int
 
 	stats Stats
 }
@@ -133,6 +144,7 @@ func NewCoordinator(cfg Config, p Policy) (*Coordinator, error) {
 		par:       make([]int, n),
 		transfers: make(map[uint64]*transferState),
 		pending:   make(map[int]int),
+		owed:      make(map[[3]int]int),
 	}
 	for w := range n {
 		c.batch[w] = cfg.Batch
@@ -178,12 +190,25 @@ func (c *Coordinator) Admit(now time.Duration, p Push) (PushDecision, error) {
 		return PushDecision{}, fmt.Errorf("%w: clock %d", ErrBadPush, p.Clock)
 	case p.Worker == p.Owner && c.left[p.Worker]:
 		return PushDecision{}, fmt.Errorf("%w: worker %d pushed its own batch after leaving", ErrBadPush, p.Worker)
+	case p.Busy < 0:
+		return PushDecision{}, fmt.Errorf("%w: busy time %v", ErrBadPush, p.Busy)
+	}
+	if err := c.checkParts(p); err != nil {
+		return PushDecision{}, err
 	}
 	d := c.policy.Admit(now, c.View(), p)
 	switch d.Action {
 	case ApplyNow, Accumulate, Drop:
 	default:
 		return PushDecision{}, fmt.Errorf("%w: policy %s: unknown push action %v", ErrPolicyOutput, c.policy.Name(), d.Action)
+	}
+	for _, x := range p.Parts {
+		if x.Owner != p.Worker {
+			k := [3]int{int(x.Owner), int(p.Worker), x.Clock}
+			if c.owed[k] -= x.Samples; c.owed[k] == 0 {
+				delete(c.owed, k)
+			}
+		}
 	}
 	if d.Action == Drop {
 		c.stats.Dropped++
@@ -201,6 +226,37 @@ func (c *Coordinator) Admit(now time.Duration, p Push) (PushDecision, error) {
 		c.stats.Accumulated++
 	}
 	return d, nil
+}
+
+// checkParts validates a push's Parts: they add up to Samples, carry the
+// push's clock, and each part of another owner's batch is at most what that
+// owner's assignments to the pusher still owe.
+func (c *Coordinator) checkParts(p Push) error {
+	if len(p.Parts) == 0 {
+		return nil
+	}
+	sum := 0
+	owed := map[[3]int]int{}
+	for _, x := range p.Parts {
+		if err := c.checkWorker(x.Owner); err != nil {
+			return fmt.Errorf("%w: part owner: %v", ErrBadPush, err)
+		}
+		if x.Samples <= 0 || x.Clock != p.Clock {
+			return fmt.Errorf("%w: part of %d samples of worker %d's clock %d in a push of clock %d", ErrBadPush, x.Samples, x.Owner, x.Clock, p.Clock)
+		}
+		sum += x.Samples
+		if x.Owner != p.Worker {
+			k := [3]int{int(x.Owner), int(p.Worker), x.Clock}
+			owed[k] += x.Samples
+			if owed[k] > c.owed[k] {
+				return fmt.Errorf("%w: worker %d pushes %d samples of worker %d's clock %d, %d assigned", ErrBadPush, p.Worker, owed[k], x.Owner, x.Clock, c.owed[k])
+			}
+		}
+	}
+	if sum != p.Samples {
+		return fmt.Errorf("%w: parts add up to %d samples, push has %d", ErrBadPush, sum, p.Samples)
+	}
+	return nil
 }
 
 // Step feeds one event to the policy and returns its orders, after
@@ -227,6 +283,11 @@ func (c *Coordinator) Step(now time.Duration, e Event) (Output, error) {
 		}
 		if e.Clock != c.clock[w] {
 			return Output{}, fmt.Errorf("%w: worker %d finished clock %d, but is at clock %d", ErrBadEvent, w, e.Clock, c.clock[w])
+		}
+		for k, n := range c.owed {
+			if k[1] == int(w) && k[2] == e.Clock {
+				return Output{}, fmt.Errorf("%w: worker %d finished clock %d owing %d assigned samples of worker %d", ErrBadEvent, w, e.Clock, n, k[0])
+			}
 		}
 		c.clock[w]++
 		c.waiting[w] = true
@@ -339,6 +400,9 @@ func (c *Coordinator) record(out Output) (Output, error) {
 			return Output{}, fmt.Errorf("%w: policy %s: transfer range [%d,%d) of batch %d", ErrPolicyOutput, name, o.Lo, o.Hi, c.batch[o.From])
 		}
 	}
+	if err := c.checkAssign(out); err != nil {
+		return Output{}, err
+	}
 	for range out.Flush {
 		c.version++
 		c.stats.Flushes++
@@ -371,6 +435,13 @@ func (c *Coordinator) record(out Output) (Output, error) {
 		}
 		c.batch[o.Worker] = o.Size
 	}
+	for _, a := range out.Assign {
+		c.owed[[3]int{int(a.From), int(a.To), a.Clock}] += a.Samples()
+		c.progress[a.From].Assigned -= a.Samples()
+		c.progress[a.To].Extra += a.Samples()
+		c.stats.Assignments++
+		c.stats.SamplesAssigned += a.Samples()
+	}
 	if len(out.Transfers) > 0 {
 		ts := make([]TransferOrder, len(out.Transfers))
 		copy(ts, out.Transfers)
@@ -384,6 +455,56 @@ func (c *Coordinator) record(out Output) (Output, error) {
 		out.Transfers = ts
 	}
 	return out, nil
+}
+
+// checkAssign validates out.Assign against the releases of out: giver and
+// taker are distinct workers both released by out into Clock, a worker is
+// not both, and each giver's pieces are disjoint and together its batch's
+// tail [keep, batch), keep ≥ 0.
+func (c *Coordinator) checkAssign(out Output) error {
+	if len(out.Assign) == 0 {
+		return nil
+	}
+	name := c.policy.Name()
+	released := map[WorkerID]bool{}
+	for _, w := range out.Release {
+		if c.checkWorker(w) == nil && c.waiting[w] && !c.left[w] {
+			released[w] = true
+		}
+	}
+	given := map[WorkerID][][2]int{}
+	takes := map[WorkerID]bool{}
+	for _, a := range out.Assign {
+		if c.checkWorker(a.From) != nil || c.checkWorker(a.To) != nil || a.From == a.To {
+			return fmt.Errorf("%w: policy %s: assignment from %d to %d", ErrPolicyOutput, name, a.From, a.To)
+		}
+		if !released[a.From] || !released[a.To] {
+			return fmt.Errorf("%w: policy %s: assignment from %d to %d, not both released by this output", ErrPolicyOutput, name, a.From, a.To)
+		}
+		if a.Clock != c.clock[a.From] || a.Clock != c.clock[a.To] {
+			return fmt.Errorf("%w: policy %s: assignment of clock %d from worker %d (clock %d) to %d (clock %d)", ErrPolicyOutput, name, a.Clock, a.From, c.clock[a.From], a.To, c.clock[a.To])
+		}
+		if a.Lo < 0 || a.Lo >= a.Hi || a.Hi > c.batch[a.From] {
+			return fmt.Errorf("%w: policy %s: assignment range [%d,%d) of batch %d", ErrPolicyOutput, name, a.Lo, a.Hi, c.batch[a.From])
+		}
+		given[a.From] = append(given[a.From], [2]int{a.Lo, a.Hi})
+		takes[a.To] = true
+	}
+	for g, rs := range given {
+		if takes[g] {
+			return fmt.Errorf("%w: policy %s: worker %d both gives and takes assigned samples", ErrPolicyOutput, name, g)
+		}
+		slices.SortFunc(rs, func(a, b [2]int) int { return a[0] - b[0] })
+		for i := 1; i < len(rs); i++ {
+			if rs[i][0] != rs[i-1][1] {
+				return fmt.Errorf("%w: policy %s: worker %d's assigned pieces [%d,%d) and [%d,%d) are not adjacent", ErrPolicyOutput, name, g, rs[i-1][0], rs[i-1][1], rs[i][0], rs[i][1])
+			}
+		}
+		if rs[len(rs)-1][1] != c.batch[g] {
+			return fmt.Errorf("%w: policy %s: worker %d's assigned pieces end at %d, not at its batch end %d", ErrPolicyOutput, name, g, rs[len(rs)-1][1], c.batch[g])
+		}
+	}
+	return nil
 }
 
 func (c *Coordinator) checkWorker(w WorkerID) error {

@@ -19,8 +19,45 @@ type Push struct {
 	BaseVersion uint64
 	Samples     int // samples the gradient covers
 	// BatchSamples is the size of the owner's whole batch for this clock,
-	// so that a transferred part can be weighted Samples/BatchSamples.
+	// so that a transferred part can be weighted Samples/BatchSamples. A
+	// push that carries assigned samples (Parts) counts them in both.
 	BatchSamples int
+	// Parts, when not empty, says whose samples a push of several owners
+	// covers: the worker's own part and the parts of other workers'
+	// batches assigned to it at release (Output.Assign). Σ Parts.Samples
+	// = Samples, and every part has the push's Clock. A push with no
+	// Parts covers Owner's samples alone.
+	Parts []PushPart
+	// Busy is the compute time the push's samples took: from the start of
+	// the worker's computation for the clock to its last sample, without
+	// the pull before it or the waits after it. Zero means unknown.
+	// Samples/Busy is the worker's speed at its parallelism.
+	Busy time.Duration
+}
+
+// PushPart is one owner's share of a push (see Push.Parts).
+type PushPart struct {
+	Owner   WorkerID
+	Clock   int
+	Samples int
+}
+
+// OwnSamples returns the samples of p that belong to the pushing worker's
+// own batch.
+func (p Push) OwnSamples() int {
+	if len(p.Parts) == 0 {
+		if p.Owner == p.Worker {
+			return p.Samples
+		}
+		return 0
+	}
+	n := 0
+	for _, x := range p.Parts {
+		if x.Owner == p.Worker {
+			n += x.Samples
+		}
+	}
+	return n
 }
 
 // PushAction says what the runtime does with a push.
@@ -136,6 +173,11 @@ type ProgressReport struct {
 	Parallelism int
 	// Elapsed is the time since the clock began.
 	Elapsed time.Duration
+	// Extra counts the samples of other workers' batches assigned to this
+	// worker at its release (Output.Assign), which it computes after its
+	// own; ExtraDone those of them processed. A worker with Extra > 0
+	// cannot give work away: its tail is not its own.
+	Extra, ExtraDone int
 }
 
 // Cursor is the position from which the worker's batch can still be
@@ -158,12 +200,16 @@ type Output struct {
 	SetParallelism []ParallelismOrder
 	SetBatch       []BatchOrder
 	Transfers      []TransferOrder
+	// Assign moves samples between workers released by the same Output,
+	// before either has started: the orders ride on the releases, so
+	// planning at clock start costs no message (see Assignment).
+	Assign []Assignment
 }
 
 // Empty reports whether the output orders nothing.
 func (o Output) Empty() bool {
 	return len(o.Flush) == 0 && len(o.Release) == 0 && len(o.SetParallelism) == 0 &&
-		len(o.SetBatch) == 0 && len(o.Transfers) == 0
+		len(o.SetBatch) == 0 && len(o.Transfers) == 0 && len(o.Assign) == 0
 }
 
 // Merge appends the orders of p to o.
@@ -173,7 +219,24 @@ func (o *Output) Merge(p Output) {
 	o.SetParallelism = append(o.SetParallelism, p.SetParallelism...)
 	o.SetBatch = append(o.SetBatch, p.SetBatch...)
 	o.Transfers = append(o.Transfers, p.Transfers...)
+	o.Assign = append(o.Assign, p.Assign...)
 }
+
+// Assignment gives the samples [Lo, Hi) of worker From's batch of clock
+// Clock to worker To, at the release of both into Clock. From computes its
+// batch minus what it gives (the pieces of one giver are its batch's tail,
+// so it keeps one prefix [0, keep)); To computes its own batch and then the
+// assigned samples, and pushes them all in one push whose Parts name each
+// owner. Nothing is asked of the giver: it has claimed nothing yet. The
+// runtime sends each released worker its own pieces with its release.
+type Assignment struct {
+	From, To WorkerID
+	Clock    int
+	Lo, Hi   int
+}
+
+// Samples is Hi-Lo.
+func (a Assignment) Samples() int { return a.Hi - a.Lo }
 
 // FlushOrder applies the buffered gradients of Clock as one update, scaled.
 type FlushOrder struct {
