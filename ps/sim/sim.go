@@ -103,6 +103,12 @@ type Config struct {
 	StallTimeout time.Duration
 	// Seed seeds the model initialisation and the data order.
 	Seed uint64
+	// SampleBytes is what moving one sample to another worker costs on the
+	// network (a transferred range's rows travel with its task; the rows of
+	// a release-time assignment are fetched while the taker computes its
+	// own batch and delay it only if they arrive later). Zero means the
+	// training set's float32 rows (4·D bytes); negative means free.
+	SampleBytes int
 }
 
 // DefaultConfig returns a config for 8 workers, batch 32, SGD with
@@ -139,6 +145,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: ComputeNoise = %v, want a CV in [0, 10]", ErrConfig, c.ComputeNoise)
 	case c.Target < 0 || c.Target > 1:
 		return fmt.Errorf("%w: Target = %v", ErrConfig, c.Target)
+	case c.SampleBytes < -1:
+		return fmt.Errorf("%w: SampleBytes = %d", ErrConfig, c.SampleBytes)
 	case c.Network.Latency < 0 || c.Network.Bandwidth < 0:
 		return fmt.Errorf("%w: negative network parameter", ErrConfig)
 	}
@@ -224,6 +232,12 @@ type worker struct {
 	owned      int    // it still owns positions [0, owned) (the rest is given away)
 	doneIdx    []int  // rows processed so far this clock
 	clockStart time.Duration
+	busyStart  time.Duration // w.busy at the clock's start (Push.Busy)
+
+	// release-time assignments of the current clock
+	ownEnd     int             // batchIdx[:ownEnd] are its own rows, the rest assigned
+	parts      []epsp.PushPart // the owners of the assigned rows, in order
+	extraReady time.Duration   // when the assigned rows have arrived
 
 	// current compute segment (own chunk or transfer task)
 	computing  bool
@@ -443,8 +457,13 @@ func (s *Sim) release(w *worker) {
 	w.batchIdx = s.drawBatch(w, w.batch)
 	w.todo = append(w.todo[:0], span{0, w.batch})
 	w.owned = w.batch
+	w.ownEnd = w.batch
+	w.parts = w.parts[:0]
+	w.extraReady = 0
 	w.doneIdx = w.doneIdx[:0]
 	w.clockStart = s.q.Now()
+	s.charge(w)
+	w.busyStart = w.busy
 	if err := s.store.Pull(s.keys, s.lens, w.params); err != nil {
 		s.fail(err)
 		return
@@ -468,6 +487,16 @@ func (s *Sim) nextChunk(w *worker) {
 		return
 	}
 	sp := &w.todo[0]
+	if sp.lo >= w.ownEnd && s.q.Now() < w.extraReady {
+		// the assigned rows are still on the way
+		clock := w.clock
+		s.q.Schedule(w.extraReady, func() {
+			if w.clock == clock && w.state == wComputing && !w.computing {
+				s.nextChunk(w)
+			}
+		})
+		return
+	}
 	hi := min(sp.hi, sp.lo+w.p*s.cfg.Chunk)
 	w.segTask = nil
 	w.segLo, w.segHi = sp.lo, hi
@@ -618,10 +647,19 @@ func (s *Sim) progress(w *worker) epsp.ProgressReport {
 	for _, sp := range w.todo {
 		assigned += sp.hi - sp.lo
 	}
-	return epsp.ProgressReport{
+	r := epsp.ProgressReport{
 		Worker: epsp.WorkerID(w.id), Clock: w.clock, Done: done, Claimed: claimed, Assigned: assigned,
 		Parallelism: w.p, Elapsed: s.q.Now() - w.clockStart,
 	}
+	if extra := len(w.batchIdx) - w.ownEnd; extra > 0 {
+		// own rows come first: what is past ownEnd is assigned work
+		r.Extra = extra
+		r.ExtraDone = max(done-w.ownEnd, 0)
+		r.Done = min(done, w.ownEnd)
+		r.Claimed = min(claimed, w.ownEnd)
+		r.Assigned = w.ownEnd
+	}
+	return r
 }
 
 // pushOwn computes the gradient of w's processed rows at its pulled
@@ -637,9 +675,17 @@ func (s *Sim) pushOwn(w *worker) {
 	}
 	grad := make([]float32, s.nparm)
 	s.job.Model.LossGrad(w.params, s.job.Train, w.doneIdx, grad)
+	s.charge(w)
 	push := epsp.Push{
 		Worker: epsp.WorkerID(w.id), Owner: epsp.WorkerID(w.id), Clock: clock,
-		BaseVersion: w.baseVersion, Samples: n, BatchSamples: w.batch,
+		BaseVersion: w.baseVersion, Samples: n, BatchSamples: w.batch, Busy: w.busy - w.busyStart,
+	}
+	if len(w.parts) > 0 {
+		push.Parts = append([]epsp.PushPart{{Owner: push.Owner, Clock: clock, Samples: n - (len(w.batchIdx) - w.ownEnd)}}, w.parts...)
+		push.BatchSamples += len(w.batchIdx) - w.ownEnd
+		if push.Parts[0].Samples == 0 {
+			push.Parts = push.Parts[1:]
+		}
 	}
 	s.q.After(s.cfg.Network.Delay(s.pbytes), func() {
 		s.apply(push, grad)
@@ -663,13 +709,23 @@ func (s *Sim) clocked(w *worker, clock int) {
 
 // apply admits a push and carries out the decision on the store.
 func (s *Sim) apply(p epsp.Push, grad []float32) {
-	key := [2]int{int(p.Owner), p.Clock}
-	s.counted[key] += p.Samples
-	if c := s.counted[key]; c > p.BatchSamples {
-		s.fail(fmt.Errorf("%w: %d samples pushed for worker %d clock %d, batch %d", ErrInvariant, c, p.Owner, p.Clock, p.BatchSamples))
-		return
-	} else if c == p.BatchSamples {
-		delete(s.counted, key)
+	parts := p.Parts
+	if len(parts) == 0 {
+		parts = []epsp.PushPart{{Owner: p.Owner, Clock: p.Clock, Samples: p.Samples}}
+	}
+	for _, x := range parts {
+		batch := p.BatchSamples
+		if len(p.Parts) > 0 {
+			batch = s.w[x.Owner].batch // assignments are within one clock: the owner's batch now
+		}
+		key := [2]int{int(x.Owner), x.Clock}
+		s.counted[key] += x.Samples
+		if c := s.counted[key]; c > batch {
+			s.fail(fmt.Errorf("%w: %d samples pushed for worker %d clock %d, batch %d", ErrInvariant, c, x.Owner, x.Clock, batch))
+			return
+		} else if c == batch {
+			delete(s.counted, key)
+		}
 	}
 	d, err := s.coord.Admit(s.q.Now(), p)
 	if err != nil {
@@ -721,6 +777,51 @@ func (s *Sim) carryOut(out epsp.Output) {
 	for _, id := range out.Release {
 		w := s.w[id]
 		s.release(w)
+	}
+	s.assign(out.Assign)
+}
+
+// sampleBytes is what one moved sample costs on the network.
+func (s *Sim) sampleBytes() int {
+	switch {
+	case s.cfg.SampleBytes < 0:
+		return 0
+	case s.cfg.SampleBytes > 0:
+		return s.cfg.SampleBytes
+	}
+	return 4 * s.job.Train.D
+}
+
+// assign carries out release-time assignments on workers just released
+// (their pulls are in flight, nothing is claimed): a giver's batch ends at
+// the first assigned position, a taker's batch grows by the assigned rows,
+// which arrive over the network while it computes its own.
+func (s *Sim) assign(as []epsp.Assignment) {
+	now := s.q.Now()
+	for _, a := range as {
+		g, t := s.w[a.From], s.w[a.To]
+		if g.state != wPulling || t.state != wPulling || g.clock != a.Clock || t.clock != a.Clock {
+			s.fail(fmt.Errorf("%w: assignment %+v to workers not just released", ErrInvariant, a))
+			return
+		}
+		n := a.Hi - a.Lo
+		g.todo[0].hi = min(g.todo[0].hi, a.Lo)
+		g.owned = min(g.owned, a.Lo)
+		g.ownEnd = g.owned
+		g.given += n
+		lo := len(t.batchIdx)
+		t.batchIdx = append(t.batchIdx, g.batchIdx[a.Lo:a.Hi]...)
+		t.todo = append(t.todo, span{lo, lo + n})
+		t.parts = append(t.parts, epsp.PushPart{Owner: a.From, Clock: a.Clock, Samples: n})
+		t.taken += n
+		if due := now + s.cfg.Network.Delay(n*s.sampleBytes()); due > t.extraReady {
+			t.extraReady = due
+		}
+	}
+	for _, a := range as {
+		if g := s.w[a.From]; len(g.todo) > 0 && g.todo[0].lo >= g.todo[0].hi {
+			g.todo = g.todo[1:]
+		}
 	}
 }
 
@@ -796,7 +897,7 @@ func (s *Sim) offer(o epsp.TransferOrder) {
 			return
 		}
 		taker := s.w[o.To]
-		s.q.After(s.cfg.Network.Latency, func() {
+		s.q.After(s.cfg.Network.Delay(len(tk.idx)*s.sampleBytes()), func() {
 			taker.queue = append(taker.queue, tk)
 			s.runQueue(taker)
 		})

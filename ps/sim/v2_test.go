@@ -1,0 +1,75 @@
+package sim
+
+import (
+	"testing"
+
+	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/straggler"
+)
+
+func epspV2(elastic bool) func(straggler.Model) (epsp.Policy, error) {
+	return func(topo straggler.Model) (epsp.Policy, error) {
+		c := epsp.DefaultEPSPv2Config()
+		if elastic {
+			c.Elastic, c.Topology = true, topo
+		}
+		return epsp.NewEPSPv2(c)
+	}
+}
+
+// TestRun_EPSPv2 runs EPSP v2 with a persistent straggler: every sample of
+// every clock is counted exactly once (the simulator and the coordinator
+// check it on every push and clock), the straggler gives at release and
+// takes nothing, no extra message is sent (no transfer orders), and
+// blocking falls well below BSP's.
+func TestRun_EPSPv2(t *testing.T) {
+	for _, elastic := range []bool{false, true} {
+		cfg, job := suiteJob(t, true, epspV2(elastic))
+		cfg.ComputeNoise = 0.05
+		r, err := Run(cfg, job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfgB, jobB := suiteJob(t, true, plain(epsp.NewBSP()))
+		cfgB.ComputeNoise = 0.05
+		b, err := Run(cfgB, jobB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Stats.Assignments == 0 || r.Workers[0].Given == 0 || r.Workers[0].Taken != 0 {
+			t.Errorf("elastic=%v: %d assignments, straggler gave %d took %d", elastic, r.Stats.Assignments, r.Workers[0].Given, r.Workers[0].Taken)
+		}
+		if r.Stats.TransfersOrdered != 0 {
+			t.Errorf("elastic=%v: %d transfer orders", elastic, r.Stats.TransfersOrdered)
+		}
+		if r.BlockedFraction() >= b.BlockedFraction()/2 {
+			t.Errorf("elastic=%v: blocked %.3f, BSP %.3f", elastic, r.BlockedFraction(), b.BlockedFraction())
+		}
+		if r.FinalAccuracy < 0.5 {
+			t.Errorf("elastic=%v: final accuracy %.3f", elastic, r.FinalAccuracy)
+		}
+		t.Logf("elastic=%v: clocks %d vs BSP %d, blocked %.3f vs %.3f, assigned %d samples, parallelism changes %d",
+			elastic, r.Workers[1].Clocks, b.Workers[1].Clocks, r.BlockedFraction(), b.BlockedFraction(), r.Stats.SamplesAssigned, r.Stats.ParallelismChanges)
+	}
+}
+
+// TestRun_EPSPv2Homogeneous: with equal workers and no noise, EPSP v2 is
+// BSP: no assignment, no parallelism change, the same run.
+func TestRun_EPSPv2Homogeneous(t *testing.T) {
+	cfg, job := suiteJob(t, false, epspV2(true))
+	e, err := Run(cfg, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgB, jobB := suiteJob(t, false, plain(epsp.NewBSP()))
+	b, err := Run(cfgB, jobB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Stats.Assignments != 0 || e.Stats.ParallelismChanges != 0 {
+		t.Errorf("%d assignments, %d parallelism changes", e.Stats.Assignments, e.Stats.ParallelismChanges)
+	}
+	if e.FinalAccuracy != b.FinalAccuracy || e.Workers[0].Clocks != b.Workers[0].Clocks {
+		t.Errorf("v2 acc %v clocks %d, BSP %v %d", e.FinalAccuracy, e.Workers[0].Clocks, b.FinalAccuracy, b.Workers[0].Clocks)
+	}
+}
