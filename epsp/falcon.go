@@ -363,6 +363,23 @@ type polState struct {
 	// taking counts, per taker, the transfers ordered and not yet refused
 	// or done: the taker is computing (or about to compute) them.
 	taking map[WorkerID]int
+	// noTrack: speeds come from elsewhere (EPSPv2's busy speeds); observe
+	// does not feed progress into the tracker.
+	noTrack bool
+	// ownEnd, if not nil, is the end of the prefix of its batch a worker
+	// owns this clock (its batch minus what was assigned away at
+	// release); nil means the batch.
+	ownEnd func(w WorkerID) int
+	// canGive, if not nil, says whether a computing worker may give.
+	canGive func(w WorkerID) bool
+}
+
+// end is the end of w's own prefix this clock.
+func (s polState) end(v View, w WorkerID) int {
+	if s.ownEnd != nil {
+		return s.ownEnd(w)
+	}
+	return v.Batch(w)
 }
 
 // observe folds an event into speeds and the transfer ledger.
@@ -380,8 +397,13 @@ func (s polState) observe(now time.Duration, v View, e Event) {
 		if el <= 0 {
 			el = now - s.start[w]
 		}
-		s.tracker.Observe(straggler.Report{Worker: w, Clock: r.Clock, Done: r.Done, Elapsed: el, Parallelism: r.Parallelism})
+		if !s.noTrack {
+			s.tracker.Observe(straggler.Report{Worker: w, Clock: r.Clock, Done: r.Done, Elapsed: el, Parallelism: r.Parallelism})
+		}
 	case EventClock:
+		if s.noTrack {
+			return
+		}
 		w := int(e.Worker)
 		held := v.Batch(e.Worker)
 		if n, ok := s.planner.HeldSamples(w, e.Clock); ok {
@@ -502,9 +524,12 @@ func (s polState) plan(now time.Duration, v View, released []WorkerID, blocks, b
 			if sp <= 0 {
 				continue
 			}
-			left := v.Batch(w)
+			left := s.end(v, w)
 			if !slices.Contains(released, w) {
-				left = s.planner.Remaining(straggler.Giver{Worker: i, Clock: v.Clock(w), Batch: v.Batch(w), Cursor: s.cursor(now, v, w, extrapolate)})
+				left = s.planner.Remaining(straggler.Giver{Worker: i, Clock: v.Clock(w), Batch: s.end(v, w), Cursor: s.cursor(now, v, w, extrapolate)})
+			}
+			if r := v.Progress(w); r.Clock == v.Clock(w) {
+				left += max(r.Extra-r.ExtraDone, 0) // assigned work it does after its own
 			}
 			takers = append(takers, straggler.Taker{Worker: i, Speed: sp, Ready: math.Max(float64(left)/sp, 1e-9)})
 		}
@@ -517,10 +542,10 @@ func (s polState) plan(now time.Duration, v View, released []WorkerID, blocks, b
 	var gs []straggler.Giver
 	for i := range v.NumWorkers() {
 		g := WorkerID(i)
-		if v.Waiting(g) {
+		if v.Waiting(g) || (s.canGive != nil && !s.canGive(g)) {
 			continue
 		}
-		gs = append(gs, straggler.Giver{Worker: i, Clock: v.Clock(g), Batch: v.Batch(g), Cursor: s.cursor(now, v, g, extrapolate), Speed: s.speed(i)})
+		gs = append(gs, straggler.Giver{Worker: i, Clock: v.Clock(g), Batch: s.end(v, g), Cursor: s.cursor(now, v, g, extrapolate), Speed: s.speed(i)})
 	}
 	can := func(g, t int) bool {
 		gw, tw := WorkerID(g), WorkerID(t)

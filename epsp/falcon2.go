@@ -26,10 +26,20 @@ type EPSPv2Config struct {
 	Parallelism straggler.ThroughputConfig
 	// ControlEvery is the number of ticks between control rounds. 0 means 1.
 	ControlEvery int
-	// Transient: a busy-speed sample below (1−Transient) of the worker's
-	// estimate marks a transient slowdown, during which the controller
-	// holds (its agreement counts restart). 0 means 0.3.
+	// Transient: a busy-speed sample off the worker's estimate by more
+	// than this fraction is a change of speed (the estimate jumps to it),
+	// and a host with a worker whose estimate is off its long-term
+	// baseline by more is left alone by the controller. 0 means 0.3.
 	Transient float64
+	// NoResidual turns off residual transfers: by default, once a worker
+	// blocks at the barrier while others still compute, the rest of their
+	// own prefix is split among them and the blocked workers (the
+	// multi-taker rule of [EPSP], Transfers), for slowdowns that begin
+	// after the clock was planned.
+	NoResidual bool
+	// Transfers configures the residual transfers' planner; zero fields
+	// take its defaults, and SplitAll is always set.
+	Transfers straggler.TransferConfig
 }
 
 // DefaultEPSPv2Config returns clock-start planning with a 5 % margin and
@@ -52,6 +62,9 @@ func (c *EPSPv2Config) Validate() error {
 	}
 	if err := c.Parallelism.Validate(); err != nil {
 		return fmt.Errorf("%w: EPSP v2 parallelism: %w", ErrBadConfig, err)
+	}
+	if err := c.Transfers.Validate(); err != nil {
+		return fmt.Errorf("%w: EPSP v2 transfers: %w", ErrBadConfig, err)
 	}
 	return nil
 }
@@ -76,9 +89,12 @@ func (c *EPSPv2Config) Validate() error {
 //   - Elastic parallelism (Elastic, with a Topology): every ControlEvery
 //     ticks the [straggler.ThroughputController] moves each host's cores
 //     to where they add the most samples/s and fills idle cores, with a
-//     minimum gain and rounds of agreement; it holds while a transient
-//     slowdown is seen (a speed sample below (1−Transient) of the
-//     estimate).
+//     minimum gain and rounds of agreement; a host is left alone while
+//     one of its workers is in a transient slowdown (its speed estimate
+//     off its long-term EWMA, weight 0.05, by more than Transient).
+//   - Changes of speed: a busy-speed sample off the estimate by more
+//     than Transient replaces the estimate instead of being averaged in,
+//     so planning follows a slowdown from the next clock on.
 //
 // With all workers equally fast, nothing exceeds the margin: EPSPv2 orders
 // exactly what BSP orders. Not built (issue 17 items 2 and 5): residual
@@ -90,12 +106,17 @@ type EPSPv2 struct {
 	flushed int
 	ticks   int
 	tracker *straggler.Tracker
+	slow    *straggler.Tracker // long-term speeds (EWMA weight 0.05): the baseline a transient is measured against
 	ctl     *straggler.ThroughputController
 	curve   func(w int) straggler.Speedup
 	hosts   []int
 	cores   []int
-	hold    bool // a transient slowdown was seen since the last control round
 	stats   EPSPStats
+
+	// residual transfers
+	st      polState
+	keep    []int          // each worker's own prefix end this clock
+	refused map[[2]int]int // (giver, taker) -> clock of a refusal
 }
 
 var _ Policy = (*EPSPv2)(nil)
@@ -123,21 +144,34 @@ func NewEPSPv2(cfg EPSPv2Config) (*EPSPv2, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadConfig, err)
 	}
-	name := "epsp-v2"
-	if !cfg.Elastic {
-		name += "(no-elastic)"
+	cfg.Transfers.SplitAll = true
+	pl, err := straggler.NewPlanner(cfg.Transfers)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadConfig, err)
 	}
-	return &EPSPv2{cfg: cfg, name: name, ctl: ctl, curve: curve}, nil
+	name := "epsp-v2"
+	switch {
+	case !cfg.Elastic && cfg.NoResidual:
+		name += "(no-elastic,no-residual)"
+	case !cfg.Elastic:
+		name += "(no-elastic)"
+	case cfg.NoResidual:
+		name += "(no-residual)"
+	}
+	p := &EPSPv2{cfg: cfg, name: name, ctl: ctl, curve: curve, refused: map[[2]int]int{}}
+	p.st.planner = pl
+	return p, nil
 }
 
-// Name returns "epsp-v2" or "epsp-v2(no-elastic)".
+// Name returns "epsp-v2", with "(no-elastic)", "(no-residual)" or both
+// for the ablations.
 func (p *EPSPv2) Name() string { return p.name }
 
 // Config returns the configuration with defaults filled in.
 func (p *EPSPv2) Config() EPSPv2Config { return p.cfg }
 
 // Stats returns the policy's counters (TransfersPlanned and SamplesPlanned
-// count assignments).
+// count residual transfers; the coordinator's Stats count assignments).
 func (p *EPSPv2) Stats() EPSPStats { return p.stats }
 
 // Speed returns worker w's speed estimate (samples per busy second at its
@@ -155,9 +189,23 @@ func (p *EPSPv2) init(v View) {
 	}
 	p.n = v.NumWorkers()
 	p.tracker, _ = straggler.NewTracker(p.n, straggler.TrackerConfig{Alpha: p.cfg.Alpha, Curve: p.curve})
+	p.slow, _ = straggler.NewTracker(p.n, straggler.TrackerConfig{Alpha: 0.05, Curve: p.curve})
 	for w := range p.n {
 		p.tracker.SetParallelism(w, v.Parallelism(WorkerID(w)))
+		p.slow.SetParallelism(w, v.Parallelism(WorkerID(w)))
 	}
+	p.keep = make([]int, p.n)
+	for w := range p.n {
+		p.keep[w] = v.Batch(WorkerID(w))
+	}
+	p.st.tracker = p.tracker
+	p.st.start = make([]time.Duration, p.n)
+	p.st.reportAt = make([]time.Duration, p.n)
+	p.st.last = make([]ProgressReport, p.n)
+	p.st.taking = map[WorkerID]int{}
+	p.st.noTrack = true
+	p.st.ownEnd = func(w WorkerID) int { return p.keep[w] }
+	p.st.canGive = func(w WorkerID) bool { return p.st.last[w].Extra == 0 || p.st.last[w].Clock != v.Clock(w) }
 }
 
 // Admit accumulates every push into its clock's buffer and folds the
@@ -169,20 +217,52 @@ func (p *EPSPv2) Admit(_ time.Duration, v View, x Push) PushDecision {
 		r := float64(x.Samples) / x.Busy.Seconds()
 		par := v.Parallelism(x.Worker)
 		p.tracker.SetParallelism(w, par)
-		if p.tracker.Known(w) && r < (1-p.cfg.Transient)*p.tracker.Speed(w) {
-			p.hold = true
+		if est := p.tracker.Speed(w); p.tracker.Known(w) && (r < (1-p.cfg.Transient)*est || r > est/(1-p.cfg.Transient)) {
+			// a change of speed (a slowdown starting or ending), not
+			// noise: the estimate jumps to the new speed instead of
+			// averaging it in over several clocks
+			p.tracker.Reset(w)
 		}
 		_ = p.tracker.ObserveRate(w, r, par)
+		_ = p.slow.ObserveRate(w, r, par)
 	}
 	return PushDecision{Action: Accumulate, Clock: x.Clock}
 }
 
 // Step implements [Policy].
-func (p *EPSPv2) Step(_ time.Duration, v View, e Event) Output {
+func (p *EPSPv2) Step(now time.Duration, v View, e Event) Output {
 	p.init(v)
+	p.st.observe(now, v, e)
+	if e.Kind == EventTransferResult && !e.Transfer.Accepted {
+		p.stats.TransfersRefused++
+		p.refused[[2]int{int(e.Transfer.From), int(e.Transfer.To)}] = e.Transfer.Clock
+	}
 	out := Barrier(v, &p.flushed, 1)
+	p.st.planner.Forget(p.flushed - 1)
+	out.Release = p.st.dropBusyTakers(out.Release)
+	p.st.markStarts(now, out.Release)
+	for _, w := range out.Release {
+		p.keep[w] = v.Batch(w)
+		p.st.last[w] = ProgressReport{}
+	}
 	if len(out.Release) > 1 {
 		out.Assign = p.plan(v, out.Release)
+		for _, a := range out.Assign {
+			p.keep[a.From] = min(p.keep[a.From], a.Lo)
+			p.st.last[a.To] = ProgressReport{Clock: a.Clock, Extra: 1} // a taker cannot give until it reports
+		}
+	}
+	if !p.cfg.NoResidual {
+		blocks := func(g, t WorkerID) bool { return v.Clock(g) < v.Clock(t) }
+		blocksAfter := func(g, t WorkerID) bool { return v.Clock(g) < v.Clock(t)+1 }
+		out.Transfers = p.st.plan(now, v, out.Release, blocks, blocksAfter, func(g, t WorkerID) bool {
+			c, ok := p.refused[[2]int{int(g), int(t)}]
+			return ok && c == v.Clock(g)
+		}, true)
+		for _, o := range out.Transfers {
+			p.stats.TransfersPlanned++
+			p.stats.SamplesPlanned += o.Samples()
+		}
 	}
 	if p.cfg.Elastic && e.Kind == EventTick {
 		p.ticks++
@@ -206,10 +286,15 @@ func (p *EPSPv2) plan(v View, rel []WorkerID) []Assignment {
 	for _, pc := range straggler.PlanClock(loads, p.cfg.Plan) {
 		from, to := rel[pc.From], rel[pc.To]
 		out = append(out, Assignment{From: from, To: to, Clock: v.Clock(from), Lo: pc.Lo, Hi: pc.Hi})
-		p.stats.TransfersPlanned++
-		p.stats.SamplesPlanned += pc.Hi - pc.Lo
 	}
 	return out
+}
+
+// inTransient reports whether w's speed is off its long-term baseline by
+// more than Transient: a slowdown (or a recovery) the controller waits out.
+func (p *EPSPv2) inTransient(w int) bool {
+	est, base := p.tracker.Speed(w), p.slow.Speed(w)
+	return p.slow.Known(w) && (est < (1-p.cfg.Transient)*base || base < (1-p.cfg.Transient)*est)
 }
 
 // control runs one throughput round and returns the changes.
@@ -226,20 +311,20 @@ func (p *EPSPv2) control(v View) []ParallelismOrder {
 			p.hosts[w] = t.Host(w)
 		}
 	}
-	if p.hold {
-		p.hold = false
-		p.ctl.Hold()
-		return nil
-	}
 	loads := make([]straggler.WorkerLoad, p.n)
 	for w := range p.n {
-		loads[w] = straggler.WorkerLoad{Host: p.hosts[w], P: v.Parallelism(WorkerID(w)), Speed: p.tracker.Speed(w), Batch: v.Batch(WorkerID(w))}
+		sp := p.tracker.Speed(w)
+		if p.inTransient(w) {
+			sp = 0 // its host is left alone (and its agreement restarts) until the slowdown ends
+		}
+		loads[w] = straggler.WorkerLoad{Host: p.hosts[w], P: v.Parallelism(WorkerID(w)), Speed: sp, Batch: v.Batch(WorkerID(w))}
 	}
 	var out []ParallelismOrder
 	for w, np := range p.ctl.Plan(loads, p.cores) {
 		if np != loads[w].P {
 			out = append(out, ParallelismOrder{Worker: WorkerID(w), P: np})
 			p.tracker.SetParallelism(w, np)
+			p.slow.SetParallelism(w, np)
 			p.stats.ParallelismChanges++
 		}
 	}

@@ -150,6 +150,14 @@ func (t *Tracker) SetParallelism(w, p int) {
 	}
 }
 
+// Reset forgets w's speed estimate (keeping its parallelism): the next
+// sample becomes the estimate.
+func (t *Tracker) Reset(w int) {
+	if w >= 0 && w < len(t.ws) {
+		t.ws[w] = trackState{p: t.ws[w].p}
+	}
+}
+
 // Speed returns w's estimated samples/s, 0 if unknown.
 func (t *Tracker) Speed(w int) float64 { return t.ws[w].speed }
 

@@ -8,11 +8,16 @@ import (
 )
 
 func epspV2(elastic bool) func(straggler.Model) (epsp.Policy, error) {
+	return epspV2With(elastic, false)
+}
+
+func epspV2With(elastic, noResidual bool) func(straggler.Model) (epsp.Policy, error) {
 	return func(topo straggler.Model) (epsp.Policy, error) {
 		c := epsp.DefaultEPSPv2Config()
 		if elastic {
 			c.Elastic, c.Topology = true, topo
 		}
+		c.NoResidual = noResidual
 		return epsp.NewEPSPv2(c)
 	}
 }
@@ -20,11 +25,12 @@ func epspV2(elastic bool) func(straggler.Model) (epsp.Policy, error) {
 // TestRun_EPSPv2 runs EPSP v2 with a persistent straggler: every sample of
 // every clock is counted exactly once (the simulator and the coordinator
 // check it on every push and clock), the straggler gives at release and
-// takes nothing, no extra message is sent (no transfer orders), and
+// takes nothing, planning sends no message of its own (without residual
+// transfers there is no transfer order at all; with them, few), and
 // blocking falls well below BSP's.
 func TestRun_EPSPv2(t *testing.T) {
 	for _, elastic := range []bool{false, true} {
-		cfg, job := suiteJob(t, true, epspV2(elastic))
+		cfg, job := suiteJob(t, true, epspV2With(elastic, true))
 		cfg.ComputeNoise = 0.05
 		r, err := Run(cfg, job)
 		if err != nil {
@@ -40,7 +46,16 @@ func TestRun_EPSPv2(t *testing.T) {
 			t.Errorf("elastic=%v: %d assignments, straggler gave %d took %d", elastic, r.Stats.Assignments, r.Workers[0].Given, r.Workers[0].Taken)
 		}
 		if r.Stats.TransfersOrdered != 0 {
-			t.Errorf("elastic=%v: %d transfer orders", elastic, r.Stats.TransfersOrdered)
+			t.Errorf("elastic=%v: %d transfer orders without residual transfers", elastic, r.Stats.TransfersOrdered)
+		}
+		cfgR, jobR := suiteJob(t, true, epspV2(elastic))
+		cfgR.ComputeNoise = 0.05
+		rr, err := Run(cfgR, jobR)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rr.Stats.Assignments == 0 || 10*rr.Stats.TransfersOrdered > rr.Stats.Assignments {
+			t.Errorf("elastic=%v, residual: %d transfer orders for %d assignments", elastic, rr.Stats.TransfersOrdered, rr.Stats.Assignments)
 		}
 		if r.BlockedFraction() >= b.BlockedFraction()/2 {
 			t.Errorf("elastic=%v: blocked %.3f, BSP %.3f", elastic, r.BlockedFraction(), b.BlockedFraction())
