@@ -352,7 +352,7 @@ func reduction(epsp, t float64) string {
 
 func simConfig(o options, sc sim.Scenario) sim.Config {
 	c := sim.DefaultConfig()
-	c.Workers = sim.SuiteWorkers
+	c.Workers = sc.NumWorkers()
 	c.Batch = o.batch
 	c.Chunk = o.chunk
 	c.ComputeNoise = o.noise
@@ -368,11 +368,11 @@ func simConfig(o options, sc sim.Scenario) sim.Config {
 }
 
 func runOne(o options, sc sim.Scenario, spec policySpec, m model.Model, train, test *model.Dataset, k, total int) (*sim.Result, error) {
-	speed, err := sc.Speed()
+	speed, err := sc.Model()
 	if err != nil {
 		return nil, err
 	}
-	pol, err := spec.New(speed, sim.SuiteWorkers)
+	pol, err := spec.New(speed, sc.NumWorkers())
 	if err != nil {
 		return nil, err
 	}

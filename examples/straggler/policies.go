@@ -40,67 +40,89 @@ const (
 // 5137, 1 ms: 5010).
 const simLatency = 600 * time.Microsecond
 
+// family is an update-rule family of the study's learning-rate selection
+// (PROTOCOL.md §2): the policies of a family share one learning rate.
+type family string
+
+const (
+	averagedSync  family = "averaged-synchronous"
+	dampedAsync   family = "damped-asynchronous"
+	undampedAsync family = "undamped-asynchronous"
+)
+
+// families lists the families in the order of the tables.
+var families = []family{averagedSync, dampedAsync, undampedAsync}
+
 // policySpec names a policy and builds a fresh value of it for one run.
 type policySpec struct {
 	Name string // the short name printed in result lines
 	// Source says where the defaults come from.
 	Source string
 	New    func(topo straggler.Model, workers int) (epsp.Policy, error)
+	// Family is the policy's update-rule family.
+	Family family
+	// Candidate marks the policies the study judges (EPSP): each is
+	// compared with every other policy of the run.
+	Candidate bool
 }
 
 // allPolicies lists every policy of the study in the order of the table.
 // Baselines run at the defaults documented in
-// shared/research/baselines-params.md.
+// shared/research/baselines-params.md. Adding a policy to the study is one
+// line here (name, source, constructor, family, candidate).
 func allPolicies() []policySpec {
 	return []policySpec{
-		{"bsp", "barrier per clock", func(straggler.Model, int) (epsp.Policy, error) { return epsp.NewBSP(), nil }},
-		{"asp", "apply on arrival, never wait", func(straggler.Model, int) (epsp.Policy, error) { return epsp.NewASP(), nil }},
-		{"ssp", fmt.Sprintf("s=%d (ours)", sspStaleness), func(straggler.Model, int) (epsp.Policy, error) { return epsp.NewSSP(sspStaleness), nil }},
+		{"bsp", "barrier per clock", func(straggler.Model, int) (epsp.Policy, error) { return epsp.NewBSP(), nil }, averagedSync, false},
+		{"asp", "apply on arrival, never wait", func(straggler.Model, int) (epsp.Policy, error) { return epsp.NewASP(), nil }, undampedAsync, false},
+		{"ssp", fmt.Sprintf("s=%d (ours)", sspStaleness), func(straggler.Model, int) (epsp.Policy, error) { return epsp.NewSSP(sspStaleness), nil }, undampedAsync, false},
 		{"flexrr", "s=1, phi=0.5 of tail, helpee <=0.9 done (flexps reproduction)", func(straggler.Model, int) (epsp.Policy, error) {
 			return epsp.NewFlexRR(epsp.DefaultFlexRRConfig())
-		}},
+		}, undampedAsync, false},
 		{"sync-opt", "b=max(1,round(0.04*M)) backup workers, drop stale (Chen et al. 96+4)", func(straggler.Model, int) (epsp.Policy, error) {
 			return epsp.NewSyncOpt(epsp.DefaultSyncOptConfig())
-		}},
+		}, averagedSync, false},
 		{"consgd", "lambda=1/M, SSP gate s=3 (both ours, unverified)", func(straggler.Model, int) (epsp.Policy, error) {
 			return epsp.NewConSGD(epsp.DefaultConSGDConfig())
-		}},
+		}, dampedAsync, false},
 		{"dynsgd", "scale 1/(d+1), window 1, no gate (dist-keras rule)", func(straggler.Model, int) (epsp.Policy, error) {
 			return epsp.NewDynSGD(epsp.DefaultDynSGDConfig())
-		}},
+		}, dampedAsync, false},
 		{"lb-bsp", "batch b_i proportional to EWMA speed (alpha=0.5), sum fixed", func(straggler.Model, int) (epsp.Policy, error) {
 			return epsp.NewLBBSP(epsp.DefaultLBBSPConfig())
-		}},
+		}, averagedSync, false},
 		{"dssp", "staleness range [3,15] (TF reimplementation)", func(straggler.Model, int) (epsp.Policy, error) {
 			return epsp.NewDSSP(epsp.DefaultDSSPConfig())
-		}},
-		{"epsp-enforced", "s=0, elastic parallelism + task transfer", func(topo straggler.Model, _ int) (epsp.Policy, error) {
-			c := epsp.DefaultEPSPConfig()
-			c.Topology = topo
-			return epsp.NewEPSP(c)
-		}},
-		{"epsp-slack", fmt.Sprintf("s=%d, elastic parallelism + task transfer", sspStaleness), func(topo straggler.Model, _ int) (epsp.Policy, error) {
-			c := epsp.DefaultEPSPConfig()
-			c.Staleness = sspStaleness
-			c.Topology = topo
-			return epsp.NewEPSP(c)
-		}},
+		}, undampedAsync, false},
+		{"epsp-v1", "today's EPSP: s=0, elastic parallelism + task transfer", epspV1(0, true, true), averagedSync, true},
+		{"epsp-v1-slack", fmt.Sprintf("today's EPSP: s=%d, elastic parallelism + task transfer", sspStaleness), epspV1(sspStaleness, true, true), undampedAsync, true},
 	}
 }
 
-// ablationPolicies are EPSP-enforced with one mechanism switched off. They
-// are not part of "all"; name them in -policies.
-func ablationPolicies() []policySpec {
-	mk := func(elastic, transfer bool) func(straggler.Model, int) (epsp.Policy, error) {
-		return func(topo straggler.Model, _ int) (epsp.Policy, error) {
-			c := epsp.DefaultEPSPConfig()
-			c.Elastic, c.Transfer, c.Topology = elastic, transfer, topo
-			return epsp.NewEPSP(c)
-		}
+// epspV1 builds today's EPSP (epsp.NewEPSP) with staleness s and the two
+// mechanisms switched as given.
+func epspV1(s int, elastic, transfer bool) func(straggler.Model, int) (epsp.Policy, error) {
+	return func(topo straggler.Model, _ int) (epsp.Policy, error) {
+		c := epsp.DefaultEPSPConfig()
+		c.Staleness, c.Elastic, c.Transfer, c.Topology = s, elastic, transfer, topo
+		return epsp.NewEPSP(c)
 	}
+}
+
+// policyAliases maps the names earlier versions of the study used (and the
+// README's older tables show) to today's.
+var policyAliases = map[string]string{
+	"epsp-enforced":            "epsp-v1",
+	"epsp-slack":               "epsp-v1-slack",
+	"epsp-enforced-noelastic":  "epsp-v1-noelastic",
+	"epsp-enforced-notransfer": "epsp-v1-notransfer",
+}
+
+// ablationPolicies are epsp-v1 with one mechanism switched off. They are
+// not part of "all"; name them in -policies.
+func ablationPolicies() []policySpec {
 	return []policySpec{
-		{"epsp-enforced-noelastic", "s=0, task transfer only", mk(false, true)},
-		{"epsp-enforced-notransfer", "s=0, elastic parallelism only", mk(true, false)},
+		{"epsp-v1-noelastic", "s=0, task transfer only", epspV1(0, false, true), averagedSync, true},
+		{"epsp-v1-notransfer", "s=0, elastic parallelism only", epspV1(0, true, false), averagedSync, true},
 	}
 }
 
@@ -114,6 +136,9 @@ func selectPolicies(list string) ([]policySpec, error) {
 	var out []policySpec
 	for _, name := range strings.Split(list, ",") {
 		name = strings.TrimSpace(name)
+		if alias, ok := policyAliases[name]; ok {
+			name = alias
+		}
 		found := false
 		for _, p := range all {
 			if p.Name == name {

@@ -44,12 +44,13 @@ func TestRun_Synthetic(t *testing.T) {
 			t.Errorf("malformed policy line %q", l)
 		}
 	}
-	if strings.Join(got, ",") != "bsp,dynsgd,epsp-enforced" {
-		t.Fatalf("policy lines for %v, want bsp,dynsgd,epsp-enforced\n%s", got, out.String())
+	// epsp-enforced is the old name of epsp-v1: the alias selects it.
+	if strings.Join(got, ",") != "bsp,dynsgd,epsp-v1" {
+		t.Fatalf("policy lines for %v, want bsp,dynsgd,epsp-v1\n%s", got, out.String())
 	}
 	// A 4x straggler with task transfer on: EPSP moves work, BSP never does.
-	if transfers["bsp"] != "0" || transfers["epsp-enforced"] == "0" {
-		t.Errorf("transfers = %v: want none for bsp and some for epsp-enforced", transfers)
+	if transfers["bsp"] != "0" || transfers["epsp-v1"] == "0" {
+		t.Errorf("transfers = %v: want none for bsp and some for epsp-v1", transfers)
 	}
 	for _, f := range []string{"straggler_straggler.csv", "straggler_straggler.png"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {

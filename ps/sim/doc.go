@@ -79,7 +79,11 @@
 // duration on the machine running the simulation is not measured.
 //
 // [Scenarios] is the fixed scenario suite of the convergence study
-// (examples/straggler).
+// (examples/straggler); [StudyScenarios] adds the five scenarios of the
+// study v2 protocol (examples/straggler/PROTOCOL.md): several persistent
+// stragglers, spare cores and its control, a foreign job that comes and
+// goes on two hosts ([Foreign], a [straggler.Model] over a
+// [straggler.Hetero]; build it with [Scenario.Model]) and 36 workers.
 //
 // # Usage
 //

@@ -19,10 +19,47 @@ type Scenario struct {
 	Hetero straggler.HeteroConfig
 	// Parallelism is every worker's initial number of compute goroutines.
 	Parallelism int
+	// Workers is the cluster size; zero means SuiteWorkers. It equals
+	// Hetero.NumWorkers.
+	Workers int
+	// Foreign is a foreign job on some hosts (see [ForeignConfig]); only
+	// [Scenario.Model] models it.
+	Foreign ForeignConfig
 }
 
-// Speed builds the scenario's heterogeneity model.
-func (s Scenario) Speed() (*straggler.Hetero, error) { return straggler.NewHetero(s.Hetero) }
+// NumWorkers is the scenario's cluster size.
+func (s Scenario) NumWorkers() int {
+	if s.Workers == 0 {
+		return SuiteWorkers
+	}
+	return s.Workers
+}
+
+// Speed builds the scenario's heterogeneity model. A scenario with a
+// foreign job cannot be expressed by a [straggler.Hetero] alone: Speed
+// then fails with ErrConfig, and [Scenario.Model] must be used.
+func (s Scenario) Speed() (*straggler.Hetero, error) {
+	if s.Foreign.Enabled() {
+		return nil, fmt.Errorf("%w: scenario %q has a foreign job; use Scenario.Model", ErrConfig, s.Name)
+	}
+	return straggler.NewHetero(s.Hetero)
+}
+
+// Model builds the scenario's heterogeneity model, with its foreign job if
+// it has one ([Foreign]); otherwise the [straggler.Hetero] of Speed.
+func (s Scenario) Model() (straggler.Model, error) {
+	h, err := straggler.NewHetero(s.Hetero)
+	if err != nil {
+		return nil, err
+	}
+	if h.NumWorkers() != s.NumWorkers() {
+		return nil, fmt.Errorf("%w: scenario %q: %d workers in the speed model, %d in the scenario", ErrConfig, s.Name, h.NumWorkers(), s.NumWorkers())
+	}
+	if !s.Foreign.Enabled() {
+		return h, nil
+	}
+	return NewForeign(h, s.Foreign)
+}
 
 // Suite constants. All of them are ours: Falcon's evaluation setup is not
 // public (baselines-params.md §6) and FlexRR's injected-straggler
@@ -44,18 +81,20 @@ const (
 	suiteBaseRate = 1000
 )
 
-// suiteHosts places worker w on host w/2.
-func suiteHosts() []int {
-	h := make([]int, SuiteWorkers)
+// suiteHosts places worker w of n on host w/2.
+func suiteHosts(n int) []int {
+	h := make([]int, n)
 	for w := range h {
 		h[w] = w / 2
 	}
 	return h
 }
 
-func suiteHetero(seed uint64) straggler.HeteroConfig {
+func suiteHetero(seed uint64) straggler.HeteroConfig { return suiteHeteroN(SuiteWorkers, seed) }
+
+func suiteHeteroN(n int, seed uint64) straggler.HeteroConfig {
 	return straggler.HeteroConfig{
-		NumWorkers: SuiteWorkers, BaseRate: suiteBaseRate, Hosts: suiteHosts(),
+		NumWorkers: n, BaseRate: suiteBaseRate, Hosts: suiteHosts(n),
 		DefaultCores: 8, Seed: seed,
 	}
 }
@@ -103,10 +142,61 @@ func Scenarios(seed uint64) []Scenario {
 	}
 }
 
-// ScenarioByName returns the suite scenario called name.
+// WideWorkers is the cluster size of the study's scale scenario
+// ("mixed-36"): 36 workers on 18 hosts.
+const WideWorkers = 36
+
+// StudyScenarios returns the scenarios of the study v2 protocol
+// (examples/straggler/PROTOCOL.md, 2026-12-01): the five of [Scenarios],
+// then several-stragglers, spare-cores, spare-cores-control, foreign and
+// mixed-36. seed seeds the transient slowdowns and the foreign job's
+// phases. All values are ours.
+func StudyScenarios(seed uint64) []Scenario {
+	out := Scenarios(seed)
+	for i := range out {
+		out[i].Workers = SuiteWorkers
+	}
+
+	several := suiteHetero(seed)
+	several.Persistent = map[int]float64{0: 0.5, 4: 1.0 / 3, 8: 0.25}
+
+	spare := suiteHetero(seed)
+	spare.Cores = []int{16, 16, 16, 8, 8, 8}
+
+	foreign := suiteHetero(seed)
+
+	wide := suiteHeteroN(WideWorkers, seed)
+	wide.Cores = make([]int, WideWorkers/2)
+	for h := range wide.Cores {
+		wide.Cores[h] = 8
+		if h < WideWorkers/6 {
+			wide.Cores[h] = 4 // a third of the hosts, as in mixed
+		}
+	}
+	wide.Persistent = map[int]float64{12: 0.5, 18: 0.5, 24: 0.5}
+	wide.Transient = straggler.TransientConfig{
+		Prob: 0.15, Period: 2 * time.Second, Duration: 500 * time.Millisecond, Factor: 0.25,
+	}
+
+	return append(out,
+		Scenario{Name: "several-stragglers", Hetero: several, Parallelism: SuiteParallelism, Workers: SuiteWorkers,
+			Why: "three persistent stragglers, 2x, 3x and 4x slower, on three different hosts: more slow machines than Sync-opt's one backup worker can hide"},
+		Scenario{Name: "spare-cores", Hetero: spare, Parallelism: SuiteParallelism, Workers: SuiteWorkers,
+			Why: "three 16-core and three 8-core hosts, two workers each with the default 4 goroutines: a job sized for the small machines leaves 8 cores idle on each large one"},
+		Scenario{Name: "spare-cores-control", Hetero: spare, Parallelism: 2 * SuiteParallelism, Workers: SuiteWorkers,
+			Why: "the spare-cores cluster with every worker at 8 goroutines (cores/2 of the large hosts; on the 8-core hosts 16 goroutines share 8 cores, which the contention model prices as 4 each): the baselines given the hardware that elastic parallelism can claim"},
+		Scenario{Name: "foreign", Hetero: foreign, Parallelism: SuiteParallelism, Workers: SuiteWorkers,
+			Foreign: ForeignConfig{Hosts: []int{1, 3}, Threads: 8, On: 1500 * time.Millisecond, Off: 1500 * time.Millisecond, Seed: seed},
+			Why:     "the homogeneous cluster with another tenant's 8-thread job that runs 1.5 s and leaves 1.5 s on hosts 1 and 3 (seeded phases): four workers fall to the fair share of their cores, 2 of 4, while it runs"},
+		Scenario{Name: "mixed-36", Hetero: wide, Parallelism: SuiteParallelism, Workers: WideWorkers,
+			Why: "the mixed scenario at 36 workers on 18 hosts (a third with 4 cores, three workers 2x slower, transient 4x slowdowns with p=0.15 per 2 s): whether the policies' behaviour holds at three times the scale"},
+	)
+}
+
+// ScenarioByName returns the study scenario ([StudyScenarios]) called name.
 func ScenarioByName(name string, seed uint64) (Scenario, error) {
 	var names []string
-	for _, s := range Scenarios(seed) {
+	for _, s := range StudyScenarios(seed) {
 		if s.Name == name {
 			return s, nil
 		}
