@@ -95,6 +95,20 @@ func allPolicies() []policySpec {
 		}, undampedAsync, false},
 		{"epsp-v1", "today's EPSP: s=0, elastic parallelism + task transfer", epspV1(0, true, true), averagedSync, true},
 		{"epsp-v1-slack", fmt.Sprintf("today's EPSP: s=%d, elastic parallelism + task transfer", sspStaleness), epspV1(sspStaleness, true, true), undampedAsync, true},
+		{"epsp-v2", "clock-start planning, throughput controller, residual transfers (epsp.NewEPSPv2 defaults)", epspV2(true, true), averagedSync, true},
+	}
+}
+
+// epspV2 builds EPSP v2 (epsp.NewEPSPv2) with its defaults and elastic
+// control (on the scenario's topology) and residual transfers as given.
+func epspV2(elastic, residual bool) func(straggler.Model, int) (epsp.Policy, error) {
+	return func(topo straggler.Model, _ int) (epsp.Policy, error) {
+		c := epsp.DefaultEPSPv2Config()
+		if elastic {
+			c.Elastic, c.Topology = true, topo
+		}
+		c.NoResidual = !residual
+		return epsp.NewEPSPv2(c)
 	}
 }
 
@@ -123,6 +137,8 @@ func ablationPolicies() []policySpec {
 	return []policySpec{
 		{"epsp-v1-noelastic", "s=0, task transfer only", epspV1(0, false, true), averagedSync, true},
 		{"epsp-v1-notransfer", "s=0, elastic parallelism only", epspV1(0, true, false), averagedSync, true},
+		{"epsp-v2-noelastic", "epsp-v2 without elastic parallelism", epspV2(false, true), averagedSync, true},
+		{"epsp-v2-noresidual", "epsp-v2 without residual transfers", epspV2(true, false), averagedSync, true},
 	}
 }
 

@@ -51,15 +51,20 @@ func main() {
 		log.Fatal(err)
 	}
 	fmt.Printf("%-12s %-18s %8s %8s %8s %6s\n", "scenario", "policy", "clocks", "blocked", "assigned", "pchg")
-	for _, sc0 := range sim.Scenarios(1) {
+	for _, sc0 := range sim.StudyScenarios(1) {
 		if *scen != "" && !strings.Contains(","+*scen+",", ","+sc0.Name+",") {
 			continue
 		}
 		for _, sp := range specs {
 			var clocks, blocked, assigned, pchg float64
 			for seed := 1; seed <= *seeds; seed++ {
-				sc, _ := sim.ScenarioByName(sc0.Name, uint64(seed))
-				speed, err := sc.Speed()
+				var sc sim.Scenario
+				for _, x := range sim.StudyScenarios(uint64(seed)) {
+					if x.Name == sc0.Name {
+						sc = x
+					}
+				}
+				speed, err := sc.Model()
 				if err != nil {
 					log.Fatal(err)
 				}
@@ -68,8 +73,9 @@ func main() {
 					log.Fatal(err)
 				}
 				c := sim.DefaultConfig()
-				c.Workers = sim.SuiteWorkers
+				c.Workers = sc.NumWorkers()
 				c.Batch = 64
+				c.Chunk = 2
 				c.ComputeNoise = 0.05
 				c.Network.Latency = 600 * time.Microsecond
 				c.Parallelism = sc.Parallelism
