@@ -17,8 +17,11 @@
 //     progress, a control tick, a transfer was answered or completed, a
 //     worker finished training and left);
 //     which orders follow? Orders are flushes of clock buffers, releases of
-//     waiting workers, parallelism and batch-size changes, and transfers of
-//     sample ranges from stragglers to pioneers.
+//     waiting workers, parallelism and batch-size changes, transfers of
+//     sample ranges from stragglers to pioneers, and assignments of sample
+//     ranges made at a release (Output.Assign: they ride on the releases,
+//     and a taker pushes its own and its assigned samples in one push
+//     whose Parts name each owner).
 //
 // A Coordinator is the pure core that keeps the View, validates events and
 // policy output, and counts what was decided (Stats). Two drivers run the
@@ -45,9 +48,21 @@
 //
 // # Policies
 //
-// BSP, ASP and SSP(s) are in this file's package, as are EPSP (Falcon's
-// enforced and slack synchronization with elastic parallelism and task
-// transfer) and the baselines FlexRR, Sync-opt, ConSGD, DynSGD, LB-BSP and
-// DSSP; each constructor's doc states its rule, parameters, defaults and
-// source, and which parts are reconstructions.
+// BSP, ASP and SSP(s) are in this file's package, as are two
+// reconstructions of Falcon's EPSP and the baselines FlexRR, Sync-opt,
+// ConSGD, DynSGD, LB-BSP and DSSP; each constructor's doc states its rule,
+// parameters, defaults and source, and which parts are reconstructions.
+//
+// [EPSPv2] ("epsp-v2") is the one to use: enforced synchronization in which
+// the straggler projection plans every clock at its start (the balanced
+// clock time T* = ΣB/Σr from each worker's samples per busy compute
+// second; a worker projected past T* gives its batch's tail to workers
+// with room, on the releases), a parallelism controller that puts each
+// host's cores where they add the most samples/s, and residual transfers
+// for slowdowns that begin mid-clock. [EPSP] ("epsp-v1") is the first
+// reconstruction (enforced or slack, transfers only to blocked pioneers, a
+// controller that equalises speeds), kept so that studies can show what v2
+// changed. EPSP v2 has no slack mode: after planning, a clock's projected
+// imbalance is within the planning margin by construction, so a staleness
+// chosen from it would be 0 at every clock after the first.
 package epsp
