@@ -116,29 +116,33 @@ func TestRun_EveryPolicy(t *testing.T) {
 	}
 }
 
-// TestRun_EPSPHomogeneous: with all workers equal, EPSP behaves like its
-// synchronization mode alone: no transfers, no parallelism changes, the
-// same run as BSP. Reference: falcon.md "Tests to include".
+// TestRun_EPSPHomogeneous: with all workers equal, EPSP (v1 and v2)
+// behaves like its synchronization mode alone: no transfers, no
+// assignments, no parallelism changes, the same run as BSP. Reference:
+// falcon.md "Tests to include".
 func TestRun_EPSPHomogeneous(t *testing.T) {
-	cfgE, jobE := suiteJob(t, false, func(topo straggler.Model) (epsp.Policy, error) {
-		c := epsp.DefaultEPSPConfig()
-		c.Topology = topo
-		return epsp.NewEPSP(c)
-	})
-	e, err := Run(cfgE, jobE)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfgB, jobB := suiteJob(t, false, plain(epsp.NewBSP()))
 	b, err := Run(cfgB, jobB)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(e.Transfers) != 0 || e.Stats.ParallelismChanges != 0 {
-		t.Errorf("homogeneous EPSP: %d transfers, %d parallelism changes", len(e.Transfers), e.Stats.ParallelismChanges)
+	v1 := func(topo straggler.Model) (epsp.Policy, error) {
+		c := epsp.DefaultEPSPConfig()
+		c.Topology = topo
+		return epsp.NewEPSP(c)
 	}
-	if e.FinalAccuracy != b.FinalAccuracy || e.Workers[0].Clocks != b.Workers[0].Clocks {
-		t.Errorf("EPSP acc %v clocks %d, BSP acc %v clocks %d", e.FinalAccuracy, e.Workers[0].Clocks, b.FinalAccuracy, b.Workers[0].Clocks)
+	for name, pol := range map[string]func(straggler.Model) (epsp.Policy, error){"v1": v1, "v2": epspV2(true)} {
+		cfgE, jobE := suiteJob(t, false, pol)
+		e, err := Run(cfgE, jobE)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(e.Transfers) != 0 || e.Stats.Assignments != 0 || e.Stats.ParallelismChanges != 0 {
+			t.Errorf("homogeneous EPSP %s: %d transfers, %d assignments, %d parallelism changes", name, len(e.Transfers), e.Stats.Assignments, e.Stats.ParallelismChanges)
+		}
+		if e.FinalAccuracy != b.FinalAccuracy || e.Workers[0].Clocks != b.Workers[0].Clocks {
+			t.Errorf("EPSP %s acc %v clocks %d, BSP acc %v clocks %d", name, e.FinalAccuracy, e.Workers[0].Clocks, b.FinalAccuracy, b.Workers[0].Clocks)
+		}
 	}
 }
 

@@ -67,24 +67,3 @@ func TestRun_EPSPv2(t *testing.T) {
 			elastic, r.Workers[1].Clocks, b.Workers[1].Clocks, r.BlockedFraction(), b.BlockedFraction(), r.Stats.SamplesAssigned, r.Stats.ParallelismChanges)
 	}
 }
-
-// TestRun_EPSPv2Homogeneous: with equal workers and no noise, EPSP v2 is
-// BSP: no assignment, no parallelism change, the same run.
-func TestRun_EPSPv2Homogeneous(t *testing.T) {
-	cfg, job := suiteJob(t, false, epspV2(true))
-	e, err := Run(cfg, job)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfgB, jobB := suiteJob(t, false, plain(epsp.NewBSP()))
-	b, err := Run(cfgB, jobB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if e.Stats.Assignments != 0 || e.Stats.ParallelismChanges != 0 {
-		t.Errorf("%d assignments, %d parallelism changes", e.Stats.Assignments, e.Stats.ParallelismChanges)
-	}
-	if e.FinalAccuracy != b.FinalAccuracy || e.Workers[0].Clocks != b.Workers[0].Clocks {
-		t.Errorf("v2 acc %v clocks %d, BSP %v %d", e.FinalAccuracy, e.Workers[0].Clocks, b.FinalAccuracy, b.Workers[0].Clocks)
-	}
-}
