@@ -300,12 +300,7 @@ func (w *Worker) broadcastLocked() {
 
 // setReleasedLocked moves the worker into clock c with a fresh job.
 func (w *Worker) setReleasedLocked(c int, version uint64) {
-	if c <= w.released {
-		return
-	}
-	w.released, w.version = c, version
-	w.cur = w.newJob(w.cfg.ID, c, w.batch, 0, w.batch, true)
-	w.broadcastLocked()
+	w.setReleasedAssignLocked(c, version, nil)
 }
 
 // waitFor blocks until cond (checked under w.mu) holds.
@@ -369,13 +364,12 @@ func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
 	d := decoder{b: body}
 	switch o {
 	case opRelease:
-		c := d.int(0, 1<<62, "clock")
-		v := d.u64()
-		if d.end() != nil {
+		c, v, ra, err := decodeRelease(&d)
+		if err != nil {
 			return
 		}
 		w.mu.Lock()
-		w.setReleasedLocked(c, v)
+		w.setReleasedAssignLocked(c, v, ra)
 		w.mu.Unlock()
 	case opSetParallelism:
 		p := d.int(1, maxInt32, "parallelism")
@@ -543,7 +537,7 @@ func (w *Worker) takeOver(t transferTask) {
 	if j.done == 0 {
 		return
 	}
-	push := epsp.Push{Worker: w.cfg.ID, Owner: t.owner, Clock: t.clock, BaseVersion: version, Samples: j.done, BatchSamples: t.batch}
+	push := epsp.Push{Worker: w.cfg.ID, Owner: t.owner, Clock: t.clock, BaseVersion: version, Samples: j.done, BatchSamples: t.batch, Busy: j.busy()}
 	if err := w.pushGrad(w.ctx, push, j.grad); err != nil {
 		if w.ctx.Err() == nil {
 			w.setFatal(fmt.Errorf("ps: %s pushing transfer %d: %w", w.name, t.id, err))
@@ -664,18 +658,24 @@ func (w *Worker) run(ctx context.Context, tc TrainConfig, total int) (TrainStats
 		case <-w.quit:
 			return w.statsWith(loss), ErrClosed
 		}
-		n := j.done
+		// One push for the clock: the own samples and the assigned ones
+		// (Parts say whose), weighted by the samples it covers.
+		n, x := j.done, j.xdone
 		if n > 0 {
 			loss = append(loss, j.loss/float64(n))
-			push := epsp.Push{Worker: w.cfg.ID, Owner: w.cfg.ID, Clock: c, BaseVersion: version, Samples: n, BatchSamples: j.size}
-			if err := w.pushGrad(ctx, push, j.grad); err != nil {
-				return w.statsWith(loss), err
-			}
 		} else {
 			loss = append(loss, math.NaN())
 		}
+		if n+x > 0 {
+			push := epsp.Push{Worker: w.cfg.ID, Owner: w.cfg.ID, Clock: c, BaseVersion: version, Samples: n + x, BatchSamples: j.size + j.xtotal,
+				Parts: j.pushParts(w.cfg.ID), Busy: j.busy()}
+			if err := w.pushGrad(ctx, push, j.grad); err != nil {
+				return w.statsWith(loss), err
+			}
+		}
 		w.mu.Lock()
 		w.stats.Samples += n
+		w.stats.Taken += x
 		w.mu.Unlock()
 		if _, err := w.Clock(ctx); err != nil {
 			return w.statsWith(loss), err
