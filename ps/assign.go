@@ -83,7 +83,9 @@ func decodeRelease(d *decoder) (clock int, version uint64, ra *releaseAssign, er
 	if d.err != nil {
 		return 0, 0, nil, d.err
 	}
-	r.pieces = make([]assignedPiece, n)
+	if n > 0 {
+		r.pieces = make([]assignedPiece, n)
+	}
 	total := 0
 	for i := range r.pieces {
 		p := assignedPiece{owner: epsp.WorkerID(d.int(0, maxInt32, "owner")), lo: d.int(0, maxWireBatch, "lo"), hi: d.int(0, maxWireBatch, "hi"), batch: d.int(1, maxWireBatch, "batch")}
