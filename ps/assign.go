@@ -187,7 +187,6 @@ func (w *Worker) setReleasedAssignLocked(c int, version uint64, ra *releaseAssig
 	keep := w.batch
 	if ra != nil {
 		keep = ra.keep
-		w.stats.Given += w.batch - keep
 	}
 	w.cur = w.newJob(w.cfg.ID, c, w.batch, 0, keep, true)
 	if ra != nil {

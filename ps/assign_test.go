@@ -248,7 +248,7 @@ func TestAssign_FixedPiecesExactlyOnce(t *testing.T) {
 			}
 		}
 	}
-	if taken != want || given < want {
+	if taken != want || given != want {
 		t.Errorf("workers took %d and gave %d assigned samples, want %d computed", taken, given, want)
 	}
 

@@ -122,7 +122,8 @@ type TrainStats struct {
 	// own batch in clock c (NaN if it computed none).
 	Loss []float64
 	// Samples counts samples of its own batches it computed; Given those it
-	// gave away; Taken those of other workers' batches it computed.
+	// gave away (by transfer or by assignment at release); Taken those of
+	// other workers' batches it computed (transferred or assigned).
 	Samples, Given, Taken int
 }
 
@@ -676,6 +677,7 @@ func (w *Worker) run(ctx context.Context, tc TrainConfig, total int) (TrainStats
 		w.mu.Lock()
 		w.stats.Samples += n
 		w.stats.Taken += x
+		w.stats.Given += j.size - j.hi0 // assigned away at release
 		w.mu.Unlock()
 		if _, err := w.Clock(ctx); err != nil {
 			return w.statsWith(loss), err
