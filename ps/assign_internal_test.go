@@ -269,3 +269,14 @@ func TestReleaseAssignments(t *testing.T) {
 		t.Errorf("pieces ending at 7 of 8: err %v", err)
 	}
 }
+
+func TestPushDecode_PartBounds(t *testing.T) {
+	for _, n := range []int{0, maxWireBatch + 1} {
+		var e encoder
+		encodePush(&e, epsp.Push{Worker: 1, Owner: 1, Samples: 1, BatchSamples: 1, Parts: []epsp.PushPart{{Owner: 1, Samples: n}}})
+		d := decoder{b: e.b}
+		if decodePush(&d); !errors.Is(d.end(), ErrMalformed) {
+			t.Errorf("part of %d samples decoded", n)
+		}
+	}
+}

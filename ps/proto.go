@@ -53,7 +53,8 @@ const maxInt32 = 1<<31 - 1
 const maxWireBatch = 1 << 24
 
 // decodePush decodes a push; the part count is checked against the bytes
-// that remain before the parts are allocated.
+// that remain before the parts are allocated, and a part holds at most one
+// batch (maxWireBatch samples), so sums over the parts cannot overflow.
 func decodePush(d *decoder) epsp.Push {
 	p := epsp.Push{
 		Worker:       epsp.WorkerID(d.int(0, maxInt32, "worker")),
@@ -73,7 +74,7 @@ func decodePush(d *decoder) epsp.Push {
 	}
 	p.Parts = make([]epsp.PushPart, n)
 	for i := range p.Parts {
-		p.Parts[i] = epsp.PushPart{Owner: epsp.WorkerID(d.int(0, maxInt32, "part owner")), Clock: d.int(0, 1<<62, "part clock"), Samples: d.int(0, 1<<62, "part samples")}
+		p.Parts[i] = epsp.PushPart{Owner: epsp.WorkerID(d.int(0, maxInt32, "part owner")), Clock: d.int(0, 1<<62, "part clock"), Samples: d.int(1, maxWireBatch, "part samples")}
 	}
 	return p
 }
