@@ -362,15 +362,16 @@ func TestAssign_NoMessageAdded(t *testing.T) {
 }
 
 // TestAssign_RandomLayouts is a property test over seeds: random worker
-// speeds, chunk sizes, parallelism, batch sizes and piece layouts (givers
-// keeping anything from nothing to all but one sample, tails split into up
-// to three pieces among random takers). Every sample of every clock is
-// computed and pushed exactly once, and the final parameters of a
-// least-squares model equal those of the same run without assignments
-// (each BSP update averages the same samples; only float32 summation
-// order differs).
+// speeds, chunk sizes, parallelism, batch sizes, network delays and piece
+// layouts (givers keeping anything from nothing to all but one sample,
+// tails split into up to three pieces among random takers). Every sample
+// of every clock is computed and pushed exactly once; the final parameters
+// of a least-squares model equal those of the same run without
+// assignments (each BSP update averages the same samples; only float32
+// summation order differs); and the frames sent are those of the run
+// without assignments, less the pushes of givers that kept nothing.
 func TestAssign_RandomLayouts(t *testing.T) {
-	seeds := 6
+	seeds := 8
 	if testing.Short() {
 		seeds = 3
 	}
@@ -385,21 +386,30 @@ func TestAssign_RandomLayouts(t *testing.T) {
 		for i := range delays {
 			delays[i] = time.Duration(rng.IntN(400)) * time.Microsecond
 		}
+		// Even seeds count frames (progress reports off: their number
+		// follows the chunks each worker computes); odd seeds report
+		// progress every chunk.
+		progress := 1
+		if seed%2 == 0 {
+			progress = 1 << 20
+		}
 		var mu sync.Mutex
 		layout := randomLayout(rand.New(rand.NewPCG(seed, 99)), &mu, workers)
-		run := func(layout func(int, func(epsp.WorkerID) int) []epsp.Assignment) ([]float32, []ps.Event, epsp.Stats) {
+		pol := &assignPolicy{layout: layout}
+		run := func(pol *assignPolicy) ([]float32, []ps.Event, epsp.Stats, uint64) {
 			rec := &pstest.Recorder{}
 			c := pstest.NewCluster(t, pstest.Servers(2), pstest.Workers(workers), pstest.Batch(batch), pstest.Chunk(chunk),
-				pstest.Parallelism(par), pstest.Optimizer(ps.SGD{LR: 0.05}), pstest.Observer(rec), pstest.Policy(&assignPolicy{layout: layout}))
+				pstest.Parallelism(par), pstest.ProgressEvery(progress), pstest.Optimizer(ps.SGD{LR: 0.05}), pstest.Observer(rec), pstest.Policy(pol))
 			c.Net.SetDelay(0, 50*time.Microsecond)
 			_, err := c.TrainWith(context.Background(), func(i int) ps.Model { return lsqModel{Dim: dim, Delay: delays[i]} },
 				ps.ShardSampler{N: 997, Workers: workers}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{dim}, Init: ps.Zeros{}, Clocks: clocks})
 			if err != nil {
 				t.Fatalf("seed %d: %v", seed, err)
 			}
-			return finalParams(t, c, dim), rec.Events(), c.Coordinator.Stats()
+			frames := framesSent(c)
+			return finalParams(t, c, dim), rec.Events(), c.Coordinator.Stats(), frames
 		}
-		got, events, st := run(layout)
+		got, events, st, with := run(pol)
 		complete := make([]int, workers)
 		for i := range complete {
 			complete[i] = clocks
@@ -408,7 +418,30 @@ func TestAssign_RandomLayouts(t *testing.T) {
 		if st.SamplesAssigned == 0 {
 			t.Fatalf("seed %d: nothing assigned; the check is vacuous", seed)
 		}
-		want, _, _ := run(nil)
+		want, _, _, without := run(&assignPolicy{})
+		if progress > 1 {
+			// A giver that kept nothing pushes nothing: one admit and one
+			// server push (request and reply each) fewer; nothing else
+			// changes.
+			emptied := 0
+			for cl, as := range pol.assignments() {
+				keep := map[epsp.WorkerID]int{}
+				for _, a := range as {
+					if k, ok := keep[a.From]; !ok || a.Lo < k {
+						keep[a.From] = a.Lo
+					}
+				}
+				for _, k := range keep {
+					if k == 0 && cl < clocks {
+						emptied++
+					}
+				}
+			}
+			if with+4*uint64(emptied) != without {
+				t.Errorf("seed %d: %d frames with assignments (%d givers kept nothing), %d without", seed, with, emptied, without)
+			}
+			t.Logf("seed %d: %d frames with assignments, %d without (%d givers kept nothing)", seed, with, without, emptied)
+		}
 		for j := range want {
 			if d := math.Abs(float64(got[j] - want[j])); d > 1e-5*max(1, math.Abs(float64(want[j]))) {
 				t.Errorf("seed %d: param %d = %v with assignments, %v without", seed, j, got[j], want[j])
