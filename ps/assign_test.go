@@ -27,8 +27,8 @@ type assignPolicy struct {
 	mu       sync.Mutex
 	assigned map[int][]epsp.Assignment // clock → the assignments ordered
 	reported map[[2]int]bool           // (worker, clock) → a transfer was considered
-	orders   map[uint64]epsp.TransferOrder
 	results  []epsp.TransferResult
+	reports  []epsp.ProgressReport
 }
 
 func (p *assignPolicy) Name() string { return "test-assign" }
@@ -52,6 +52,7 @@ func (p *assignPolicy) Step(_ time.Duration, v epsp.View, e epsp.Event) epsp.Out
 	}
 	switch e.Kind {
 	case epsp.EventProgress:
+		p.reports = append(p.reports, e.Progress)
 		k := [2]int{int(e.Worker), e.Clock}
 		if p.transfer != nil && !p.reported[k] {
 			p.reported[k] = true
@@ -71,6 +72,12 @@ func (p *assignPolicy) assignments() map[int][]epsp.Assignment {
 		m[c] = append([]epsp.Assignment(nil), a...)
 	}
 	return m
+}
+
+func (p *assignPolicy) progressReports() []epsp.ProgressReport {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]epsp.ProgressReport(nil), p.reports...)
 }
 
 func (p *assignPolicy) transferResults() []epsp.TransferResult {
@@ -312,6 +319,30 @@ func TestAssign_FixedPiecesExactlyOnce(t *testing.T) {
 		if lo, hi := time.Duration(calls[k])*delay, last[k]-start[k]; p.Busy < lo || p.Busy > hi {
 			t.Errorf("worker %d clock %d: busy %v, want within [%v, %v] (%d chunk parts)", p.Worker, p.Clock, p.Busy, lo, hi, calls[k])
 		}
+	}
+	// Progress reports: Done, Assigned and Claimed count own samples
+	// (Assigned = what the worker kept), Extra and ExtraDone assigned
+	// ones; with one goroutine and one cursor, assigned samples are done
+	// only after every own sample.
+	extraSeen := 0
+	for _, r := range pol.progressReports() {
+		keep, extra := batch, 0
+		for _, a := range pol.assignments()[r.Clock] {
+			if a.From == r.Worker {
+				keep = min(keep, a.Lo)
+			}
+			if a.To == r.Worker {
+				extra += a.Samples()
+			}
+		}
+		if r.Assigned != keep || r.Extra != extra || r.Done > r.Assigned || r.Claimed > r.Assigned || r.ExtraDone > r.Extra ||
+			(r.ExtraDone > 0 && r.Done != r.Assigned) {
+			t.Errorf("worker %d clock %d: report %+v, kept %d, %d assigned to it", r.Worker, r.Clock, r, keep, extra)
+		}
+		extraSeen += r.ExtraDone
+	}
+	if extraSeen == 0 {
+		t.Error("no progress report counted assigned samples done")
 	}
 	wantPushes := workers * clocks // one per worker and clock, but none by a giver that kept nothing
 	for cl := 1; cl < clocks; cl++ {
