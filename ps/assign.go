@@ -169,16 +169,17 @@ func (j *job) pushParts(self epsp.WorkerID) []epsp.PushPart {
 // setReleasedAssignLocked moves the worker into clock c with a fresh job:
 // its own samples [0, batch), or with ra (the release named the worker in
 // an assignment) [0, keep) of its batch followed by the assigned pieces.
-// A release that assigns the worker a piece of its own batch is ignored
-// as malformed.
-func (w *Worker) setReleasedAssignLocked(c int, version uint64, ra *releaseAssign) {
+// A release that assigns the worker a piece of its own batch is
+// malformed: it is not applied and the error (ErrMalformed) is returned,
+// for the caller to fail the worker rather than leave it waiting forever.
+func (w *Worker) setReleasedAssignLocked(c int, version uint64, ra *releaseAssign) error {
 	if c <= w.released {
-		return
+		return nil
 	}
 	if ra != nil {
 		for _, p := range ra.pieces {
 			if p.owner == w.cfg.ID {
-				return
+				return fmt.Errorf("%w: %s released into clock %d with samples [%d,%d) of its own batch assigned to it", ErrMalformed, w.name, c, p.lo, p.hi)
 			}
 		}
 		w.batch = ra.batch
@@ -193,4 +194,5 @@ func (w *Worker) setReleasedAssignLocked(c int, version uint64, ra *releaseAssig
 		w.cur.assign(ra.pieces)
 	}
 	w.broadcastLocked()
+	return nil
 }

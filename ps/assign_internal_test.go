@@ -177,7 +177,7 @@ func TestJob_OneCursorAcrossPieces(t *testing.T) {
 	}))
 	w.mu.Lock()
 	w.batch = 4
-	w.setReleasedAssignLocked(2, 0, &releaseAssign{batch: 4, keep: 4, pieces: []assignedPiece{
+	_ = w.setReleasedAssignLocked(2, 0, &releaseAssign{batch: 4, keep: 4, pieces: []assignedPiece{
 		{owner: 0, lo: 6, hi: 8, batch: 8}, {owner: 2, lo: 3, hi: 4, batch: 4}, {owner: 0, lo: 8, hi: 10, batch: 10}}})
 	j := w.cur
 	w.mu.Unlock()
@@ -218,7 +218,7 @@ func TestJob_GiverAndTakerGiving(t *testing.T) {
 	w := testWorker(t, &recModel{}, nil)
 	w.mu.Lock()
 	w.batch = 16
-	w.setReleasedAssignLocked(1, 0, &releaseAssign{batch: 16, keep: 10})
+	_ = w.setReleasedAssignLocked(1, 0, &releaseAssign{batch: 16, keep: 10})
 	g := w.cur
 	w.mu.Unlock()
 	if g.hi0 != 10 || g.ownedEnd() != 10 {
@@ -231,18 +231,18 @@ func TestJob_GiverAndTakerGiving(t *testing.T) {
 		t.Errorf("giver's tail [7,10): %v [%d,%d) of %d", acc, lo, hi, b)
 	}
 	w.mu.Lock()
-	w.setReleasedAssignLocked(2, 0, &releaseAssign{batch: 16, keep: 16, pieces: []assignedPiece{{owner: 0, lo: 12, hi: 16, batch: 16}}})
+	_ = w.setReleasedAssignLocked(2, 0, &releaseAssign{batch: 16, keep: 16, pieces: []assignedPiece{{owner: 0, lo: 12, hi: 16, batch: 16}}})
 	w.mu.Unlock()
 	if acc, _, _, _ := w.giveTail(epsp.TransferOrder{Clock: 2, Lo: 14, Hi: 16}); acc {
 		t.Error("taker with assigned samples gave its own tail")
 	}
-	// a release assigning the worker its own samples is ignored
+	// a release assigning the worker its own samples fails the worker
 	w.mu.Lock()
-	w.setReleasedAssignLocked(3, 0, &releaseAssign{batch: 16, keep: 16, pieces: []assignedPiece{{owner: 1, lo: 0, hi: 4, batch: 16}}})
+	err := w.setReleasedAssignLocked(3, 0, &releaseAssign{batch: 16, keep: 16, pieces: []assignedPiece{{owner: 1, lo: 0, hi: 4, batch: 16}}})
 	c := w.released
 	w.mu.Unlock()
-	if c != 2 {
-		t.Errorf("released into %d by a release assigning the worker its own samples", c)
+	if c != 2 || !errors.Is(err, ErrMalformed) {
+		t.Errorf("released into %d (err %v) by a release assigning the worker its own samples", c, err)
 	}
 }
 
@@ -278,5 +278,27 @@ func TestPushDecode_PartBounds(t *testing.T) {
 		if decodePush(&d); !errors.Is(d.end(), ErrMalformed) {
 			t.Errorf("part of %d samples decoded", n)
 		}
+	}
+}
+
+// TestWorker_MalformedReleaseFails: a release the worker cannot decode
+// fails it (it would otherwise wait for that release forever).
+func TestWorker_MalformedReleaseFails(t *testing.T) {
+	w := testWorker(t, &recModel{}, nil)
+	net := transport.NewInmemNetwork()
+	defer net.Close()
+	tr, err := net.Join("w1", w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	w.mu.Lock()
+	w.tr = tr
+	w.mu.Unlock()
+	e := newMsg(nil, opRelease)
+	encodeRelease(&e, 1, 0, &releaseAssign{batch: 8, keep: 8, pieces: []assignedPiece{{owner: 0, lo: 4, hi: 8, batch: 8}}})
+	w.HandleMessage("coordinator", e.b[:len(e.b)-1])
+	if !errors.Is(w.Err(), ErrMalformed) {
+		t.Fatalf("truncated release: worker error %v, want ErrMalformed", w.Err())
 	}
 }

@@ -301,7 +301,7 @@ func (w *Worker) broadcastLocked() {
 
 // setReleasedLocked moves the worker into clock c with a fresh job.
 func (w *Worker) setReleasedLocked(c int, version uint64) {
-	w.setReleasedAssignLocked(c, version, nil)
+	_ = w.setReleasedAssignLocked(c, version, nil) // no assignment, no error
 }
 
 // waitFor blocks until cond (checked under w.mu) holds.
@@ -367,11 +367,16 @@ func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
 	case opRelease:
 		c, v, ra, err := decodeRelease(&d)
 		if err != nil {
+			// A lost release would leave the worker waiting forever.
+			w.setFatal(fmt.Errorf("ps: %s: release: %w", w.name, err))
 			return
 		}
 		w.mu.Lock()
-		w.setReleasedAssignLocked(c, v, ra)
+		err = w.setReleasedAssignLocked(c, v, ra)
 		w.mu.Unlock()
+		if err != nil {
+			w.setFatal(err)
+		}
 	case opSetParallelism:
 		p := d.int(1, maxInt32, "parallelism")
 		if d.end() != nil {
