@@ -197,12 +197,19 @@ func (m lsqModel) Gradient(params []float32, samples []int, grad []float32) floa
 
 // framesSent sums the frames every node of c has sent.
 func framesSent(c *pstest.Cluster) uint64 {
-	var n uint64
+	n, _ := traffic(c)
+	return n
+}
+
+// traffic sums the frames and raw bytes every node of c has sent.
+func traffic(c *pstest.Cluster) (frames, bytes uint64) {
 	ids := append(append([]transport.NodeID{pstest.CoordinatorID}, c.ServerIDs...), c.WorkerIDs...)
 	for _, id := range ids {
-		n += c.Net.Node(id).Stats().FramesSent
+		s := c.Net.Node(id).Stats()
+		frames += s.FramesSent
+		bytes += s.RawBytesSent
 	}
-	return n
+	return frames, bytes
 }
 
 // TestAssign_FixedPiecesExactlyOnce runs BSP with fixed assignments at
@@ -363,7 +370,7 @@ func TestAssign_FixedPiecesExactlyOnce(t *testing.T) {
 // still pushes.)
 func TestAssign_NoMessageAdded(t *testing.T) {
 	const workers, clocks, batch = 3, 5, 12
-	run := func(layout func(int, func(epsp.WorkerID) int) []epsp.Assignment) (uint64, epsp.Stats) {
+	run := func(layout func(int, func(epsp.WorkerID) int) []epsp.Assignment) (uint64, uint64, epsp.Stats) {
 		pol := &assignPolicy{layout: layout}
 		c := pstest.NewCluster(t, pstest.Servers(2), pstest.Workers(workers), pstest.Batch(batch), pstest.Chunk(2),
 			pstest.ProgressEvery(1<<20), pstest.Optimizer(ps.SGD{LR: 0.1}), pstest.Policy(pol))
@@ -372,7 +379,8 @@ func TestAssign_NoMessageAdded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return framesSent(c), c.Coordinator.Stats()
+		f, b := traffic(c)
+		return f, b, c.Coordinator.Stats()
 	}
 	layout := func(c int, b func(epsp.WorkerID) int) []epsp.Assignment {
 		g := epsp.WorkerID(c % workers)
@@ -381,12 +389,12 @@ func TestAssign_NoMessageAdded(t *testing.T) {
 			{From: g, To: (g + 2) % workers, Clock: c, Lo: 8, Hi: b(g)},
 		}
 	}
-	with, st := run(layout)
-	without, _ := run(nil)
+	with, withBytes, st := run(layout)
+	without, withoutBytes, _ := run(nil)
 	if st.SamplesAssigned != clocks*(batch-4) {
 		t.Fatalf("%d samples assigned, want %d: the comparison is vacuous", st.SamplesAssigned, clocks*(batch-4))
 	}
-	t.Logf("frames: %d with assignments, %d without (%d clocks)", with, without, clocks)
+	t.Logf("frames: %d with assignments, %d without (%d clocks); bytes: %d with, %d without", with, without, clocks, withBytes, withoutBytes)
 	if with != without {
 		t.Errorf("frames sent: %d with assignments, %d without; want equal", with, without)
 	}
