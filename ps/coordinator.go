@@ -538,10 +538,14 @@ func (c *Coordinator) execute(out epsp.Output, orders map[uint64]epsp.TransferOr
 		c.opts.emit(Event{Kind: EvBatch, Node: "coordinator", Worker: o.Worker, Samples: o.Size})
 		c.send(o.Worker, e.b)
 	}
+	ra, err := releaseAssignments(out, v)
+	if err != nil {
+		c.setFatal(err)
+		return fmt.Errorf("%w: %v", ErrAborted, err)
+	}
 	for _, w := range out.Release {
 		e := newMsg(nil, opRelease)
-		e.i64(int64(v.Clock(w)))
-		e.u64(v.Version())
+		encodeRelease(&e, v.Clock(w), v.Version(), ra[w]) // the assignments ride on the release
 		c.opts.emit(Event{Kind: EvRelease, Node: "coordinator", Worker: w, Clock: v.Clock(w)})
 		if err := c.send(w, e.b); err != nil {
 			c.setFatal(fmt.Errorf("ps: release of %s: %w", c.cfg.Workers[w], err))

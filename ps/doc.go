@@ -52,6 +52,7 @@
 //	    compute the batch with p goroutines claiming chunks of samples;
 //	    p follows the coordinator's SetParallelism orders, live
 //	    ("parallelism as an infrastructure"); report progress every few chunks
+//	    (then the samples of other workers' batches its release assigned it)
 //	    push the mean gradient with its sample count, as the coordinator admits it
 //	    tell the coordinator clock c is done; wait for release into c+1
 //	after the last clock: leave (the policy stops waiting for this worker)
@@ -68,6 +69,25 @@
 // Samples), so every sample of a clock counts exactly once. The chunk size
 // (4 samples) and progress cadence (every 2 chunks) are our defaults, in
 // WorkerConfig.
+//
+// Clock-start assignments (epsp.Output.Assign: samples [Lo, Hi) of one
+// released worker's batch given to another released into the same clock)
+// ride on the release messages: the giver's release says it computes
+// [0, keep) of its batch, the taker's lists its pieces (owner, lo, hi,
+// owner's batch size), so planning at clock start adds no message. The
+// taker runs one job with one cursor over its own samples and then the
+// pieces in order (a chunk is filled across the boundaries; a piece's
+// sample ids are Sampler.Batch(owner, clock, size)[lo:hi], and its EvChunk
+// events name the owner) and sends one push for the clock: the gradient
+// sum over all of them, Samples = own + assigned, BatchSamples = own batch
+// + assigned, and Parts naming each owner's share; it clocks only after
+// that push. Servers merge it sample-weighted like any push. A taker
+// refuses reactive transfer orders while it holds assigned samples (its
+// tail is not its own); a giver still gives reactively from the end of
+// what it kept. Progress reports count own samples in Done, Assigned and
+// Claimed and assigned ones in Extra and ExtraDone, and every push carries
+// Busy, the job's compute time (its start, after the pull, to its last
+// chunk), so Samples/Busy is the worker's speed.
 //
 // An Observer sees pushes, applies and flushes, clock starts and ends,
 // releases, parallelism and batch changes, transfers and computed chunks.

@@ -173,6 +173,14 @@ func seedCoordinatorMessages() [][]byte {
 	e = newMsg(nil, opFail)
 	e.str("boom")
 	seeds = append(seeds, e.b)
+	// a push of several owners (assigned samples) with its busy time
+	e = newMsg(nil, opAdmit)
+	encodePush(&e, epsp.Push{Worker: 0, Owner: 0, Clock: 0, Samples: 11, BatchSamples: 11, Busy: time.Millisecond,
+		Parts: []epsp.PushPart{{Owner: 0, Clock: 0, Samples: 8}, {Owner: 1, Clock: 0, Samples: 3}}})
+	seeds = append(seeds, e.b)
+	e = newMsg(nil, opProgress)
+	encodeProgress(&e, epsp.ProgressReport{Clock: 0, Done: 4, Assigned: 8, Parallelism: 1, Elapsed: time.Millisecond, Extra: 3, ExtraDone: 1})
+	seeds = append(seeds, e.b)
 	return seeds
 }
 
@@ -220,6 +228,13 @@ func seedWorkerMessages() [][]byte {
 	e := newMsg(nil, opRelease)
 	e.i64(1)
 	e.u64(3)
+	seeds = append(seeds, e.b)
+	// releases naming the worker in assignments: a giver, a taker
+	e = newMsg(nil, opRelease)
+	encodeRelease(&e, 1, 3, &releaseAssign{batch: 16, keep: 10})
+	seeds = append(seeds, e.b)
+	e = newMsg(nil, opRelease)
+	encodeRelease(&e, 1, 3, &releaseAssign{batch: 8, keep: 8, pieces: []assignedPiece{{owner: 1, lo: 10, hi: 16, batch: 16}}})
 	seeds = append(seeds, e.b)
 	e = newMsg(nil, opSetParallelism)
 	e.i64(4)

@@ -1,6 +1,7 @@
 package ps
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/falconml/falcon/epsp"
@@ -18,6 +19,12 @@ type helloInfo struct {
 	par     int
 }
 
+// encodePush appends a push (an admit's body):
+//
+//	worker i64 | owner i64 | clock i64 | base version u64 | samples i64 | batch samples i64 |
+//	busy i64 (ns) | n u32 | n × (owner i64, clock i64, samples i64)
+//
+// the n triples being Push.Parts (n = 0 for a push of one owner).
 func encodePush(e *encoder, p epsp.Push) {
 	e.i64(int64(p.Worker))
 	e.i64(int64(p.Owner))
@@ -25,7 +32,17 @@ func encodePush(e *encoder, p epsp.Push) {
 	e.u64(p.BaseVersion)
 	e.i64(int64(p.Samples))
 	e.i64(int64(p.BatchSamples))
+	e.i64(int64(p.Busy))
+	e.u32(uint32(len(p.Parts)))
+	for _, x := range p.Parts {
+		e.i64(int64(x.Owner))
+		e.i64(int64(x.Clock))
+		e.i64(int64(x.Samples))
+	}
 }
+
+// partBytes is the wire size of one push part.
+const partBytes = 24
 
 const maxInt32 = 1<<31 - 1
 
@@ -35,15 +52,31 @@ const maxInt32 = 1<<31 - 1
 // clock is far above any data-parallel mini-batch.
 const maxWireBatch = 1 << 24
 
+// decodePush decodes a push; the part count is checked against the bytes
+// that remain before the parts are allocated, and a part holds at most one
+// batch (maxWireBatch samples), so sums over the parts cannot overflow.
 func decodePush(d *decoder) epsp.Push {
-	return epsp.Push{
+	p := epsp.Push{
 		Worker:       epsp.WorkerID(d.int(0, maxInt32, "worker")),
 		Owner:        epsp.WorkerID(d.int(0, maxInt32, "owner")),
 		Clock:        d.int(0, 1<<62, "clock"),
 		BaseVersion:  d.u64(),
 		Samples:      d.int(0, 1<<62, "samples"),
 		BatchSamples: d.int(0, 1<<62, "batch samples"),
+		Busy:         time.Duration(d.int(0, 1<<62, "busy")),
 	}
+	n := d.u32()
+	if d.err == nil && uint64(n)*partBytes > uint64(len(d.b)) {
+		d.err = fmt.Errorf("%w: %d push parts in %d bytes", ErrMalformed, n, len(d.b))
+	}
+	if d.err != nil || n == 0 {
+		return p
+	}
+	p.Parts = make([]epsp.PushPart, n)
+	for i := range p.Parts {
+		p.Parts[i] = epsp.PushPart{Owner: epsp.WorkerID(d.int(0, maxInt32, "part owner")), Clock: d.int(0, 1<<62, "part clock"), Samples: d.int(1, maxWireBatch, "part samples")}
+	}
+	return p
 }
 
 // decodeHello decodes the coordinator's answer to a hello.
@@ -68,6 +101,8 @@ func encodeProgress(e *encoder, r epsp.ProgressReport) {
 	e.i64(int64(r.Parallelism))
 	e.i64(int64(r.Elapsed))
 	e.i64(int64(r.Claimed))
+	e.i64(int64(r.Extra))
+	e.i64(int64(r.ExtraDone))
 }
 
 func decodeProgress(d *decoder) epsp.ProgressReport {
@@ -79,6 +114,8 @@ func decodeProgress(d *decoder) epsp.ProgressReport {
 		Parallelism: d.int(0, maxInt32, "parallelism"),
 		Elapsed:     time.Duration(d.i64()),
 		Claimed:     d.int(0, 1<<62, "claimed"),
+		Extra:       d.int(0, 1<<62, "extra"),
+		ExtraDone:   d.int(0, 1<<62, "extra done"),
 	}
 }
 

@@ -399,7 +399,7 @@ func TestServer_RequestInPieces(t *testing.T) {
 }
 
 func TestProgressRoundTrip(t *testing.T) {
-	in := epsp.ProgressReport{Worker: 3, Clock: 17, Done: 8, Claimed: 16, Assigned: 60, Parallelism: 4, Elapsed: 2500 * time.Microsecond}
+	in := epsp.ProgressReport{Worker: 3, Clock: 17, Done: 8, Claimed: 16, Assigned: 60, Parallelism: 4, Elapsed: 2500 * time.Microsecond, Extra: 5, ExtraDone: 2}
 	var e encoder
 	encodeProgress(&e, in)
 	d := decoder{b: e.b}

@@ -122,7 +122,8 @@ type TrainStats struct {
 	// own batch in clock c (NaN if it computed none).
 	Loss []float64
 	// Samples counts samples of its own batches it computed; Given those it
-	// gave away; Taken those of other workers' batches it computed.
+	// gave away (by transfer or by assignment at release); Taken those of
+	// other workers' batches it computed (transferred or assigned).
 	Samples, Given, Taken int
 }
 
@@ -300,12 +301,7 @@ func (w *Worker) broadcastLocked() {
 
 // setReleasedLocked moves the worker into clock c with a fresh job.
 func (w *Worker) setReleasedLocked(c int, version uint64) {
-	if c <= w.released {
-		return
-	}
-	w.released, w.version = c, version
-	w.cur = w.newJob(w.cfg.ID, c, w.batch, 0, w.batch, true)
-	w.broadcastLocked()
+	_ = w.setReleasedAssignLocked(c, version, nil) // no assignment, no error
 }
 
 // waitFor blocks until cond (checked under w.mu) holds.
@@ -369,14 +365,18 @@ func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
 	d := decoder{b: body}
 	switch o {
 	case opRelease:
-		c := d.int(0, 1<<62, "clock")
-		v := d.u64()
-		if d.end() != nil {
+		c, v, ra, err := decodeRelease(&d)
+		if err != nil {
+			// A lost release would leave the worker waiting forever.
+			w.setFatal(fmt.Errorf("ps: %s: release: %w", w.name, err))
 			return
 		}
 		w.mu.Lock()
-		w.setReleasedLocked(c, v)
+		err = w.setReleasedAssignLocked(c, v, ra)
 		w.mu.Unlock()
+		if err != nil {
+			w.setFatal(err)
+		}
 	case opSetParallelism:
 		p := d.int(1, maxInt32, "parallelism")
 		if d.end() != nil {
@@ -543,7 +543,7 @@ func (w *Worker) takeOver(t transferTask) {
 	if j.done == 0 {
 		return
 	}
-	push := epsp.Push{Worker: w.cfg.ID, Owner: t.owner, Clock: t.clock, BaseVersion: version, Samples: j.done, BatchSamples: t.batch}
+	push := epsp.Push{Worker: w.cfg.ID, Owner: t.owner, Clock: t.clock, BaseVersion: version, Samples: j.done, BatchSamples: t.batch, Busy: j.busy()}
 	if err := w.pushGrad(w.ctx, push, j.grad); err != nil {
 		if w.ctx.Err() == nil {
 			w.setFatal(fmt.Errorf("ps: %s pushing transfer %d: %w", w.name, t.id, err))
@@ -664,18 +664,25 @@ func (w *Worker) run(ctx context.Context, tc TrainConfig, total int) (TrainStats
 		case <-w.quit:
 			return w.statsWith(loss), ErrClosed
 		}
-		n := j.done
+		// One push for the clock: the own samples and the assigned ones
+		// (Parts say whose), weighted by the samples it covers.
+		n, x := j.done, j.xdone
 		if n > 0 {
 			loss = append(loss, j.loss/float64(n))
-			push := epsp.Push{Worker: w.cfg.ID, Owner: w.cfg.ID, Clock: c, BaseVersion: version, Samples: n, BatchSamples: j.size}
-			if err := w.pushGrad(ctx, push, j.grad); err != nil {
-				return w.statsWith(loss), err
-			}
 		} else {
 			loss = append(loss, math.NaN())
 		}
+		if n+x > 0 {
+			push := epsp.Push{Worker: w.cfg.ID, Owner: w.cfg.ID, Clock: c, BaseVersion: version, Samples: n + x, BatchSamples: j.size + j.xtotal,
+				Parts: j.pushParts(w.cfg.ID), Busy: j.busy()}
+			if err := w.pushGrad(ctx, push, j.grad); err != nil {
+				return w.statsWith(loss), err
+			}
+		}
 		w.mu.Lock()
 		w.stats.Samples += n
+		w.stats.Taken += x
+		w.stats.Given += j.size - j.hi0 // assigned away at release
 		w.mu.Unlock()
 		if _, err := w.Clock(ctx); err != nil {
 			return w.statsWith(loss), err

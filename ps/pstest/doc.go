@@ -26,7 +26,9 @@
 // parameter per (worker, clock), so the final parameters say how each
 // clock's update was weighted, and every read can be checked against the
 // SSP guarantee. CheckExactlyOnce checks a recorded run's sample
-// accounting. RunPolicy puts them together — a user's own epsp.Policy runs
+// accounting: every sample of a finished clock computed once (EvChunk) and
+// counted once by the admitted pushes, whether it was transferred or
+// assigned at release (a push's Parts). RunPolicy puts them together — a user's own epsp.Policy runs
 // on a live cluster with a straggler and is checked the way the SDK checks
 // its own:
 //

@@ -131,14 +131,22 @@ func SeededDelay(seed uint64, max time.Duration) func(epsp.WorkerID, int) time.D
 
 // CheckExactlyOnce checks a recorded run (EvChunk and EvPushAdmitted
 // events): for every owner w and clock c < complete[w], the samples
-// computed of w's batch of clock c are exactly [0, batch) once each, batch
-// being what w's pushes declared; for later clocks no sample was computed
-// twice.
+// computed of w's batch of clock c are exactly [0, batch) once each, and
+// the admitted pushes (whatever the policy decided) count exactly batch
+// samples of it; for later clocks no sample was computed twice.
+//
+// batch is what w's pushes declared: BatchSamples of a push of w's batch
+// alone (its own, or a transferred part's), BatchSamples less the assigned
+// samples for w's own push with Parts (see epsp.Push.Parts). A push with
+// Parts counts each part for its owner; one without counts Samples for its
+// Owner. An owner that pushed none of its own batch (it gave it all away
+// at release) has the batch its parts add up to.
 func CheckExactlyOnce(t testing.TB, events []ps.Event, complete []int) {
 	t.Helper()
 	type oc struct{ owner, clock int }
 	seen := map[oc]map[int]int{}
 	size := map[oc]int{}
+	pushed := map[oc]int{}
 	for _, e := range events {
 		switch e.Kind {
 		case ps.EvChunk:
@@ -150,7 +158,23 @@ func CheckExactlyOnce(t testing.TB, events []ps.Event, complete []int) {
 				seen[k][s]++
 			}
 		case ps.EvPushAdmitted:
-			size[oc{int(e.Push.Owner), e.Push.Clock}] = e.Push.BatchSamples
+			p := e.Push
+			k := oc{int(p.Owner), p.Clock}
+			b := p.BatchSamples
+			if len(p.Parts) == 0 {
+				pushed[k] += p.Samples
+			} else {
+				for _, x := range p.Parts {
+					pushed[oc{int(x.Owner), x.Clock}] += x.Samples
+					if x.Owner != p.Worker {
+						b -= x.Samples
+					}
+				}
+			}
+			if old, ok := size[k]; ok && old != b {
+				t.Errorf("worker %d clock %d: pushes declare batches %d and %d", k.owner, k.clock, old, b)
+			}
+			size[k] = b
 		}
 	}
 	for k, samples := range seen {
@@ -163,13 +187,19 @@ func CheckExactlyOnce(t testing.TB, events []ps.Event, complete []int) {
 	for w, upTo := range complete {
 		for c := range upTo {
 			k := oc{w, c}
-			b := size[k]
+			b, ok := size[k]
+			if !ok {
+				b = pushed[k]
+			}
 			if b == 0 {
 				t.Errorf("worker %d clock %d: no push admitted", w, c)
 				continue
 			}
 			if len(seen[k]) != b {
 				t.Errorf("worker %d clock %d: %d distinct samples computed, batch %d", w, c, len(seen[k]), b)
+			}
+			if pushed[k] != b {
+				t.Errorf("worker %d clock %d: pushes count %d samples, batch %d", w, c, pushed[k], b)
 			}
 			for s := range seen[k] {
 				if s < 0 || s >= b {

@@ -29,7 +29,26 @@ func chunk(owner, clock, lo, hi int) ps.Event {
 }
 
 func push(owner, clock, batch int) ps.Event {
-	return ps.Event{Kind: ps.EvPushAdmitted, Push: epsp.Push{Owner: epsp.WorkerID(owner), Clock: clock, BatchSamples: batch}}
+	return pushPart(owner, owner, clock, batch, batch)
+}
+
+// pushPart is a push by worker of samples of owner's batch.
+func pushPart(worker, owner, clock, samples, batch int) ps.Event {
+	return ps.Event{Kind: ps.EvPushAdmitted, Push: epsp.Push{Worker: epsp.WorkerID(worker), Owner: epsp.WorkerID(owner), Clock: clock, Samples: samples, BatchSamples: batch}}
+}
+
+// pushParts is worker's own push with parts (owner, samples) pairs; own is
+// its own batch.
+func pushParts(worker, clock, own int, parts ...int) ps.Event {
+	e := pushPart(worker, worker, clock, 0, own)
+	for i := 0; i+1 < len(parts); i += 2 {
+		e.Push.Parts = append(e.Push.Parts, epsp.PushPart{Owner: epsp.WorkerID(parts[i]), Clock: clock, Samples: parts[i+1]})
+		e.Push.Samples += parts[i+1]
+		if parts[i] != worker {
+			e.Push.BatchSamples += parts[i+1]
+		}
+	}
+	return e
 }
 
 func TestCheckExactlyOnce(t *testing.T) {
@@ -40,7 +59,14 @@ func TestCheckExactlyOnce(t *testing.T) {
 		wantErrs int
 	}{
 		{"tiled", []ps.Event{chunk(0, 0, 0, 2), chunk(0, 0, 2, 4), push(0, 0, 4)}, []int{1}, 0},
-		{"transferred part", []ps.Event{chunk(0, 0, 0, 1), chunk(0, 0, 1, 4), push(0, 0, 4), push(0, 0, 4)}, []int{1}, 0},
+		{"transferred part", []ps.Event{chunk(0, 0, 0, 1), chunk(0, 0, 1, 4), pushPart(0, 0, 0, 1, 4), pushPart(1, 0, 0, 3, 4)}, []int{1}, 0},
+		{"part pushed twice", []ps.Event{chunk(0, 0, 0, 1), chunk(0, 0, 1, 4), push(0, 0, 4), pushPart(1, 0, 0, 3, 4)}, []int{1}, 1},
+		{"batches disagree", []ps.Event{chunk(0, 0, 0, 1), chunk(0, 0, 1, 4), pushPart(0, 0, 0, 1, 4), pushPart(1, 0, 0, 3, 5)}, []int{1, 0}, 1},
+		// worker 1 keeps [0,2) of 4, worker 0 computes its 3 and [2,4) of 1's
+		{"assigned", []ps.Event{chunk(0, 0, 0, 3), chunk(1, 0, 2, 4), chunk(1, 0, 0, 2), pushParts(0, 0, 3, 0, 3, 1, 2), pushPart(1, 1, 0, 2, 4)}, []int{1, 1}, 0},
+		{"assigned, giver kept nothing", []ps.Event{chunk(0, 0, 0, 3), chunk(1, 0, 0, 4), pushParts(0, 0, 3, 0, 3, 1, 4)}, []int{1, 1}, 0},
+		{"assigned part not pushed", []ps.Event{chunk(0, 0, 0, 3), chunk(1, 0, 2, 4), chunk(1, 0, 0, 2), push(0, 0, 3), pushPart(1, 1, 0, 2, 4)}, []int{1, 1}, 1},
+		{"assigned part not computed", []ps.Event{chunk(0, 0, 0, 3), chunk(1, 0, 0, 2), pushParts(0, 0, 3, 0, 3, 1, 2), pushPart(1, 1, 0, 2, 4)}, []int{1, 1}, 1},
 		{"duplicate", []ps.Event{chunk(0, 0, 0, 3), chunk(0, 0, 2, 4), push(0, 0, 4)}, []int{1}, 1},
 		{"missing", []ps.Event{chunk(0, 0, 0, 3), push(0, 0, 4)}, []int{1}, 1},
 		{"no push", []ps.Event{chunk(0, 0, 0, 4)}, []int{1}, 1},
