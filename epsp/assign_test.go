@@ -35,11 +35,15 @@ func TestCoordinator_AssignValidated(t *testing.T) {
 		{"overlap", all, []epsp.Assignment{{From: 0, To: 1, Clock: 1, Lo: 7, Hi: 10}, {From: 0, To: 2, Clock: 1, Lo: 5, Hi: 8}}},
 		{"beyond batch", all, []epsp.Assignment{{From: 0, To: 1, Clock: 1, Lo: 6, Hi: 11}}},
 		{"gives and takes", all, []epsp.Assignment{{From: 0, To: 1, Clock: 1, Lo: 8, Hi: 10}, {From: 1, To: 2, Clock: 1, Lo: 8, Hi: 10}}},
+		{"resized in the same output", all, []epsp.Assignment{{From: 2, To: 1, Clock: 1, Lo: 8, Hi: 10}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c, p := assignCoord(t)
 			p.next = epsp.Output{Flush: []epsp.FlushOrder{{Clock: 0}}, Release: tt.release, Assign: tt.assign}
+			if tt.name == "resized in the same output" {
+				p.next.SetBatch = []epsp.BatchOrder{{Worker: 2, Size: 12}}
+			}
 			if _, err := c.Step(0, epsp.Event{Kind: epsp.EventTick}); !errors.Is(err, epsp.ErrPolicyOutput) {
 				t.Fatalf("Step = %v, want ErrPolicyOutput", err)
 			}

@@ -472,9 +472,16 @@ func (c *Coordinator) checkAssign(out Output) error {
 			released[w] = true
 		}
 	}
+	resized := map[WorkerID]bool{}
+	for _, o := range out.SetBatch {
+		resized[o.Worker] = true
+	}
 	given := map[WorkerID][][2]int{}
 	takes := map[WorkerID]bool{}
 	for _, a := range out.Assign {
+		if resized[a.From] || resized[a.To] {
+			return fmt.Errorf("%w: policy %s: assignment from %d to %d in the output that resizes one of their batches", ErrPolicyOutput, name, a.From, a.To)
+		}
 		if c.checkWorker(a.From) != nil || c.checkWorker(a.To) != nil || a.From == a.To {
 			return fmt.Errorf("%w: policy %s: assignment from %d to %d", ErrPolicyOutput, name, a.From, a.To)
 		}

@@ -229,6 +229,15 @@ func (o *Output) Merge(p Output) {
 // assigned samples, and pushes them all in one push whose Parts name each
 // owner. Nothing is asked of the giver: it has claimed nothing yet. The
 // runtime sends each released worker its own pieces with its release.
+//
+// Assignments suit Accumulate (a flush weighs every sample by 1/Σ n,
+// whoever computed it); under ApplyNow the taker's push is scaled by
+// Samples/BatchSamples of its own enlarged batch, so a policy that applies
+// assigned samples at once must correct the scale itself. A worker driven
+// by a manual loop (ps.Worker.PushGradient and Clock) pushes no Parts: do
+// not assign to it. Workers enter their first clock without a release, so
+// clock 0 is never assigned; an Output may not assign and resize the same
+// worker's batch.
 type Assignment struct {
 	From, To WorkerID
 	Clock    int
