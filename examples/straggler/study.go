@@ -61,9 +61,11 @@ type workload struct {
 	LR       map[family]float64
 }
 
-// studyWorkloads are the study's workloads (PROTOCOL.md §1).
+// studyWorkloads are the study's workloads (PROTOCOL.md §1). Steep, High
+// and LR are the selection's results (RESULTS.md, 2026-12-01).
 var studyWorkloads = []workload{
-	{Name: "softmax", Model: "softmax", Duration: 5 * time.Second},
+	{Name: "softmax", Model: "softmax", Duration: 5 * time.Second,
+		Steep: 0.7, High: 0.865, LR: map[family]float64{averagedSync: 1, dampedAsync: 1, undampedAsync: 3}},
 	{Name: "mlp", Model: "mlp", Hidden: 64, Duration: 10 * time.Second},
 }
 
