@@ -8,6 +8,9 @@
 //	go run ./examples/straggler -scenario all     # the whole suite
 //	go run ./examples/straggler -live             # real goroutines
 //	go run ./examples/straggler -live -scenario all -seeds 3 -repeats 2   # the sim-vs-live study
+//	go run ./examples/straggler -study -lr-select # the study v2's learning-rate and target selection
+//	go run ./examples/straggler -study            # the study v2 (PROTOCOL.md): CSV and Markdown in study-out/
+//	go run ./examples/straggler -study -workload softmax -scenario straggler,mixed -seeds 1-3 -j 2   # a subset
 //
 // The simulator's timing noise (-noise) and message latency (-latency)
 // default to values calibrated on the live runtime (see policies.go).
@@ -30,6 +33,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -64,6 +68,13 @@ type options struct {
 	latency   time.Duration
 	quiet     bool
 	stdout    io.Writer // the table and the policy= lines
+
+	// the study v2 (study.go, PROTOCOL.md)
+	study     bool
+	lrSelect  bool
+	workloads string
+	seedList  string // -seeds in study mode: "N", "a-b" or "a,b,c"
+	jobs      int
 }
 
 func main() {
@@ -82,7 +93,7 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "virtual time simulated per run")
 	flag.DurationVar(&o.evalEvery, "eval", 50*time.Millisecond, "virtual time between evaluations")
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of data order, model init and slowdowns")
-	flag.IntVar(&o.seeds, "seeds", 1, "number of seeds (seed, seed+1, ...); times are then medians over seeds")
+	seeds := flag.String("seeds", "", "number of seeds (seed, seed+1, ...; default 1); times are then medians over seeds. With -study also a list or range, e.g. 1-5 or 2,4 (default the study's 1-5)")
 	flag.StringVar(&o.out, "out", ".", "directory for the CSV and PNG files")
 	flag.BoolVar(&o.live, "live", false, "run with real goroutines and injected slowdowns on the wall clock instead of the simulator")
 	flag.IntVar(&o.repeats, "repeats", 1, "with -live: live runs per policy and seed; with 2 or more the output also judges the agreement on the policies whose live times reproduce")
@@ -91,7 +102,36 @@ func main() {
 	flag.DurationVar(&o.latency, "latency", simLatency, "simulator only: one-way latency of every message (sim.Network.Latency)")
 	flag.IntVar(&o.chunk, "chunk", 0, "samples a compute goroutine claims at a time (simulator and live); 0 means batch/(8·initial parallelism)")
 	flag.BoolVar(&o.quiet, "q", false, "no progress on stderr")
+	flag.BoolVar(&o.study, "study", false, "run the convergence study v2 of PROTOCOL.md (all workloads, scenarios, policies and seeds 1-5 unless narrowed); writes CSV and Markdown into -out (default study-out)")
+	flag.BoolVar(&o.lrSelect, "lr-select", false, "with -study: run the learning-rate and target selection (PROTOCOL.md §1-2) instead")
+	flag.StringVar(&o.workloads, "workload", "all", "with -study: softmax, mlp or all")
+	flag.IntVar(&o.jobs, "j", 1, "with -study: simulations run at once")
 	flag.Parse()
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.study {
+		o.seedList = *seeds
+		if !set["scenario"] {
+			o.scenario = "all"
+		}
+		if !set["out"] {
+			o.out = "study-out"
+		}
+		if err := runStudy(o); err != nil {
+			fmt.Fprintln(os.Stderr, "straggler:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	o.seeds = 1
+	if *seeds != "" {
+		n, err := strconv.Atoi(*seeds)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "straggler: -seeds %q: want a number of seeds (lists need -study)\n", *seeds)
+			os.Exit(2)
+		}
+		o.seeds = n
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "straggler:", err)
 		os.Exit(1)
@@ -313,6 +353,8 @@ func run(o options) error {
 	if o.seeds > 1 {
 		fmt.Fprintln(o.stdout, "With several seeds, times are medians over seeds; accuracy, blocked fraction and counts are means.")
 	}
+	fmt.Fprintf(o.stdout, "\nThis run used %d seed(s) (%d..%d) at one shared learning rate. The README's table is the study v2 (PROTOCOL.md: 2 workloads, 10 scenarios, seeds 1-5, learning rate per update-rule family, paired bootstrap intervals): go run ./examples/straggler -study\n",
+		o.seeds, o.seed, o.seed+uint64(o.seeds)-1)
 	return nil
 }
 
