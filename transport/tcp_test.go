@@ -71,6 +71,19 @@ func TestTCP_ConformanceCompressedAuthenticatedTLS(t *testing.T) {
 	transporttest.Run(t, tcpFactory(cfg))
 }
 
+// With a secret and no TLS every frame carries tags (auth.go).
+func TestTCP_ConformanceAuthenticated(t *testing.T) {
+	transporttest.Run(t, tcpFactory(transport.TCPConfig{Secret: []byte("falcon test secret")}))
+}
+
+func TestTCP_ConformanceAuthenticatedCompressed(t *testing.T) {
+	cfg := transport.TCPConfig{
+		Compression: transport.AboveSize(512, transport.CodecLZ4),
+		Secret:      []byte("falcon test secret"),
+	}
+	transporttest.Run(t, tcpFactory(cfg))
+}
+
 func TestTCPConfig_Validate(t *testing.T) {
 	tests := []struct {
 		name string
@@ -82,6 +95,8 @@ func TestTCPConfig_Validate(t *testing.T) {
 		{"no id", func(c *transport.TCPConfig) { c.ID = "" }, false},
 		{"negative max frame", func(c *transport.TCPConfig) { c.MaxFrameSize = -1 }, false},
 		{"negative dial timeout", func(c *transport.TCPConfig) { c.DialTimeout = -time.Second }, false},
+		{"negative pending handshakes", func(c *transport.TCPConfig) { c.MaxPendingHandshakes = -1 }, false},
+		{"no body timeout", func(c *transport.TCPConfig) { c.BodyTimeout = -1 }, true},
 		{"empty peer address", func(c *transport.TCPConfig) { c.Peers = map[transport.NodeID]string{"b": ""} }, false},
 		{"tls without certificate", func(c *transport.TCPConfig) { c.TLS = &tls.Config{} }, false},
 	}
@@ -97,6 +112,9 @@ func TestTCPConfig_Validate(t *testing.T) {
 	}
 	if d := transport.DefaultTCPConfig(); d.ListenAddr != "127.0.0.1:0" {
 		t.Errorf("default ListenAddr = %q, want loopback", d.ListenAddr)
+	}
+	if d := transport.DefaultTCPConfig(); d.MaxPendingHandshakes != 64 || d.BodyTimeout != 30*time.Second {
+		t.Errorf("default MaxPendingHandshakes %d, BodyTimeout %v; want 64 and 30s", d.MaxPendingHandshakes, d.BodyTimeout)
 	}
 }
 
