@@ -140,6 +140,7 @@ func parseHeader(b []byte, maxSize int) (frameHeader, error) {
 type frameReader struct {
 	r       io.Reader
 	br      *bufio.Reader // r, when it is one (to tell what is buffered)
+	under   io.Reader     // what br reads from: large bodies bypass br
 	max     int           // largest body accepted, raw or on the wire
 	op      *opener       // nil: unauthenticated stream
 	hdr     [frameHeaderLen + tagLen]byte
@@ -151,6 +152,33 @@ func newFrameReader(r io.Reader, max int, op *opener) *frameReader {
 	fr := &frameReader{r: r, max: max, op: op}
 	fr.br, _ = r.(*bufio.Reader)
 	return fr
+}
+
+// newConnReader is newFrameReader over a read buffer of size bufSize on
+// nc, with large authenticated bodies read straight from nc.
+func newConnReader(nc io.Reader, bufSize, max int, op *opener) *frameReader {
+	fr := newFrameReader(bufio.NewReaderSize(nc, bufSize), max, op)
+	fr.under = nc
+	return fr
+}
+
+// readExact fills p: first from what the read buffer holds, then straight
+// from the connection with reads that never go past p, so the buffer stays
+// empty and no byte is copied twice.
+func (fr *frameReader) readExact(p []byte) error {
+	if fr.under == nil {
+		_, err := io.ReadFull(fr.r, p)
+		return unexpectedEOF(err)
+	}
+	for len(p) > 0 && fr.br.Buffered() > 0 {
+		n, _ := fr.br.Read(p) // served from the buffer, no system call
+		p = p[n:]
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	_, err := io.ReadFull(fr.under, p)
+	return unexpectedEOF(err)
 }
 
 // header reads, checks and parses the next frame header.
@@ -191,17 +219,29 @@ func (fr *frameReader) wire(dst []byte) error {
 		return unexpectedEOF(err)
 	}
 	for len(dst) > 0 {
-		rec := dst[:min(len(dst), authRecordLen)]
-		dst = dst[len(rec):]
-		if _, err := io.ReadFull(fr.r, rec); err != nil {
-			return unexpectedEOF(err)
-		}
-		if _, err := io.ReadFull(fr.r, fr.tag[:]); err != nil {
-			return unexpectedEOF(err)
+		rl := min(len(dst), authRecordLen)
+		rec := dst[:rl]
+		if len(dst) >= rl+tagLen {
+			// A record follows with room for a tag: read this record's
+			// tag with it, into the start of that room, and move it out.
+			if err := fr.readExact(dst[:rl+tagLen]); err != nil {
+				return err
+			}
+			copy(fr.tag[:], dst[rl:rl+tagLen])
+		} else {
+			if err := fr.readExact(rec); err != nil {
+				return err
+			}
+			// The tag through the buffer, which reads ahead what
+			// follows with it.
+			if _, err := io.ReadFull(fr.r, fr.tag[:]); err != nil {
+				return unexpectedEOF(err)
+			}
 		}
 		if err := fr.op.check(rec, fr.tag[:]); err != nil {
 			return err
 		}
+		dst = dst[rl:]
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -760,7 +759,7 @@ func (t *TCP) newConn(raw, nc net.Conn, ss session, client bool) *conn {
 		raw:    raw,
 		nc:     nc,
 		peer:   ss.peer,
-		fr:     newFrameReader(bufio.NewReaderSize(nc, readBufferSize), t.cfg.MaxFrameSize, ss.recv),
+		fr:     newConnReader(nc, readBufferSize, t.cfg.MaxFrameSize, ss.recv),
 		seal:   ss.send,
 		ctx:    ctx,
 		cancel: cancel,
@@ -983,25 +982,37 @@ func (c *conn) writeLocked(h frameHeader, body [][]byte) error {
 		return err
 	}
 	c.bufs = append(c.bufs[:0], hdr)
-	if c.seal == nil {
-		c.bufs = append(c.bufs, body...)
-	} else if err := c.appendTagged(body, h.wireLen); err != nil {
-		return err
+	if c.seal != nil {
+		return c.writeTagged(body, h.wireLen)
 	}
+	c.bufs = append(c.bufs, body...)
+	return c.flush()
+}
+
+// flush writes c.bufs with one writev and empties it.
+func (c *conn) flush() error {
 	nb := net.Buffers(c.bufs)
 	_, err := nb.WriteTo(c.nc)
 	clear(c.bufs)
+	c.bufs = c.bufs[:0]
 	return err
 }
 
-// appendTagged appends to c.bufs the body pieces cut into records of
-// authRecordLen bytes, each followed by its tag. A record lying in one
-// piece is tagged where it lies; one that straddles pieces is joined into
+// authFlushLen is how many tagged body bytes are gathered before they are
+// written (ours): tagging the next records while the peer already reads
+// and checks the previous ones overlaps the two sides' work.
+var authFlushLen = authRecordLen
+
+// writeTagged writes, after the header already in c.bufs, the body pieces
+// cut into records of authRecordLen bytes, each followed by its tag,
+// flushing every authFlushLen bytes. A record lying in one piece is
+// tagged where it lies; one that straddles pieces is joined into
 // c.scratch to be tagged (at most authRecordLen bytes copied per piece
 // boundary), and sent from the pieces all the same.
-func (c *conn) appendTagged(body [][]byte, n int) error {
+func (c *conn) writeTagged(body [][]byte, n int) error {
 	c.tags = slices.Grow(c.tags[:0], tagLen*authRecords(n))
 	pi, off := 0, 0 // next unsent byte: body[pi][off]
+	pending := 0
 	for n > 0 {
 		rl := min(n, authRecordLen)
 		n -= rl
@@ -1034,6 +1045,12 @@ func (c *conn) appendTagged(body [][]byte, n int) error {
 			return err
 		}
 		c.bufs = append(c.bufs, c.tags[t0:len(c.tags):len(c.tags)])
+		if pending += rl; pending >= authFlushLen || n == 0 {
+			if err := c.flush(); err != nil {
+				return err
+			}
+			pending = 0
+		}
 	}
 	return nil
 }
