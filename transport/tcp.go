@@ -363,8 +363,8 @@ func (t *TCP) Request(ctx context.Context, to NodeID, req []byte) ([]byte, error
 // RequestAppender): a caller that passes its previous response back as
 // dst[:0] reads large responses without allocating. If ctx ends while the
 // response is being received into dst, RequestAppend waits for the rest of
-// that frame (or the connection's death) so that it never returns with dst
-// still being written. On error it returns dst unchanged.
+// that frame (or the connection's death, at the latest when BodyTimeout
+// runs out) so that it never returns with dst still being written. On error it returns dst unchanged.
 func (t *TCP) RequestAppend(ctx context.Context, dst []byte, to NodeID, req []byte) ([]byte, error) {
 	resp, err := t.requestAppend(ctx, dst, to, req)
 	if err != nil {
