@@ -618,3 +618,62 @@ func TestHandshake_ChannelBindingMismatchRefused(t *testing.T) {
 		})
 	}
 }
+
+// A server that declares a large response body and stalls does not hold
+// the caller: the dialer drops the connection after BodyTimeout (plus the
+// per-MiB allowance) and the call fails, even for RequestAppend, which
+// waits for a body it has started to receive.
+func TestTCP_StalledResponseDropped(t *testing.T) {
+	secret := []byte("stall test secret")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		ss, err := serverHandshake(c, "srv", secret, nil)
+		if err != nil {
+			return
+		}
+		fr := newFrameReader(c, 1<<20, ss.recv)
+		h, err := fr.header()
+		if err != nil {
+			return
+		}
+		if _, err := fr.bodyAppend(h, nil); err != nil {
+			return
+		}
+		// Answer with a header declaring 1 MiB, 1 KiB of it, then stall.
+		w := &conn{nc: c, seal: ss.send}
+		const declared = 1 << 20
+		putHeader(w.hdr[:frameHeaderLen], frameHeader{kind: kindResponse, id: h.id, wireLen: declared, rawLen: declared})
+		frame, _ := w.seal.tag(append([]byte{}, w.hdr[:frameHeaderLen]...), w.hdr[:frameHeaderLen])
+		c.Write(append(frame, make([]byte, 1024)...))
+		io.Copy(io.Discard, c) // until the dialer hangs up
+	}()
+	cli, err := NewTCP(TCPConfig{ID: "cli", Secret: secret, BodyTimeout: 200 * time.Millisecond,
+		Peers: map[NodeID]string{"srv": ln.Addr().String()}}, &countingHandler{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = cli.RequestAppend(ctx, make([]byte, 0, 2<<20), "srv", []byte("q"))
+	if !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("RequestAppend against a stalled response: err = %v after %v, want ErrUnreachable", err, time.Since(start))
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Fatalf("the call returned after %v", d)
+	}
+	<-served
+}
