@@ -164,7 +164,8 @@
 // connections (64 by default) may be in their TLS and handshake at once;
 // further ones wait unaccepted in the kernel's listen backlog, so strangers
 // hold at most that many descriptors, each for at most
-// [TCPConfig.HandshakeTimeout]. Once a frame header has arrived, its body
+// [TCPConfig.HandshakeTimeout] (with a secret: without one, anyone who
+// sends a hello is a peer, and peers' connections are not capped). Once a frame header has arrived, its body
 // must arrive within [TCPConfig.BodyTimeout] (30 s by default) plus one
 // second per MiB declared, or the connection is dropped, so a peer that
 // declares a large body and stalls frees its buffer and the callers

@@ -364,7 +364,8 @@ func (t *TCP) Request(ctx context.Context, to NodeID, req []byte) ([]byte, error
 // dst[:0] reads large responses without allocating. If ctx ends while the
 // response is being received into dst, RequestAppend waits for the rest of
 // that frame (or the connection's death, at the latest when BodyTimeout
-// runs out) so that it never returns with dst still being written. On error it returns dst unchanged.
+// runs out) so that it never returns with dst still being written. On
+// error it returns dst unchanged.
 func (t *TCP) RequestAppend(ctx context.Context, dst []byte, to NodeID, req []byte) ([]byte, error) {
 	resp, err := t.requestAppend(ctx, dst, to, req)
 	if err != nil {
@@ -1001,7 +1002,7 @@ func (c *conn) flush() error {
 // authFlushLen is how many tagged body bytes are gathered before they are
 // written (ours): tagging the next records while the peer already reads
 // and checks the previous ones overlaps the two sides' work.
-var authFlushLen = authRecordLen
+const authFlushLen = authRecordLen
 
 // writeTagged writes, after the header already in c.bufs, the body pieces
 // cut into records of authRecordLen bytes, each followed by its tag,
