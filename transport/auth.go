@@ -4,6 +4,7 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hkdf"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -128,4 +129,29 @@ func (o *opener) check(ad, tag []byte) error {
 		return errFrameAuth
 	}
 	return nil
+}
+
+// NodeSecret derives the secret of node from a master secret:
+//
+//	NodeSecret(master, node) = HMAC-SHA256(master, "falcon/transport/v2 node secret" | node)
+//
+// (HMAC as a PRF, RFC 2104), so knowing one node's secret reveals neither
+// the master nor another node's. A deployment that trusts some nodes (the
+// coordinator, the servers) more than others (the workers) gives the
+// trusted ones the master and each other node only its own secret:
+//
+//	// trusted node: every peer proves its own node secret
+//	cfg.PeerSecret = func(p transport.NodeID) []byte { return transport.NodeSecret(master, p) }
+//	// worker-3: whatever it talks to, it proves worker-3's secret
+//	k := transport.NodeSecret(master, "worker-3") // handed out by the operator
+//	cfg.PeerSecret = func(transport.NodeID) []byte { return k }
+//
+// Then a worker can connect to and be reached by the trusted nodes only
+// under its own name, and two workers cannot connect to each other (each
+// proves a different secret).
+func NodeSecret(master []byte, node NodeID) []byte {
+	m := hmac.New(sha256.New, master)
+	m.Write([]byte("falcon/transport/v2 node secret"))
+	m.Write([]byte(node))
+	return m.Sum(nil)
 }

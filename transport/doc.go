@@ -154,10 +154,14 @@
 // secret can still claim any name, so a shared secret separates members
 // from strangers, not members from each other (roles a program checks on
 // from hold against strangers, and against members only as far as they
-// are trusted to give their own name). Without a secret the name is taken
-// on trust, and without a secret or TLS nothing on the wire is checked:
-// use a secret of at least 32 random bytes (it is not stretched: a
-// guessable one can be found offline from one recorded handshake), and
+// are trusted to give their own name). [TCPConfig.PeerSecret] closes that
+// gap: one secret per peer instead of one for all, so a member proves
+// only the names whose secrets it holds; [NodeSecret] derives per-node
+// secrets from a master that only the trusted nodes (coordinator,
+// servers) hold, each worker getting its own. Without a secret the name
+// is taken on trust, and without a secret or TLS nothing on the wire is
+// checked: use a secret of at least 32 random bytes (it is not stretched:
+// a guessable one can be found offline from one recorded handshake), and
 // TLS against eavesdroppers, on any network not fully trusted.
 //
 // Exhaustion. At most [TCPConfig.MaxPendingHandshakes] accepted

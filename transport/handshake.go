@@ -203,10 +203,17 @@ func clientHandshake(rw io.ReadWriter, id NodeID, secret, binding []byte) (sessi
 	return newSession(hs.id, secret, binding, hc, hs, true)
 }
 
-// serverHandshake runs the acceptor's side over rw and returns the session
-// with the client. On refusal it tells the client why before returning an
-// error.
+// serverHandshake runs the acceptor's side over rw with one secret for
+// every client (nil: none) and returns the session with the client.
 func serverHandshake(rw io.ReadWriter, id NodeID, secret, binding []byte) (session, error) {
+	return serverHandshakeFor(rw, id, func(NodeID) ([]byte, bool) { return secret, true }, binding)
+}
+
+// serverHandshakeFor runs the acceptor's side over rw and returns the
+// session with the client, which must prove the secret secretFor gives for
+// the name it claims (ok false refuses that name). On refusal it tells the
+// client why before returning an error.
+func serverHandshakeFor(rw io.ReadWriter, id NodeID, secretFor func(NodeID) ([]byte, bool), binding []byte) (session, error) {
 	if err := checkBinding(binding); err != nil {
 		return session{}, err
 	}
@@ -214,6 +221,11 @@ func serverHandshake(rw io.ReadWriter, id NodeID, secret, binding []byte) (sessi
 	if err != nil {
 		rw.Write([]byte{statusMalformed})
 		return session{}, err
+	}
+	secret, ok := secretFor(hc.id)
+	if !ok {
+		rw.Write([]byte{statusRefused})
+		return session{}, fmt.Errorf("%w: no secret for client %q", ErrUnauthorized, hc.id)
 	}
 	wantFlag := byte(0)
 	if len(secret) > 0 {

@@ -50,6 +50,16 @@ type TCPConfig struct {
 	// recorded handshake. Nil means no authentication at all: a peer's
 	// claimed name is then taken on trust and frames are not checked.
 	Secret []byte
+	// PeerSecret, when non-nil, replaces Secret with one secret per peer:
+	// it returns the secret this node shares with the named peer, for the
+	// peer it dials and for the name a dialing peer claims; nil or empty
+	// refuses that peer (ErrUnauthorized). Everything Secret does then
+	// holds per peer, and a member can prove only the names whose secrets
+	// it holds, so the from a Handler sees is a name its peer could not
+	// have borrowed. NodeSecret derives such secrets from one master
+	// secret (see its doc). It must be safe for concurrent use. Setting
+	// both Secret and PeerSecret is invalid.
+	PeerSecret func(peer NodeID) []byte
 	// DialTimeout bounds connecting to a peer, TLS and handshake included.
 	// Zero means 5 s.
 	DialTimeout time.Duration
@@ -127,6 +137,8 @@ func (c *TCPConfig) Validate() error {
 		return fmt.Errorf("transport: TCPConfig.MaxPendingHandshakes %d is negative", c.MaxPendingHandshakes)
 	case c.MaxConcurrentRequests < 0:
 		return fmt.Errorf("transport: TCPConfig.MaxConcurrentRequests %d is negative", c.MaxConcurrentRequests)
+	case len(c.Secret) > 0 && c.PeerSecret != nil:
+		return errors.New("transport: TCPConfig has both Secret and PeerSecret")
 	case c.TLS != nil && len(c.TLS.Certificates) == 0 && c.TLS.GetCertificate == nil && c.TLS.GetConfigForClient == nil:
 		return errors.New("transport: TCPConfig.TLS has no certificate to accept connections with")
 	}
@@ -577,7 +589,11 @@ func (t *TCP) dial(ctx context.Context, to NodeID, addr string) (*conn, error) {
 		nc = tc
 		binding = tlsBinding(tc)
 	}
-	ss, err := clientHandshake(nc, t.cfg.ID, t.cfg.Secret, binding)
+	secret, ok := t.secretFor(to)
+	if !ok {
+		return fail(fmt.Errorf("%w: no secret for peer %q", ErrUnauthorized, to))
+	}
+	ss, err := clientHandshake(nc, t.cfg.ID, secret, binding)
 	if err != nil {
 		return fail(err)
 	}
@@ -595,6 +611,16 @@ func (t *TCP) dial(ctx context.Context, to NodeID, addr string) (*conn, error) {
 	}
 	raw.SetDeadline(time.Time{})
 	return t.newConn(raw, nc, ss, true), nil
+}
+
+// secretFor returns the secret a connection with peer must prove (nil for
+// none), and false when peer is refused.
+func (t *TCP) secretFor(peer NodeID) ([]byte, bool) {
+	if t.cfg.PeerSecret == nil {
+		return t.cfg.Secret, true
+	}
+	k := t.cfg.PeerSecret(peer)
+	return k, len(k) > 0
 }
 
 // tlsBinding returns the channel binding of a TLS connection (RFC 9266's
@@ -704,7 +730,7 @@ func (t *TCP) acceptHandshake(raw net.Conn) (session, net.Conn, bool) {
 		nc = tc
 		binding = tlsBinding(tc)
 	}
-	ss, err := serverHandshake(nc, t.cfg.ID, t.cfg.Secret, binding)
+	ss, err := serverHandshakeFor(nc, t.cfg.ID, t.secretFor, binding)
 	if !unblock() || err != nil {
 		raw.Close()
 		return session{}, nil, false
