@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -146,4 +147,44 @@ func ExampleInmemNetwork_SetDropRate() {
 	fmt.Println(delivered(42), delivered(42), delivered(1))
 	// Output:
 	// 77 77 64
+}
+
+// Node secrets from one master: the server holds the master, each worker
+// only its own secret, so the name the server's handler sees is one the
+// worker could not have borrowed.
+func ExampleNodeSecret() {
+	master := []byte("32 random bytes, kept by the operator") // use crypto/rand
+	whoami := transporttest.Funcs{Request: func(_ context.Context, from transport.NodeID, _ []byte) ([]byte, error) {
+		return []byte("hello " + string(from)), nil
+	}}
+	srv, err := transport.NewTCP(transport.TCPConfig{ID: "server-0",
+		PeerSecret: func(p transport.NodeID) []byte { return transport.NodeSecret(master, p) }}, whoami)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	dial := func(id transport.NodeID, key []byte) *transport.TCP {
+		t, err := transport.NewTCP(transport.TCPConfig{ID: id,
+			PeerSecret: func(transport.NodeID) []byte { return key },
+			Peers:      map[transport.NodeID]string{"server-0": srv.Addr().String()}}, transporttest.Echo{})
+		if err != nil {
+			log.Fatal(err)
+		}
+		return t
+	}
+	k3 := transport.NodeSecret(master, "worker-3") // handed to worker-3 only
+	w3 := dial("worker-3", k3)
+	defer w3.Close()
+	resp, err := w3.Request(context.Background(), "server-0", nil)
+	fmt.Println(string(resp), err)
+
+	impostor := dial("coordinator", k3) // worker-3's secret under another name
+	defer impostor.Close()
+	_, err = impostor.Request(context.Background(), "server-0", nil)
+	fmt.Println(errors.Is(err, transport.ErrUnauthorized))
+
+	// Output:
+	// hello worker-3 <nil>
+	// true
 }

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bufio"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -130,42 +131,181 @@ func parseHeader(b []byte, maxSize int) (frameHeader, error) {
 	return h, nil
 }
 
-// readFrame reads one frame from r: the header into hdr (frameHeaderLen
-// bytes), then the body, decoded. The body is returned in a buffer from the
-// pool (release it with putBuf) unless owned is true, in which case it is a
-// fresh slice the caller may keep; ret is nil then.
+// frameReader reads the frames of one connection's incoming stream. With
+// op set the stream is authenticated (auth.go): each header is followed by
+// its tag, checked before the header is parsed, and each body by one tag
+// per record of authRecordLen bytes, checked as the record arrives and
+// before anything decodes it. Nothing is allocated for a frame before its
+// header has checked and passed parseHeader's bounds.
+type frameReader struct {
+	r       io.Reader
+	br      *bufio.Reader // r, when it is one (to tell what is buffered)
+	under   io.Reader     // what br reads from: large bodies bypass br
+	max     int           // largest body accepted, raw or on the wire
+	op      *opener       // nil: unauthenticated stream
+	hdr     [frameHeaderLen + tagLen]byte
+	tag     [tagLen]byte
+	scratch []byte // records of discarded authenticated bodies
+}
+
+func newFrameReader(r io.Reader, max int, op *opener) *frameReader {
+	fr := &frameReader{r: r, max: max, op: op}
+	fr.br, _ = r.(*bufio.Reader)
+	return fr
+}
+
+// newConnReader is newFrameReader over a read buffer of size bufSize on
+// nc, with large authenticated bodies read straight from nc.
+func newConnReader(nc io.Reader, bufSize, max int, op *opener) *frameReader {
+	fr := newFrameReader(bufio.NewReaderSize(nc, bufSize), max, op)
+	fr.under = nc
+	return fr
+}
+
+// readExact fills p: first from what the read buffer holds, then straight
+// from the connection with reads that never go past p, so the buffer stays
+// empty and no byte is copied twice.
+func (fr *frameReader) readExact(p []byte) error {
+	if fr.under == nil {
+		_, err := io.ReadFull(fr.r, p)
+		return unexpectedEOF(err)
+	}
+	for len(p) > 0 && fr.br.Buffered() > 0 {
+		n, _ := fr.br.Read(p) // served from the buffer, no system call
+		p = p[n:]
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	_, err := io.ReadFull(fr.under, p)
+	return unexpectedEOF(err)
+}
+
+// header reads, checks and parses the next frame header.
+func (fr *frameReader) header() (frameHeader, error) {
+	n := frameHeaderLen
+	if fr.op != nil {
+		n += tagLen
+	}
+	if _, err := io.ReadFull(fr.r, fr.hdr[:n]); err != nil {
+		return frameHeader{}, err
+	}
+	if fr.op != nil {
+		if err := fr.op.check(fr.hdr[:frameHeaderLen], fr.hdr[frameHeaderLen:n]); err != nil {
+			return frameHeader{}, err
+		}
+	}
+	return parseHeader(fr.hdr[:frameHeaderLen], fr.max)
+}
+
+// onWire is the number of stream bytes a body of wireLen bytes occupies.
+func (fr *frameReader) onWire(wireLen int) int {
+	if fr.op == nil {
+		return wireLen
+	}
+	return authWireLen(wireLen)
+}
+
+// buffered reports whether a body of wireLen bytes is already read ahead,
+// so reading it cannot block.
+func (fr *frameReader) buffered(wireLen int) bool {
+	return fr.br != nil && fr.br.Buffered() >= fr.onWire(wireLen)
+}
+
+// wire reads len(dst) body bytes into dst, checking their tags.
+func (fr *frameReader) wire(dst []byte) error {
+	if fr.op == nil {
+		_, err := io.ReadFull(fr.r, dst)
+		return unexpectedEOF(err)
+	}
+	for len(dst) > 0 {
+		rl := min(len(dst), authRecordLen)
+		rec := dst[:rl]
+		if len(dst) >= rl+tagLen {
+			// A record follows with room for a tag: read this record's
+			// tag with it, into the start of that room, and move it out.
+			if err := fr.readExact(dst[:rl+tagLen]); err != nil {
+				return err
+			}
+			copy(fr.tag[:], dst[rl:rl+tagLen])
+		} else {
+			if err := fr.readExact(rec); err != nil {
+				return err
+			}
+			// The tag through the buffer, which reads ahead what
+			// follows with it.
+			if _, err := io.ReadFull(fr.r, fr.tag[:]); err != nil {
+				return unexpectedEOF(err)
+			}
+		}
+		if err := fr.op.check(rec, fr.tag[:]); err != nil {
+			return err
+		}
+		dst = dst[rl:]
+	}
+	return nil
+}
+
+// discard skips a body of wireLen bytes (still checking its tags).
+func (fr *frameReader) discard(wireLen int) error {
+	if fr.op == nil {
+		if fr.br != nil {
+			_, err := fr.br.Discard(wireLen)
+			return unexpectedEOF(err)
+		}
+		_, err := io.CopyN(io.Discard, fr.r, int64(wireLen))
+		return unexpectedEOF(err)
+	}
+	if fr.scratch == nil && wireLen > 0 {
+		fr.scratch = make([]byte, authRecordLen)
+	}
+	for wireLen > 0 {
+		n := min(wireLen, authRecordLen)
+		if err := fr.wire(fr.scratch[:n]); err != nil {
+			return err
+		}
+		wireLen -= n
+	}
+	return nil
+}
+
+// readFrame reads one frame from an unauthenticated stream r: the header
+// into hdr (frameHeaderLen bytes), then the body, decoded. The body is
+// returned in a buffer from the pool (release it with putBuf) unless owned
+// is true, in which case it is a fresh slice the caller may keep; ret is
+// nil then.
 func readFrame(r io.Reader, hdr []byte, maxSize int, owned bool) (h frameHeader, body []byte, ret *[]byte, err error) {
-	if _, err = io.ReadFull(r, hdr[:frameHeaderLen]); err != nil {
+	fr := newFrameReader(r, maxSize, nil)
+	if h, err = fr.header(); err != nil {
 		return h, nil, nil, err
 	}
-	if h, err = parseHeader(hdr, maxSize); err != nil {
-		return h, nil, nil, err
-	}
-	body, ret, err = readBody(r, h, maxSize, owned)
+	copy(hdr, fr.hdr[:frameHeaderLen])
+	body, ret, err = fr.body(h, owned)
 	return h, body, ret, err
 }
 
-// readBody reads and decodes the body of a frame whose header h was parsed.
-func readBody(r io.Reader, h frameHeader, maxSize int, owned bool) ([]byte, *[]byte, error) {
+// body reads and decodes the body of a frame whose header h was read. The
+// body is in a pooled buffer (ret, release it with putBuf) unless owned.
+func (fr *frameReader) body(h frameHeader, owned bool) ([]byte, *[]byte, error) {
 	if owned {
-		b, err := readBodyAppend(r, h, maxSize, nil)
+		b, err := fr.bodyAppend(h, nil)
 		return b, nil, err
 	}
 	if h.codec == CodecNone {
 		p := getBuf(h.wireLen)
-		if _, err := io.ReadFull(r, *p); err != nil {
+		if err := fr.wire(*p); err != nil {
 			putBuf(p)
-			return nil, nil, unexpectedEOF(err)
+			return nil, nil, err
 		}
 		return *p, p, nil
 	}
 	wp := getBuf(h.wireLen)
 	defer putBuf(wp)
-	if _, err := io.ReadFull(r, *wp); err != nil {
-		return nil, nil, unexpectedEOF(err)
+	if err := fr.wire(*wp); err != nil {
+		return nil, nil, err
 	}
 	p := getBuf(h.rawLen)
-	b, err := Decompress((*p)[:0], h.codec, *wp, h.rawLen, maxSize)
+	b, err := Decompress((*p)[:0], h.codec, *wp, h.rawLen, fr.max)
 	if err != nil {
 		putBuf(p)
 		return nil, nil, err
@@ -174,24 +314,24 @@ func readBody(r io.Reader, h frameHeader, maxSize int, owned bool) ([]byte, *[]b
 	return b, p, nil
 }
 
-// readBodyAppend reads and decodes the body of a frame whose header h was
-// parsed, appending it to dst (growing it if needed; nil dst gives a slice
+// bodyAppend reads and decodes the body of a frame whose header h was
+// read, appending it to dst (growing it if needed; nil dst gives a slice
 // of exactly the body's size).
-func readBodyAppend(r io.Reader, h frameHeader, maxSize int, dst []byte) ([]byte, error) {
+func (fr *frameReader) bodyAppend(h frameHeader, dst []byte) ([]byte, error) {
 	if h.codec == CodecNone {
 		dst = grow(dst, h.wireLen)
 		n := len(dst)
-		if _, err := io.ReadFull(r, dst[n:n+h.wireLen]); err != nil {
-			return dst, unexpectedEOF(err)
+		if err := fr.wire(dst[n : n+h.wireLen]); err != nil {
+			return dst, err
 		}
 		return dst[:n+h.wireLen], nil
 	}
 	wp := getBuf(h.wireLen)
 	defer putBuf(wp)
-	if _, err := io.ReadFull(r, *wp); err != nil {
-		return dst, unexpectedEOF(err)
+	if err := fr.wire(*wp); err != nil {
+		return dst, err
 	}
-	return Decompress(dst, h.codec, *wp, h.rawLen, maxSize)
+	return Decompress(dst, h.codec, *wp, h.rawLen, fr.max)
 }
 
 func unexpectedEOF(err error) error {

@@ -132,7 +132,7 @@ func rawClient(t *testing.T, srv *TCP) net.Conn {
 	}
 	t.Cleanup(func() { c.Close() })
 	c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := clientHandshake(c, "raw", nil); err != nil {
+	if _, err := clientHandshake(c, "raw", nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	return c
@@ -213,6 +213,7 @@ func TestTCP_HandshakeRefusesStrangers(t *testing.T) {
 		{"silent", nil},
 		{"bad magic", []byte("HTTP/1.1 200 OK\r\n\r\n")},
 		{"huge id", append([]byte{'F', 'L', 'C', 'N', handshakeVersion, 0, 0xff, 0xff}, make([]byte, 64)...)},
+		{"version 1", append([]byte{'F', 'L', 'C', 'N', 1, 0, 0, 3, 'o', 'l', 'd'}, make([]byte, nonceLen)...)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,7 +5,8 @@ import "sync/atomic"
 // Stats counts a transport's traffic since it started. A frame is one
 // request, response, error reply or one-way message. Raw bytes are body
 // bytes before compression, wire bytes after (TCP adds a 20-byte header
-// per frame, not counted here), so WireBytesSent/RawBytesSent is the
+// per frame, and on an authenticated stream a 16-byte tag after the
+// header and after each 256 KiB of body, not counted here), so WireBytesSent/RawBytesSent is the
 // compression ratio achieved and RawBytesSent-WireBytesSent the traffic
 // saved.
 type Stats struct {

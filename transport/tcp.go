@@ -1,13 +1,12 @@
 package transport
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,15 +41,45 @@ type TCPConfig struct {
 	TLS *tls.Config
 	// Secret, when non-empty, is a shared secret every connection must
 	// prove in both directions (an HMAC-SHA256 challenge-response, see
-	// doc.go) before any frame is accepted. Nil means no authentication:
-	// a peer's claimed name is then taken on trust.
+	// doc.go) before any frame is accepted; without TLS, every frame is
+	// then authenticated too (a GMAC tag under a per-connection key), so
+	// bytes injected, replayed, reordered or modified on the path are
+	// refused and the connection dropped. The name a peer proved is the
+	// from a Handler sees. Use at least 32 random bytes: the secret is
+	// not stretched, a guessable one can be found offline from one
+	// recorded handshake. Nil means no authentication at all: a peer's
+	// claimed name is then taken on trust and frames are not checked.
 	Secret []byte
+	// PeerSecret, when non-nil, replaces Secret with one secret per peer:
+	// it returns the secret this node shares with the named peer, for the
+	// peer it dials and for the name a dialing peer claims; nil or empty
+	// refuses that peer (ErrUnauthorized). Everything Secret does then
+	// holds per peer, and a member can prove only the names whose secrets
+	// it holds, so the from a Handler sees is a name its peer could not
+	// have borrowed. NodeSecret derives such secrets from one master
+	// secret (see its doc). It must be safe for concurrent use. Setting
+	// both Secret and PeerSecret is invalid.
+	PeerSecret func(peer NodeID) []byte
 	// DialTimeout bounds connecting to a peer, TLS and handshake included.
 	// Zero means 5 s.
 	DialTimeout time.Duration
 	// HandshakeTimeout bounds an accepted connection's TLS and handshake.
 	// Zero means 5 s.
 	HandshakeTimeout time.Duration
+	// MaxPendingHandshakes bounds the accepted connections that have not
+	// finished their handshake; while that many are pending, no further
+	// connection is accepted (they wait in the kernel's listen backlog),
+	// so idle or slow strangers hold at most this many descriptors, each
+	// for at most HandshakeTimeout. Zero means 64.
+	MaxPendingHandshakes int
+	// BodyTimeout bounds the reading of one frame body once its header
+	// has arrived: a body must be complete within BodyTimeout plus one
+	// second per MiB declared (a 1 MiB/s floor), or the connection is
+	// dropped, so a peer that declares a large body and stalls does not
+	// hold a connection, its buffer and (on the calling side) a caller
+	// forever. A body already read ahead is not timed. Zero means 30 s;
+	// negative means no bound.
+	BodyTimeout time.Duration
 	// ReconnectBackoff is the wait after a failed dial to a peer before the
 	// next call may dial it again; calls in between fail at once with the
 	// last dial error. It doubles with each consecutive failure up to
@@ -80,6 +109,8 @@ func DefaultTCPConfig() TCPConfig {
 		Compression:           Never,
 		DialTimeout:           5 * time.Second,
 		HandshakeTimeout:      5 * time.Second,
+		MaxPendingHandshakes:  64,
+		BodyTimeout:           30 * time.Second,
 		ReconnectBackoff:      20 * time.Millisecond,
 		MaxReconnectBackoff:   2 * time.Second,
 		WriteTimeout:          time.Minute,
@@ -102,8 +133,12 @@ func (c *TCPConfig) Validate() error {
 		return fmt.Errorf("transport: TCPConfig.HandshakeTimeout %v is negative", c.HandshakeTimeout)
 	case c.MaxReconnectBackoff < 0:
 		return fmt.Errorf("transport: TCPConfig.MaxReconnectBackoff %v is negative", c.MaxReconnectBackoff)
+	case c.MaxPendingHandshakes < 0:
+		return fmt.Errorf("transport: TCPConfig.MaxPendingHandshakes %d is negative", c.MaxPendingHandshakes)
 	case c.MaxConcurrentRequests < 0:
 		return fmt.Errorf("transport: TCPConfig.MaxConcurrentRequests %d is negative", c.MaxConcurrentRequests)
+	case len(c.Secret) > 0 && c.PeerSecret != nil:
+		return errors.New("transport: TCPConfig has both Secret and PeerSecret")
 	case c.TLS != nil && len(c.TLS.Certificates) == 0 && c.TLS.GetCertificate == nil && c.TLS.GetConfigForClient == nil:
 		return errors.New("transport: TCPConfig.TLS has no certificate to accept connections with")
 	}
@@ -132,6 +167,12 @@ func (c TCPConfig) withDefaults() TCPConfig {
 	if c.HandshakeTimeout == 0 {
 		c.HandshakeTimeout = d.HandshakeTimeout
 	}
+	if c.MaxPendingHandshakes == 0 {
+		c.MaxPendingHandshakes = d.MaxPendingHandshakes
+	}
+	if c.BodyTimeout == 0 {
+		c.BodyTimeout = d.BodyTimeout
+	}
 	if c.ReconnectBackoff == 0 {
 		c.ReconnectBackoff = d.ReconnectBackoff
 	}
@@ -155,6 +196,15 @@ const (
 	smallFrame     = 16 << 10
 )
 
+// minBodyRate is the slowest body transfer BodyTimeout allows for, in
+// bytes per second (ours): the deadline of a body of n bytes is
+// BodyTimeout + n/minBodyRate.
+const minBodyRate = 1 << 20
+
+func (c *TCPConfig) bodyDeadline(n int) time.Duration {
+	return c.BodyTimeout + time.Duration(n)*time.Second/minBodyRate
+}
+
 // TCP is a Transport over TCP (optionally TLS) connections. For each peer
 // it dials one connection on first use and multiplexes every request and
 // message to that peer over it; requests are correlated by id, so many
@@ -168,6 +218,7 @@ type TCP struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	stats  counters
+	hsSem  chan struct{} // one slot per accepted connection in its handshake
 
 	mu      sync.Mutex
 	closed  bool
@@ -221,6 +272,7 @@ func NewTCP(cfg TCPConfig, h Handler) (*TCP, error) {
 		peers:   make(map[NodeID]string, len(cfg.Peers)),
 		out:     make(map[NodeID]*peerState),
 		inbound: make(map[*conn]struct{}),
+		hsSem:   make(chan struct{}, cfg.MaxPendingHandshakes),
 
 		msgLocks: make(map[NodeID]*msgLock),
 	}
@@ -323,8 +375,9 @@ func (t *TCP) Request(ctx context.Context, to NodeID, req []byte) ([]byte, error
 // RequestAppender): a caller that passes its previous response back as
 // dst[:0] reads large responses without allocating. If ctx ends while the
 // response is being received into dst, RequestAppend waits for the rest of
-// that frame (or the connection's death) so that it never returns with dst
-// still being written. On error it returns dst unchanged.
+// that frame (or the connection's death, at the latest when BodyTimeout
+// runs out) so that it never returns with dst still being written. On
+// error it returns dst unchanged.
 func (t *TCP) RequestAppend(ctx context.Context, dst []byte, to NodeID, req []byte) ([]byte, error) {
 	resp, err := t.requestAppend(ctx, dst, to, req)
 	if err != nil {
@@ -505,6 +558,7 @@ func (t *TCP) dial(ctx context.Context, to NodeID, addr string) (*conn, error) {
 		tc.SetNoDelay(true)
 	}
 	nc := raw
+	var binding []byte
 	unblock := context.AfterFunc(dctx, func() { raw.SetDeadline(time.Unix(1, 0)) })
 	fail := func(err error) (*conn, error) {
 		unblock()
@@ -533,13 +587,18 @@ func (t *TCP) dial(ctx context.Context, to NodeID, addr string) (*conn, error) {
 			return fail(err)
 		}
 		nc = tc
+		binding = tlsBinding(tc)
 	}
-	got, err := clientHandshake(nc, t.cfg.ID, t.cfg.Secret)
+	secret, ok := t.secretFor(to)
+	if !ok {
+		return fail(fmt.Errorf("%w: no secret for peer %q", ErrUnauthorized, to))
+	}
+	ss, err := clientHandshake(nc, t.cfg.ID, secret, binding)
 	if err != nil {
 		return fail(err)
 	}
-	if got != to {
-		return fail(fmt.Errorf("address %s belongs to node %q", addr, got))
+	if ss.peer != to {
+		return fail(fmt.Errorf("address %s belongs to node %q", addr, ss.peer))
 	}
 	if !unblock() {
 		// The dial deadline fired during the handshake: the deadline is
@@ -551,15 +610,46 @@ func (t *TCP) dial(ctx context.Context, to NodeID, addr string) (*conn, error) {
 		return nil, fmt.Errorf("%w: handshake with %q at %s timed out", ErrUnreachable, to, addr)
 	}
 	raw.SetDeadline(time.Time{})
-	return t.newConn(raw, nc, to, true), nil
+	return t.newConn(raw, nc, ss, true), nil
+}
+
+// secretFor returns the secret a connection with peer must prove (nil for
+// none), and false when peer is refused.
+func (t *TCP) secretFor(peer NodeID) ([]byte, bool) {
+	if t.cfg.PeerSecret == nil {
+		return t.cfg.Secret, true
+	}
+	k := t.cfg.PeerSecret(peer)
+	return k, len(k) > 0
+}
+
+// tlsBinding returns the channel binding of a TLS connection (RFC 9266's
+// tls-exporter), or nil when the TLS version cannot export it safely
+// (TLS 1.2 without extended master secret), in which case frames are
+// authenticated by their own tags as without TLS.
+func tlsBinding(tc *tls.Conn) []byte {
+	cs := tc.ConnectionState()
+	b, err := cs.ExportKeyingMaterial(exporterLabel, nil, exporterLen)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 func (t *TCP) acceptLoop() {
 	defer t.wg.Done()
 	var delay time.Duration
 	for {
+		// A slot for the handshake first: at the cap, connections wait
+		// unaccepted in the listen backlog.
+		select {
+		case t.hsSem <- struct{}{}:
+		case <-t.ctx.Done():
+			return
+		}
 		raw, err := t.ln.Accept()
 		if err != nil {
+			<-t.hsSem
 			if t.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
 			}
@@ -576,6 +666,7 @@ func (t *TCP) acceptLoop() {
 		t.mu.Lock()
 		if t.closed {
 			t.mu.Unlock()
+			<-t.hsSem
 			raw.Close()
 			return
 		}
@@ -588,29 +679,13 @@ func (t *TCP) acceptLoop() {
 // serveConn authenticates an accepted connection and serves it.
 func (t *TCP) serveConn(raw net.Conn) {
 	defer t.wg.Done()
-	if tc, ok := raw.(*net.TCPConn); ok {
-		tc.SetNoDelay(true)
-	}
-	hctx, cancel := context.WithTimeout(t.ctx, t.cfg.HandshakeTimeout)
-	defer cancel()
-	unblock := context.AfterFunc(hctx, func() { raw.SetDeadline(time.Unix(1, 0)) })
-	nc := raw
-	if t.cfg.TLS != nil {
-		tc := tls.Server(raw, t.cfg.TLS)
-		if err := tc.HandshakeContext(hctx); err != nil {
-			unblock()
-			raw.Close()
-			return
-		}
-		nc = tc
-	}
-	from, err := serverHandshake(nc, t.cfg.ID, t.cfg.Secret)
-	if !unblock() || err != nil {
-		raw.Close()
+	ss, nc, ok := t.acceptHandshake(raw)
+	<-t.hsSem
+	if !ok {
 		return
 	}
-	raw.SetDeadline(time.Time{})
-	c := t.newConn(raw, nc, from, false)
+	from := ss.peer
+	c := t.newConn(raw, nc, ss, false)
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -634,6 +709,36 @@ func (t *TCP) serveConn(raw net.Conn) {
 	t.mu.Unlock()
 }
 
+// acceptHandshake runs TLS and the handshake on an accepted connection
+// within HandshakeTimeout; on failure it closes raw.
+func (t *TCP) acceptHandshake(raw net.Conn) (session, net.Conn, bool) {
+	if tc, ok := raw.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	hctx, cancel := context.WithTimeout(t.ctx, t.cfg.HandshakeTimeout)
+	defer cancel()
+	unblock := context.AfterFunc(hctx, func() { raw.SetDeadline(time.Unix(1, 0)) })
+	nc := raw
+	var binding []byte
+	if t.cfg.TLS != nil {
+		tc := tls.Server(raw, t.cfg.TLS)
+		if err := tc.HandshakeContext(hctx); err != nil {
+			unblock()
+			raw.Close()
+			return session{}, nil, false
+		}
+		nc = tc
+		binding = tlsBinding(tc)
+	}
+	ss, err := serverHandshakeFor(nc, t.cfg.ID, t.secretFor, binding)
+	if !unblock() || err != nil {
+		raw.Close()
+		return session{}, nil, false
+	}
+	raw.SetDeadline(time.Time{})
+	return ss, nc, true
+}
+
 // conn is one authenticated connection. A dialed (client) connection
 // carries this node's requests and messages to peer and their responses
 // back; an accepted (server) connection carries the peer's requests and
@@ -642,16 +747,19 @@ type conn struct {
 	t    *TCP
 	raw  net.Conn // the TCP socket, closed to kill the connection
 	nc   net.Conn // raw, or TLS over it; all I/O goes through nc
-	peer NodeID
-	br   *bufio.Reader
+	peer NodeID   // the name the peer proved in the handshake (claimed, without a secret)
+	fr   *frameReader
+	seal *sealer // tags outgoing frames; nil on an unauthenticated stream
 
 	ctx    context.Context // ends when the connection dies; given to handlers
 	cancel context.CancelFunc
 
-	wmu  chan struct{} // one-slot semaphore serializing frame writes
-	hdr  [frameHeaderLen]byte
-	wbuf []byte
-	bufs [][]byte // scratch for writev: header and body pieces
+	wmu     chan struct{} // one-slot semaphore serializing frame writes
+	hdr     [frameHeaderLen + tagLen]byte
+	wbuf    []byte
+	bufs    [][]byte // scratch for writev: header and body pieces
+	tags    []byte   // the body tags of the frame being written
+	scratch []byte   // a record that straddles body pieces, joined to be tagged
 
 	nextID   atomic.Uint64
 	mu       sync.Mutex
@@ -671,14 +779,15 @@ type callResult struct {
 	err  error
 }
 
-func (t *TCP) newConn(raw, nc net.Conn, peer NodeID, client bool) *conn {
+func (t *TCP) newConn(raw, nc net.Conn, ss session, client bool) *conn {
 	ctx, cancel := context.WithCancel(t.ctx)
 	c := &conn{
 		t:      t,
 		raw:    raw,
 		nc:     nc,
-		peer:   peer,
-		br:     bufio.NewReaderSize(nc, readBufferSize),
+		peer:   ss.peer,
+		fr:     newConnReader(nc, readBufferSize, t.cfg.MaxFrameSize, ss.recv),
+		seal:   ss.send,
 		ctx:    ctx,
 		cancel: cancel,
 		wmu:    make(chan struct{}, 1),
@@ -856,17 +965,7 @@ func (c *conn) writeFrameV(ctx context.Context, h frameHeader, body [][]byte) er
 			close(fired)
 		})
 	}
-	putHeader(c.hdr[:], h)
-	var err error
-	if h.wireLen <= smallFrame {
-		c.wbuf = joinPieces(append(c.wbuf[:0], c.hdr[:]...), body)
-		_, err = c.nc.Write(c.wbuf)
-	} else {
-		c.bufs = append(append(c.bufs[:0], c.hdr[:]), body...)
-		nb := net.Buffers(c.bufs)
-		_, err = nb.WriteTo(c.nc)
-		clear(c.bufs)
-	}
+	err := c.writeLocked(h, body)
 	if stop != nil && !stop() {
 		<-fired
 		if err != nil {
@@ -885,9 +984,107 @@ func (c *conn) writeFrameV(ctx context.Context, h frameHeader, body [][]byte) er
 	return nil
 }
 
+// writeLocked writes one frame, with its tags on an authenticated stream
+// (header, its tag, then each record of the body followed by its tag),
+// under the write lock.
+func (c *conn) writeLocked(h frameHeader, body [][]byte) error {
+	putHeader(c.hdr[:frameHeaderLen], h)
+	hdr := c.hdr[:frameHeaderLen]
+	if c.seal != nil {
+		if _, err := c.seal.tag(c.hdr[:frameHeaderLen], hdr); err != nil {
+			return err
+		}
+		hdr = c.hdr[:]
+	}
+	if h.wireLen <= smallFrame {
+		c.wbuf = joinPieces(append(c.wbuf[:0], hdr...), body)
+		if c.seal != nil && h.wireLen > 0 { // one record: smallFrame < authRecordLen
+			c.wbuf = slices.Grow(c.wbuf, tagLen)
+			var err error
+			if c.wbuf, err = c.seal.tag(c.wbuf, c.wbuf[len(hdr):]); err != nil {
+				return err
+			}
+		}
+		_, err := c.nc.Write(c.wbuf)
+		return err
+	}
+	c.bufs = append(c.bufs[:0], hdr)
+	if c.seal != nil {
+		return c.writeTagged(body, h.wireLen)
+	}
+	c.bufs = append(c.bufs, body...)
+	return c.flush()
+}
+
+// flush writes c.bufs with one writev and empties it.
+func (c *conn) flush() error {
+	nb := net.Buffers(c.bufs)
+	_, err := nb.WriteTo(c.nc)
+	clear(c.bufs)
+	c.bufs = c.bufs[:0]
+	return err
+}
+
+// authFlushLen is how many tagged body bytes are gathered before they are
+// written (ours): tagging the next records while the peer already reads
+// and checks the previous ones overlaps the two sides' work.
+const authFlushLen = authRecordLen
+
+// writeTagged writes, after the header already in c.bufs, the body pieces
+// cut into records of authRecordLen bytes, each followed by its tag,
+// flushing every authFlushLen bytes. A record lying in one piece is
+// tagged where it lies; one that straddles pieces is joined into
+// c.scratch to be tagged (at most authRecordLen bytes copied per piece
+// boundary), and sent from the pieces all the same.
+func (c *conn) writeTagged(body [][]byte, n int) error {
+	c.tags = slices.Grow(c.tags[:0], tagLen*authRecords(n))
+	pi, off := 0, 0 // next unsent byte: body[pi][off]
+	pending := 0
+	for n > 0 {
+		rl := min(n, authRecordLen)
+		n -= rl
+		for len(body[pi]) == off { // skip exhausted (and empty) pieces
+			pi, off = pi+1, 0
+		}
+		var ad []byte
+		if len(body[pi])-off >= rl {
+			ad = body[pi][off : off+rl]
+			c.bufs = append(c.bufs, ad)
+			off += rl
+		} else {
+			c.scratch = c.scratch[:0]
+			for need := rl; need > 0; {
+				for len(body[pi]) == off {
+					pi, off = pi+1, 0
+				}
+				k := min(need, len(body[pi])-off)
+				part := body[pi][off : off+k]
+				c.bufs = append(c.bufs, part)
+				c.scratch = append(c.scratch, part...)
+				off += k
+				need -= k
+			}
+			ad = c.scratch
+		}
+		t0 := len(c.tags)
+		var err error
+		if c.tags, err = c.seal.tag(c.tags, ad); err != nil {
+			return err
+		}
+		c.bufs = append(c.bufs, c.tags[t0:len(c.tags):len(c.tags)])
+		if pending += rl; pending >= authFlushLen || n == 0 {
+			if err := c.flush(); err != nil {
+				return err
+			}
+			pending = 0
+		}
+	}
+	return nil
+}
+
 // readErr turns a read failure into the connection's cause of death.
 func (c *conn) readErr(err error) error {
-	if errors.Is(err, ErrCorruptFrame) || errors.Is(err, ErrFrameTooLarge) {
+	if errors.Is(err, ErrCorruptFrame) || errors.Is(err, ErrFrameTooLarge) || errors.Is(err, ErrUnauthorized) {
 		return fmt.Errorf("%w: from %q: %w", ErrUnreachable, c.peer, err)
 	}
 	return fmt.Errorf("%w: connection to %q: %v", ErrUnreachable, c.peer, err)
@@ -896,10 +1093,8 @@ func (c *conn) readErr(err error) error {
 // clientLoop reads responses on a dialed connection until it dies.
 func (c *conn) clientLoop() {
 	defer c.t.wg.Done()
-	max := c.t.cfg.MaxFrameSize
-	var hdr [frameHeaderLen]byte
 	for {
-		h, err := readHeader(c.br, hdr[:], max)
+		h, err := c.fr.header()
 		if err != nil {
 			c.fail(c.readErr(err))
 			return
@@ -909,19 +1104,22 @@ func (c *conn) clientLoop() {
 			return
 		}
 		cl := c.take(h.id)
+		armed := c.armBody(h)
 		if cl == nil { // canceled by its caller: skip the body
-			if _, err := c.br.Discard(h.wireLen); err != nil {
+			if err := c.fr.discard(h.wireLen); err != nil {
 				c.fail(c.readErr(err))
 				return
 			}
+			c.disarmBody(armed)
 			continue
 		}
 		var body []byte
 		if h.kind == kindError {
-			body, err = readBodyAppend(c.br, h, max, nil)
+			body, err = c.fr.bodyAppend(h, nil)
 		} else {
-			body, err = readBodyAppend(c.br, h, max, cl.dst)
+			body, err = c.fr.bodyAppend(h, cl.dst)
 		}
+		c.disarmBody(armed)
 		if err != nil {
 			err = c.readErr(err)
 			cl.ch <- callResult{err: err}
@@ -943,20 +1141,20 @@ func (c *conn) clientLoop() {
 // once.
 func (c *conn) serverLoop(msgMu *sync.Mutex) {
 	defer c.fail(fmt.Errorf("%w: connection from %q closed", ErrUnreachable, c.peer))
-	max := c.t.cfg.MaxFrameSize
 	sem := make(chan struct{}, c.t.cfg.MaxConcurrentRequests)
-	var hdr [frameHeaderLen]byte
 	for {
-		h, err := readHeader(c.br, hdr[:], max)
+		h, err := c.fr.header()
 		if err != nil {
 			return
 		}
 		switch h.kind {
 		case kindMessage:
-			body, ret, err := readBody(c.br, h, max, false)
+			armed := c.armBody(h)
+			body, ret, err := c.fr.body(h, false)
 			if err != nil {
 				return
 			}
+			c.disarmBody(armed)
 			c.t.stats.received(h.rawLen, h.wireLen)
 			msgMu.Lock()
 			c.t.h.HandleMessage(c.peer, body)
@@ -968,11 +1166,13 @@ func (c *conn) serverLoop(msgMu *sync.Mutex) {
 			case <-c.ctx.Done():
 				return
 			}
-			body, ret, err := readBody(c.br, h, max, false)
+			armed := c.armBody(h)
+			body, ret, err := c.fr.body(h, false)
 			if err != nil {
 				<-sem
 				return
 			}
+			c.disarmBody(armed)
 			c.t.stats.received(h.rawLen, h.wireLen)
 			rctx, cancel := context.WithCancel(c.ctx)
 			c.mu.Lock()
@@ -1043,10 +1243,21 @@ func (c *conn) serveRequest(ctx context.Context, cancel context.CancelFunc, id u
 	}
 }
 
-// readHeader reads and validates one frame header.
-func readHeader(br *bufio.Reader, hdr []byte, max int) (frameHeader, error) {
-	if _, err := io.ReadFull(br, hdr); err != nil {
-		return frameHeader{}, err
+// armBody sets the read deadline for the body of the frame whose header h
+// was just read (see TCPConfig.BodyTimeout) and reports whether it did: a
+// body already read ahead, or an empty one, is not timed.
+func (c *conn) armBody(h frameHeader) bool {
+	if c.t.cfg.BodyTimeout < 0 || h.wireLen == 0 || c.fr.buffered(h.wireLen) {
+		return false
 	}
-	return parseHeader(hdr, max)
+	c.nc.SetReadDeadline(time.Now().Add(c.t.cfg.bodyDeadline(h.wireLen)))
+	return true
+}
+
+// disarmBody clears the deadline armBody set: between frames a connection
+// may stay idle.
+func (c *conn) disarmBody(armed bool) {
+	if armed {
+		c.nc.SetReadDeadline(time.Time{})
+	}
 }

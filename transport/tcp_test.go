@@ -71,6 +71,121 @@ func TestTCP_ConformanceCompressedAuthenticatedTLS(t *testing.T) {
 	transporttest.Run(t, tcpFactory(cfg))
 }
 
+// With a secret and no TLS every frame carries tags (auth.go).
+func TestTCP_ConformanceAuthenticated(t *testing.T) {
+	transporttest.Run(t, tcpFactory(transport.TCPConfig{Secret: []byte("falcon test secret")}))
+}
+
+func TestTCP_ConformanceAuthenticatedCompressed(t *testing.T) {
+	cfg := transport.TCPConfig{
+		Compression: transport.AboveSize(512, transport.CodecLZ4),
+		Secret:      []byte("falcon test secret"),
+	}
+	transporttest.Run(t, tcpFactory(cfg))
+}
+
+// With a secret per pair of nodes (here derived from a master by
+// NodeSecret over the two names), every connection proves its pair's.
+func TestTCP_ConformancePeerSecrets(t *testing.T) {
+	master := []byte("falcon test master secret, 32 b.")
+	f := func(t *testing.T, hs []transport.Handler) *transporttest.Cluster {
+		var nodes []*transport.TCP
+		for i, h := range hs {
+			id := transport.NodeID(fmt.Sprintf("node%d", i))
+			pair := func(peer transport.NodeID) []byte {
+				a, b := id, peer
+				if a > b {
+					a, b = b, a
+				}
+				return transport.NodeSecret(master, a+"|"+b)
+			}
+			tr, err := transport.NewTCP(transport.TCPConfig{ID: id, PeerSecret: pair}, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { tr.Close() })
+			nodes = append(nodes, tr)
+		}
+		c := &transporttest.Cluster{}
+		for _, a := range nodes {
+			for _, b := range nodes {
+				if a != b {
+					a.AddPeer(b.LocalID(), b.Addr().String())
+				}
+			}
+			c.Nodes = append(c.Nodes, a)
+		}
+		return c
+	}
+	transporttest.Run(t, f)
+}
+
+// With node secrets derived from a master that only the trusted node
+// holds, a worker can prove only its own name: the from the handler sees
+// cannot be borrowed, and workers cannot reach each other.
+func TestTCP_PeerSecretBindsNames(t *testing.T) {
+	master := []byte("falcon test master secret, 32 b.")
+	rec := &transporttest.Recorder{}
+	srv, err := transport.NewTCP(transport.TCPConfig{ID: "server-0",
+		PeerSecret: func(p transport.NodeID) []byte { return transport.NodeSecret(master, p) }}, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	worker := func(id transport.NodeID, key []byte, h transport.Handler) *transport.TCP {
+		tr, err := transport.NewTCP(transport.TCPConfig{ID: id,
+			PeerSecret: func(transport.NodeID) []byte { return key },
+			Peers:      map[transport.NodeID]string{"server-0": srv.Addr().String()}}, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tr.Close() })
+		return tr
+	}
+	k1 := transport.NodeSecret(master, "worker-1")
+	wrec := &transporttest.Recorder{}
+	w1 := worker("worker-1", k1, wrec)
+	ctx := testCtx(t)
+	if _, err := w1.Request(ctx, "server-0", []byte("hi")); err != nil {
+		t.Fatalf("worker-1 with its own secret: %v", err)
+	}
+	if from := rec.RequestSenders(); len(from) != 1 || from[0] != "worker-1" {
+		t.Fatalf("handler saw requests from %q, want one from worker-1", from)
+	}
+	// worker-1's secret under another name: refused.
+	imp := worker("coordinator", k1, transporttest.Echo{})
+	if _, err := imp.Request(ctx, "server-0", []byte("flush")); !errors.Is(err, transport.ErrUnauthorized) {
+		t.Fatalf("worker-1's secret claiming coordinator: err = %v, want ErrUnauthorized", err)
+	}
+	// The trusted node reaches worker-1; worker-2 does not.
+	srv.AddPeer("worker-1", w1.Addr().String())
+	if err := srv.Send(ctx, "worker-1", []byte("release")); err != nil {
+		t.Fatalf("server to worker-1: %v", err)
+	}
+	if _, err := wrec.WaitMessages(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	w2 := worker("worker-2", transport.NodeSecret(master, "worker-2"), transporttest.Echo{})
+	w2.AddPeer("worker-1", w1.Addr().String())
+	if _, err := w2.Request(ctx, "worker-1", []byte("x")); !errors.Is(err, transport.ErrUnauthorized) {
+		t.Fatalf("worker-2 to worker-1: err = %v, want ErrUnauthorized", err)
+	}
+	if n := rec.NumRequests() + wrec.NumRequests(); n != 1 {
+		t.Fatalf("handlers saw %d requests, want only worker-1's first", n)
+	}
+	// A node with no secret for a peer refuses to dial it.
+	none, err := transport.NewTCP(transport.TCPConfig{ID: "worker-3",
+		PeerSecret: func(transport.NodeID) []byte { return nil },
+		Peers:      map[transport.NodeID]string{"server-0": srv.Addr().String()}}, transporttest.Echo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer none.Close()
+	if _, err := none.Request(ctx, "server-0", []byte("x")); !errors.Is(err, transport.ErrUnauthorized) {
+		t.Fatalf("dial without a secret for the peer: err = %v, want ErrUnauthorized", err)
+	}
+}
+
 func TestTCPConfig_Validate(t *testing.T) {
 	tests := []struct {
 		name string
@@ -82,8 +197,13 @@ func TestTCPConfig_Validate(t *testing.T) {
 		{"no id", func(c *transport.TCPConfig) { c.ID = "" }, false},
 		{"negative max frame", func(c *transport.TCPConfig) { c.MaxFrameSize = -1 }, false},
 		{"negative dial timeout", func(c *transport.TCPConfig) { c.DialTimeout = -time.Second }, false},
+		{"negative pending handshakes", func(c *transport.TCPConfig) { c.MaxPendingHandshakes = -1 }, false},
+		{"no body timeout", func(c *transport.TCPConfig) { c.BodyTimeout = -1 }, true},
 		{"empty peer address", func(c *transport.TCPConfig) { c.Peers = map[transport.NodeID]string{"b": ""} }, false},
 		{"tls without certificate", func(c *transport.TCPConfig) { c.TLS = &tls.Config{} }, false},
+		{"secret and peer secrets", func(c *transport.TCPConfig) {
+			c.Secret, c.PeerSecret = []byte("s"), func(transport.NodeID) []byte { return nil }
+		}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -97,6 +217,9 @@ func TestTCPConfig_Validate(t *testing.T) {
 	}
 	if d := transport.DefaultTCPConfig(); d.ListenAddr != "127.0.0.1:0" {
 		t.Errorf("default ListenAddr = %q, want loopback", d.ListenAddr)
+	}
+	if d := transport.DefaultTCPConfig(); d.MaxPendingHandshakes != 64 || d.BodyTimeout != 30*time.Second {
+		t.Errorf("default MaxPendingHandshakes %d, BodyTimeout %v; want 64 and 30s", d.MaxPendingHandshakes, d.BodyTimeout)
 	}
 }
 

@@ -9,7 +9,11 @@ import (
 // NodeID names a node (a server, a worker, the coordinator) on a transport.
 type NodeID string
 
-// Handler serves what a transport receives. Implementations must be safe for
+// Handler serves what a transport receives. from is the sender's name: over
+// TCP with a secret, the name it proved in the connection's handshake (see
+// the package doc for what that proves); over Inmem, the name it joined
+// with; over TCP without a secret, the name it claimed. Implementations
+// must be safe for
 // concurrent use: HandleRequest may be called from many goroutines at once,
 // while HandleMessage is called sequentially for each sender, in the order the
 // sender sent the messages. HandleMessage should return promptly: while it

@@ -53,8 +53,8 @@ type Message struct {
 }
 
 // Recorder is a Handler that records every one-way message (copied) in
-// arrival order and counts requests, which it serves with Reply (nil
-// echoes). The zero value is ready to use. It is safe for concurrent use.
+// arrival order and counts requests and records their senders, serving
+// them with Reply (nil echoes). The zero value is ready to use. It is safe for concurrent use.
 type Recorder struct {
 	// Reply serves requests; nil means echo. Set it before use.
 	Reply func(ctx context.Context, from transport.NodeID, req []byte) ([]byte, error)
@@ -62,7 +62,8 @@ type Recorder struct {
 	requests atomic.Int64
 	mu       sync.Mutex
 	msgs     []Message
-	changed  chan struct{} // closed and replaced on every new message
+	senders  []transport.NodeID // of the requests, in arrival order
+	changed  chan struct{}      // closed and replaced on every new message
 }
 
 var _ transport.Handler = (*Recorder)(nil)
@@ -70,6 +71,9 @@ var _ transport.Handler = (*Recorder)(nil)
 // HandleRequest counts the request and serves it with r.Reply.
 func (r *Recorder) HandleRequest(ctx context.Context, from transport.NodeID, req []byte) ([]byte, error) {
 	r.requests.Add(1)
+	r.mu.Lock()
+	r.senders = append(r.senders, from)
+	r.mu.Unlock()
 	return Funcs{Request: r.Reply}.HandleRequest(ctx, from, req)
 }
 
@@ -86,6 +90,14 @@ func (r *Recorder) HandleMessage(from transport.NodeID, msg []byte) {
 
 // NumRequests returns how many requests the handler has been called with.
 func (r *Recorder) NumRequests() int { return int(r.requests.Load()) }
+
+// RequestSenders returns the from of every request so far, in arrival
+// order.
+func (r *Recorder) RequestSenders() []transport.NodeID {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]transport.NodeID(nil), r.senders...)
+}
 
 // Messages returns the messages recorded so far, in arrival order.
 func (r *Recorder) Messages() []Message {
