@@ -66,7 +66,7 @@
 //
 // What the fixtures established (RESEARCH.md in this directory has the
 // derivation, every rule that was tried and lost, with its score, and the
-// open cases analysed to numbers; the lab tests are its harness):
+// open cases analysed to numbers):
 //
 //   - Ordering schedulers: the place is fixed at admission (a new coflow
 //     goes before the first whose key is larger). Per coflow in order,

@@ -178,7 +178,6 @@ func (s *sim) step(t, k int64) (departed, flowDone bool) {
 // finished in quantum n (0: it did not), records its completion; it
 // reports whether f finished.
 func (s *sim) settle(j *job, f *flow, x float64, n, t int64) bool {
-	j.sent += f.rem - x
 	f.rem = x
 	if n == 0 {
 		return false

@@ -47,7 +47,6 @@ type job struct {
 	redRaw    []float64 // each reducer's trace megabytes × MiB, before the rounding
 	redFinish []int64   // ms
 	active    int       // unfinished flows
-	sent      float64   // bytes sent so far (read by the lab harness)
 	queue     int       // DARK: current queue
 	queueSeq  int64     // DARK: when it joined that queue
 	done      bool
