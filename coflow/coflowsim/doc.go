@@ -138,8 +138,13 @@
 // result against a literal quantum
 // loop), so the 526-coflow FB2010 trace replays under SEBF
 // in seconds where the Java simulator takes about 15 minutes. FAIR and PFP
-// re-allocate at every flow completion (706,397 on FB2010) and take
-// minutes there.
+// re-allocate at every flow completion (706,397 on FB2010); for them each
+// flow's bytes left are kept as of the quantum its rate last changed and
+// advanced in closed form only when it changes again, finishing quanta
+// wait in a heap (as lower bounds until they are needed), FAIR recomputes
+// only the flows at ports whose flow counts changed and PFP reruns its
+// greedy pass from the lowest receiver whose queue changed (perflow.go),
+// so both replay FB2010 in about 4 to 6 s instead of 190 to 270 CPU-s.
 //
 // # Usage
 //

@@ -18,6 +18,8 @@ type sim struct {
 	redLeft  bool       // keep job.redLeft, coflowsim's per-quantum count of a reducer's bytes left (MADD)
 	bs       []float64  // scratch for drainMoves
 	moves    []flowMove // scratch for reducerMoves
+	heap     flowHeap   // runPerFlow: unfinished flows by finishing quantum
+	fair     *fairState // runPerFlow under FAIR
 }
 
 // policy is a coflowsim scheduler: where an admitted job goes in the active

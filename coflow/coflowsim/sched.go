@@ -289,6 +289,13 @@ func fairShare(s *sim) {
 // every line of both (RESEARCH.md).
 type pfp struct {
 	queues [][]*flow // per receiver port; finished flows are dropped at admissions
+	// runPerFlow's incremental pass (reallocate): per receiver the flows
+	// the last pass gave a positive rate, in order; the lowest receiver
+	// whose queue changed since; a pass counter and a scratch list.
+	served [][]*flow
+	from   int
+	gen    uint64
+	spare  []*flow
 }
 
 func (*pfp) perFlow() bool { return true }
