@@ -106,7 +106,8 @@
 //     order; at each, its flows in queue order, each taking min(send free,
 //     receive free).
 //   - DARK: 10 queues with limits 10 MiB × 10^k on the bytes sent (summed
-//     quantum by quantum per flow); a coflow leaves a queue once its bytes
+//     quantum by quantum per flow, the flows' sums added up per reducer,
+//     then over the reducers); a coflow leaves a queue once its bytes
 //     sent exceed the limit; queues are re-evaluated only at admissions and
 //     departures, the coflows that move visited from the last queue to the
 //     first, each joining the tail of its new queue; strict priority across

@@ -182,6 +182,21 @@ func TestReferenceTraces(t *testing.T) {
 	for _, c := range pfpCases {
 		t.Run("PFP/"+c.name, func(t *testing.T) { check(t, "PFP", c.trace, c.want) })
 	}
+	darkCases := []struct{ name, trace, want string }{
+		// Coflow 1's 34 flows of 1 MiB move 1/17 MiB each per quantum;
+		// when coflow 3 departs at 40 ms it has sent exactly 10 MiB, the
+		// first queue's limit. Its flows' sums added up reducer by
+		// reducer come to 10 MiB − 1.9e-9 and it keeps its queue (and
+		// receiver 20, ahead of coflow 2); added up flow by flow in one
+		// running sum they come to 10 MiB + 1.9e-9 and it drops behind
+		// coflow 2, finishing at 936 ms instead of 136.
+		{"bytes sent summed per reducer",
+			"50 3\n1 0 17 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 2 20:17.0 21:17.0\n2 0 1 30 1 20:100.0\n3 0 1 40 1 41:5.0\n",
+			"JOB-1 0.0 136.0 17 2 3.5651584E7 1.7825792E7 136.0 133 272.0\nJOB-2 0.0 936.0 1 1 1.048576E8 1.048576E8 936.0 781 936.0\nJOB-3 0.0 40.0 1 1 5242880.0 5242880.0 40.0 39 40.0\n1112.0\n"},
+	}
+	for _, c := range darkCases {
+		t.Run("DARK/"+c.name, func(t *testing.T) { check(t, "DARK", c.trace, c.want) })
+	}
 }
 
 // TestLineOrderDoesNotMatter replays the "reducer count in sender port
