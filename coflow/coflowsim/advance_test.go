@@ -3,6 +3,7 @@ package coflowsim
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -60,35 +61,58 @@ func TestAdvanceMatchesSequentialSubtraction(t *testing.T) {
 	}
 }
 
+// TestAccumulateMatchesSequentialAddition checks accumulate against the
+// literal addition loop, for single rates (one flow) and vectors of them
+// (a coflow's flows), including ties, binade crossings and a start at 0.
 func TestAccumulateMatchesSequentialAddition(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	type tc struct{ x, b float64 }
+	type tc struct {
+		x  float64
+		bs []float64
+	}
 	cases := []tc{
-		{0, 1048576.0 / 3}, {0, 0.1}, {5, 0.3}, {1, 1e-17}, {0, 16.76 * 1048576 / 128},
-		{math.Ldexp(1, 30) + 12345, 3.5 * math.Ldexp(1, -22)},
-		{math.Ldexp(1, 30) + 12346, 0.5 * math.Ldexp(1, -22)},
-		{math.Ldexp(1, 30) + 3, 1.5 * math.Ldexp(1, -22)},
-		{1e9, 0.5 * math.Ldexp(1, -23)},
+		{0, []float64{1048576.0 / 3}}, {0, []float64{0.1}}, {5, []float64{0.3}}, {1, []float64{1e-17}},
+		{0, []float64{16.76 * 1048576 / 128}},
+		{math.Ldexp(1, 30) + 12345, []float64{3.5 * math.Ldexp(1, -22)}},
+		{math.Ldexp(1, 30) + 12346, []float64{0.5 * math.Ldexp(1, -22)}},
+		{math.Ldexp(1, 30) + 3, []float64{1.5 * math.Ldexp(1, -22)}},
+		{1e9, []float64{0.5 * math.Ldexp(1, -23)}},
+		// 34 flows at 1/17 MiB per quantum: 10 MiB after 5 quanta, one
+		// tie-free vector whose sums cross binades.
+		{0, slices.Repeat([]float64{1048576.0 / 17}, 34)},
+		{0, []float64{0, 1048576.0 / 3, 0, 7}},
 	}
 	for range 3000 {
-		b := math.Ldexp(1+rng.Float64(), rng.IntN(30))
-		if rng.IntN(3) == 0 {
-			b = 1048576 / float64(rng.IntN(60)+1)
+		n := 1
+		if rng.IntN(2) == 0 {
+			n = rng.IntN(40) + 1
+		}
+		bs := make([]float64, n)
+		for i := range bs {
+			bs[i] = math.Ldexp(1+rng.Float64(), rng.IntN(30))
+			if rng.IntN(3) == 0 {
+				bs[i] = 1048576 / float64(rng.IntN(60)+1)
+			}
+			if rng.IntN(10) == 0 {
+				bs[i] = 0
+			}
 		}
 		x := 0.0
 		if rng.IntN(2) == 0 {
-			x = b * float64(rng.IntN(1000))
+			x = bs[0] * float64(rng.IntN(1000))
 		}
-		cases = append(cases, tc{x, b})
+		cases = append(cases, tc{x, bs})
 	}
 	for _, c := range cases {
-		for _, k := range []int64{0, 1, 2, 7, 100, 5001, 100000} {
+		for _, k := range []int64{0, 1, 2, 7, 100, 5001, 20000} {
 			want := c.x
 			for range k {
-				want += c.b
+				for _, b := range c.bs {
+					want += b
+				}
 			}
-			if got := accumulate(c.x, c.b, k); got != want {
-				t.Fatalf("accumulate(%v, %v, %d) = %v, sequential = %v", c.x, c.b, k, got, want)
+			if got := accumulate(c.x, c.bs, k); got != want {
+				t.Fatalf("accumulate(%v, %v, %d) = %v, sequential = %v", c.x, c.bs, k, got, want)
 			}
 		}
 	}

@@ -14,10 +14,10 @@ type sim struct {
 	now      int64 // ms, time of the current allocation
 	stalled  bool
 	seq      int64      // DARK queue-entry counter
-	moved    bool       // keep flow.moved, coflowsim's per-quantum count of bytes sent (DARK)
+	moved    bool       // keep job.sent, coflowsim's per-quantum count of bytes sent (DARK)
 	redLeft  bool       // keep job.redLeft, coflowsim's per-quantum count of a reducer's bytes left (MADD)
 	bs       []float64  // scratch for drainMoves
-	moves    []flowMove // scratch for reducerMoves
+	moves    []flowMove // scratch for flowMoves
 	heap     flowHeap   // runPerFlow: unfinished flows by finishing quantum
 	fair     *fairState // runPerFlow under FAIR
 }
@@ -142,16 +142,20 @@ func (s *sim) step(t, k int64) (departed, flowDone bool) {
 					flowDone = true
 				}
 			}
+		} else if s.moved {
+			moves := s.flowMoves(j.flows, k)
+			j.sent = s.accumulateMoves(j.sent, moves, k)
+			for _, m := range moves {
+				if s.settle(j, m.f, m.x, m.n, t) {
+					flowDone = true
+				}
+			}
 		} else {
 			for _, f := range j.flows {
 				if f.done {
 					continue
 				}
-				b := s.perQuantum(f.rate)
-				x, n := advance(f.rem, b, zeroBytes, k)
-				if s.moved {
-					f.moved = accumulateMoved(f.moved, f.rem, b, k, n)
-				}
+				x, n := advance(f.rem, s.perQuantum(f.rate), zeroBytes, k)
 				if s.settle(j, f, x, n, t) {
 					flowDone = true
 				}
@@ -196,7 +200,7 @@ func (s *sim) settle(j *job, f *flow, x float64, n, t int64) bool {
 // them (reducerEnd) before some of its flows, those end with it. It
 // reports whether a flow finished.
 func (s *sim) stepReducer(j *job, ri int, t, k int64) bool {
-	moves := s.reducerMoves(j.reducer(ri), k)
+	moves := s.flowMoves(j.reducer(ri), k)
 	left := j.redLeft[ri]
 	e := s.reducerEnd(left, moves, k)
 	j.redLeft[ri] = s.drainMoves(left, moves, k)
@@ -214,17 +218,6 @@ func (s *sim) stepReducer(j *job, ri int, t, k int64) bool {
 	return done
 }
 
-// accumulateMoved returns moved after k quanta of coflowsim's per-quantum
-// bookkeeping moved += min(b, rem) for a flow with rem bytes left that
-// moves b per quantum and finishes in quantum n (0: not within k).
-func accumulateMoved(moved, rem, b float64, k, n int64) float64 {
-	if n == 0 {
-		return accumulate(moved, b, k)
-	}
-	last, _ := advance(rem, b, zeroBytes, n-1) // bytes left before the last quantum
-	return accumulate(moved, b, n-1) + math.Min(b, last)
-}
-
 // jobEnd returns the quantum (1..k) in which the last reducer of j
 // finishes (reducerEnd), or 0 if some reducer does not finish within k.
 func (s *sim) jobEnd(j *job, k int64) int64 {
@@ -233,7 +226,7 @@ func (s *sim) jobEnd(j *job, k int64) int64 {
 		if j.redActive[ri] == 0 {
 			continue
 		}
-		e := s.reducerEnd(left, s.reducerMoves(j.reducer(ri), k), k)
+		e := s.reducerEnd(left, s.flowMoves(j.reducer(ri), k), k)
 		if e == 0 {
 			return 0
 		}
@@ -250,9 +243,9 @@ type flowMove struct {
 	n       int64   // quantum in which it finishes, 0: not within k
 }
 
-// reducerMoves returns the moves over k quanta of the unfinished flows of
+// flowMoves returns the moves over k quanta of the unfinished flows of
 // fl, in order, in a scratch slice that the next call reuses.
-func (s *sim) reducerMoves(fl []*flow, k int64) []flowMove {
+func (s *sim) flowMoves(fl []*flow, k int64) []flowMove {
 	moves := s.moves[:0]
 	for _, f := range fl {
 		if f.done {
@@ -337,6 +330,41 @@ func (s *sim) drainMoves(acc float64, moves []flowMove, k int64) float64 {
 				acc -= m.last
 			case m.n == 0 || m.n > q:
 				acc -= m.b
+			}
+		}
+	}
+	return acc
+}
+
+// accumulateMoves returns acc after k quanta (k no more than the moves
+// were made for) of coflowsim's bookkeeping of a coflow's bytes sent, in
+// which every unfinished flow, in order, adds the bytes it moves,
+// min(b, rem), to acc: drainMoves with additions (accumulate).
+func (s *sim) accumulateMoves(acc float64, moves []flowMove, k int64) float64 {
+	for q := int64(0); q < k && len(moves) > 0; {
+		next := k + 1 // the next quantum in which a flow finishes
+		s.bs = s.bs[:0]
+		for _, m := range moves {
+			if m.n == 0 || m.n > q {
+				s.bs = append(s.bs, m.b)
+				if m.n > 0 {
+					next = min(next, m.n)
+				}
+			}
+		}
+		run := min(next-1, k) - q
+		acc = accumulate(acc, s.bs, run)
+		q += run
+		if q == k {
+			break
+		}
+		q++ // quantum next: the finishing flows move their last bytes
+		for _, m := range moves {
+			switch {
+			case m.n == q:
+				acc += m.last
+			case m.n == 0 || m.n > q:
+				acc += m.b
 			}
 		}
 	}

@@ -16,7 +16,6 @@ type flow struct {
 	rem      float64 // bytes left
 	size     float64 // bytes at the start
 	rate     float64 // bit per simulated second
-	moved    float64 // bytes sent, summed quantum by quantum as coflowsim does (DARK only)
 	red      int     // index of the reducer within its job
 	done     bool
 	// Per-flow schedulers' lazy state (runPerFlow): rem holds at quantum
@@ -58,9 +57,13 @@ type job struct {
 	redRaw    []float64 // each reducer's trace megabytes × MiB, before the rounding
 	redFinish []int64   // ms
 	active    int       // unfinished flows
-	queue     int       // DARK: current queue
-	queueSeq  int64     // DARK: when it joined that queue
-	done      bool
+	// sent is the coflow's bytes sent as coflowsim counts them (DARK):
+	// one float64 to which every unfinished flow adds the bytes it moves,
+	// min(b, rem), quantum by quantum, in j.flows' order.
+	sent     float64
+	queue    int   // DARK: current queue
+	queueSeq int64 // DARK: when it joined that queue
+	done     bool
 }
 
 // reducer returns the flows of j's reducer ri (flows are reducer-major,
