@@ -156,3 +156,51 @@ func TestDrainMatchesLoop(t *testing.T) {
 		}
 	}
 }
+
+// TestAccumulateMovesMatchesLoop checks the incremental per-coflow count of
+// bytes sent against the literal loop: k quanta in which every unfinished
+// flow, in order, adds b, or its last bytes in the quantum it finishes.
+func TestAccumulateMovesMatchesLoop(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	s := &sim{}
+	for trial := range 400 {
+		nf := rng.IntN(60) + 1
+		k := int64(rng.IntN(3000) + 1)
+		moves := make([]flowMove, nf)
+		for i := range moves {
+			b := 1048576 / float64(rng.IntN(70)+1) * float64(rng.IntN(3)+1)
+			if rng.IntN(5) == 0 {
+				b = math.Ldexp(1+rng.Float64(), rng.IntN(25))
+			}
+			if rng.IntN(8) == 0 {
+				b = 0
+			}
+			var n int64
+			if rng.IntN(2) == 0 {
+				n = int64(rng.IntN(int(k))) + 1
+				if rng.IntN(3) == 0 && i > 0 && moves[i-1].n > 0 {
+					n = moves[i-1].n // flows finishing together
+				}
+			}
+			moves[i] = flowMove{b: b, last: b * rng.Float64(), n: n}
+		}
+		acc := 0.0
+		if trial%3 == 0 {
+			acc = math.Ldexp(1+rng.Float64(), rng.IntN(40))
+		}
+		want := acc
+		for q := int64(1); q <= k; q++ {
+			for _, m := range moves {
+				switch {
+				case m.n == q:
+					want += m.last
+				case m.n == 0 || m.n > q:
+					want += m.b
+				}
+			}
+		}
+		if got := s.accumulateMoves(acc, moves, k); got != want {
+			t.Fatalf("trial %d: accumulateMoves = %v, loop = %v (%d flows, k=%d)", trial, got, want, nf, k)
+		}
+	}
+}

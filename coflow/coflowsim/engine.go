@@ -1,6 +1,10 @@
 package coflowsim
 
-import "math"
+import (
+	"cmp"
+	"math"
+	"slices"
+)
 
 // sim is one replay.
 type sim struct {
@@ -18,6 +22,8 @@ type sim struct {
 	redLeft  bool       // keep job.redLeft, coflowsim's per-quantum count of a reducer's bytes left (MADD)
 	bs       []float64  // scratch for drainMoves
 	moves    []flowMove // scratch for flowMoves
+	fin      []int      // scratch for accumulateMoves
+	gone     []bool     // scratch for accumulateMoves
 	heap     flowHeap   // runPerFlow: unfinished flows by finishing quantum
 	fair     *fairState // runPerFlow under FAIR
 }
@@ -339,36 +345,145 @@ func (s *sim) drainMoves(acc float64, moves []flowMove, k int64) float64 {
 // accumulateMoves returns acc after k quanta (k no more than the moves
 // were made for) of coflowsim's bookkeeping of a coflow's bytes sent, in
 // which every unfinished flow, in order, adds the bytes it moves,
-// min(b, rem), to acc: drainMoves with additions (accumulate).
+// min(b, rem), to acc.
+//
+// A coflow can have thousands of flows finishing at as many different
+// quanta, so the sum is kept incrementally: while acc stays in one binade
+// with ulp u, adding b is adding b rounded to a multiple of u, in any
+// order, so a quantum adds D = Σ round(b/u) over the flows still moving;
+// D is recomputed when acc enters another binade and otherwise updated as
+// flows finish. A quantum in which flows finish adds D with their
+// last bytes in place of b. Quanta that may leave the binade, hold a tie
+// (b/u half-way, rounded to even by acc's last bit) or start from 0 are
+// added flow by flow, in order, as the reference does.
 func (s *sim) accumulateMoves(acc float64, moves []flowMove, k int64) float64 {
-	for q := int64(0); q < k && len(moves) > 0; {
-		next := k + 1 // the next quantum in which a flow finishes
-		s.bs = s.bs[:0]
-		for _, m := range moves {
-			if m.n == 0 || m.n > q {
-				s.bs = append(s.bs, m.b)
-				if m.n > 0 {
-					next = min(next, m.n)
+	if len(moves) == 0 || k <= 0 {
+		return acc
+	}
+	fin := s.fin[:0] // the finishing moves, by quantum
+	for i, m := range moves {
+		if m.n > 0 {
+			fin = append(fin, i)
+		}
+	}
+	slices.SortStableFunc(fin, func(a, b int) int { return cmp.Compare(moves[a].n, moves[b].n) })
+	s.fin = fin
+	gone := slices.Grow(s.gone[:0], len(moves))[:len(moves)]
+	clear(gone)
+	s.gone = gone
+	u, D, ties := -1.0, 0.0, 0 // D and ties are for the binade of ulp u
+	binade := func() bool {
+		if !(acc >= 0x1p-1022) {
+			return false
+		}
+		_, e := math.Frexp(acc)
+		if nu := math.Ldexp(1, e-53); nu != u {
+			u, D, ties = nu, 0, 0
+			for i, m := range moves {
+				if !gone[i] {
+					c, tie := roundUlp(m.b, u)
+					D += c
+					if tie {
+						ties++
+					}
 				}
 			}
 		}
-		run := min(next-1, k) - q
-		acc = accumulate(acc, s.bs, run)
-		q += run
-		if q == k {
-			break
+		return true
+	}
+	// add applies quantum q's additions to acc, D' units of u at once if
+	// they keep acc in its binade, else flow by flow.
+	add := func(q int64, Dq float64, exact bool) {
+		if exact && Dq < 1<<53 {
+			if X := int64(acc / u); X+int64(Dq) <= 1<<53-1 {
+				acc = float64(X+int64(Dq)) * u
+				return
+			}
 		}
-		q++ // quantum next: the finishing flows move their last bytes
-		for _, m := range moves {
+		for i, m := range moves {
 			switch {
+			case gone[i]:
 			case m.n == q:
 				acc += m.last
-			case m.n == 0 || m.n > q:
+			default:
 				acc += m.b
 			}
 		}
 	}
+	q, p := int64(0), 0
+	for q < k {
+		end := k // the run of quanta q+1 .. end moves the same flows
+		if p < len(fin) {
+			end = moves[fin[p]].n - 1
+		}
+		for q < end {
+			if !binade() {
+				add(q+1, 0, false)
+				q++
+				continue
+			}
+			if D == 0 && ties == 0 {
+				q = end // every b is below half an ulp: acc does not change
+				break
+			}
+			if ties == 0 && D < 1<<53 {
+				X := int64(acc / u)
+				if m := min((1<<53-1-X)/int64(D), end-q); m > 0 { // the last result stays in the binade
+					acc = float64(X+m*int64(D)) * u
+					q += m
+					continue
+				}
+			}
+			add(q+1, 0, false)
+			q++
+		}
+		if q == k {
+			break
+		}
+		q++ // quantum q: some flows move their last bytes
+		p2 := p
+		for p2 < len(fin) && moves[fin[p2]].n == q {
+			p2++
+		}
+		if binade() {
+			Dq, exact := D, ties == 0
+			for _, i := range fin[p:p2] {
+				c, _ := roundUlp(moves[i].b, u)
+				l, tie := roundUlp(moves[i].last, u)
+				Dq += l - c
+				exact = exact && !tie
+			}
+			add(q, Dq, exact)
+		} else {
+			add(q, 0, false)
+		}
+		for _, i := range fin[p:p2] {
+			gone[i] = true
+			if u > 0 {
+				c, tie := roundUlp(moves[i].b, u)
+				D -= c
+				if tie {
+					ties--
+				}
+			}
+		}
+		p = p2
+	}
 	return acc
+}
+
+// roundUlp returns b/u rounded to the nearest integer, and whether b/u
+// lies exactly half-way (u a power of two, so b/u is exact).
+func roundUlp(b, u float64) (float64, bool) {
+	q := b / u
+	qr := math.Floor(q)
+	switch frac := q - qr; {
+	case frac < 0.5:
+		return qr, false
+	case frac > 0.5:
+		return qr + 1, false
+	}
+	return qr, true
 }
 
 // admittingEpoch is the start of the epoch that admits a coflow arriving at
