@@ -69,55 +69,53 @@ func advance(x, b, z float64, k int64) (float64, int64) {
 }
 
 // accumulate applies k quanta of the reference simulator's bookkeeping of
-// bytes sent,
+// a coflow's bytes sent,
 //
-//	x += b
+//	for each b in bs: x += b
 //
-// and returns the new x, bit for bit the result of k sequential float64
-// additions (k >= 0, x >= 0, b >= 0). Inside one binade [lo, 2lo) of the
-// result the ulp u is fixed, x is a multiple of u and fl(x + b) = x + c
-// with c = b rounded to the nearest multiple of u (a tie, b/u half-way, is
-// stepped one quantum at a time), so the loop costs O(binades crossed).
-func accumulate(x, b float64, k int64) float64 {
-	if b <= 0 {
-		return x
-	}
+// and returns the new x, bit for bit the result of the k·len(bs)
+// sequential float64 additions (k >= 0, x >= 0, bs >= 0). Inside one
+// binade [lo, 2lo) of x its ulp u is fixed, x is a multiple of u and
+// fl(x + b) = x + c with c = b rounded to the nearest multiple of u, as
+// long as the result stays in the binade; so whole quanta add D = Σc at
+// once, and only quanta that may leave the binade, or hold a tie (b/u
+// half-way, rounded to even), or start from 0 or a subnormal x, are
+// stepped one addition at a time. The loop costs O(len(bs) · binades
+// crossed).
+func accumulate(x float64, bs []float64, k int64) float64 {
 	for k > 0 {
-		if x == 0 {
-			x = b
-			k--
-			continue
-		}
-		_, e := math.Frexp(x) // x in [2^(e-1), 2^e)
-		u := math.Ldexp(1, e-53)
-		var m int64
-		if x >= 0x1p-1022 { // normal: its ulp is u
-			q := b / u // exact: u is a power of two
-			qr := math.Floor(q)
-			var c float64
-			switch frac := q - qr; {
-			case frac < 0.5:
-				c = qr
-			case frac > 0.5:
-				c = qr + 1
+		if x >= 0x1p-1022 {
+			_, e := math.Frexp(x) // x in [2^(e-1), 2^e)
+			u := math.Ldexp(1, e-53)
+			D, tie := 0.0, false
+			for _, b := range bs {
+				q := b / u // exact: u is a power of two
+				qr := math.Floor(q)
+				switch frac := q - qr; {
+				case frac < 0.5:
+					D += qr
+				case frac > 0.5:
+					D += qr + 1
+				default:
+					tie = true
+				}
 			}
-			if c == 0 && q-qr < 0.5 {
-				return x // b is below half an ulp: x never changes
+			if D == 0 && !tie {
+				return x // every b is below half an ulp: x never changes
 			}
-			if c > 0 && c < 1<<53 {
-				X := int64(x / u)       // in [2^52, 2^53)
-				room := (1<<53 - 1) - X // steps that stay inside the binade
-				if ci := int64(c); room >= ci {
-					m = min(room/ci, k)
-					x = float64(X+m*ci) * u
+			if !tie && D < 1<<53 {
+				X := int64(x / u)                             // in [2^52, 2^53)
+				if m := min((1<<53-1-X)/int64(D), k); m > 0 { // the last result stays below 2lo
+					x = float64(X+m*int64(D)) * u
 					k -= m
+					continue
 				}
 			}
 		}
-		if m == 0 {
+		for _, b := range bs {
 			x += b
-			k--
 		}
+		k--
 	}
 	return x
 }

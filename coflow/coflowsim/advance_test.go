@@ -3,6 +3,7 @@ package coflowsim
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -60,35 +61,58 @@ func TestAdvanceMatchesSequentialSubtraction(t *testing.T) {
 	}
 }
 
+// TestAccumulateMatchesSequentialAddition checks accumulate against the
+// literal addition loop, for single rates (one flow) and vectors of them
+// (a coflow's flows), including ties, binade crossings and a start at 0.
 func TestAccumulateMatchesSequentialAddition(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	type tc struct{ x, b float64 }
+	type tc struct {
+		x  float64
+		bs []float64
+	}
 	cases := []tc{
-		{0, 1048576.0 / 3}, {0, 0.1}, {5, 0.3}, {1, 1e-17}, {0, 16.76 * 1048576 / 128},
-		{math.Ldexp(1, 30) + 12345, 3.5 * math.Ldexp(1, -22)},
-		{math.Ldexp(1, 30) + 12346, 0.5 * math.Ldexp(1, -22)},
-		{math.Ldexp(1, 30) + 3, 1.5 * math.Ldexp(1, -22)},
-		{1e9, 0.5 * math.Ldexp(1, -23)},
+		{0, []float64{1048576.0 / 3}}, {0, []float64{0.1}}, {5, []float64{0.3}}, {1, []float64{1e-17}},
+		{0, []float64{16.76 * 1048576 / 128}},
+		{math.Ldexp(1, 30) + 12345, []float64{3.5 * math.Ldexp(1, -22)}},
+		{math.Ldexp(1, 30) + 12346, []float64{0.5 * math.Ldexp(1, -22)}},
+		{math.Ldexp(1, 30) + 3, []float64{1.5 * math.Ldexp(1, -22)}},
+		{1e9, []float64{0.5 * math.Ldexp(1, -23)}},
+		// 34 flows at 1/17 MiB per quantum: 10 MiB after 5 quanta, one
+		// tie-free vector whose sums cross binades.
+		{0, slices.Repeat([]float64{1048576.0 / 17}, 34)},
+		{0, []float64{0, 1048576.0 / 3, 0, 7}},
 	}
 	for range 3000 {
-		b := math.Ldexp(1+rng.Float64(), rng.IntN(30))
-		if rng.IntN(3) == 0 {
-			b = 1048576 / float64(rng.IntN(60)+1)
+		n := 1
+		if rng.IntN(2) == 0 {
+			n = rng.IntN(40) + 1
+		}
+		bs := make([]float64, n)
+		for i := range bs {
+			bs[i] = math.Ldexp(1+rng.Float64(), rng.IntN(30))
+			if rng.IntN(3) == 0 {
+				bs[i] = 1048576 / float64(rng.IntN(60)+1)
+			}
+			if rng.IntN(10) == 0 {
+				bs[i] = 0
+			}
 		}
 		x := 0.0
 		if rng.IntN(2) == 0 {
-			x = b * float64(rng.IntN(1000))
+			x = bs[0] * float64(rng.IntN(1000))
 		}
-		cases = append(cases, tc{x, b})
+		cases = append(cases, tc{x, bs})
 	}
 	for _, c := range cases {
-		for _, k := range []int64{0, 1, 2, 7, 100, 5001, 100000} {
+		for _, k := range []int64{0, 1, 2, 7, 100, 5001, 20000} {
 			want := c.x
 			for range k {
-				want += c.b
+				for _, b := range c.bs {
+					want += b
+				}
 			}
-			if got := accumulate(c.x, c.b, k); got != want {
-				t.Fatalf("accumulate(%v, %v, %d) = %v, sequential = %v", c.x, c.b, k, got, want)
+			if got := accumulate(c.x, c.bs, k); got != want {
+				t.Fatalf("accumulate(%v, %v, %d) = %v, sequential = %v", c.x, c.bs, k, got, want)
 			}
 		}
 	}
@@ -129,6 +153,54 @@ func TestDrainMatchesLoop(t *testing.T) {
 		}
 		if got := drain(acc, bs, k); got != want && !(math.IsNaN(got) && math.IsNaN(want)) {
 			t.Fatalf("drain(%v, %v, %d) = %v, loop gives %v", acc, bs, k, got, want)
+		}
+	}
+}
+
+// TestAccumulateMovesMatchesLoop checks the incremental per-coflow count of
+// bytes sent against the literal loop: k quanta in which every unfinished
+// flow, in order, adds b, or its last bytes in the quantum it finishes.
+func TestAccumulateMovesMatchesLoop(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	s := &sim{}
+	for trial := range 400 {
+		nf := rng.IntN(60) + 1
+		k := int64(rng.IntN(3000) + 1)
+		moves := make([]flowMove, nf)
+		for i := range moves {
+			b := 1048576 / float64(rng.IntN(70)+1) * float64(rng.IntN(3)+1)
+			if rng.IntN(5) == 0 {
+				b = math.Ldexp(1+rng.Float64(), rng.IntN(25))
+			}
+			if rng.IntN(8) == 0 {
+				b = 0
+			}
+			var n int64
+			if rng.IntN(2) == 0 {
+				n = int64(rng.IntN(int(k))) + 1
+				if rng.IntN(3) == 0 && i > 0 && moves[i-1].n > 0 {
+					n = moves[i-1].n // flows finishing together
+				}
+			}
+			moves[i] = flowMove{b: b, last: b * rng.Float64(), n: n}
+		}
+		acc := 0.0
+		if trial%3 == 0 {
+			acc = math.Ldexp(1+rng.Float64(), rng.IntN(40))
+		}
+		want := acc
+		for q := int64(1); q <= k; q++ {
+			for _, m := range moves {
+				switch {
+				case m.n == q:
+					want += m.last
+				case m.n == 0 || m.n > q:
+					want += m.b
+				}
+			}
+		}
+		if got := s.accumulateMoves(acc, moves, k); got != want {
+			t.Fatalf("trial %d: accumulateMoves = %v, loop = %v (%d flows, k=%d)", trial, got, want, nf, k)
 		}
 	}
 }

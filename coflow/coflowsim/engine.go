@@ -1,6 +1,10 @@
 package coflowsim
 
-import "math"
+import (
+	"cmp"
+	"math"
+	"slices"
+)
 
 // sim is one replay.
 type sim struct {
@@ -14,10 +18,14 @@ type sim struct {
 	now      int64 // ms, time of the current allocation
 	stalled  bool
 	seq      int64      // DARK queue-entry counter
-	moved    bool       // keep flow.moved, coflowsim's per-quantum count of bytes sent (DARK)
+	moved    bool       // keep job.sent, coflowsim's per-quantum count of bytes sent (DARK)
 	redLeft  bool       // keep job.redLeft, coflowsim's per-quantum count of a reducer's bytes left (MADD)
 	bs       []float64  // scratch for drainMoves
-	moves    []flowMove // scratch for reducerMoves
+	moves    []flowMove // scratch for flowMoves
+	fin      []int      // scratch for accumulateMoves
+	gone     []bool     // scratch for accumulateMoves
+	heap     flowHeap   // runPerFlow: unfinished flows by finishing quantum
+	fair     *fairState // runPerFlow under FAIR
 }
 
 // policy is a coflowsim scheduler: where an admitted job goes in the active
@@ -140,16 +148,20 @@ func (s *sim) step(t, k int64) (departed, flowDone bool) {
 					flowDone = true
 				}
 			}
+		} else if s.moved {
+			moves := s.flowMoves(j.flows, k)
+			j.sent = s.accumulateMoves(j.sent, moves, k)
+			for _, m := range moves {
+				if s.settle(j, m.f, m.x, m.n, t) {
+					flowDone = true
+				}
+			}
 		} else {
 			for _, f := range j.flows {
 				if f.done {
 					continue
 				}
-				b := s.perQuantum(f.rate)
-				x, n := advance(f.rem, b, zeroBytes, k)
-				if s.moved {
-					f.moved = accumulateMoved(f.moved, f.rem, b, k, n)
-				}
+				x, n := advance(f.rem, s.perQuantum(f.rate), zeroBytes, k)
 				if s.settle(j, f, x, n, t) {
 					flowDone = true
 				}
@@ -178,7 +190,6 @@ func (s *sim) step(t, k int64) (departed, flowDone bool) {
 // finished in quantum n (0: it did not), records its completion; it
 // reports whether f finished.
 func (s *sim) settle(j *job, f *flow, x float64, n, t int64) bool {
-	j.sent += f.rem - x
 	f.rem = x
 	if n == 0 {
 		return false
@@ -195,7 +206,7 @@ func (s *sim) settle(j *job, f *flow, x float64, n, t int64) bool {
 // them (reducerEnd) before some of its flows, those end with it. It
 // reports whether a flow finished.
 func (s *sim) stepReducer(j *job, ri int, t, k int64) bool {
-	moves := s.reducerMoves(j.reducer(ri), k)
+	moves := s.flowMoves(j.reducer(ri), k)
 	left := j.redLeft[ri]
 	e := s.reducerEnd(left, moves, k)
 	j.redLeft[ri] = s.drainMoves(left, moves, k)
@@ -213,17 +224,6 @@ func (s *sim) stepReducer(j *job, ri int, t, k int64) bool {
 	return done
 }
 
-// accumulateMoved returns moved after k quanta of coflowsim's per-quantum
-// bookkeeping moved += min(b, rem) for a flow with rem bytes left that
-// moves b per quantum and finishes in quantum n (0: not within k).
-func accumulateMoved(moved, rem, b float64, k, n int64) float64 {
-	if n == 0 {
-		return accumulate(moved, b, k)
-	}
-	last, _ := advance(rem, b, zeroBytes, n-1) // bytes left before the last quantum
-	return accumulate(moved, b, n-1) + math.Min(b, last)
-}
-
 // jobEnd returns the quantum (1..k) in which the last reducer of j
 // finishes (reducerEnd), or 0 if some reducer does not finish within k.
 func (s *sim) jobEnd(j *job, k int64) int64 {
@@ -232,7 +232,7 @@ func (s *sim) jobEnd(j *job, k int64) int64 {
 		if j.redActive[ri] == 0 {
 			continue
 		}
-		e := s.reducerEnd(left, s.reducerMoves(j.reducer(ri), k), k)
+		e := s.reducerEnd(left, s.flowMoves(j.reducer(ri), k), k)
 		if e == 0 {
 			return 0
 		}
@@ -249,9 +249,9 @@ type flowMove struct {
 	n       int64   // quantum in which it finishes, 0: not within k
 }
 
-// reducerMoves returns the moves over k quanta of the unfinished flows of
+// flowMoves returns the moves over k quanta of the unfinished flows of
 // fl, in order, in a scratch slice that the next call reuses.
-func (s *sim) reducerMoves(fl []*flow, k int64) []flowMove {
+func (s *sim) flowMoves(fl []*flow, k int64) []flowMove {
 	moves := s.moves[:0]
 	for _, f := range fl {
 		if f.done {
@@ -340,6 +340,150 @@ func (s *sim) drainMoves(acc float64, moves []flowMove, k int64) float64 {
 		}
 	}
 	return acc
+}
+
+// accumulateMoves returns acc after k quanta (k no more than the moves
+// were made for) of coflowsim's bookkeeping of a coflow's bytes sent, in
+// which every unfinished flow, in order, adds the bytes it moves,
+// min(b, rem), to acc.
+//
+// A coflow can have thousands of flows finishing at as many different
+// quanta, so the sum is kept incrementally: while acc stays in one binade
+// with ulp u, adding b is adding b rounded to a multiple of u, in any
+// order, so a quantum adds D = Σ round(b/u) over the flows still moving;
+// D is recomputed when acc enters another binade and otherwise updated as
+// flows finish. A quantum in which flows finish adds D with their
+// last bytes in place of b. Quanta that may leave the binade, hold a tie
+// (b/u half-way, rounded to even by acc's last bit) or start from 0 are
+// added flow by flow, in order, as the reference does.
+func (s *sim) accumulateMoves(acc float64, moves []flowMove, k int64) float64 {
+	if len(moves) == 0 || k <= 0 {
+		return acc
+	}
+	fin := s.fin[:0] // the finishing moves, by quantum
+	for i, m := range moves {
+		if m.n > 0 {
+			fin = append(fin, i)
+		}
+	}
+	slices.SortStableFunc(fin, func(a, b int) int { return cmp.Compare(moves[a].n, moves[b].n) })
+	s.fin = fin
+	gone := slices.Grow(s.gone[:0], len(moves))[:len(moves)]
+	clear(gone)
+	s.gone = gone
+	u, D, ties := -1.0, 0.0, 0 // D and ties are for the binade of ulp u
+	binade := func() bool {
+		if !(acc >= 0x1p-1022) {
+			return false
+		}
+		_, e := math.Frexp(acc)
+		if nu := math.Ldexp(1, e-53); nu != u {
+			u, D, ties = nu, 0, 0
+			for i, m := range moves {
+				if !gone[i] {
+					c, tie := roundUlp(m.b, u)
+					D += c
+					if tie {
+						ties++
+					}
+				}
+			}
+		}
+		return true
+	}
+	// add applies quantum q's additions to acc, D' units of u at once if
+	// they keep acc in its binade, else flow by flow.
+	add := func(q int64, Dq float64, exact bool) {
+		if exact && Dq < 1<<53 {
+			if X := int64(acc / u); X+int64(Dq) <= 1<<53-1 {
+				acc = float64(X+int64(Dq)) * u
+				return
+			}
+		}
+		for i, m := range moves {
+			switch {
+			case gone[i]:
+			case m.n == q:
+				acc += m.last
+			default:
+				acc += m.b
+			}
+		}
+	}
+	q, p := int64(0), 0
+	for q < k {
+		end := k // the run of quanta q+1 .. end moves the same flows
+		if p < len(fin) {
+			end = moves[fin[p]].n - 1
+		}
+		for q < end {
+			if !binade() {
+				add(q+1, 0, false)
+				q++
+				continue
+			}
+			if D == 0 && ties == 0 {
+				q = end // every b is below half an ulp: acc does not change
+				break
+			}
+			if ties == 0 && D < 1<<53 {
+				X := int64(acc / u)
+				if m := min((1<<53-1-X)/int64(D), end-q); m > 0 { // the last result stays in the binade
+					acc = float64(X+m*int64(D)) * u
+					q += m
+					continue
+				}
+			}
+			add(q+1, 0, false)
+			q++
+		}
+		if q == k {
+			break
+		}
+		q++ // quantum q: some flows move their last bytes
+		p2 := p
+		for p2 < len(fin) && moves[fin[p2]].n == q {
+			p2++
+		}
+		if binade() {
+			Dq, exact := D, ties == 0
+			for _, i := range fin[p:p2] {
+				c, _ := roundUlp(moves[i].b, u)
+				l, tie := roundUlp(moves[i].last, u)
+				Dq += l - c
+				exact = exact && !tie
+			}
+			add(q, Dq, exact)
+		} else {
+			add(q, 0, false)
+		}
+		for _, i := range fin[p:p2] {
+			gone[i] = true
+			if u > 0 {
+				c, tie := roundUlp(moves[i].b, u)
+				D -= c
+				if tie {
+					ties--
+				}
+			}
+		}
+		p = p2
+	}
+	return acc
+}
+
+// roundUlp returns b/u rounded to the nearest integer, and whether b/u
+// lies exactly half-way (u a power of two, so b/u is exact).
+func roundUlp(b, u float64) (float64, bool) {
+	q := b / u
+	qr := math.Floor(q)
+	switch frac := q - qr; {
+	case frac < 0.5:
+		return qr, false
+	case frac > 0.5:
+		return qr + 1, false
+	}
+	return qr, true
 }
 
 // admittingEpoch is the start of the epoch that admits a coflow arriving at

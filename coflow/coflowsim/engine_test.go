@@ -46,14 +46,34 @@ func (s *sim) runQuanta() {
 	}
 }
 
+// engine selects how replay runs a trace.
+type engine int
+
+const (
+	quantumLoop engine = iota // runQuanta: one quantum at a time
+	eventJump                 // run: every active flow advanced to each event
+	lazyFlows                 // what Run uses: runPerFlow for FAIR and PFP, run otherwise
+)
+
 func replay(t *testing.T, tr *coflow.Trace, sched string, quanta bool) *Result {
+	t.Helper()
+	if quanta {
+		return replayWith(t, tr, sched, quantumLoop)
+	}
+	return replayWith(t, tr, sched, lazyFlows)
+}
+
+func replayWith(t *testing.T, tr *coflow.Trace, sched string, e engine) *Result {
 	t.Helper()
 	cfg := DefaultConfig()
 	pol, _ := newPolicy(sched)
 	s := newSim(tr, cfg, sched, pol)
-	if quanta {
+	switch pf, ok := pol.(perFlowPolicy); {
+	case e == quantumLoop:
 		s.runQuanta()
-	} else {
+	case e == lazyFlows && ok:
+		s.runPerFlow(pf)
+	default:
 		s.run()
 	}
 	if s.stalled {

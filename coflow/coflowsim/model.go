@@ -16,9 +16,19 @@ type flow struct {
 	rem      float64 // bytes left
 	size     float64 // bytes at the start
 	rate     float64 // bit per simulated second
-	moved    float64 // bytes sent, summed quantum by quantum as coflowsim does (DARK only)
 	red      int     // index of the reducer within its job
 	done     bool
+	// Per-flow schedulers' lazy state (runPerFlow): rem holds at quantum
+	// t0, the flow moves b bytes per quantum since then and finishes in
+	// quantum end (math.MaxInt64: not at this rate) or, if !exact, later.
+	owner  *job
+	t0     int64
+	b      float64
+	end    int64
+	exact  bool   // end is exact, else a lower bound (finishBound)
+	hi     int    // index in the finish heap, -1: not in it
+	si, ri int    // FAIR: index in its sender's and its receiver's list
+	gen    uint64 // PFP: the pass that last served it
 }
 
 // job is coflowsim's view of a coflow.
@@ -47,10 +57,13 @@ type job struct {
 	redRaw    []float64 // each reducer's trace megabytes × MiB, before the rounding
 	redFinish []int64   // ms
 	active    int       // unfinished flows
-	sent      float64   // bytes sent so far (read by the lab harness)
-	queue     int       // DARK: current queue
-	queueSeq  int64     // DARK: when it joined that queue
-	done      bool
+	// sent is the coflow's bytes sent as coflowsim counts them (DARK):
+	// one float64 to which every unfinished flow adds the bytes it moves,
+	// min(b, rem), quantum by quantum, in j.flows' order.
+	sent     float64
+	queue    int   // DARK: current queue
+	queueSeq int64 // DARK: when it joined that queue
+	done     bool
 }
 
 // reducer returns the flows of j's reducer ri (flows are reducer-major,
@@ -117,7 +130,7 @@ func buildJobs(tr *coflow.Trace, cfg Config, withRandom bool) []*job {
 			per := bytes / float64(nm)
 			for _, m := range mappers {
 				f := &slab[len(j.flows)]
-				*f = flow{src: m, dst: r.Port, rem: per, size: per, red: ri}
+				*f = flow{src: m, dst: r.Port, rem: per, size: per, red: ri, owner: j, hi: -1}
 				j.flows = append(j.flows, f)
 				send[m] += per
 				recv[r.Port] += per

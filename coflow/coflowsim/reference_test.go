@@ -182,6 +182,30 @@ func TestReferenceTraces(t *testing.T) {
 	for _, c := range pfpCases {
 		t.Run("PFP/"+c.name, func(t *testing.T) { check(t, "PFP", c.trace, c.want) })
 	}
+	darkCases := []struct{ name, trace, want string }{
+		// Coflow 1's 34 flows of 1 MiB move 1/17 MiB each per quantum;
+		// when coflow 3 departs at 40 ms it has sent exactly 10 MiB, the
+		// first queue's limit. Counted as coflowsim does (job.sent) that
+		// is 10 MiB − 3e-8 and it keeps its queue (and receiver 20, ahead
+		// of coflow 2); the flows' own per-quantum sums added up in one
+		// running sum give 10 MiB + 1.9e-9, and it drops behind coflow 2,
+		// finishing at 936 ms instead of 136.
+		{"bytes sent: a coflow at exactly 10 MiB keeps its queue",
+			"50 3\n1 0 17 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 2 20:17.0 21:17.0\n2 0 1 30 1 20:100.0\n3 0 1 40 1 41:5.0\n",
+			"JOB-1 0.0 136.0 17 2 3.5651584E7 1.7825792E7 136.0 133 272.0\nJOB-2 0.0 936.0 1 1 1.048576E8 1.048576E8 936.0 781 936.0\nJOB-3 0.0 40.0 1 1 5242880.0 5242880.0 40.0 39 40.0\n1112.0\n"},
+		// Shrunk from a generated trace of 100 ports and 300 coflows.
+		// Coflow 168 (70 mappers, one reducer) has sent exactly 10 MiB
+		// at 266,320 ms, when coflow 163 departs: 10 MiB − 3.5e-8 in
+		// coflowsim's count, and it stays ahead of coflows 162 and 164
+		// in the first queue; the flows' per-quantum sums added up per
+		// reducer give 10 MiB + 1.9e-9 and it ends 640 ms late.
+		{"bytes sent: one count per coflow, quantum by quantum",
+			"100 6\n162 269639 12 72 54 82 59 5 22 56 4 58 95 36 0 3 62:32.0 3:83.0 80:68.0\n163 271641 1 58 3 54:2.0 29:4.0 71:1.0\n164 271803 4 17 51 97 89 5 53:34.0 67:77.0 70:30.0 15:844.0 31:1424.0\n165 272353 3 57 78 19 1 85:3.0\n167 273726 1 98 2 54:2.0 52:1.0\n168 275232 70 13 18 61 37 43 79 21 63 52 86 69 22 75 70 4 68 10 33 71 66 51 85 5 0 40 64 36 82 8 24 46 25 81 49 3 55 92 32 73 83 39 7 19 48 15 6 35 27 12 99 91 80 98 41 9 88 2 1 42 89 30 20 23 97 53 57 77 16 17 29 1 87:70402.0\n",
+			"JOB-162 266240.0 266960.0 12 3 2.01326592E8 8.8080384E7 720.0 656 1680.0\nJOB-163 266240.0 266320.0 1 3 7340032.0 4194304.0 80.0 55 160.0\nJOB-164 266240.0 277784.0 4 5 2.533359616E9 1.493172224E9 11544.0 11125 19936.0\nJOB-165 266240.0 266264.0 3 1 3145728.0 3145728.0 24.0 23 24.0\nJOB-167 266240.0 266272.0 1 2 3145728.0 2097152.0 32.0 23 48.0\nJOB-168 266240.0 829624.0 70 1 7.384072192E10 7.384072192E10 563384.0 550156 563384.0\n575784.0\n"},
+	}
+	for _, c := range darkCases {
+		t.Run("DARK/"+c.name, func(t *testing.T) { check(t, "DARK", c.trace, c.want) })
+	}
 }
 
 // TestLineOrderDoesNotMatter replays the "reducer count in sender port

@@ -135,7 +135,11 @@ func Run(tr *coflow.Trace, sched string, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("%w: %q (have %s)", ErrUnknownScheduler, sched, strings.Join(schedulers, ", "))
 	}
 	s := newSim(tr, cfg, name, pol)
-	s.run()
+	if pf, ok := pol.(perFlowPolicy); ok {
+		s.runPerFlow(pf)
+	} else {
+		s.run()
+	}
 	if s.stalled {
 		return nil, fmt.Errorf("%w: %d coflows can never finish under %s", ErrStalled, len(s.active), name)
 	}
