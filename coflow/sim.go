@@ -125,7 +125,8 @@ type CoflowResult struct {
 // running flows, building the State from persistent per-coflow slices,
 // validating and applying the allocation) plus the scheduler's own work.
 // For a scheduler that is not EventDriven each flow completion is a heap
-// event, O(log R); an EventDriven run keeps no per-flow events at all and
+// event, O(log R); the heap never holds more than 2·R + 1024 entries
+// (stale ones are dropped by a rebuild when they would outnumber the live); an EventDriven run keeps no per-flow events at all and
 // completes finished flows lazily at the next scheduling point. Compacting
 // a coflow's flow list after some of its flows finished costs O(its flows).
 type Sim struct {
@@ -159,7 +160,15 @@ type Sim struct {
 	rIdx    []int32
 
 	res *Result
+
+	// heapPeakExcess is the largest len(events) − 2·len(running) seen after
+	// a scheduling step (tests check it stays ≤ heapSlack).
+	heapPeakExcess int
 }
+
+// heapSlack is the constant in the event-heap bound: after every step the
+// heap holds at most 2·running + heapSlack entries, stale ones included.
+const heapSlack = 1024
 
 type flowRec struct {
 	src, dst   int32
@@ -787,18 +796,25 @@ func (s *Sim) apply(allocs []Allocation) {
 	if s.ed {
 		return
 	}
-	if len(s.changed)*2 > len(s.events) {
-		// Rebuild: drops stale entries too.
+	// Every running flow has exactly one live event; the others are stale
+	// (superseded by a later version, or of a flow that stopped). Push the
+	// changed flows' events, unless most of the heap would be rewritten or
+	// the stale entries would outnumber the live ones (beyond heapSlack):
+	// then rebuild from the running flows, which drops every stale entry.
+	// So len(events) ≤ 2·running + heapSlack after every step, and the
+	// amortised cost stays O(log R) per changed flow.
+	if len(s.changed)*2 > len(s.events) || len(s.events)+len(s.changed) > 2*len(s.running)+heapSlack {
 		s.events = s.events[:0]
 		for _, g := range s.running {
 			s.events = append(s.events, s.eventOf(g))
 		}
 		s.events.init()
-		return
+	} else {
+		for _, g := range s.changed {
+			s.events.push(s.eventOf(g))
+		}
 	}
-	for _, g := range s.changed {
-		s.events.push(s.eventOf(g))
-	}
+	s.heapPeakExcess = max(s.heapPeakExcess, len(s.events)-2*len(s.running))
 }
 
 // computeEDNext sets edNext, the next event of an event-driven run: the
