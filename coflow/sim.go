@@ -22,8 +22,12 @@ type Config struct {
 	//	L = b/(k_s·s) + ρ·b/r + b/(k_r·u) − b/D
 	//
 	// so a flow of V raw bytes alone takes V/D + L, the closed form "max
-	// stage time plus one chunk through the other stages". Zero means an
-	// ideal fluid pipeline (L = 0). Ignored in sequential mode.
+	// stage time plus one chunk through the other stages". When the rates
+	// change before the fill ends, the unfinished fraction of it is redone
+	// at the new rates' L; a paused flow that resumes with the same codec
+	// keeps its filled (or partly filled) pipeline; a new codec, or raw
+	// transfer in between, starts a new fill. Zero means an ideal fluid
+	// pipeline (L = 0). Ignored in sequential mode.
 	ChunkBytes float64
 	// CodecSpeed, if not nil, gives the true per-core compression and
 	// decompression speed (raw bytes/s) of codec k ≥ 1 at a port at a time,
@@ -189,11 +193,31 @@ type flowRec struct {
 
 // compRec holds the compression state of a flow that was compressed at
 // least once (kept apart so raw flows stay small).
+//
+// The pipeline fill is tracked as a fraction of one chunk's fill lag L
+// (Config.ChunkBytes): a fill started at t with lag L ends at lagEnd = t+L;
+// if the allocation changes at t' < lagEnd, the fraction (lagEnd−t')/L is
+// still to do and ends at t' + fraction·L' under the new rates' lag L'. A
+// paused flow keeps its fraction (fill) and the codec its pipeline holds
+// (pipe), so resuming with that codec does not refill; a new codec, or a
+// raw interval in between, starts a fresh fill.
 type compRec struct {
-	ks, kr float64 // reserved cores
-	cs, ds float64 // true per-core speeds in use
-	ratio  float64 // wire bytes per raw byte
-	lagEnd float64 // disposal starts at max(t0, lagEnd)
+	ks, kr  float64 // reserved cores
+	cs, ds  float64 // true per-core speeds in use
+	ratio   float64 // wire bytes per raw byte
+	lagEnd  float64 // disposal starts at max(t0, lagEnd)
+	lagFull float64 // fill lag L at the rates in force
+	fill    float64 // fraction of the fill left when paused
+	pipe    int32   // codec whose pipeline is (being) filled; Raw = none
+}
+
+// fillLeft returns the fraction of cr's fill still to do at t while the
+// flow runs.
+func (cr *compRec) fillLeft(t float64) float64 {
+	if cr.lagFull <= 0 || cr.lagEnd <= t {
+		return 0
+	}
+	return min(1, (cr.lagEnd-t)/cr.lagFull)
 }
 
 type coflowRec struct {
@@ -736,6 +760,11 @@ func (s *Sim) validate(allocs []Allocation) error {
 
 func (s *Sim) stopFlow(g int32) {
 	f := &s.fl[g]
+	if f.codec != Raw && s.runPos[g] >= 0 {
+		// Paused: freeze the pipeline fill where it is.
+		cr := &s.comp[f.comp-1]
+		cr.fill = cr.fillLeft(s.now)
+	}
 	f.rate, f.disp, f.codec = 0, 0, Raw
 	f.ver++
 	fs := &s.cf[f.ci].fs[f.slot]
@@ -778,8 +807,11 @@ func (s *Sim) apply(allocs []Allocation) {
 		f.rate, f.codec = a.Rate, int32(a.Codec)
 		if a.Codec == Raw {
 			f.disp = a.Rate
+			if f.comp != 0 {
+				s.comp[f.comp-1].pipe = Raw // sent raw: the pipeline drains
+			}
 		} else {
-			s.setCompressed(f, a, t, !wasRunning || prevCodec != f.codec)
+			s.setCompressed(f, a, t, wasRunning && prevCodec == f.codec)
 		}
 		fs := &s.cf[f.ci].fs[f.slot]
 		fs.Rate, fs.Codec = a.Rate, a.Codec
@@ -851,13 +883,22 @@ func (s *Sim) eventOf(g int32) event {
 }
 
 // setCompressed sets the disposal rate, ratio, speeds and pipeline lag of a
-// compressed flow.
-func (s *Sim) setCompressed(f *flowRec, a *Allocation, t float64, restart bool) {
+// compressed flow; running tells that it was running with the same codec
+// until t (so its fill, if unfinished, continues at the new rates).
+func (s *Sim) setCompressed(f *flowRec, a *Allocation, t float64, running bool) {
 	if f.comp == 0 {
 		s.comp = append(s.comp, compRec{})
 		f.comp = int32(len(s.comp))
 	}
 	cr := &s.comp[f.comp-1]
+	frac := 1.0 // a fresh fill
+	switch {
+	case running:
+		frac = cr.fillLeft(t)
+	case cr.pipe == int32(a.Codec):
+		frac = cr.fill // resumed with the codec its pipeline holds
+	}
+	cr.pipe = int32(a.Codec)
 	k := a.Codec
 	prof := s.fabric.Codecs[k-1]
 	cs, ds := s.fabric.CompressSpeed(int(f.src), k), s.fabric.DecompressSpeed(int(f.dst), k)
@@ -873,18 +914,15 @@ func (s *Sim) setCompressed(f *flowRec, a *Allocation, t float64, restart bool) 
 	cr.ks, cr.kr = a.SendCores, a.RecvCores
 	cr.cs, cr.ds, cr.ratio = cs, ds, prof.Ratio
 	cRate, tRate, dRate := a.SendCores*cs, a.Rate/prof.Ratio, a.RecvCores*ds
-	if restart {
-		cr.lagEnd = t
-	}
+	cr.lagEnd, cr.lagFull, cr.fill = t, 0, 0
 	if s.cfg.Pipelining {
 		f.disp = min(cRate, min(tRate, dRate))
-		if restart && s.cfg.ChunkBytes > 0 {
+		if s.cfg.ChunkBytes > 0 && frac > 0 {
 			b := min(s.cfg.ChunkBytes, f.rem)
-			lag := b/cRate + b/tRate + b/dRate - b/f.disp
-			cr.lagEnd = t + max(0, lag)
+			cr.lagFull = max(0, b/cRate+b/tRate+b/dRate-b/f.disp)
+			cr.lagEnd = t + frac*cr.lagFull
 		}
 	} else {
-		cr.lagEnd = t
 		f.disp = 1 / (1/cRate + 1/tRate + 1/dRate)
 	}
 }
