@@ -148,8 +148,9 @@ type Sim struct {
 	events  eventHeap
 	comp    []compRec
 	now     float64
-	ed      bool    // scheduler is EventDriven: no per-flow events
-	edNext  float64 // next coflow completion or all-idle time (ed mode)
+	origin  time.Duration // trace time of internal time 0: the earliest arrival
+	ed      bool          // scheduler is EventDriven: no per-flow events
+	edNext  float64       // next coflow completion or all-idle time (ed mode)
 
 	// scratch
 	st      State
@@ -327,6 +328,21 @@ const timeEps = 1e-9
 
 func dur(t float64) time.Duration { return time.Duration(math.Round(t * 1e9)) }
 
+// abs converts an internal time (seconds since the origin) to a trace time.
+//
+// The simulator keeps times internally as float64 seconds since its origin,
+// the earliest arrival, so that rounding does not depend on where the trace
+// sits on the clock: shifting every arrival (and a scheduler's timer phase)
+// by the same whole number of nanoseconds gives bit-identical runs.
+// Without it, at t ≈ 10^4 s the float64 spacing (~2e-12 s) perturbs
+// remaining bytes by ~1e-4 B per settle, enough to flip ties between
+// coflows with equal keys and move CCTs by ~0.5 % (measured on a synthetic
+// trace under SEBF, Sincronia and PFP).
+func (s *Sim) abs(t float64) time.Duration { return s.origin + dur(t) }
+
+// rel converts a trace time to internal seconds since the origin.
+func (s *Sim) rel(d time.Duration) float64 { return (d - s.origin).Seconds() }
+
 // Run simulates the coflows (in any arrival order) to completion and
 // returns per-coflow results in input order. Coflows are validated against
 // the fabric first. A scheduler decision that breaks a port's capacity or
@@ -442,7 +458,7 @@ func (s *Sim) Run(coflows []Coflow) (*Result, error) {
 			continue
 		}
 		if s.cfg.MaxCalls > 0 && s.res.Calls >= s.cfg.MaxCalls {
-			return nil, fmt.Errorf("%w: MaxCalls %d reached at %v", ErrStalled, s.cfg.MaxCalls, dur(t))
+			return nil, fmt.Errorf("%w: MaxCalls %d reached at %v", ErrStalled, s.cfg.MaxCalls, s.abs(t))
 		}
 		if err := s.step(coflows); err != nil {
 			return nil, err
@@ -451,14 +467,14 @@ func (s *Sim) Run(coflows []Coflow) (*Result, error) {
 			s.computeEDNext()
 		}
 		if hasTimer {
-			if at, ok := timer.NextWakeup(dur(t)); ok {
-				if at2 := at.Seconds(); at2 > t+timeEps/2 {
+			if at, ok := timer.NextWakeup(s.abs(t)); ok {
+				if at2 := s.rel(at); at2 > t+timeEps/2 {
 					nextTimer = at2
 				}
 			}
 		}
 		if idle && len(s.running) == 0 && math.IsInf(nextTimer, 1) && nextArr == len(order) {
-			return nil, fmt.Errorf("%w at %v: %d active coflows, scheduler %q allocated nothing", ErrStalled, dur(t), len(s.active), s.sched.Name())
+			return nil, fmt.Errorf("%w at %v: %d active coflows, scheduler %q allocated nothing", ErrStalled, s.abs(t), len(s.active), s.sched.Name())
 		}
 	}
 	return s.finishResult(coflows), nil
@@ -486,10 +502,16 @@ func (s *Sim) reset(coflows []Coflow, total int) {
 		s.sIdx[p], s.rIdx[p] = -1, -1
 	}
 	s.res = &Result{Scheduler: s.sched.Name(), Coflows: make([]CoflowResult, len(coflows))}
+	s.origin = 0
+	for i := range coflows {
+		if i == 0 || coflows[i].Arrival < s.origin {
+			s.origin = coflows[i].Arrival
+		}
+	}
 	g := 0
 	for i := range coflows {
 		s.flowOff[i] = g
-		s.cf[i].arrival = coflows[i].Arrival.Seconds()
+		s.cf[i].arrival = s.rel(coflows[i].Arrival)
 		g += len(coflows[i].Flows)
 	}
 	s.flowOff[len(coflows)] = g
@@ -595,7 +617,7 @@ func (s *Sim) complete(g int32, tEnd float64) int32 {
 	c := &s.cf[f.ci]
 	c.lastEnd = max(c.lastEnd, tEnd)
 	if s.cfg.RecordFlows {
-		s.res.Coflows[f.ci].FlowFinish[int(g)-s.flowOff[f.ci]] = dur(tEnd)
+		s.res.Coflows[f.ci].FlowFinish[int(g)-s.flowOff[f.ci]] = s.abs(tEnd)
 	}
 	sp, rp := &c.send[f.sIdx], &c.recv[f.rIdx]
 	sp.Flows--
@@ -675,7 +697,7 @@ func (s *Sim) buildState(coflows []Coflow) {
 			Flows: c.fs[:len(c.fs):len(c.fs)], Send: c.send[:len(c.send):len(c.send)], Recv: c.recv[:len(c.recv):len(c.recv)],
 		})
 	}
-	s.st = State{Now: dur(t), Fabric: s.fabric, Coflows: s.csBuf}
+	s.st = State{Now: s.abs(t), Fabric: s.fabric, Coflows: s.csBuf}
 }
 
 // step calls the scheduler at s.now and applies its allocation.
@@ -903,7 +925,7 @@ func (s *Sim) setCompressed(f *flowRec, a *Allocation, t float64, running bool) 
 	prof := s.fabric.Codecs[k-1]
 	cs, ds := s.fabric.CompressSpeed(int(f.src), k), s.fabric.DecompressSpeed(int(f.dst), k)
 	if s.cfg.CodecSpeed != nil {
-		now := dur(t)
+		now := s.abs(t)
 		cs, _ = s.cfg.CodecSpeed(int(f.src), k, now)
 		_, ds = s.cfg.CodecSpeed(int(f.dst), k, now)
 		// A hook returning a non-positive speed would stall the flow;
@@ -936,10 +958,10 @@ func (s *Sim) finishResult(coflows []Coflow) *Result {
 		s.res.Coflows[i] = CoflowResult{
 			FlowFinish: ff,
 			Index:      i, ID: coflows[i].ID, Arrival: coflows[i].Arrival,
-			Start: dur(c.start), Finish: dur(c.finish), CCT: dur(c.finish) - coflows[i].Arrival,
+			Start: s.abs(c.start), Finish: s.abs(c.finish), CCT: s.abs(c.finish) - coflows[i].Arrival,
 			Width: len(coflows[i].Flows), Bytes: c.bytes, MaxFlowBytes: c.maxFlow, WireBytes: c.wire,
 		}
 	}
-	s.res.Makespan = dur(mk)
+	s.res.Makespan = s.abs(mk)
 	return s.res
 }
