@@ -31,7 +31,10 @@
 //	D = min(k_s·s, r/ρ, k_r·u)                        (pipelined stages)
 //	D = 1 / (1/(k_s·s) + ρ/r + 1/(k_r·u))             (sequential stages)
 //
-// and puts ρ bytes on the wire per raw byte.
+// and puts ρ bytes on the wire per raw byte. ρ, s and u depend on the
+// flow's data class (Flow.Class, Fabric.Classes, Fabric.Profile): text,
+// serialized rows and float tensors compress very differently.
+// AssignClasses draws one class per coflow from a declared distribution.
 //
 // # Usage
 //

@@ -17,6 +17,11 @@ type Flow struct {
 	Src, Dst int
 	// Bytes is the raw (uncompressed) volume, > 0.
 	Bytes float64
+	// Class is the flow's data class, an index into Fabric.Classes: how well
+	// and how fast its bytes compress (Fabric.Profile). Zero is the default
+	// class; with no Fabric.Classes every flow must be of class 0 and uses
+	// Fabric.Codecs. AssignClasses sets it per coflow from a distribution.
+	Class int
 }
 
 // Coflow is a set of flows that completes when its last flow completes.
@@ -84,6 +89,9 @@ func (c *Coflow) Validate(n int) error {
 		}
 		if !(f.Bytes > 0) || math.IsInf(f.Bytes, 0) {
 			return fmt.Errorf("%w: coflow %d flow %d: bytes %v must be positive and finite", ErrInvalidCoflow, c.ID, i, f.Bytes)
+		}
+		if f.Class < 0 {
+			return fmt.Errorf("%w: coflow %d flow %d: negative class %d", ErrInvalidCoflow, c.ID, i, f.Class)
 		}
 	}
 	return nil

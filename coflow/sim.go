@@ -32,7 +32,8 @@ type Config struct {
 	// CodecSpeed, if not nil, gives the true per-core compression and
 	// decompression speed (raw bytes/s) of codec k ≥ 1 at a port at a time,
 	// replacing Fabric.CompressSpeed/DecompressSpeed (SpeedFactor is not
-	// applied on top). The scheduler still sees only the Fabric's profiles,
+	// applied on top). With Fabric.Classes it is the reference codec's
+	// speed, scaled for a flow's class by Fabric.ClassFactors. The scheduler still sees only the Fabric's profiles,
 	// so prediction error shows in the results. Speeds are sampled when an
 	// allocation takes effect and held until the flow's next allocation;
 	// a scheduler that wants them resampled asks for a Timer.
@@ -181,6 +182,7 @@ type flowRec struct {
 	slot       int32 // index in cf[ci].fs
 	sIdx, rIdx int32 // index in cf[ci].send / recv
 	codec      int32
+	class      int32 // data class (Flow.Class)
 	comp       int32 // 1 + index in Sim.comp once the flow was compressed; 0 = never
 	ver        uint32
 	done       bool
@@ -355,6 +357,11 @@ func (s *Sim) Run(coflows []Coflow) (*Result, error) {
 			return nil, fmt.Errorf("coflow index %d: %w", i, err)
 		}
 		total += len(coflows[i].Flows)
+		for j := range coflows[i].Flows {
+			if c := coflows[i].Flows[j].Class; c >= s.fabric.NumClasses() {
+				return nil, fmt.Errorf("%w: coflow index %d flow %d: class %d but the fabric has %d", ErrInvalidCoflow, i, j, c, s.fabric.NumClasses())
+			}
+		}
 	}
 	if total > math.MaxInt32 {
 		return nil, fmt.Errorf("%w: %d flows exceed the simulator's limit", ErrInvalidCoflow, total)
@@ -544,9 +551,9 @@ func (s *Sim) activate(ci int32, c *Coflow) {
 		r.recv[ri].Flows++
 		r.bytes += f.Bytes
 		r.maxFlow = max(r.maxFlow, f.Bytes)
-		r.fs[j] = FlowState{Ref: FlowRef{Coflow: int(ci), Flow: j}, Src: f.Src, Dst: f.Dst, Bytes: f.Bytes, Remaining: f.Bytes}
+		r.fs[j] = FlowState{Ref: FlowRef{Coflow: int(ci), Flow: j}, Src: f.Src, Dst: f.Dst, Bytes: f.Bytes, Remaining: f.Bytes, Class: f.Class}
 		s.fl[off+j] = flowRec{src: int32(f.Src), dst: int32(f.Dst), ci: ci, slot: int32(j), sIdx: si, rIdx: ri,
-			bytes: f.Bytes, rem: f.Bytes}
+			class: int32(f.Class), bytes: f.Bytes, rem: f.Bytes}
 		s.runPos[off+j] = -1
 	}
 	for _, pl := range r.send {
@@ -922,12 +929,16 @@ func (s *Sim) setCompressed(f *flowRec, a *Allocation, t float64, running bool) 
 	}
 	cr.pipe = int32(a.Codec)
 	k := a.Codec
-	prof := s.fabric.Codecs[k-1]
-	cs, ds := s.fabric.CompressSpeed(int(f.src), k), s.fabric.DecompressSpeed(int(f.dst), k)
+	prof := s.fabric.Profile(int(f.class), k)
+	cs, ds := s.fabric.ClassSpeeds(int(f.src), int(f.dst), int(f.class), k)
 	if s.cfg.CodecSpeed != nil {
 		now := s.abs(t)
 		cs, _ = s.cfg.CodecSpeed(int(f.src), k, now)
 		_, ds = s.cfg.CodecSpeed(int(f.dst), k, now)
+		// The hook gives the reference codec's speed; the class scales it
+		// (factors exactly 1 without classes).
+		fc, fd, _ := s.fabric.ClassFactors(int(f.class), k)
+		cs, ds = cs*fc, ds*fd
 		// A hook returning a non-positive speed would stall the flow;
 		// clamp to a tiny positive speed so the run reports a huge CCT
 		// instead of dividing by zero.

@@ -3,6 +3,7 @@ package fvdf
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 
@@ -82,5 +83,82 @@ func TestFVDF_TimeShiftInvariance(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestFVDF_OneClassBitIdentical: FVDF on a fabric with one explicit data
+// class whose profiles are the fabric's codecs gives bit-identical results
+// to a fabric without classes (the per-flow class machinery changes
+// nothing when there is one class).
+func TestFVDF_OneClassBitIdentical(t *testing.T) {
+	cfs, fab := synth(t, 20, 80, 2)
+	fab.SetCores(2)
+	fab.Codecs = []coflow.CodecProfile{
+		{Name: "lz4", CompressSpeed: 600e6, DecompressSpeed: 4.9e9, Ratio: 0.4},
+		{Name: "snappy", CompressSpeed: 680e6, DecompressSpeed: 1.5e9, Ratio: 0.38},
+	}
+	run := func(f *coflow.Fabric) *coflow.Result {
+		s, err := New(Config{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sim, err := coflow.NewSim(coflow.DefaultConfig(), f, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := sim.Run(cfs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	one := *fab
+	one.Classes = []coflow.DataClass{{Name: "all", Codecs: fab.Codecs}}
+	a, b := run(fab), run(&one)
+	if !reflect.DeepEqual(a, b) {
+		t.Fatalf("one explicit class differs: avg wire %v vs %v", a.WireBytes, b.WireBytes)
+	}
+	if a.WireBytes >= a.RawBytes {
+		t.Fatal("nothing was compressed: the test does not exercise the codecs")
+	}
+}
+
+// TestFVDF_PerClassDecision: with two classes, one that compresses well and
+// one that does not shrink at all, FVDF compresses only the first class's
+// flows.
+func TestFVDF_PerClassDecision(t *testing.T) {
+	cfs, fab := synth(t, 20, 60, 4)
+	fab.SetCores(4)
+	good := coflow.CodecProfile{Name: "lz4", CompressSpeed: 600e6, DecompressSpeed: 4.9e9, Ratio: 0.35}
+	none := coflow.CodecProfile{Name: "lz4", CompressSpeed: 10e9, DecompressSpeed: 50e9, Ratio: 1}
+	fab.Codecs = []coflow.CodecProfile{{Name: "lz4", CompressSpeed: 1e9, DecompressSpeed: 8e9, Ratio: 0.6}}
+	fab.Classes = []coflow.DataClass{{Name: "text", Codecs: []coflow.CodecProfile{good}}, {Name: "random", Codecs: []coflow.CodecProfile{none}}}
+	if err := coflow.AssignClasses(cfs, []float64{0.5, 0.5}, 1); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compressed := [2]int{}
+	check := func(now time.Duration, st *coflow.State, al []coflow.Allocation) error {
+		for _, a := range al {
+			if a.Codec != coflow.Raw {
+				compressed[cfs[a.Flow.Coflow].Flows[a.Flow.Flow].Class]++
+			}
+		}
+		return nil
+	}
+	cfg := coflow.DefaultConfig()
+	cfg.Check = check
+	sim, err := coflow.NewSim(cfg, fab, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.Run(cfs); err != nil {
+		t.Fatal(err)
+	}
+	if compressed[0] == 0 || compressed[1] != 0 {
+		t.Fatalf("compressed allocations per class %v, want some for class 0 and none for class 1", compressed)
 	}
 }
