@@ -6,6 +6,8 @@ import (
 	"errors"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/falconml/falcon/transport"
 )
 
 func TestSortRecords_Layout(t *testing.T) {
@@ -94,5 +96,32 @@ func TestSample(t *testing.T) {
 	}
 	if err != nil || len(b) != 4096 {
 		t.Fatalf("Sample(GoStdlib) = %d bytes, %v", len(b), err)
+	}
+}
+
+func TestNamedMixes(t *testing.T) {
+	for _, n := range NamedMixes() {
+		var sum float64
+		for _, w := range n.Weights {
+			if w.Source == "" || w.W <= 0 {
+				t.Fatalf("%s: weight %+v without source or positive value", n.Name, w)
+			}
+			if _, ok := Defaults().Lookup(transport.CodecLZ4, w.Class); !ok {
+				t.Fatalf("%s: class %v has no default profile", n.Name, w.Class)
+			}
+			sum += w.W
+		}
+		if sum < 1-1e-12 || sum > 1+1e-12 {
+			t.Fatalf("%s: weights sum to %v", n.Name, sum)
+		}
+	}
+	if m, err := LookupMix("shuffle"); err != nil || m.Mix().String() != ShuffleMix().String() {
+		t.Fatalf("shuffle mix = %v, %v; want ShuffleMix", m.Mix(), err)
+	}
+	if _, err := LookupMix("nope"); !errors.Is(err, ErrBadMix) {
+		t.Fatalf("unknown mix: %v", err)
+	}
+	if m, err := ParseMix("spark-sql-shuffle"); err != nil || m[TPCHRows] != 0.70 {
+		t.Fatalf("ParseMix(spark-sql-shuffle) = %v, %v", m, err)
 	}
 }
