@@ -1,6 +1,7 @@
 package coflow_test
 
 import (
+	"errors"
 	"math"
 	"testing"
 	"time"
@@ -146,5 +147,38 @@ func TestSim_RefillOnCodecChange(t *testing.T) {
 	want := 2 + lag + left/D
 	if got := res.Coflows[0].CCT.Seconds(); math.Abs(got-want) > 2e-9 {
 		t.Fatalf("CCT = %.9f s, want %.9f s", got, want)
+	}
+}
+
+// TestSim_StagedRelease: a later stage is released at its parent's finish
+// plus ReleaseDelay plus ReleasePerWireByte × the parent's wire bytes, and
+// its CCT counts from that release.
+func TestSim_StagedRelease(t *testing.T) {
+	cfs := []coflow.Coflow{
+		{ID: 1, Flows: []coflow.Flow{{Src: 0, Dst: 1, Bytes: 125e6}}},
+		{ID: 2, Parent: 1, ReleaseDelay: 2 * time.Second, ReleasePerWireByte: 1e-8, Arrival: time.Hour,
+			Flows: []coflow.Flow{{Src: 1, Dst: 0, Bytes: 250e6}}},
+		{ID: 3, Arrival: 3 * time.Second, Flows: []coflow.Flow{{Src: 2, Dst: 3, Bytes: 125e6}}},
+	}
+	sched, _ := coflow.NewSEBF(coflow.DefaultOrderedConfig())
+	sim, err := coflow.NewSim(coflow.DefaultConfig(), coflow.NewFabric(4, coflow.GigabitBytesPerSec), sched)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sim.Run(cfs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Parent done at 1 s; release at 1 + 2 + 1.25 = 4.25 s; 2 s of transfer.
+	c := res.Coflows[1]
+	if c.Arrival != 4250*time.Millisecond || c.CCT != 2*time.Second || c.Finish != 6250*time.Millisecond {
+		t.Fatalf("stage 2: arrival %v CCT %v finish %v, want 4.25s 2s 6.25s", c.Arrival, c.CCT, c.Finish)
+	}
+	if res.Coflows[2].CCT != time.Second {
+		t.Fatalf("independent coflow CCT %v, want 1s", res.Coflows[2].CCT)
+	}
+	bad := []coflow.Coflow{{ID: 1, Parent: 2, Flows: cfs[0].Flows}, cfs[0]}
+	if _, err := sim.Run(bad); !errors.Is(err, coflow.ErrInvalidCoflow) {
+		t.Fatalf("parent after child: %v", err)
 	}
 }

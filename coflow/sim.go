@@ -116,6 +116,8 @@ type CoflowResult struct {
 
 // Sim is the exact event-driven fluid simulator. Rates are constant between
 // events; events are coflow arrivals, flow completions and scheduler timers.
+// A coflow with a Parent (a later stage of a multi-stage job) arrives when
+// released by its parent's completion (see Coflow.Parent).
 // The scheduler is called at every event time that has an arrival, a coflow
 // completion or its timer; on every flow completion too unless it is
 // EventDriven; and, for an EventDriven scheduler, when its last running
@@ -166,6 +168,11 @@ type Sim struct {
 	rIdx    []int32
 
 	res *Result
+
+	coflows   []Coflow  // the input of the current Run
+	released  eventHeap // later stages released, not yet arrived (g = coflow index)
+	childHead []int32   // per coflow: first later stage waiting on it, -1 none
+	childNext []int32
 
 	// heapPeakExcess is the largest len(events) − 2·len(running) seen after
 	// a scheduling step (tests check it stays ≤ heapSlack).
@@ -224,7 +231,8 @@ func (cr *compRec) fillLeft(t float64) float64 {
 }
 
 type coflowRec struct {
-	arrival    float64
+	arrival    float64       // internal time; +Inf for an unreleased later stage
+	arrAbs     time.Duration // arrival (release) as a trace time
 	weight     float64
 	bytes      float64
 	maxFlow    float64
@@ -357,6 +365,9 @@ func (s *Sim) Run(coflows []Coflow) (*Result, error) {
 			return nil, fmt.Errorf("coflow index %d: %w", i, err)
 		}
 		total += len(coflows[i].Flows)
+		if p := coflows[i].Parent; p > i {
+			return nil, fmt.Errorf("%w: coflow index %d: parent index %d does not come before it", ErrInvalidCoflow, i, p-1)
+		}
 		for j := range coflows[i].Flows {
 			if c := coflows[i].Flows[j].Class; c >= s.fabric.NumClasses() {
 				return nil, fmt.Errorf("%w: coflow index %d flow %d: class %d but the fabric has %d", ErrInvalidCoflow, i, j, c, s.fabric.NumClasses())
@@ -367,11 +378,16 @@ func (s *Sim) Run(coflows []Coflow) (*Result, error) {
 		return nil, fmt.Errorf("%w: %d flows exceed the simulator's limit", ErrInvalidCoflow, total)
 	}
 	s.reset(coflows, total)
-	order := make([]int32, len(coflows))
-	for i := range order {
-		order[i] = int32(i)
+	s.coflows = coflows
+	defer func() { s.coflows = nil }()
+	order := make([]int32, 0, len(coflows)) // coflows with a fixed arrival
+	for i := range coflows {
+		if coflows[i].Parent == 0 {
+			order = append(order, int32(i))
+		}
 	}
 	sort.SliceStable(order, func(a, b int) bool { return coflows[order[a]].Arrival < coflows[order[b]].Arrival })
+	s.released = s.released[:0]
 
 	s.ed = false
 	if ed, ok := s.sched.(EventDriven); ok {
@@ -387,6 +403,9 @@ func (s *Sim) Run(coflows []Coflow) (*Result, error) {
 		t := math.Inf(1)
 		if nextArr < len(order) {
 			t = s.cf[order[nextArr]].arrival
+		}
+		if len(s.released) > 0 {
+			t = min(t, s.released[0].t)
 		}
 		if s.ed {
 			t = min(t, s.edNext)
@@ -451,9 +470,25 @@ func (s *Sim) Run(coflows []Coflow) (*Result, error) {
 				}
 			}
 		}
-		for nextArr < len(order) && s.cf[order[nextArr]].arrival <= t+timeEps {
-			ci := order[nextArr]
-			nextArr++
+		for {
+			// Arrivals at t: fixed ones and released later stages, in
+			// arrival order (ties: fixed first, then by index).
+			ci := int32(-1)
+			if nextArr < len(order) && s.cf[order[nextArr]].arrival <= t+timeEps {
+				ci = order[nextArr]
+				if len(s.released) > 0 && s.released[0].t < s.cf[ci].arrival {
+					ci = -1
+				} else {
+					nextArr++
+				}
+			}
+			if ci < 0 && len(s.released) > 0 && s.released[0].t <= t+timeEps {
+				ci = s.released[0].g
+				s.released.pop()
+			}
+			if ci < 0 {
+				break
+			}
 			s.activate(ci, &coflows[ci])
 			call = true
 		}
@@ -480,7 +515,7 @@ func (s *Sim) Run(coflows []Coflow) (*Result, error) {
 				}
 			}
 		}
-		if idle && len(s.running) == 0 && math.IsInf(nextTimer, 1) && nextArr == len(order) {
+		if idle && len(s.running) == 0 && math.IsInf(nextTimer, 1) && nextArr == len(order) && len(s.released) == 0 {
 			return nil, fmt.Errorf("%w at %v: %d active coflows, scheduler %q allocated nothing", ErrStalled, s.abs(t), len(s.active), s.sched.Name())
 		}
 	}
@@ -510,15 +545,28 @@ func (s *Sim) reset(coflows []Coflow, total int) {
 	}
 	s.res = &Result{Scheduler: s.sched.Name(), Coflows: make([]CoflowResult, len(coflows))}
 	s.origin = 0
+	first := true
 	for i := range coflows {
-		if i == 0 || coflows[i].Arrival < s.origin {
-			s.origin = coflows[i].Arrival
+		if coflows[i].Parent == 0 && (first || coflows[i].Arrival < s.origin) {
+			s.origin, first = coflows[i].Arrival, false
 		}
+	}
+	s.childHead = make([]int32, len(coflows))
+	s.childNext = make([]int32, len(coflows))
+	for i := range coflows {
+		s.childHead[i], s.childNext[i] = -1, -1
 	}
 	g := 0
 	for i := range coflows {
 		s.flowOff[i] = g
+		s.cf[i].arrAbs = coflows[i].Arrival
 		s.cf[i].arrival = s.rel(coflows[i].Arrival)
+		if p := coflows[i].Parent; p > 0 {
+			s.cf[i].arrival = math.Inf(1) // until its parent completes
+			// Prepend; children are released in index order below.
+			s.childNext[i] = s.childHead[p-1]
+			s.childHead[p-1] = int32(i)
+		}
 		g += len(coflows[i].Flows)
 	}
 	s.flowOff[len(coflows)] = g
@@ -664,6 +712,15 @@ func (s *Sim) stopRunning(g int32) {
 func (s *Sim) finishCoflow(ci int32) {
 	c := &s.cf[ci]
 	c.finish = c.lastEnd
+	for k := s.childHead[ci]; k >= 0; k = s.childNext[k] {
+		// Release a later stage, at a whole nanosecond like every arrival.
+		cc := &s.coflows[k]
+		gap := cc.ReleaseDelay + time.Duration(math.Round(cc.ReleasePerWireByte*c.wire*1e9))
+		r := &s.cf[k]
+		r.arrAbs = s.abs(c.finish) + gap
+		r.arrival = s.rel(r.arrAbs)
+		s.released.push(event{t: r.arrival, g: k})
+	}
 	c.fs, c.send, c.recv = nil, nil, nil
 	for i, a := range s.active {
 		if a == ci {
@@ -699,7 +756,7 @@ func (s *Sim) buildState(coflows []Coflow) {
 			c.dirty = false
 		}
 		s.csBuf = append(s.csBuf, CoflowState{
-			Index: int(ci), ID: coflows[ci].ID, Arrival: coflows[ci].Arrival, Weight: c.weight,
+			Index: int(ci), ID: coflows[ci].ID, Arrival: c.arrAbs, Weight: c.weight,
 			Width: len(coflows[ci].Flows), Bytes: c.bytes, Sent: c.sent, WireSent: c.wire,
 			Flows: c.fs[:len(c.fs):len(c.fs)], Send: c.send[:len(c.send):len(c.send)], Recv: c.recv[:len(c.recv):len(c.recv)],
 		})
@@ -968,8 +1025,8 @@ func (s *Sim) finishResult(coflows []Coflow) *Result {
 		ff := s.res.Coflows[i].FlowFinish
 		s.res.Coflows[i] = CoflowResult{
 			FlowFinish: ff,
-			Index:      i, ID: coflows[i].ID, Arrival: coflows[i].Arrival,
-			Start: s.abs(c.start), Finish: s.abs(c.finish), CCT: s.abs(c.finish) - coflows[i].Arrival,
+			Index:      i, ID: coflows[i].ID, Arrival: c.arrAbs,
+			Start: s.abs(c.start), Finish: s.abs(c.finish), CCT: s.abs(c.finish) - c.arrAbs,
 			Width: len(coflows[i].Flows), Bytes: c.bytes, MaxFlowBytes: c.maxFlow, WireBytes: c.wire,
 		}
 	}
