@@ -182,3 +182,31 @@ func TestSim_StagedRelease(t *testing.T) {
 		t.Fatalf("parent after child: %v", err)
 	}
 }
+
+// TestSim_CoalesceFlowEvents: with coalescing, a flow completion soon after
+// the last call leaves the freed capacity idle until last call + Δ.
+func TestSim_CoalesceFlowEvents(t *testing.T) {
+	cfs := []coflow.Coflow{{ID: 1, Flows: []coflow.Flow{{Src: 0, Dst: 1, Bytes: 1e6}, {Src: 0, Dst: 2, Bytes: 10e6}}}}
+	for _, tc := range []struct {
+		coalesce time.Duration
+		want     time.Duration
+		calls    int
+	}{
+		{0, 88 * time.Millisecond, 2},                       // 16 ms at 62.5 MB/s each, then 125 MB/s
+		{100 * time.Millisecond, 130 * time.Millisecond, 2}, // 62.5 MB/s until 100 ms
+	} {
+		cfg := coflow.DefaultConfig()
+		cfg.CoalesceFlowEvents = tc.coalesce
+		sim, err := coflow.NewSim(cfg, coflow.NewFabric(3, coflow.GigabitBytesPerSec), coflow.NewFair())
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := sim.Run(cfs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Coflows[0].CCT; got != tc.want || res.Calls != tc.calls {
+			t.Fatalf("coalesce %v: CCT %v calls %d, want %v and %d", tc.coalesce, got, res.Calls, tc.want, tc.calls)
+		}
+	}
+}

@@ -51,6 +51,14 @@ type Config struct {
 	// RecordFlows makes Run fill CoflowResult.FlowFinish with every flow's
 	// completion time (one time.Duration per flow).
 	RecordFlows bool
+	// CoalesceFlowEvents coalesces the calls a scheduler that is not
+	// EventDriven gets on flow completions: a flow completion calls it at
+	// once only if at least this long has passed since its last call;
+	// otherwise one call at last call + CoalesceFlowEvents covers every flow
+	// completion in between (their freed capacity idles until then).
+	// Coflow arrivals and completions and timers still call at once. Zero
+	// means no coalescing (a call at every flow completion).
+	CoalesceFlowEvents time.Duration
 }
 
 // DefaultChunkBytes is DefaultConfig's pipeline chunk, 64 KiB (our choice:
@@ -72,6 +80,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxCalls < 0 {
 		return fmt.Errorf("%w: negative MaxCalls", ErrInvalidConfig)
+	}
+	if c.CoalesceFlowEvents < 0 {
+		return fmt.Errorf("%w: negative CoalesceFlowEvents", ErrInvalidConfig)
 	}
 	return nil
 }
@@ -398,6 +409,8 @@ func (s *Sim) Run(coflows []Coflow) (*Result, error) {
 	nextTimer := math.Inf(1)
 	nextArr := 0
 	finished := 0
+	coalesce := s.cfg.CoalesceFlowEvents.Seconds()
+	lastCall, pendingFlowCall := math.Inf(-1), math.Inf(1)
 	for finished < len(coflows) {
 		// Next event time.
 		t := math.Inf(1)
@@ -420,7 +433,7 @@ func (s *Sim) Run(coflows []Coflow) (*Result, error) {
 				break
 			}
 		}
-		t = min(t, nextTimer)
+		t = min(t, nextTimer, pendingFlowCall)
 		idle := false
 		if math.IsInf(t, 1) {
 			// Nothing pending: give the scheduler a chance at the current
@@ -436,6 +449,7 @@ func (s *Sim) Run(coflows []Coflow) (*Result, error) {
 		s.now = t
 		s.res.Events++
 		call := idle
+		flowCall := false
 		if s.ed {
 			// Every event-driven event is a scheduling point; flows that
 			// finished since the last one are completed here (lazily).
@@ -463,10 +477,20 @@ func (s *Sim) Run(coflows []Coflow) (*Result, error) {
 					break
 				}
 				s.events.pop()
-				call = true
+				flowCall = true
 				if ci := s.complete(e.g, e.t); s.cf[ci].left == 0 {
 					s.finishCoflow(ci)
 					finished++
+					call = true
+				}
+			}
+			if pendingFlowCall <= t+timeEps {
+				call, pendingFlowCall = true, math.Inf(1)
+			} else if flowCall && !call {
+				if t >= lastCall+coalesce-timeEps {
+					call = true
+				} else {
+					pendingFlowCall = min(pendingFlowCall, lastCall+coalesce)
 				}
 			}
 		}
@@ -505,6 +529,7 @@ func (s *Sim) Run(coflows []Coflow) (*Result, error) {
 		if err := s.step(coflows); err != nil {
 			return nil, err
 		}
+		lastCall, pendingFlowCall = t, math.Inf(1)
 		if s.ed {
 			s.computeEDNext()
 		}
