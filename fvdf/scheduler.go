@@ -93,7 +93,14 @@ type Scheduler struct {
 	fair    *coflow.Fair
 	scratch []int
 	al      []coflow.Allocation
+	order   []int // positions in State.Coflows, priority order of the last call
 }
+
+// Order returns the priority order of the last Schedule call as positions
+// in the State's Coflows (ascending Γ'), or nil if that call was a
+// starvation-guard fair slice or had no coflows. The slice is reused by
+// the next call.
+func (s *Scheduler) Order() []int { return s.order }
 
 var (
 	_ coflow.Scheduler   = (*Scheduler)(nil)
@@ -150,6 +157,7 @@ func (s *Scheduler) inFairSlice(now time.Duration) bool {
 // Schedule implements coflow.Scheduler.
 func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Allocation {
 	s.allocs = s.allocs[:0]
+	s.order = s.order[:0]
 	if len(st.Coflows) == 0 {
 		return s.allocs
 	}
@@ -179,6 +187,7 @@ func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Alloc
 		}
 		return st.Coflows[ca].Index < st.Coflows[cb].Index
 	})
+	s.order = append(s.order, order...)
 
 	// Flattened per-flow allocations, indexed by (coflow slot, flow slot).
 	base := make([]int, n+1)
