@@ -88,3 +88,37 @@ const (
 	BootstrapDraws = 10000
 	BootstrapSeed  = 20261201
 )
+
+// SmallProtocol (2026-12-01, committed before its run) is the reduced
+// matrix run in this session, because the full matrix measured ≈ 200
+// CPU-minutes on this machine (per-run costs of one seed at 1 Gbit/s:
+// rescheduling on every flow completion 26–47 CPU-s a run, T/δ timers ~7,
+// Varys' rule 1–10). The subset was chosen from those costs alone, before
+// any result was seen:
+//   - Varys' rule: every Cell (3 schedulers × 4 compression modes, and
+//     FVDF) at every setting;
+//   - T/δ timers: SEBF and D-CLAS × {none, lz4, snappy}, and FVDF, at
+//     (1 G, 4) and (10 G, 1);
+//   - every flow completion (coalesced): SEBF × {none, snappy}, and FVDF,
+//     at (1 G, 4).
+//
+// All 5 seeds throughout.
+func SmallProtocol(c Cell) bool {
+	switch c.Resched {
+	case "varys":
+		return true
+	case "timers":
+		return (c.Set == Settings[0] || c.Set == Settings[1]) &&
+			(c.Sched == "fvdf" || (c.Sched == "sebf" || c.Sched == "dclas") && c.Comp != "policy")
+	case "every":
+		return c.Set == Settings[0] && (c.Sched == "fvdf" || c.Sched == "sebf" && (c.Comp == "none" || c.Comp == "snappy"))
+	}
+	return false
+}
+
+// ShiftCells are the cells of the time-shift perturbations (seed 1,
+// (1 G, 4)).
+func ShiftCell(c Cell) bool {
+	return c.Set == Settings[0] && (c.Resched == "varys" && (c.Sched == "fvdf" || c.Sched == "sebf" && (c.Comp == "none" || c.Comp == "lz4")) ||
+		c.Resched == "timers" && c.Sched == "fvdf")
+}
