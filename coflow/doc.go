@@ -81,6 +81,16 @@
 // flow that finishes early stays idle until then. Other schedulers are also
 // called on every flow completion.
 //
+// Later stages of multi-stage jobs are coflows with a Parent: the
+// simulator releases one when its parent completes, after a fixed delay
+// plus a gap per byte the parent put on the wire (Coflow.Parent).
+// Config.CoalesceFlowEvents bounds the cost of rescheduling on every flow
+// completion (completions within Δ of the last call share one call).
+// Times are kept relative to the earliest arrival, so shifting a trace in
+// time (by whole nanoseconds, and a scheduler's timers with it) does not
+// change any result; the event heap holds at most 2·running + 1024
+// entries.
+//
 // # Performance
 //
 // The simulator keeps per-coflow flow lists and per-port aggregates
