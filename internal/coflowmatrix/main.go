@@ -17,6 +17,7 @@
 package main
 
 import (
+	"encoding/gob"
 	"flag"
 	"fmt"
 	"os"
@@ -38,19 +39,21 @@ import (
 )
 
 type options struct {
-	trace    string
-	out      string
-	workers  int
-	seeds    int
-	settings []int
-	resched  []string
-	only     *regexp.Regexp
-	coalesce time.Duration
-	noJobs   bool
-	shifts   bool
-	probe    bool
-	plots    bool
-	protocol string
+	trace      string
+	out        string
+	workers    int
+	seeds      int
+	settings   []int
+	resched    []string
+	only       *regexp.Regexp
+	coalesce   time.Duration
+	noJobs     bool
+	shifts     bool
+	probe      bool
+	plots      bool
+	protocol   string
+	resume     bool
+	reportOnly bool
 }
 
 func main() {
@@ -69,6 +72,8 @@ func main() {
 	flag.BoolVar(&o.probe, "probe", true, "count how often FVDF's order differs from SEBF's (seed 1, Varys' rule)")
 	flag.BoolVar(&o.plots, "plots", true, "write PNG plots")
 	flag.StringVar(&o.protocol, "protocol", "full", "full (every cell) or small (SmallProtocol's subset)")
+	flag.BoolVar(&o.resume, "resume", false, "reuse the runs already saved under -out/runs (each run is saved when it ends)")
+	flag.BoolVar(&o.reportOnly, "report-only", false, "write the report from the saved runs without running the missing ones")
 	flag.Parse()
 	if settings != "" {
 		for _, s := range strings.Split(settings, ",") {
@@ -174,6 +179,7 @@ type matrix struct {
 	mu      sync.Mutex
 	results []*result
 	shifted []*result
+	planned int
 }
 
 func newMatrix(tr *coflow.Trace, o options) (*matrix, error) {
@@ -395,6 +401,13 @@ func (m *matrix) run() error {
 	for _, c := range m.cells {
 		for _, w := range m.work {
 			probe := m.o.probe && c.Sched == "fvdf" && c.Resched == "varys" && w.seed == Seeds[0]
+			if r, ok := m.load(c, w.seed, 0); ok && (m.o.resume || m.o.reportOnly) {
+				m.results = append(m.results, r)
+				continue
+			}
+			if m.o.reportOnly {
+				continue
+			}
 			tasks = append(tasks, task{c: c, w: w, probe: probe})
 		}
 	}
@@ -404,10 +417,20 @@ func (m *matrix) run() error {
 				continue
 			}
 			for _, k := range ShiftPeriods {
-				tasks = append(tasks, task{c: c, w: m.work[0], shift: time.Duration(k) * GuardPeriod})
+				sh := time.Duration(k) * GuardPeriod
+				if r, ok := m.load(c, m.work[0].seed, sh); ok && (m.o.resume || m.o.reportOnly) {
+					r.shiftMaxRel = sh.Seconds()
+					m.shifted = append(m.shifted, r)
+					continue
+				}
+				if m.o.reportOnly {
+					continue
+				}
+				tasks = append(tasks, task{c: c, w: m.work[0], shift: sh})
 			}
 		}
 	}
+	m.planned = len(tasks) + len(m.results) + len(m.shifted)
 	// Expensive runs first, so the two workers finish together.
 	cost := func(t task) int {
 		x := 1
@@ -431,6 +454,9 @@ func (m *matrix) run() error {
 			defer wg.Done()
 			for t := range ch {
 				r, err := m.runOne(t.c, t.w, t.shift, t.probe)
+				if err == nil {
+					err = m.save(r, t.shift)
+				}
 				if err != nil {
 					errc <- err
 					return
@@ -476,4 +502,60 @@ func heapMB() uint64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.HeapAlloc >> 20
+}
+
+// saved is a result as stored on disk.
+type saved struct {
+	Cell                 Cell
+	Seed                 uint64
+	CCT, JCT             []time.Duration
+	Wire, Raw, CPUSec    float64
+	MaxWait              time.Duration
+	Calls                int
+	RunWall              time.Duration
+	ClassWire, ClassRaw  []float64
+	ProbeCalls, ProbeDif int
+	ProbeHead            int
+	ProbeKendall         float64
+}
+
+func (m *matrix) runPath(c Cell, seed uint64, shift time.Duration) string {
+	name := strings.NewReplacer("/", "_").Replace(c.key())
+	return filepath.Join(m.o.out, "runs", fmt.Sprintf("%s_seed%d_shift%d.gob", name, seed, int64(shift/time.Second)))
+}
+
+func (m *matrix) save(r *result, shift time.Duration) error {
+	p := m.runPath(r.Cell, r.seed, shift)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(p + ".tmp")
+	if err != nil {
+		return err
+	}
+	sv := saved{r.Cell, r.seed, r.cct, r.jct, r.wire, r.raw, r.cpuSec, r.maxWait, r.calls, r.runWall,
+		r.classWire, r.classRaw, r.probeCalls, r.probeDif, r.probeHead, r.probeKendall}
+	if err := gob.NewEncoder(f).Encode(&sv); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(p+".tmp", p)
+}
+
+func (m *matrix) load(c Cell, seed uint64, shift time.Duration) (*result, bool) {
+	f, err := os.Open(m.runPath(c, seed, shift))
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	var sv saved
+	if err := gob.NewDecoder(f).Decode(&sv); err != nil || sv.Cell != c || sv.Seed != seed {
+		return nil, false
+	}
+	return &result{Cell: c, seed: seed, cct: sv.CCT, jct: sv.JCT, wire: sv.Wire, raw: sv.Raw, cpuSec: sv.CPUSec,
+		maxWait: sv.MaxWait, calls: sv.Calls, runWall: sv.RunWall, classWire: sv.ClassWire, classRaw: sv.ClassRaw,
+		probeCalls: sv.ProbeCalls, probeDif: sv.ProbeDif, probeHead: sv.ProbeHead, probeKendall: sv.ProbeKendall, shiftMaxRel: -1}, true
 }

@@ -172,8 +172,8 @@ func (m *matrix) report(cpu, wall time.Duration) error {
 		return err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Coflow baseline matrix\n\nTrace %s, mix %s, seeds %v, %d runs, wall %.0f s, CPU %.1f min.\n",
-		TraceFile, Mix, Seeds[:m.o.seeds], len(m.results), wall.Seconds(), cpu.Minutes())
+	fmt.Fprintf(&b, "# Coflow baseline matrix\n\nTrace %s, mix %s, seeds %v, %d of %d planned runs present (time-shift runs included), this invocation's wall %.0f s, CPU %.1f min.\n",
+		TraceFile, Mix, Seeds[:m.o.seeds], len(m.results)+len(m.shifted), m.planned, wall.Seconds(), cpu.Minutes())
 	fmt.Fprintf(&b, "Protocol %s; flags: coalesce %v, jobs %v, settings %v, rescheduling %v, only %q.\n\n", m.o.protocol, m.o.coalesce, !m.o.noJobs, m.o.settings, m.o.resched, m.o.only.String())
 	fmt.Fprintf(&b, "Every figure is the median over seeds with its 95 %% percentile-bootstrap interval over seeds (%d draws). CCT over every coflow of the job plan (later stages included); JCT over jobs.\n\n", BootstrapDraws)
 	var groups []groupKey
