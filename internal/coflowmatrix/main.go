@@ -25,6 +25,7 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -442,7 +443,23 @@ func (m *matrix) run() error {
 		}
 		return x
 	}
-	sort.SliceStable(tasks, func(i, j int) bool { return cost(tasks[i]) > cost(tasks[j]) })
+	// Whole groups (a rescheduling rule at a setting), Varys' rule first,
+	// so that an interrupted run leaves complete groups (-resume continues
+	// it); within a group the expensive runs first.
+	rank := []string{"varys/0", "varys/1", "varys/3", "varys/2", "varys/4", "every/0", "timers/0", "timers/1"}
+	group := func(t task) int {
+		g := slices.Index(rank, fmt.Sprintf("%s/%d", t.c.Resched, slices.Index(Settings, t.c.Set)))
+		if g < 0 {
+			g = len(rank) + slices.Index(Rescheduling, t.c.Resched)*len(Settings) + slices.Index(Settings, t.c.Set)
+		}
+		return g
+	}
+	sort.SliceStable(tasks, func(i, j int) bool {
+		if gi, gj := group(tasks[i]), group(tasks[j]); gi != gj {
+			return gi < gj
+		}
+		return cost(tasks[i]) > cost(tasks[j])
+	})
 	ch := make(chan task)
 	errc := make(chan error, m.o.workers)
 	var wg sync.WaitGroup
