@@ -31,7 +31,10 @@
 //	D = min(k_s·s, r/ρ, k_r·u)                        (pipelined stages)
 //	D = 1 / (1/(k_s·s) + ρ/r + 1/(k_r·u))             (sequential stages)
 //
-// and puts ρ bytes on the wire per raw byte.
+// and puts ρ bytes on the wire per raw byte. ρ, s and u depend on the
+// flow's data class (Flow.Class, Fabric.Classes, Fabric.Profile): text,
+// serialized rows and float tensors compress very differently.
+// AssignClasses draws one class per coflow from a declared distribution.
 //
 // # Usage
 //
@@ -77,6 +80,16 @@
 // on its timers, and when the last running flow ends; capacity freed by a
 // flow that finishes early stays idle until then. Other schedulers are also
 // called on every flow completion.
+//
+// Later stages of multi-stage jobs are coflows with a Parent: the
+// simulator releases one when its parent completes, after a fixed delay
+// plus a gap per byte the parent put on the wire (Coflow.Parent).
+// Config.CoalesceFlowEvents bounds the cost of rescheduling on every flow
+// completion (completions within Δ of the last call share one call).
+// Times are kept relative to the earliest arrival, so shifting a trace in
+// time (by whole nanoseconds, and a scheduler's timers with it) does not
+// change any result; the event heap holds at most 2·running + 1024
+// entries.
 //
 // # Performance
 //

@@ -79,6 +79,14 @@ func (p Port) speedFactor() float64 {
 	return p.SpeedFactor
 }
 
+// DataClass is one kind of payload (text, serialized rows, float32
+// tensors, ...) with its own profile for every fabric codec: Codecs[k-1] is
+// how codec k compresses this class (ratio, per-core speeds).
+type DataClass struct {
+	Name   string
+	Codecs []CodecProfile
+}
+
 // Fabric is a non-blocking big switch: congestion happens only at the ports'
 // ingress and egress links (the Varys/Aalo/Sincronia model). All ports share
 // one list of codecs; a port's SpeedFactor scales their speeds there.
@@ -86,7 +94,41 @@ type Fabric struct {
 	Ports []Port
 	// Codecs lists the codecs a flow may use. Allocation.Codec k ≥ 1 selects
 	// Codecs[k-1]; 0 means raw. Nil means compression is not modelled.
+	// Without Classes these are the profiles of every flow; with Classes
+	// they are the reference profiles (names, and the base that time-varying
+	// codec speeds, such as Config.CodecSpeed, are relative to).
 	Codecs []CodecProfile
+	// Classes, if not empty, gives per-class codec profiles: a flow of
+	// class c compressed with codec k behaves as Classes[c].Codecs[k-1]
+	// (see Profile). Each class lists exactly len(Codecs) profiles. Empty
+	// means one class (0) whose profiles are Codecs.
+	Classes []DataClass
+}
+
+// NumClasses returns max(1, len(f.Classes)).
+func (f *Fabric) NumClasses() int { return max(1, len(f.Classes)) }
+
+// Profile returns the profile of codec k (k ≥ 1) on data of class c: the
+// class's own entry, or Codecs[k-1] when the fabric has no classes.
+func (f *Fabric) Profile(c, k int) CodecProfile {
+	if len(f.Classes) == 0 {
+		return f.Codecs[k-1]
+	}
+	return f.Classes[c].Codecs[k-1]
+}
+
+// ClassFactors returns how class c's codec k differs from the reference
+// Codecs[k-1]: the ratios Profile(c,k)/Codecs[k-1] of compression speed,
+// decompression speed and compression ratio. They are exactly 1 when the
+// fabric has no classes or the class's profile equals the reference, so a
+// time-varying reference speed v becomes v·factor for the class, bit for
+// bit v when the class is the reference.
+func (f *Fabric) ClassFactors(c, k int) (compress, decompress, ratio float64) {
+	if len(f.Classes) == 0 {
+		return 1, 1, 1
+	}
+	r, p := f.Codecs[k-1], f.Classes[c].Codecs[k-1]
+	return p.CompressSpeed / r.CompressSpeed, p.DecompressSpeed / r.DecompressSpeed, p.Ratio / r.Ratio
 }
 
 // NewFabric returns n identical ports of capacity bytesPerSec each way, with
@@ -113,16 +155,24 @@ func (f *Fabric) NumPorts() int { return len(f.Ports) }
 // Codec returns the profile for allocation codec k (k ≥ 1).
 func (f *Fabric) Codec(k int) CodecProfile { return f.Codecs[k-1] }
 
-// CompressSpeed returns the per-core compression speed of codec k (k ≥ 1)
-// at port p, including the port's SpeedFactor.
+// CompressSpeed returns the per-core compression speed of reference codec k
+// (k ≥ 1, Codecs[k-1]) at port p, including the port's SpeedFactor.
 func (f *Fabric) CompressSpeed(p, k int) float64 {
 	return f.Codecs[k-1].CompressSpeed * f.Ports[p].speedFactor()
 }
 
-// DecompressSpeed returns the per-core decompression speed of codec k (k ≥ 1)
-// at port p, including the port's SpeedFactor.
+// DecompressSpeed returns the per-core decompression speed of reference
+// codec k (k ≥ 1) at port p, including the port's SpeedFactor.
 func (f *Fabric) DecompressSpeed(p, k int) float64 {
 	return f.Codecs[k-1].DecompressSpeed * f.Ports[p].speedFactor()
+}
+
+// ClassSpeeds returns the per-core compression speed at port src and
+// decompression speed at port dst of codec k on data of class c, with the
+// ports' SpeedFactors.
+func (f *Fabric) ClassSpeeds(src, dst, c, k int) (compress, decompress float64) {
+	p := f.Profile(c, k)
+	return p.CompressSpeed * f.Ports[src].speedFactor(), p.DecompressSpeed * f.Ports[dst].speedFactor()
 }
 
 // Validate checks that there is at least one port, capacities are positive
@@ -145,6 +195,16 @@ func (f *Fabric) Validate() error {
 	for _, c := range f.Codecs {
 		if err := c.Validate(); err != nil {
 			return err
+		}
+	}
+	for i, dc := range f.Classes {
+		if len(dc.Codecs) != len(f.Codecs) {
+			return fmt.Errorf("%w: class %d (%q) has %d codec profiles, fabric has %d codecs", ErrInvalidFabric, i, dc.Name, len(dc.Codecs), len(f.Codecs))
+		}
+		for _, c := range dc.Codecs {
+			if err := c.Validate(); err != nil {
+				return fmt.Errorf("class %d (%q): %w", i, dc.Name, err)
+			}
 		}
 	}
 	return nil

@@ -17,6 +17,11 @@ type Flow struct {
 	Src, Dst int
 	// Bytes is the raw (uncompressed) volume, > 0.
 	Bytes float64
+	// Class is the flow's data class, an index into Fabric.Classes: how well
+	// and how fast its bytes compress (Fabric.Profile). Zero is the default
+	// class; with no Fabric.Classes every flow must be of class 0 and uses
+	// Fabric.Codecs. AssignClasses sets it per coflow from a distribution.
+	Class int
 }
 
 // Coflow is a set of flows that completes when its last flow completes.
@@ -35,6 +40,22 @@ type Coflow struct {
 	Mappers   []int
 	Reducers  []int
 	ReducerMB []float64
+	// Parent, if > 0, makes the coflow a later stage of a multi-stage job:
+	// it is released when the coflow at index Parent-1 of the slice given
+	// to Sim.Run completes (the parent must come earlier in the slice),
+	// after
+	//
+	//	ReleaseDelay + ReleasePerWireByte · (the parent's wire bytes)
+	//
+	// (the stage between the two shuffles: compute, plus reading the
+	// parent's shuffle output as it was written). Arrival is then ignored on
+	// input and the result reports the release time as the arrival.
+	Parent int
+	// ReleaseDelay is the fixed part of the gap after the parent (≥ 0).
+	ReleaseDelay time.Duration
+	// ReleasePerWireByte is the gap's seconds per byte the parent put on
+	// the wire (≥ 0).
+	ReleasePerWireByte float64
 }
 
 // EffectiveWeight returns Weight, or 1 when Weight is zero.
@@ -75,6 +96,9 @@ func (c *Coflow) Validate(n int) error {
 	if c.Arrival < 0 {
 		return fmt.Errorf("%w: coflow %d: negative arrival %v", ErrInvalidCoflow, c.ID, c.Arrival)
 	}
+	if c.Parent < 0 || c.ReleaseDelay < 0 || !(c.ReleasePerWireByte >= 0) || math.IsInf(c.ReleasePerWireByte, 0) {
+		return fmt.Errorf("%w: coflow %d: parent %d, release delay %v and per-byte gap %v must be non-negative and finite", ErrInvalidCoflow, c.ID, c.Parent, c.ReleaseDelay, c.ReleasePerWireByte)
+	}
 	if !(c.Weight >= 0) || math.IsInf(c.Weight, 0) {
 		return fmt.Errorf("%w: coflow %d: weight %v must be non-negative and finite", ErrInvalidCoflow, c.ID, c.Weight)
 	}
@@ -84,6 +108,9 @@ func (c *Coflow) Validate(n int) error {
 		}
 		if !(f.Bytes > 0) || math.IsInf(f.Bytes, 0) {
 			return fmt.Errorf("%w: coflow %d flow %d: bytes %v must be positive and finite", ErrInvalidCoflow, c.ID, i, f.Bytes)
+		}
+		if f.Class < 0 {
+			return fmt.Errorf("%w: coflow %d flow %d: negative class %d", ErrInvalidCoflow, c.ID, i, f.Class)
 		}
 	}
 	return nil

@@ -166,6 +166,8 @@ type FlowState struct {
 	Src, Dst int
 	// Bytes is the raw size; Remaining the raw bytes not yet disposed of.
 	Bytes, Remaining float64
+	// Class is the flow's data class (Flow.Class; see Fabric.Profile).
+	Class int
 	// Rate and Codec are the wire rate and codec the flow is running with
 	// (0 and Raw if paused). Its cores are in the allocation the scheduler
 	// returned last.

@@ -22,13 +22,18 @@ type Config struct {
 	//	L = b/(k_s·s) + ρ·b/r + b/(k_r·u) − b/D
 	//
 	// so a flow of V raw bytes alone takes V/D + L, the closed form "max
-	// stage time plus one chunk through the other stages". Zero means an
-	// ideal fluid pipeline (L = 0). Ignored in sequential mode.
+	// stage time plus one chunk through the other stages". When the rates
+	// change before the fill ends, the unfinished fraction of it is redone
+	// at the new rates' L; a paused flow that resumes with the same codec
+	// keeps its filled (or partly filled) pipeline; a new codec, or raw
+	// transfer in between, starts a new fill. Zero means an ideal fluid
+	// pipeline (L = 0). Ignored in sequential mode.
 	ChunkBytes float64
 	// CodecSpeed, if not nil, gives the true per-core compression and
 	// decompression speed (raw bytes/s) of codec k ≥ 1 at a port at a time,
 	// replacing Fabric.CompressSpeed/DecompressSpeed (SpeedFactor is not
-	// applied on top). The scheduler still sees only the Fabric's profiles,
+	// applied on top). With Fabric.Classes it is the reference codec's
+	// speed, scaled for a flow's class by Fabric.ClassFactors. The scheduler still sees only the Fabric's profiles,
 	// so prediction error shows in the results. Speeds are sampled when an
 	// allocation takes effect and held until the flow's next allocation;
 	// a scheduler that wants them resampled asks for a Timer.
@@ -46,6 +51,14 @@ type Config struct {
 	// RecordFlows makes Run fill CoflowResult.FlowFinish with every flow's
 	// completion time (one time.Duration per flow).
 	RecordFlows bool
+	// CoalesceFlowEvents coalesces the calls a scheduler that is not
+	// EventDriven gets on flow completions: a flow completion calls it at
+	// once only if at least this long has passed since its last call;
+	// otherwise one call at last call + CoalesceFlowEvents covers every flow
+	// completion in between (their freed capacity idles until then).
+	// Coflow arrivals and completions and timers still call at once. Zero
+	// means no coalescing (a call at every flow completion).
+	CoalesceFlowEvents time.Duration
 }
 
 // DefaultChunkBytes is DefaultConfig's pipeline chunk, 64 KiB (our choice:
@@ -67,6 +80,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxCalls < 0 {
 		return fmt.Errorf("%w: negative MaxCalls", ErrInvalidConfig)
+	}
+	if c.CoalesceFlowEvents < 0 {
+		return fmt.Errorf("%w: negative CoalesceFlowEvents", ErrInvalidConfig)
 	}
 	return nil
 }
@@ -111,6 +127,8 @@ type CoflowResult struct {
 
 // Sim is the exact event-driven fluid simulator. Rates are constant between
 // events; events are coflow arrivals, flow completions and scheduler timers.
+// A coflow with a Parent (a later stage of a multi-stage job) arrives when
+// released by its parent's completion (see Coflow.Parent).
 // The scheduler is called at every event time that has an arrival, a coflow
 // completion or its timer; on every flow completion too unless it is
 // EventDriven; and, for an EventDriven scheduler, when its last running
@@ -125,7 +143,8 @@ type CoflowResult struct {
 // running flows, building the State from persistent per-coflow slices,
 // validating and applying the allocation) plus the scheduler's own work.
 // For a scheduler that is not EventDriven each flow completion is a heap
-// event, O(log R); an EventDriven run keeps no per-flow events at all and
+// event, O(log R); the heap never holds more than 2·R + 1024 entries
+// (stale ones are dropped by a rebuild when they would outnumber the live); an EventDriven run keeps no per-flow events at all and
 // completes finished flows lazily at the next scheduling point. Compacting
 // a coflow's flow list after some of its flows finished costs O(its flows).
 type Sim struct {
@@ -143,8 +162,9 @@ type Sim struct {
 	events  eventHeap
 	comp    []compRec
 	now     float64
-	ed      bool    // scheduler is EventDriven: no per-flow events
-	edNext  float64 // next coflow completion or all-idle time (ed mode)
+	origin  time.Duration // trace time of internal time 0: the earliest arrival
+	ed      bool          // scheduler is EventDriven: no per-flow events
+	edNext  float64       // next coflow completion or all-idle time (ed mode)
 
 	// scratch
 	st      State
@@ -159,7 +179,20 @@ type Sim struct {
 	rIdx    []int32
 
 	res *Result
+
+	coflows   []Coflow  // the input of the current Run
+	released  eventHeap // later stages released, not yet arrived (g = coflow index)
+	childHead []int32   // per coflow: first later stage waiting on it, -1 none
+	childNext []int32
+
+	// heapPeakExcess is the largest len(events) − 2·len(running) seen after
+	// a scheduling step (tests check it stays ≤ heapSlack).
+	heapPeakExcess int
 }
+
+// heapSlack is the constant in the event-heap bound: after every step the
+// heap holds at most 2·running + heapSlack entries, stale ones included.
+const heapSlack = 1024
 
 type flowRec struct {
 	src, dst   int32
@@ -167,6 +200,7 @@ type flowRec struct {
 	slot       int32 // index in cf[ci].fs
 	sIdx, rIdx int32 // index in cf[ci].send / recv
 	codec      int32
+	class      int32 // data class (Flow.Class)
 	comp       int32 // 1 + index in Sim.comp once the flow was compressed; 0 = never
 	ver        uint32
 	done       bool
@@ -180,15 +214,36 @@ type flowRec struct {
 
 // compRec holds the compression state of a flow that was compressed at
 // least once (kept apart so raw flows stay small).
+//
+// The pipeline fill is tracked as a fraction of one chunk's fill lag L
+// (Config.ChunkBytes): a fill started at t with lag L ends at lagEnd = t+L;
+// if the allocation changes at t' < lagEnd, the fraction (lagEnd−t')/L is
+// still to do and ends at t' + fraction·L' under the new rates' lag L'. A
+// paused flow keeps its fraction (fill) and the codec its pipeline holds
+// (pipe), so resuming with that codec does not refill; a new codec, or a
+// raw interval in between, starts a fresh fill.
 type compRec struct {
-	ks, kr float64 // reserved cores
-	cs, ds float64 // true per-core speeds in use
-	ratio  float64 // wire bytes per raw byte
-	lagEnd float64 // disposal starts at max(t0, lagEnd)
+	ks, kr  float64 // reserved cores
+	cs, ds  float64 // true per-core speeds in use
+	ratio   float64 // wire bytes per raw byte
+	lagEnd  float64 // disposal starts at max(t0, lagEnd)
+	lagFull float64 // fill lag L at the rates in force
+	fill    float64 // fraction of the fill left when paused
+	pipe    int32   // codec whose pipeline is (being) filled; Raw = none
+}
+
+// fillLeft returns the fraction of cr's fill still to do at t while the
+// flow runs.
+func (cr *compRec) fillLeft(t float64) float64 {
+	if cr.lagFull <= 0 || cr.lagEnd <= t {
+		return 0
+	}
+	return min(1, (cr.lagEnd-t)/cr.lagFull)
 }
 
 type coflowRec struct {
-	arrival    float64
+	arrival    float64       // internal time; +Inf for an unreleased later stage
+	arrAbs     time.Duration // arrival (release) as a trace time
 	weight     float64
 	bytes      float64
 	maxFlow    float64
@@ -294,6 +349,21 @@ const timeEps = 1e-9
 
 func dur(t float64) time.Duration { return time.Duration(math.Round(t * 1e9)) }
 
+// abs converts an internal time (seconds since the origin) to a trace time.
+//
+// The simulator keeps times internally as float64 seconds since its origin,
+// the earliest arrival, so that rounding does not depend on where the trace
+// sits on the clock: shifting every arrival (and a scheduler's timer phase)
+// by the same whole number of nanoseconds gives bit-identical runs.
+// Without it, at t ≈ 10^4 s the float64 spacing (~2e-12 s) perturbs
+// remaining bytes by ~1e-4 B per settle, enough to flip ties between
+// coflows with equal keys and move CCTs by ~0.5 % (measured on a synthetic
+// trace under SEBF, Sincronia and PFP).
+func (s *Sim) abs(t float64) time.Duration { return s.origin + dur(t) }
+
+// rel converts a trace time to internal seconds since the origin.
+func (s *Sim) rel(d time.Duration) float64 { return (d - s.origin).Seconds() }
+
 // Run simulates the coflows (in any arrival order) to completion and
 // returns per-coflow results in input order. Coflows are validated against
 // the fabric first. A scheduler decision that breaks a port's capacity or
@@ -306,16 +376,29 @@ func (s *Sim) Run(coflows []Coflow) (*Result, error) {
 			return nil, fmt.Errorf("coflow index %d: %w", i, err)
 		}
 		total += len(coflows[i].Flows)
+		if p := coflows[i].Parent; p > i {
+			return nil, fmt.Errorf("%w: coflow index %d: parent index %d does not come before it", ErrInvalidCoflow, i, p-1)
+		}
+		for j := range coflows[i].Flows {
+			if c := coflows[i].Flows[j].Class; c >= s.fabric.NumClasses() {
+				return nil, fmt.Errorf("%w: coflow index %d flow %d: class %d but the fabric has %d", ErrInvalidCoflow, i, j, c, s.fabric.NumClasses())
+			}
+		}
 	}
 	if total > math.MaxInt32 {
 		return nil, fmt.Errorf("%w: %d flows exceed the simulator's limit", ErrInvalidCoflow, total)
 	}
 	s.reset(coflows, total)
-	order := make([]int32, len(coflows))
-	for i := range order {
-		order[i] = int32(i)
+	s.coflows = coflows
+	defer func() { s.coflows = nil }()
+	order := make([]int32, 0, len(coflows)) // coflows with a fixed arrival
+	for i := range coflows {
+		if coflows[i].Parent == 0 {
+			order = append(order, int32(i))
+		}
 	}
 	sort.SliceStable(order, func(a, b int) bool { return coflows[order[a]].Arrival < coflows[order[b]].Arrival })
+	s.released = s.released[:0]
 
 	s.ed = false
 	if ed, ok := s.sched.(EventDriven); ok {
@@ -326,11 +409,16 @@ func (s *Sim) Run(coflows []Coflow) (*Result, error) {
 	nextTimer := math.Inf(1)
 	nextArr := 0
 	finished := 0
+	coalesce := s.cfg.CoalesceFlowEvents.Seconds()
+	lastCall, pendingFlowCall := math.Inf(-1), math.Inf(1)
 	for finished < len(coflows) {
 		// Next event time.
 		t := math.Inf(1)
 		if nextArr < len(order) {
 			t = s.cf[order[nextArr]].arrival
+		}
+		if len(s.released) > 0 {
+			t = min(t, s.released[0].t)
 		}
 		if s.ed {
 			t = min(t, s.edNext)
@@ -345,7 +433,7 @@ func (s *Sim) Run(coflows []Coflow) (*Result, error) {
 				break
 			}
 		}
-		t = min(t, nextTimer)
+		t = min(t, nextTimer, pendingFlowCall)
 		idle := false
 		if math.IsInf(t, 1) {
 			// Nothing pending: give the scheduler a chance at the current
@@ -361,6 +449,7 @@ func (s *Sim) Run(coflows []Coflow) (*Result, error) {
 		s.now = t
 		s.res.Events++
 		call := idle
+		flowCall := false
 		if s.ed {
 			// Every event-driven event is a scheduling point; flows that
 			// finished since the last one are completed here (lazily).
@@ -388,16 +477,42 @@ func (s *Sim) Run(coflows []Coflow) (*Result, error) {
 					break
 				}
 				s.events.pop()
-				call = true
+				flowCall = true
 				if ci := s.complete(e.g, e.t); s.cf[ci].left == 0 {
 					s.finishCoflow(ci)
 					finished++
+					call = true
+				}
+			}
+			if pendingFlowCall <= t+timeEps {
+				call, pendingFlowCall = true, math.Inf(1)
+			} else if flowCall && !call {
+				if t >= lastCall+coalesce-timeEps {
+					call = true
+				} else {
+					pendingFlowCall = min(pendingFlowCall, lastCall+coalesce)
 				}
 			}
 		}
-		for nextArr < len(order) && s.cf[order[nextArr]].arrival <= t+timeEps {
-			ci := order[nextArr]
-			nextArr++
+		for {
+			// Arrivals at t: fixed ones and released later stages, in
+			// arrival order (ties: fixed first, then by index).
+			ci := int32(-1)
+			if nextArr < len(order) && s.cf[order[nextArr]].arrival <= t+timeEps {
+				ci = order[nextArr]
+				if len(s.released) > 0 && s.released[0].t < s.cf[ci].arrival {
+					ci = -1
+				} else {
+					nextArr++
+				}
+			}
+			if ci < 0 && len(s.released) > 0 && s.released[0].t <= t+timeEps {
+				ci = s.released[0].g
+				s.released.pop()
+			}
+			if ci < 0 {
+				break
+			}
 			s.activate(ci, &coflows[ci])
 			call = true
 		}
@@ -409,23 +524,24 @@ func (s *Sim) Run(coflows []Coflow) (*Result, error) {
 			continue
 		}
 		if s.cfg.MaxCalls > 0 && s.res.Calls >= s.cfg.MaxCalls {
-			return nil, fmt.Errorf("%w: MaxCalls %d reached at %v", ErrStalled, s.cfg.MaxCalls, dur(t))
+			return nil, fmt.Errorf("%w: MaxCalls %d reached at %v", ErrStalled, s.cfg.MaxCalls, s.abs(t))
 		}
 		if err := s.step(coflows); err != nil {
 			return nil, err
 		}
+		lastCall, pendingFlowCall = t, math.Inf(1)
 		if s.ed {
 			s.computeEDNext()
 		}
 		if hasTimer {
-			if at, ok := timer.NextWakeup(dur(t)); ok {
-				if at2 := at.Seconds(); at2 > t+timeEps/2 {
+			if at, ok := timer.NextWakeup(s.abs(t)); ok {
+				if at2 := s.rel(at); at2 > t+timeEps/2 {
 					nextTimer = at2
 				}
 			}
 		}
-		if idle && len(s.running) == 0 && math.IsInf(nextTimer, 1) && nextArr == len(order) {
-			return nil, fmt.Errorf("%w at %v: %d active coflows, scheduler %q allocated nothing", ErrStalled, dur(t), len(s.active), s.sched.Name())
+		if idle && len(s.running) == 0 && math.IsInf(nextTimer, 1) && nextArr == len(order) && len(s.released) == 0 {
+			return nil, fmt.Errorf("%w at %v: %d active coflows, scheduler %q allocated nothing", ErrStalled, s.abs(t), len(s.active), s.sched.Name())
 		}
 	}
 	return s.finishResult(coflows), nil
@@ -453,10 +569,29 @@ func (s *Sim) reset(coflows []Coflow, total int) {
 		s.sIdx[p], s.rIdx[p] = -1, -1
 	}
 	s.res = &Result{Scheduler: s.sched.Name(), Coflows: make([]CoflowResult, len(coflows))}
+	s.origin = 0
+	first := true
+	for i := range coflows {
+		if coflows[i].Parent == 0 && (first || coflows[i].Arrival < s.origin) {
+			s.origin, first = coflows[i].Arrival, false
+		}
+	}
+	s.childHead = make([]int32, len(coflows))
+	s.childNext = make([]int32, len(coflows))
+	for i := range coflows {
+		s.childHead[i], s.childNext[i] = -1, -1
+	}
 	g := 0
 	for i := range coflows {
 		s.flowOff[i] = g
-		s.cf[i].arrival = coflows[i].Arrival.Seconds()
+		s.cf[i].arrAbs = coflows[i].Arrival
+		s.cf[i].arrival = s.rel(coflows[i].Arrival)
+		if p := coflows[i].Parent; p > 0 {
+			s.cf[i].arrival = math.Inf(1) // until its parent completes
+			// Prepend; children are released in index order below.
+			s.childNext[i] = s.childHead[p-1]
+			s.childHead[p-1] = int32(i)
+		}
 		g += len(coflows[i].Flows)
 	}
 	s.flowOff[len(coflows)] = g
@@ -489,9 +624,9 @@ func (s *Sim) activate(ci int32, c *Coflow) {
 		r.recv[ri].Flows++
 		r.bytes += f.Bytes
 		r.maxFlow = max(r.maxFlow, f.Bytes)
-		r.fs[j] = FlowState{Ref: FlowRef{Coflow: int(ci), Flow: j}, Src: f.Src, Dst: f.Dst, Bytes: f.Bytes, Remaining: f.Bytes}
+		r.fs[j] = FlowState{Ref: FlowRef{Coflow: int(ci), Flow: j}, Src: f.Src, Dst: f.Dst, Bytes: f.Bytes, Remaining: f.Bytes, Class: f.Class}
 		s.fl[off+j] = flowRec{src: int32(f.Src), dst: int32(f.Dst), ci: ci, slot: int32(j), sIdx: si, rIdx: ri,
-			bytes: f.Bytes, rem: f.Bytes}
+			class: int32(f.Class), bytes: f.Bytes, rem: f.Bytes}
 		s.runPos[off+j] = -1
 	}
 	for _, pl := range r.send {
@@ -562,7 +697,7 @@ func (s *Sim) complete(g int32, tEnd float64) int32 {
 	c := &s.cf[f.ci]
 	c.lastEnd = max(c.lastEnd, tEnd)
 	if s.cfg.RecordFlows {
-		s.res.Coflows[f.ci].FlowFinish[int(g)-s.flowOff[f.ci]] = dur(tEnd)
+		s.res.Coflows[f.ci].FlowFinish[int(g)-s.flowOff[f.ci]] = s.abs(tEnd)
 	}
 	sp, rp := &c.send[f.sIdx], &c.recv[f.rIdx]
 	sp.Flows--
@@ -602,6 +737,15 @@ func (s *Sim) stopRunning(g int32) {
 func (s *Sim) finishCoflow(ci int32) {
 	c := &s.cf[ci]
 	c.finish = c.lastEnd
+	for k := s.childHead[ci]; k >= 0; k = s.childNext[k] {
+		// Release a later stage, at a whole nanosecond like every arrival.
+		cc := &s.coflows[k]
+		gap := cc.ReleaseDelay + time.Duration(math.Round(cc.ReleasePerWireByte*c.wire*1e9))
+		r := &s.cf[k]
+		r.arrAbs = s.abs(c.finish) + gap
+		r.arrival = s.rel(r.arrAbs)
+		s.released.push(event{t: r.arrival, g: k})
+	}
 	c.fs, c.send, c.recv = nil, nil, nil
 	for i, a := range s.active {
 		if a == ci {
@@ -637,12 +781,12 @@ func (s *Sim) buildState(coflows []Coflow) {
 			c.dirty = false
 		}
 		s.csBuf = append(s.csBuf, CoflowState{
-			Index: int(ci), ID: coflows[ci].ID, Arrival: coflows[ci].Arrival, Weight: c.weight,
+			Index: int(ci), ID: coflows[ci].ID, Arrival: c.arrAbs, Weight: c.weight,
 			Width: len(coflows[ci].Flows), Bytes: c.bytes, Sent: c.sent, WireSent: c.wire,
 			Flows: c.fs[:len(c.fs):len(c.fs)], Send: c.send[:len(c.send):len(c.send)], Recv: c.recv[:len(c.recv):len(c.recv)],
 		})
 	}
-	s.st = State{Now: dur(t), Fabric: s.fabric, Coflows: s.csBuf}
+	s.st = State{Now: s.abs(t), Fabric: s.fabric, Coflows: s.csBuf}
 }
 
 // step calls the scheduler at s.now and applies its allocation.
@@ -727,6 +871,11 @@ func (s *Sim) validate(allocs []Allocation) error {
 
 func (s *Sim) stopFlow(g int32) {
 	f := &s.fl[g]
+	if f.codec != Raw && s.runPos[g] >= 0 {
+		// Paused: freeze the pipeline fill where it is.
+		cr := &s.comp[f.comp-1]
+		cr.fill = cr.fillLeft(s.now)
+	}
 	f.rate, f.disp, f.codec = 0, 0, Raw
 	f.ver++
 	fs := &s.cf[f.ci].fs[f.slot]
@@ -769,8 +918,11 @@ func (s *Sim) apply(allocs []Allocation) {
 		f.rate, f.codec = a.Rate, int32(a.Codec)
 		if a.Codec == Raw {
 			f.disp = a.Rate
+			if f.comp != 0 {
+				s.comp[f.comp-1].pipe = Raw // sent raw: the pipeline drains
+			}
 		} else {
-			s.setCompressed(f, a, t, !wasRunning || prevCodec != f.codec)
+			s.setCompressed(f, a, t, wasRunning && prevCodec == f.codec)
 		}
 		fs := &s.cf[f.ci].fs[f.slot]
 		fs.Rate, fs.Codec = a.Rate, a.Codec
@@ -787,18 +939,25 @@ func (s *Sim) apply(allocs []Allocation) {
 	if s.ed {
 		return
 	}
-	if len(s.changed)*2 > len(s.events) {
-		// Rebuild: drops stale entries too.
+	// Every running flow has exactly one live event; the others are stale
+	// (superseded by a later version, or of a flow that stopped). Push the
+	// changed flows' events, unless most of the heap would be rewritten or
+	// the stale entries would outnumber the live ones (beyond heapSlack):
+	// then rebuild from the running flows, which drops every stale entry.
+	// So len(events) ≤ 2·running + heapSlack after every step, and the
+	// amortised cost stays O(log R) per changed flow.
+	if len(s.changed)*2 > len(s.events) || len(s.events)+len(s.changed) > 2*len(s.running)+heapSlack {
 		s.events = s.events[:0]
 		for _, g := range s.running {
 			s.events = append(s.events, s.eventOf(g))
 		}
 		s.events.init()
-		return
+	} else {
+		for _, g := range s.changed {
+			s.events.push(s.eventOf(g))
+		}
 	}
-	for _, g := range s.changed {
-		s.events.push(s.eventOf(g))
-	}
+	s.heapPeakExcess = max(s.heapPeakExcess, len(s.events)-2*len(s.running))
 }
 
 // computeEDNext sets edNext, the next event of an event-driven run: the
@@ -835,20 +994,33 @@ func (s *Sim) eventOf(g int32) event {
 }
 
 // setCompressed sets the disposal rate, ratio, speeds and pipeline lag of a
-// compressed flow.
-func (s *Sim) setCompressed(f *flowRec, a *Allocation, t float64, restart bool) {
+// compressed flow; running tells that it was running with the same codec
+// until t (so its fill, if unfinished, continues at the new rates).
+func (s *Sim) setCompressed(f *flowRec, a *Allocation, t float64, running bool) {
 	if f.comp == 0 {
 		s.comp = append(s.comp, compRec{})
 		f.comp = int32(len(s.comp))
 	}
 	cr := &s.comp[f.comp-1]
+	frac := 1.0 // a fresh fill
+	switch {
+	case running:
+		frac = cr.fillLeft(t)
+	case cr.pipe == int32(a.Codec):
+		frac = cr.fill // resumed with the codec its pipeline holds
+	}
+	cr.pipe = int32(a.Codec)
 	k := a.Codec
-	prof := s.fabric.Codecs[k-1]
-	cs, ds := s.fabric.CompressSpeed(int(f.src), k), s.fabric.DecompressSpeed(int(f.dst), k)
+	prof := s.fabric.Profile(int(f.class), k)
+	cs, ds := s.fabric.ClassSpeeds(int(f.src), int(f.dst), int(f.class), k)
 	if s.cfg.CodecSpeed != nil {
-		now := dur(t)
+		now := s.abs(t)
 		cs, _ = s.cfg.CodecSpeed(int(f.src), k, now)
 		_, ds = s.cfg.CodecSpeed(int(f.dst), k, now)
+		// The hook gives the reference codec's speed; the class scales it
+		// (factors exactly 1 without classes).
+		fc, fd, _ := s.fabric.ClassFactors(int(f.class), k)
+		cs, ds = cs*fc, ds*fd
 		// A hook returning a non-positive speed would stall the flow;
 		// clamp to a tiny positive speed so the run reports a huge CCT
 		// instead of dividing by zero.
@@ -857,18 +1029,15 @@ func (s *Sim) setCompressed(f *flowRec, a *Allocation, t float64, restart bool) 
 	cr.ks, cr.kr = a.SendCores, a.RecvCores
 	cr.cs, cr.ds, cr.ratio = cs, ds, prof.Ratio
 	cRate, tRate, dRate := a.SendCores*cs, a.Rate/prof.Ratio, a.RecvCores*ds
-	if restart {
-		cr.lagEnd = t
-	}
+	cr.lagEnd, cr.lagFull, cr.fill = t, 0, 0
 	if s.cfg.Pipelining {
 		f.disp = min(cRate, min(tRate, dRate))
-		if restart && s.cfg.ChunkBytes > 0 {
+		if s.cfg.ChunkBytes > 0 && frac > 0 {
 			b := min(s.cfg.ChunkBytes, f.rem)
-			lag := b/cRate + b/tRate + b/dRate - b/f.disp
-			cr.lagEnd = t + max(0, lag)
+			cr.lagFull = max(0, b/cRate+b/tRate+b/dRate-b/f.disp)
+			cr.lagEnd = t + frac*cr.lagFull
 		}
 	} else {
-		cr.lagEnd = t
 		f.disp = 1 / (1/cRate + 1/tRate + 1/dRate)
 	}
 }
@@ -881,11 +1050,11 @@ func (s *Sim) finishResult(coflows []Coflow) *Result {
 		ff := s.res.Coflows[i].FlowFinish
 		s.res.Coflows[i] = CoflowResult{
 			FlowFinish: ff,
-			Index:      i, ID: coflows[i].ID, Arrival: coflows[i].Arrival,
-			Start: dur(c.start), Finish: dur(c.finish), CCT: dur(c.finish) - coflows[i].Arrival,
+			Index:      i, ID: coflows[i].ID, Arrival: c.arrAbs,
+			Start: s.abs(c.start), Finish: s.abs(c.finish), CCT: s.abs(c.finish) - c.arrAbs,
 			Width: len(coflows[i].Flows), Bytes: c.bytes, MaxFlowBytes: c.maxFlow, WireBytes: c.wire,
 		}
 	}
-	s.res.Makespan = dur(mk)
+	s.res.Makespan = s.abs(mk)
 	return s.res
 }

@@ -52,8 +52,9 @@ const maxLineBytes = 16 << 20
 // ReadTrace parses a trace in the coflow-benchmark format. Blank lines are
 // skipped. It checks that the header's coflow count matches the lines, that
 // every count matches its list, that ports are in [0, ports), arrivals are
-// non-negative integers and sizes are finite and non-negative. Errors wrap
-// ErrSyntax and name the line. It never panics on bad input.
+// non-negative integers, sizes are finite and non-negative and coflow ids
+// are unique (results are keyed by id). Errors wrap ErrSyntax and name the
+// line. It never panics on bad input.
 func ReadTrace(r io.Reader) (*Trace, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxLineBytes)
@@ -87,6 +88,7 @@ func ReadTrace(r io.Reader) (*Trace, error) {
 		return nil, fmt.Errorf("%w: line %d: coflow count: %v", ErrSyntax, lineNo, err)
 	}
 	t := &Trace{Ports: ports, Coflows: make([]TraceCoflow, 0, min(n, 1<<16))}
+	idLine := make(map[int]int, min(n, 1<<16)) // coflow id → its line
 	for {
 		s, ok := next()
 		if !ok {
@@ -99,6 +101,10 @@ func ReadTrace(r io.Reader) (*Trace, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: line %d: %v", ErrSyntax, lineNo, err)
 		}
+		if prev, dup := idLine[c.ID]; dup {
+			return nil, fmt.Errorf("%w: line %d: duplicate coflow id %d (first on line %d)", ErrSyntax, lineNo, c.ID, prev)
+		}
+		idLine[c.ID] = lineNo
 		t.Coflows = append(t.Coflows, c)
 	}
 	if err := sc.Err(); err != nil {
@@ -241,8 +247,13 @@ func (t *Trace) Validate() error {
 	if t == nil || t.Ports < 1 {
 		return fmt.Errorf("%w: trace needs at least one port", ErrSyntax)
 	}
+	ids := make(map[int]int, len(t.Coflows))
 	for i := range t.Coflows {
 		c := &t.Coflows[i]
+		if j, dup := ids[c.ID]; dup {
+			return fmt.Errorf("%w: coflow index %d: duplicate coflow id %d (first at index %d)", ErrSyntax, i, c.ID, j)
+		}
+		ids[c.ID] = i
 		bad := func(format string, a ...any) error {
 			return fmt.Errorf("%w: coflow %d (index %d): %s", ErrSyntax, c.ID, i, fmt.Sprintf(format, a...))
 		}

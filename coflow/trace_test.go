@@ -69,6 +69,7 @@ func TestReadTrace_Malformed(t *testing.T) {
 		{"reducer negative", "3 1\n1 0 1 0 1 1:-2\n", "size"},
 		{"reducer inf", "3 1\n1 0 1 0 1 1:Inf\n", "size"},
 		{"blank line counted", "3 1\n\n1 0 1 0 1 9:1.0\n", "line 3"},
+		{"duplicate id", "3 3\n1 0 1 0 1 1:1.0\n2 0 1 0 1 1:1.0\n\n1 5 1 0 1 2:1.0\n", "line 5: duplicate coflow id 1 (first on line 2)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -80,6 +81,16 @@ func TestReadTrace_Malformed(t *testing.T) {
 				t.Fatalf("err = %q, want it to mention %q", err, tc.line)
 			}
 		})
+	}
+}
+
+func TestTrace_ValidateDuplicateID(t *testing.T) {
+	tr := &coflow.Trace{Ports: 2, Coflows: []coflow.TraceCoflow{
+		{ID: 7, Mappers: []int{0}, Reducers: []coflow.TraceReducer{{Port: 1, MB: 1}}},
+		{ID: 7, Mappers: []int{1}, Reducers: []coflow.TraceReducer{{Port: 0, MB: 1}}},
+	}}
+	if err := tr.Validate(); !errors.Is(err, coflow.ErrSyntax) || !strings.Contains(err.Error(), "duplicate coflow id 7") {
+		t.Fatalf("Validate = %v, want a duplicate-id ErrSyntax", err)
 	}
 }
 

@@ -43,7 +43,17 @@
 // Predicted does) makes the scheduler plan with the pessimistic speed
 // predicted/(1 + error).
 //
-// [Jobs] wraps coflows in map → shuffle → reduce jobs for JCT. [Run]
+// Per-flow data classes: with coflow.Fabric.Classes, every ρ, s and u
+// above is the flow's own class's (coflow.Fabric.Profile), so FVDF orders
+// and compresses per flow; [Scheduler.Order] exposes the priority order of
+// its last call (the study compares it with SEBF's).
+//
+// [Jobs] wraps coflows in map → shuffle → reduce jobs for JCT; [PlanJobs]
+// builds multi-stage jobs (chains of 1..k shuffles from a declared
+// distribution, each released by its parent's completion after the
+// reducers' compute and their reading of the shuffle as written, ρ·V when
+// compressed; [DAGConfig]), whose one-stage, no-I/O case is exactly Jobs'
+// formula. [Run]
 // replays a workload under "fvdf", "sebf" or "fvdf-raw" and returns
 // [Metrics]; examples/fvdf is the command-line front end. [WaitTracker]
 // measures how long coflows go unserved.

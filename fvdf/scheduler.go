@@ -72,6 +72,13 @@ func (Nominal) Estimate(_ time.Duration, f *coflow.Fabric, k int) coflow.CodecPr
 //     active coflow gets a per-flow max-min fair share, raw (coflow.Fair),
 //     so no active coflow goes unserved for longer than T − δ.
 //
+// Per-flow data classes: ρ_f, s and u above are those of flow f's class
+// (coflow.Flow.Class; the fabric's per-class profiles, coflow.Fabric.Profile,
+// with the Estimator's prediction for the reference codec scaled by
+// coflow.Fabric.ClassFactors), so the same codec may be worth it for one
+// flow and not for another, and Γ' — hence the order — differs from SEBF's
+// Γ by more than a common factor.
+//
 // With compression disabled, or no codec with ratio < 1, steps 1–4 are
 // SEBF + MADD + backfilling.
 //
@@ -86,7 +93,14 @@ type Scheduler struct {
 	fair    *coflow.Fair
 	scratch []int
 	al      []coflow.Allocation
+	order   []int // positions in State.Coflows, priority order of the last call
 }
+
+// Order returns the priority order of the last Schedule call as positions
+// in the State's Coflows (ascending Γ'), or nil if that call was a
+// starvation-guard fair slice or had no coflows. The slice is reused by
+// the next call.
+func (s *Scheduler) Order() []int { return s.order }
 
 var (
 	_ coflow.Scheduler   = (*Scheduler)(nil)
@@ -143,6 +157,7 @@ func (s *Scheduler) inFairSlice(now time.Duration) bool {
 // Schedule implements coflow.Scheduler.
 func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Allocation {
 	s.allocs = s.allocs[:0]
+	s.order = s.order[:0]
 	if len(st.Coflows) == 0 {
 		return s.allocs
 	}
@@ -172,6 +187,7 @@ func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Alloc
 		}
 		return st.Coflows[ca].Index < st.Coflows[cb].Index
 	})
+	s.order = append(s.order, order...)
 
 	// Flattened per-flow allocations, indexed by (coflow slot, flow slot).
 	base := make([]int, n+1)
@@ -217,7 +233,7 @@ func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Alloc
 					a.Rate = math.Min(v/g, math.Min(remIn[f.Src], remOut[f.Dst]))
 				} else {
 					// Disposal v/Γ, capped by what is left (rounding).
-					rho, sp, up := pl.ratio[k], pl.sSpeed(f.Src, k), pl.uSpeed(f.Dst, k)
+					rho, sp, up := pl.rho(f.Class, k), pl.sSpeed(f.Src, f.Class, k), pl.uSpeed(f.Dst, f.Class, k)
 					m := pl.m
 					d := math.Min(v/g, math.Min(remIn[f.Src], remOut[f.Dst])/(m*rho))
 					if f.Src == f.Dst {
@@ -311,9 +327,10 @@ type planner struct {
 	fab      *coflow.Fabric
 	cfg      Config
 	m        float64   // stage factor: 1 pipelined, 3 sequential
-	codecs   []int     // usable codec ids (ratio < 1)
-	ratio    []float64 // by codec id
-	s, u     []float64 // per-core speeds by codec id, before SpeedFactor
+	codecs   []int     // codec ids usable for some class (ratio < 1)
+	nk       int       // codec ids per class: len(fabric codecs)+1
+	ratio    []float64 // by class·nk + codec id
+	s, u     []float64 // per-core speeds by class·nk + codec id, before SpeedFactor
 	capIn    []float64
 	capOut   []float64
 	capCores []float64
@@ -348,13 +365,25 @@ func (pl *planner) reset(f *coflow.Fabric, cfg Config, prof []coflow.CodecProfil
 		pl.capCores[p] = port.FreeCores() * cfg.CPUFraction
 	}
 	pl.codecs = pl.codecs[:0]
-	pl.ratio = resize(pl.ratio, len(prof))
-	pl.s = resize(pl.s, len(prof))
-	pl.u = resize(pl.u, len(prof))
+	nc := f.NumClasses()
+	pl.nk = len(prof)
+	pl.ratio = resize(pl.ratio, nc*pl.nk)
+	pl.s = resize(pl.s, nc*pl.nk)
+	pl.u = resize(pl.u, nc*pl.nk)
 	for k := 1; k < len(prof); k++ {
 		c := prof[k]
-		pl.ratio[k], pl.s[k], pl.u[k] = c.Ratio, c.CompressSpeed, c.DecompressSpeed
-		if c.Ratio > 0 && c.Ratio < 1 && c.CompressSpeed > 0 && c.DecompressSpeed > 0 {
+		usable := false
+		for cl := range nc {
+			// The estimate is for the reference codec; a class scales it
+			// (factors exactly 1 without classes).
+			fs, fd, fr := f.ClassFactors(cl, k)
+			i := cl*pl.nk + k
+			pl.ratio[i], pl.s[i], pl.u[i] = c.Ratio*fr, c.CompressSpeed*fs, c.DecompressSpeed*fd
+			if pl.ratio[i] > 0 && pl.ratio[i] < 1 && pl.s[i] > 0 && pl.u[i] > 0 {
+				usable = true
+			}
+		}
+		if usable {
 			pl.codecs = append(pl.codecs, k)
 		}
 	}
@@ -387,8 +416,17 @@ func speedFactor(p coflow.Port) float64 {
 	return p.SpeedFactor
 }
 
-func (pl *planner) sSpeed(p, k int) float64 { return pl.s[k] * speedFactor(pl.fab.Ports[p]) }
-func (pl *planner) uSpeed(p, k int) float64 { return pl.u[k] * speedFactor(pl.fab.Ports[p]) }
+func (pl *planner) sSpeed(p, c, k int) float64 { return pl.s[c*pl.nk+k] * speedFactor(pl.fab.Ports[p]) }
+func (pl *planner) uSpeed(p, c, k int) float64 { return pl.u[c*pl.nk+k] * speedFactor(pl.fab.Ports[p]) }
+
+// rho returns the predicted ratio of codec k on class c.
+func (pl *planner) rho(c, k int) float64 { return pl.ratio[c*pl.nk+k] }
+
+// shrinks reports whether codec k can help a flow of class c at all.
+func (pl *planner) shrinks(c, k int) bool {
+	i := c*pl.nk + k
+	return pl.ratio[i] > 0 && pl.ratio[i] < 1 && pl.s[i] > 0 && pl.u[i] > 0
+}
 
 // div returns x/c with 0/anything = 0 and positive/0 = +Inf.
 func div(x, c float64) float64 {
@@ -576,7 +614,10 @@ func (pl *planner) greedy(c *coflow.CoflowState, in, out, cores []float64, choic
 
 // tryCodec returns max(t_src, t_dst) if flow f were compressed with k.
 func (pl *planner) tryCodec(f coflow.FlowState, k int, in, out, cores []float64) float64 {
-	v, rho := f.Remaining, pl.ratio[k]
+	if !pl.shrinks(f.Class, k) {
+		return math.Inf(1)
+	}
+	v, rho := f.Remaining, pl.rho(f.Class, k)
 	s, d := f.Src, f.Dst
 	if pl.cfg.WholeCores {
 		// Each compressed flow needs at least one whole core per end.
@@ -586,8 +627,8 @@ func (pl *planner) tryCodec(f coflow.FlowState, k int, in, out, cores []float64)
 		}
 	}
 	m := pl.m
-	cs := m * v / pl.sSpeed(s, k)
-	cd := m * v / pl.uSpeed(d, k)
+	cs := m * v / pl.sSpeed(s, f.Class, k)
+	cd := m * v / pl.uSpeed(d, f.Class, k)
 	w := m * rho * v
 	if s == d {
 		return portTime(pl.win[s]-v+w, pl.wout[d]-v+w, pl.cpu[s]+cs+cd, in[s], out[s], cores[s])
@@ -598,12 +639,12 @@ func (pl *planner) tryCodec(f coflow.FlowState, k int, in, out, cores []float64)
 }
 
 func (pl *planner) apply(f coflow.FlowState, k int) {
-	v, rho := f.Remaining, pl.ratio[k]
+	v, rho := f.Remaining, pl.rho(f.Class, k)
 	m := pl.m
 	pl.win[f.Src] += m*rho*v - v
 	pl.wout[f.Dst] += m*rho*v - v
-	pl.cpu[f.Src] += m * v / pl.sSpeed(f.Src, k)
-	pl.cpu[f.Dst] += m * v / pl.uSpeed(f.Dst, k)
+	pl.cpu[f.Src] += m * v / pl.sSpeed(f.Src, f.Class, k)
+	pl.cpu[f.Dst] += m * v / pl.uSpeed(f.Dst, f.Class, k)
 	pl.ncomp[f.Src]++
 	pl.ncomp[f.Dst]++
 }
@@ -635,8 +676,8 @@ func (pl *planner) backfillBandwidth(a *coflow.Allocation, f coflow.FlowState, r
 	if a.Codec != coflow.Raw && pl.cfg.WholeCores {
 		// Use only the slack of the cores already reserved.
 		k := a.Codec
-		rho := pl.ratio[k]
-		extra = math.Min(extra, rho*math.Min(a.SendCores*pl.sSpeed(f.Src, k), a.RecvCores*pl.uSpeed(f.Dst, k))-a.Rate)
+		rho := pl.rho(f.Class, k)
+		extra = math.Min(extra, rho*math.Min(a.SendCores*pl.sSpeed(f.Src, f.Class, k), a.RecvCores*pl.uSpeed(f.Dst, f.Class, k))-a.Rate)
 		if !(extra > 0) {
 			return
 		}
@@ -647,10 +688,10 @@ func (pl *planner) backfillBandwidth(a *coflow.Allocation, f coflow.FlowState, r
 	}
 	if a.Codec != coflow.Raw {
 		k := a.Codec
-		rho := pl.ratio[k]
+		rho := pl.rho(f.Class, k)
 		// extra wire w needs w/(ρ s) sender and w/(ρ u) receiver cores.
-		needS := 1 / (rho * pl.sSpeed(f.Src, k))
-		needU := 1 / (rho * pl.uSpeed(f.Dst, k))
+		needS := 1 / (rho * pl.sSpeed(f.Src, f.Class, k))
+		needU := 1 / (rho * pl.uSpeed(f.Dst, f.Class, k))
 		if f.Src == f.Dst {
 			extra = math.Min(extra, cores[f.Src]/(needS+needU))
 		} else {
@@ -732,7 +773,10 @@ func (pl *planner) backfillCores(a *coflow.Allocation, f coflow.FlowState, cores
 	bestK, bestD := 0, r*(1+pl.cfg.MinGain)
 	var bestKs, bestKr float64
 	for _, k := range pl.codecs {
-		s, u, rho := pl.sSpeed(f.Src, k), pl.uSpeed(f.Dst, k), pl.ratio[k]
+		if !pl.shrinks(f.Class, k) {
+			continue
+		}
+		s, u, rho := pl.sSpeed(f.Src, f.Class, k), pl.uSpeed(f.Dst, f.Class, k), pl.rho(f.Class, k)
 		var d float64
 		if f.Src == f.Dst {
 			d = math.Min(r/rho, cores[f.Src]/(1/s+1/u))
@@ -770,7 +814,7 @@ func (pl *planner) backfillCores(a *coflow.Allocation, f coflow.FlowState, cores
 		return
 	}
 	a.Codec = bestK
-	a.Rate = pl.ratio[bestK] * bestD
+	a.Rate = pl.rho(f.Class, bestK) * bestD
 	a.SendCores, a.RecvCores = bestKs, bestKr
 	cores[f.Src] = math.Max(0, cores[f.Src]-bestKs)
 	cores[f.Dst] = math.Max(0, cores[f.Dst]-bestKr)

@@ -159,3 +159,54 @@ func TestScheduler_SameAllocationsAsSEBF(t *testing.T) {
 		}
 	}
 }
+
+// TestScheduler_OrderWithoutCompressionIsSEBF: FVDF's Order with
+// compression disabled ranks coflows as SEBF's Γ does (ascending, ties by
+// arrival then index): checked on every call of a replay.
+func TestScheduler_OrderWithoutCompressionIsSEBF(t *testing.T) {
+	cfs, fab := synth(t, 20, 40, 9)
+	s, err := New(Config{DisableCompression: true, StarvationPeriod: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	cfg := coflow.DefaultConfig()
+	cfg.Check = func(now time.Duration, st *coflow.State, _ []coflow.Allocation) error {
+		o := s.Order()
+		if len(o) != len(st.Coflows) {
+			t.Fatalf("order has %d entries for %d coflows", len(o), len(st.Coflows))
+		}
+		gamma := func(c *coflow.CoflowState) float64 {
+			g := 0.0
+			for _, l := range c.Send {
+				if l.Flows > 0 {
+					g = max(g, l.Bytes/st.Fabric.Ports[l.Port].Ingress)
+				}
+			}
+			for _, l := range c.Recv {
+				if l.Flows > 0 {
+					g = max(g, l.Bytes/st.Fabric.Ports[l.Port].Egress)
+				}
+			}
+			return g
+		}
+		for i := 1; i < len(o); i++ {
+			a, b := &st.Coflows[o[i-1]], &st.Coflows[o[i]]
+			if ga, gb := gamma(a), gamma(b); ga > gb*(1+1e-12) {
+				t.Fatalf("call %d: order puts Γ=%v before Γ=%v", calls, ga, gb)
+			}
+		}
+		calls++
+		return nil
+	}
+	sim, err := coflow.NewSim(cfg, fab, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.Run(cfs); err != nil {
+		t.Fatal(err)
+	}
+	if calls == 0 {
+		t.Fatal("no calls")
+	}
+}

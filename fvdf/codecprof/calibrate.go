@@ -91,7 +91,10 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (Profiles, error) {
 	var out Profiles
 	for ki, k := range cfg.Classes {
 		rng := rand.New(rand.NewPCG(cfg.Seed, uint64(ki)+1))
-		payload := Generate(k, cfg.Size, rng)
+		payload, err := Sample(k, cfg.Size, rng)
+		if err != nil {
+			return Profiles{}, err
+		}
 		for _, c := range cfg.Codecs {
 			p, err := measure(ctx, cfg, c, payload)
 			if err != nil {

@@ -27,6 +27,16 @@ const (
 	Text
 	// Random is already-compressed (or encrypted) data: uniform random bytes.
 	Random
+	// GoStdlib is real text: slices of the Go standard library's source
+	// tree as the Go distribution ships it ([GoSourceCorpus]).
+	GoStdlib
+	// TPCHRows is Spark SQL shuffle data: TPC-H lineitem rows from a
+	// dbgen-like generator, serialized in Spark's UnsafeRow layout with
+	// length prefixes (see genTPCHRows in tpch.go).
+	TPCHRows
+	// SortRecords is sort-benchmark data: 100-byte records in gensort's
+	// binary layout (TeraSort's input; see genSortRecords in named.go).
+	SortRecords
 	numClasses
 )
 
@@ -36,9 +46,11 @@ const (
 const SparseZeroFraction = 0.9
 
 // Classes lists every class in declaration order.
-func Classes() []Class { return []Class{Float32Grad, SparseGrad, Int8Quant, Text, Random} }
+func Classes() []Class {
+	return []Class{Float32Grad, SparseGrad, Int8Quant, Text, Random, GoStdlib, TPCHRows, SortRecords}
+}
 
-var classNames = [...]string{"float32", "sparse", "int8", "text", "random"}
+var classNames = [...]string{"float32", "sparse", "int8", "text", "random", "gosrc", "tpch-rows", "gensort"}
 
 // String returns the class's short name, as accepted by [ParseClass].
 func (c Class) String() string {
@@ -49,7 +61,7 @@ func (c Class) String() string {
 }
 
 // ParseClass parses a class name ("float32", "sparse", "int8", "text",
-// "random").
+// "random", "gosrc", "tpch-rows", "gensort").
 func ParseClass(s string) (Class, error) {
 	for i, n := range classNames {
 		if n == s {
@@ -60,7 +72,9 @@ func ParseClass(s string) (Class, error) {
 }
 
 // Generate returns n bytes of class c drawn from rng. The same rng state
-// gives the same bytes. It panics on an unknown class or negative n.
+// gives the same bytes. It panics on an unknown class or negative n, and
+// for GoStdlib when the Go source tree cannot be read ([Sample] returns an
+// error instead).
 func Generate(c Class, n int, rng *rand.Rand) []byte {
 	if n < 0 {
 		panic("codecprof: negative size")
@@ -85,6 +99,16 @@ func Generate(c Class, n int, rng *rand.Rand) []byte {
 		}
 	case Text:
 		genText(buf, rng)
+	case GoStdlib:
+		corpus, err := GoSourceCorpus()
+		if err != nil {
+			panic(err)
+		}
+		return sliceCorpus(corpus, n, rng)
+	case TPCHRows:
+		genTPCHRows(buf, rng)
+	case SortRecords:
+		genSortRecords(buf, rng)
 	case Random:
 		var x uint64
 		for i := range buf {

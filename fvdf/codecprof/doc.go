@@ -14,7 +14,12 @@
 //
 // Data classes ([Class]) are generated from a seeded source by [Generate]:
 // dense float32 gradients, sparse gradients (90 % zeros), int8 quantized
-// values, text/log records and already-compressed (random) bytes. A [Mix]
+// values, text/log records and already-compressed (random) bytes; and three
+// named classes a reader can obtain or regenerate: GoStdlib (slices of the
+// Go distribution's source tree, real text), TPCHRows (TPC-H lineitem rows
+// from a dbgen-like generator in Spark's UnsafeRow shuffle layout) and
+// SortRecords (gensort's 100-byte sort-benchmark records). [Sample] is
+// Generate with errors instead of panics. A [Mix]
 // weights classes by raw bytes; [Profiles.ForMix] turns a mix into one
 // effective profile (ratios average, times per byte add up).
 //

@@ -169,12 +169,16 @@ func (m Mix) String() string {
 	return strings.Join(parts, ",")
 }
 
-// ParseMix parses "shuffle" (the [ShuffleMix]), a single class name
+// ParseMix parses "shuffle" (the [ShuffleMix]), a declared mix's name
+// ([NamedMixes]: "spark-sql-shuffle", "ml-ps"), a single class name
 // ("text"), or comma-separated class=weight pairs ("float32=0.5,text=0.5").
 func ParseMix(s string) (Mix, error) {
 	s = strings.TrimSpace(s)
 	if s == "shuffle" || s == "mix" || s == "" {
 		return ShuffleMix(), nil
+	}
+	if n, err := LookupMix(s); err == nil {
+		return n.Mix(), nil
 	}
 	if !strings.Contains(s, "=") {
 		k, err := ParseClass(s)

@@ -1,0 +1,578 @@
+// Command coflowmatrix runs the coflow baseline matrix on the FB2010 trace:
+// schedulers (SEBF, D-CLAS, Sincronia) × compression (none, always lz4,
+// always snappy, the per-flow Policy rule) plus FVDF, × rescheduling
+// (Varys' rule, T/δ timers, every flow completion coalesced) × fabric
+// settings × seeds, under the protocol in protocol.go. It prints progress
+// on stderr and writes, under -out, runs.csv (one line per run),
+// summary.md (medians over seeds with 95 % bootstrap intervals, FVDF
+// against every baseline) and PNG plots.
+//
+// Usage:
+//
+//	go run ./internal/coflowmatrix -trace /path/to/FB2010-1Hr-150-0.txt -out matrix
+//
+// It is deterministic for a given protocol and flags (the run order across
+// workers does not change any result). Without the trace file it prints a
+// message and exits 0.
+package main
+
+import (
+	"encoding/gob"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/falconml/falcon/coflow"
+	"github.com/falconml/falcon/fvdf"
+	"github.com/falconml/falcon/fvdf/codecprof"
+	"github.com/falconml/falcon/internal/cputime"
+	"github.com/falconml/falcon/transport"
+)
+
+type options struct {
+	trace      string
+	out        string
+	workers    int
+	seeds      int
+	settings   []int
+	resched    []string
+	only       *regexp.Regexp
+	coalesce   time.Duration
+	noJobs     bool
+	shifts     bool
+	probe      bool
+	plots      bool
+	protocol   string
+	resume     bool
+	reportOnly bool
+}
+
+func main() {
+	var o options
+	var settings, resched, only string
+	flag.StringVar(&o.trace, "trace", filepath.Join("/work/shared/data/coflow-benchmark", TraceFile), "FB2010 trace file")
+	flag.StringVar(&o.out, "out", "coflowmatrix-out", "output directory")
+	flag.IntVar(&o.workers, "j", 2, "parallel runs")
+	flag.IntVar(&o.seeds, "seeds", len(Seeds), "use the first n protocol seeds")
+	flag.StringVar(&settings, "settings", "", "comma-separated setting indices into the protocol's Settings (empty: all)")
+	flag.StringVar(&resched, "resched", "", "comma-separated rescheduling rules (empty: all)")
+	flag.StringVar(&only, "only", "", "regexp on Cell keys sched/compression/rescheduling/setting (empty: all)")
+	flag.DurationVar(&o.coalesce, "coalesce", CoalesceWindow, "coalescing window of the every-flow-completion rule (0: a call at every flow completion)")
+	flag.BoolVar(&o.noJobs, "nojobs", false, "replay the trace's coflows only (no multi-stage job model)")
+	flag.BoolVar(&o.shifts, "shifts", true, "run the time-shift perturbations")
+	flag.BoolVar(&o.probe, "probe", true, "count how often FVDF's order differs from SEBF's (seed 1, Varys' rule)")
+	flag.BoolVar(&o.plots, "plots", true, "write PNG plots")
+	flag.StringVar(&o.protocol, "protocol", "full", "full (every cell) or small (SmallProtocol's subset)")
+	flag.BoolVar(&o.resume, "resume", false, "reuse the runs already saved under -out/runs (each run is saved when it ends)")
+	flag.BoolVar(&o.reportOnly, "report-only", false, "write the report from the saved runs without running the missing ones")
+	flag.Parse()
+	if settings != "" {
+		for _, s := range strings.Split(settings, ",") {
+			i, err := strconv.Atoi(s)
+			if err != nil || i < 0 || i >= len(Settings) {
+				fail(fmt.Errorf("bad setting index %q", s))
+			}
+			o.settings = append(o.settings, i)
+		}
+	} else {
+		for i := range Settings {
+			o.settings = append(o.settings, i)
+		}
+	}
+	o.resched = Rescheduling
+	if resched != "" {
+		o.resched = strings.Split(resched, ",")
+	}
+	o.only = regexp.MustCompile(only)
+	if o.protocol != "full" && o.protocol != "small" {
+		fail(fmt.Errorf("-protocol %q: want full or small", o.protocol))
+	}
+	if o.seeds < 1 || o.seeds > len(Seeds) {
+		fail(fmt.Errorf("-seeds %d not in [1,%d]", o.seeds, len(Seeds)))
+	}
+	f, err := os.Open(o.trace)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "coflowmatrix: trace %s not available (%v); skipping the matrix\n", o.trace, err)
+		return
+	}
+	tr, err := coflow.ReadTrace(f)
+	f.Close()
+	if err != nil {
+		fail(err)
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		fail(err)
+	}
+	debug.SetGCPercent(50)
+	m, err := newMatrix(tr, o)
+	if err != nil {
+		fail(err)
+	}
+	start, cpu0 := time.Now(), cputime.Process()
+	if err := m.run(); err != nil {
+		fail(err)
+	}
+	cpu := cputime.Process() - cpu0
+	fmt.Fprintf(os.Stderr, "coflowmatrix: %d runs, wall %.1f s, CPU %.1f s (%.1f CPU-min)\n", len(m.results), time.Since(start).Seconds(), cpu.Seconds(), cpu.Minutes())
+	if err := m.report(cpu, time.Since(start)); err != nil {
+		fail(err)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "coflowmatrix:", err)
+	os.Exit(1)
+}
+
+// Cell is one configuration of the matrix.
+type Cell struct {
+	Sched, Comp, Resched string
+	Set                  Setting
+}
+
+func (c Cell) key() string {
+	return fmt.Sprintf("%s/%s/%s/%gG-%gc", c.Sched, c.Comp, c.Resched, c.Set.Gbps, c.Set.Cores)
+}
+
+func (c Cell) label() string { return c.Sched + "/" + c.Comp }
+
+// workload is one seed's jobs.
+type workload struct {
+	seed  uint64
+	plan  *fvdf.JobPlan
+	class []int // per plan coflow
+	bins  []coflow.Bin
+}
+
+// result is one run.
+type result struct {
+	Cell
+	seed                 uint64
+	cct, jct             []time.Duration
+	wire, raw, cpuSec    float64
+	maxWait              time.Duration
+	calls                int
+	runCPU, runWall      time.Duration
+	classWire, classRaw  []float64
+	probeCalls, probeDif int
+	probeHead            int
+	probeKendall         float64
+	shiftMaxRel          float64 // time-shift runs: max relative CCT change (-1 none)
+}
+
+type matrix struct {
+	o       options
+	tr      *coflow.Trace
+	mix     codecprof.NamedMix
+	classes []codecprof.Class
+	work    []*workload
+	cells   []Cell
+	mu      sync.Mutex
+	results []*result
+	shifted []*result
+	planned int
+}
+
+func newMatrix(tr *coflow.Trace, o options) (*matrix, error) {
+	mix, err := codecprof.LookupMix(Mix)
+	if err != nil {
+		return nil, err
+	}
+	m := &matrix{o: o, tr: tr, mix: mix}
+	var weights []float64
+	for _, w := range mix.Weights {
+		m.classes = append(m.classes, w.Class)
+		weights = append(weights, w.W)
+	}
+	for _, seed := range Seeds[:o.seeds] {
+		cfs, err := tr.ToCoflows()
+		if err != nil {
+			return nil, err
+		}
+		if err := coflow.AssignClasses(cfs, weights, seed); err != nil {
+			return nil, err
+		}
+		jc := Jobs(seed)
+		if o.noJobs {
+			jc.StageWeights, jc.DiskBps = []float64{1}, 0
+		}
+		plan, err := fvdf.PlanJobs(cfs, jc)
+		if err != nil {
+			return nil, err
+		}
+		w := &workload{seed: seed, plan: plan}
+		for _, c := range plan.Coflows {
+			w.class = append(w.class, c.Flows[0].Class)
+			w.bins = append(w.bins, coflow.BinOf(c.MaxFlowBytes(), c.Width()))
+		}
+		m.work = append(m.work, w)
+	}
+	for _, si := range o.settings {
+		set := Settings[si]
+		for _, rs := range o.resched {
+			for _, s := range Schedulers {
+				for _, c := range Compression {
+					m.addCell(Cell{s, c, rs, set})
+				}
+			}
+			m.addCell(Cell{"fvdf", "fvdf", rs, set})
+		}
+	}
+	return m, nil
+}
+
+func (m *matrix) addCell(c Cell) {
+	if m.o.only.MatchString(c.key()) && (m.o.protocol == "full" || SmallProtocol(c)) {
+		m.cells = append(m.cells, c)
+	}
+}
+
+// fabric builds a setting's fabric: per-port bandwidth, cores and
+// background, the mix's reference codec profiles and one class per mix
+// class.
+func (m *matrix) fabric(set Setting) (*coflow.Fabric, error) {
+	fab := coflow.NewFabric(m.tr.Ports, set.Gbps*125e6)
+	cores := MachinesPerPort * set.Cores
+	for i := range fab.Ports {
+		fab.Ports[i].Cores = cores
+		fab.Ports[i].Background = BackgroundFraction * cores
+	}
+	ps := codecprof.Defaults()
+	codecs := []transport.Codec{transport.CodecLZ4, transport.CodecSnappy}
+	prof := func(p codecprof.Profile) coflow.CodecProfile {
+		return coflow.CodecProfile{Name: p.Codec.String(), CompressSpeed: p.CompressBps, DecompressSpeed: p.DecompressBps, Ratio: min(1, p.Ratio)}
+	}
+	for _, cd := range codecs {
+		p, err := ps.ForMix(cd, m.mix.Mix())
+		if err != nil {
+			return nil, err
+		}
+		fab.Codecs = append(fab.Codecs, prof(p))
+	}
+	for _, k := range m.classes {
+		dc := coflow.DataClass{Name: k.String()}
+		for _, cd := range codecs {
+			p, ok := ps.Lookup(cd, k)
+			if !ok {
+				return nil, fmt.Errorf("no profile for %s/%s", cd, k)
+			}
+			dc.Codecs = append(dc.Codecs, prof(p))
+		}
+		fab.Classes = append(fab.Classes, dc)
+	}
+	return fab, fab.Validate()
+}
+
+// scheduler builds a Cell's scheduler (and the FVDF instance, if any).
+func (m *matrix) scheduler(c Cell, probe bool) (coflow.Scheduler, *orderProbe, error) {
+	every := c.Resched == "every"
+	var s coflow.Scheduler
+	var err error
+	switch c.Sched {
+	case "sebf":
+		s, err = coflow.NewSEBF(coflow.OrderedConfig{OnFlowCompletion: every})
+	case "dclas":
+		dc := coflow.DefaultDCLASConfig()
+		dc.OnFlowCompletion = every
+		s, err = coflow.NewDCLAS(dc)
+	case "sincronia":
+		s, err = coflow.NewSincronia(coflow.SincroniaConfig{OnFlowCompletion: every})
+	case "fvdf":
+		fc := fvdf.DefaultConfig()
+		fc.EveryFlowEvent = every
+		if c.Resched != "timers" {
+			fc.StarvationPeriod = -1
+		} else {
+			fc.StarvationPeriod, fc.StarvationSlice = GuardPeriod, GuardSlice
+		}
+		f, err := fvdf.New(fc, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !probe {
+			return f, nil, nil
+		}
+		rc := fc
+		rc.DisableCompression = true
+		raw, err := fvdf.New(rc, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		p := &orderProbe{Scheduler: f, raw: raw}
+		return p, p, nil
+	default:
+		return nil, nil, fmt.Errorf("unknown scheduler %q", c.Sched)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.Resched == "timers" {
+		s = &guarded{inner: s, T: GuardPeriod, d: GuardSlice, fair: coflow.NewFair()}
+	}
+	switch c.Comp {
+	case "none":
+	case "lz4":
+		s = &compressor{inner: s, codec: 1}
+	case "snappy":
+		s = &compressor{inner: s, codec: 2}
+	case "policy":
+		s = &compressor{inner: s, codecs: []transport.Codec{transport.CodecLZ4, transport.CodecSnappy}}
+	default:
+		return nil, nil, fmt.Errorf("unknown compression %q", c.Comp)
+	}
+	return s, nil, nil
+}
+
+// runOne runs Cell c on workload w, with every first-stage arrival moved by
+// shift.
+func (m *matrix) runOne(c Cell, w *workload, shift time.Duration, probe bool) (*result, error) {
+	fab, err := m.fabric(c.Set)
+	if err != nil {
+		return nil, err
+	}
+	s, pr, err := m.scheduler(c, probe)
+	if err != nil {
+		return nil, err
+	}
+	wt := &fvdf.WaitTracker{Inner: s}
+	cfg := coflow.DefaultConfig()
+	if c.Resched == "every" {
+		cfg.CoalesceFlowEvents = m.o.coalesce
+	}
+	sim, err := coflow.NewSim(cfg, fab, wt)
+	if err != nil {
+		return nil, err
+	}
+	cfs := w.plan.Coflows
+	if shift != 0 {
+		cfs = append([]coflow.Coflow(nil), cfs...)
+		for i := range cfs {
+			if cfs[i].Parent == 0 {
+				cfs[i].Arrival += shift
+			}
+		}
+	}
+	cpu0, t0 := cputime.Process(), time.Now()
+	res, err := sim.Run(cfs)
+	if err != nil {
+		return nil, fmt.Errorf("%s seed %d: %w", c.key(), w.seed, err)
+	}
+	r := &result{Cell: c, seed: w.seed, wire: res.WireBytes, raw: res.RawBytes, cpuSec: res.CPUSeconds,
+		maxWait: wt.MaxWait(), calls: res.Calls, runWall: time.Since(t0), shiftMaxRel: -1}
+	if m.o.workers == 1 {
+		r.runCPU = cputime.Process() - cpu0
+	}
+	r.cct = make([]time.Duration, len(res.Coflows))
+	r.classWire = make([]float64, len(m.classes))
+	r.classRaw = make([]float64, len(m.classes))
+	for i, cr := range res.Coflows {
+		r.cct[i] = cr.CCT
+		r.classWire[w.class[i]] += cr.WireBytes
+		r.classRaw[w.class[i]] += cr.Bytes
+	}
+	r.jct = w.plan.JCTs(res)
+	if pr != nil {
+		r.probeCalls, r.probeDif, r.probeHead = pr.calls, pr.differ, pr.headDiffer
+		if pr.pairs > 0 {
+			r.probeKendall = pr.discordant / pr.pairs
+		}
+	}
+	return r, nil
+}
+
+type task struct {
+	c     Cell
+	w     *workload
+	shift time.Duration
+	probe bool
+}
+
+func (m *matrix) run() error {
+	var tasks []task
+	for _, c := range m.cells {
+		for _, w := range m.work {
+			probe := m.o.probe && c.Sched == "fvdf" && c.Resched == "varys" && w.seed == Seeds[0]
+			if r, ok := m.load(c, w.seed, 0); ok && (m.o.resume || m.o.reportOnly) {
+				m.results = append(m.results, r)
+				continue
+			}
+			if m.o.reportOnly {
+				continue
+			}
+			tasks = append(tasks, task{c: c, w: w, probe: probe})
+		}
+	}
+	if m.o.shifts {
+		for _, c := range m.cells {
+			if !ShiftCell(c) {
+				continue
+			}
+			for _, k := range ShiftPeriods {
+				sh := time.Duration(k) * GuardPeriod
+				if r, ok := m.load(c, m.work[0].seed, sh); ok && (m.o.resume || m.o.reportOnly) {
+					r.shiftMaxRel = sh.Seconds()
+					m.shifted = append(m.shifted, r)
+					continue
+				}
+				if m.o.reportOnly {
+					continue
+				}
+				tasks = append(tasks, task{c: c, w: m.work[0], shift: sh})
+			}
+		}
+	}
+	m.planned = len(tasks) + len(m.results) + len(m.shifted)
+	// Expensive runs first, so the two workers finish together.
+	cost := func(t task) int {
+		x := 1
+		if t.c.Resched == "every" {
+			x *= 4
+		}
+		if t.c.Sched == "fvdf" || t.c.Sched == "dclas" {
+			x *= 3
+		}
+		return x
+	}
+	// Whole groups (a rescheduling rule at a setting), Varys' rule first,
+	// so that an interrupted run leaves complete groups (-resume continues
+	// it); within a group the expensive runs first.
+	rank := []string{"varys/0", "varys/1", "varys/3", "varys/2", "varys/4", "every/0", "timers/0", "timers/1"}
+	group := func(t task) int {
+		g := slices.Index(rank, fmt.Sprintf("%s/%d", t.c.Resched, slices.Index(Settings, t.c.Set)))
+		if g < 0 {
+			g = len(rank) + slices.Index(Rescheduling, t.c.Resched)*len(Settings) + slices.Index(Settings, t.c.Set)
+		}
+		return g
+	}
+	sort.SliceStable(tasks, func(i, j int) bool {
+		if gi, gj := group(tasks[i]), group(tasks[j]); gi != gj {
+			return gi < gj
+		}
+		return cost(tasks[i]) > cost(tasks[j])
+	})
+	ch := make(chan task)
+	errc := make(chan error, m.o.workers)
+	var wg sync.WaitGroup
+	done := 0
+	start := time.Now()
+	for range m.o.workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for t := range ch {
+				r, err := m.runOne(t.c, t.w, t.shift, t.probe)
+				if err == nil {
+					err = m.save(r, t.shift)
+				}
+				if err != nil {
+					errc <- err
+					return
+				}
+				m.mu.Lock()
+				done++
+				if t.shift == 0 {
+					m.results = append(m.results, r)
+				} else {
+					r.shiftMaxRel = t.shift.Seconds() // placeholder: the shift, resolved in report
+					m.shifted = append(m.shifted, r)
+				}
+				fmt.Fprintf(os.Stderr, "[%d/%d] %-36s seed %d shift %-6v %6.1f s  (elapsed %.0f s, CPU %.0f s, heap %d MB)\n",
+					done, len(tasks), t.c.key(), t.w.seed, t.shift, r.runWall.Seconds(), time.Since(start).Seconds(),
+					cputime.Process().Seconds(), heapMB())
+				m.mu.Unlock()
+			}
+		}()
+	}
+	go func() {
+		for _, t := range tasks {
+			ch <- t
+		}
+		close(ch)
+	}()
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return err
+	default:
+	}
+	// Deterministic order regardless of which worker finished first.
+	sort.Slice(m.results, func(i, j int) bool {
+		if a, b := m.results[i].key(), m.results[j].key(); a != b {
+			return a < b
+		}
+		return m.results[i].seed < m.results[j].seed
+	})
+	return nil
+}
+
+func heapMB() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc >> 20
+}
+
+// saved is a result as stored on disk.
+type saved struct {
+	Cell                 Cell
+	Seed                 uint64
+	CCT, JCT             []time.Duration
+	Wire, Raw, CPUSec    float64
+	MaxWait              time.Duration
+	Calls                int
+	RunWall              time.Duration
+	ClassWire, ClassRaw  []float64
+	ProbeCalls, ProbeDif int
+	ProbeHead            int
+	ProbeKendall         float64
+}
+
+func (m *matrix) runPath(c Cell, seed uint64, shift time.Duration) string {
+	name := strings.NewReplacer("/", "_").Replace(c.key())
+	return filepath.Join(m.o.out, "runs", fmt.Sprintf("%s_seed%d_shift%d.gob", name, seed, int64(shift/time.Second)))
+}
+
+func (m *matrix) save(r *result, shift time.Duration) error {
+	p := m.runPath(r.Cell, r.seed, shift)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(p + ".tmp")
+	if err != nil {
+		return err
+	}
+	sv := saved{r.Cell, r.seed, r.cct, r.jct, r.wire, r.raw, r.cpuSec, r.maxWait, r.calls, r.runWall,
+		r.classWire, r.classRaw, r.probeCalls, r.probeDif, r.probeHead, r.probeKendall}
+	if err := gob.NewEncoder(f).Encode(&sv); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(p+".tmp", p)
+}
+
+func (m *matrix) load(c Cell, seed uint64, shift time.Duration) (*result, bool) {
+	f, err := os.Open(m.runPath(c, seed, shift))
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	var sv saved
+	if err := gob.NewDecoder(f).Decode(&sv); err != nil || sv.Cell != c || sv.Seed != seed {
+		return nil, false
+	}
+	return &result{Cell: c, seed: seed, cct: sv.CCT, jct: sv.JCT, wire: sv.Wire, raw: sv.Raw, cpuSec: sv.CPUSec,
+		maxWait: sv.MaxWait, calls: sv.Calls, runWall: sv.RunWall, classWire: sv.ClassWire, classRaw: sv.ClassRaw,
+		probeCalls: sv.ProbeCalls, probeDif: sv.ProbeDif, probeHead: sv.ProbeHead, probeKendall: sv.ProbeKendall, shiftMaxRel: -1}, true
+}
