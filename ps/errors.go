@@ -62,6 +62,8 @@ const (
 	codeServerUnavailable
 	codeStartTimeout
 	codeNonFinite
+	codeRestarted
+	codePeerLost
 )
 
 var codeErrors = [...]error{
@@ -78,6 +80,8 @@ var codeErrors = [...]error{
 	codeServerUnavailable: ErrServerUnavailable,
 	codeStartTimeout:      ErrStartTimeout,
 	codeNonFinite:         ErrNonFinite,
+	codeRestarted:         ErrRestarted,
+	codePeerLost:          ErrPeerLost,
 }
 
 // codeOf maps an error to its wire code.

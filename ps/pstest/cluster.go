@@ -31,6 +31,18 @@ type config struct {
 	progress         int
 	startTimeout     time.Duration
 	noLeakCheck      bool
+	lease            ps.LeaseConfig
+	heartbeat        time.Duration
+	coordTimeout     time.Duration
+}
+
+// Lease sets the coordinator's failure detection.
+func Lease(l ps.LeaseConfig) Option { return func(c *config) { c.lease = l } }
+
+// Heartbeat sets the workers' heartbeat period and how long they wait for
+// the coordinator before failing.
+func Heartbeat(every, coordTimeout time.Duration) Option {
+	return func(c *config) { c.heartbeat, c.coordTimeout = every, coordTimeout }
 }
 
 // NoLeakCheck turns off the goroutine-leak check NewCluster runs at
@@ -145,7 +157,7 @@ func NewCluster(t testing.TB, opts ...Option) *Cluster {
 	}
 	ecfg := cfg.epsp
 	ecfg.NumWorkers = cfg.workers
-	cc := ps.CoordinatorConfig{EPSP: ecfg, Servers: c.ServerIDs, Workers: c.WorkerIDs, StartTimeout: cfg.startTimeout}
+	cc := ps.CoordinatorConfig{EPSP: ecfg, Servers: c.ServerIDs, Workers: c.WorkerIDs, StartTimeout: cfg.startTimeout, Lease: cfg.lease}
 	co, err := ps.NewCoordinator(cc, cfg.policy, ro...)
 	if err != nil {
 		t.Fatalf("pstest: coordinator: %v", err)
@@ -162,7 +174,8 @@ func NewCluster(t testing.TB, opts ...Option) *Cluster {
 	c.Coordinator = co
 	for i, id := range c.WorkerIDs {
 		wc := ps.WorkerConfig{ID: epsp.WorkerID(i), Coordinator: CoordinatorID, Client: c.ClientCfg,
-			StartTimeout: cfg.startTimeout, Chunk: cfg.chunk, ProgressEvery: cfg.progress}
+			StartTimeout: cfg.startTimeout, Chunk: cfg.chunk, ProgressEvery: cfg.progress,
+			Heartbeat: cfg.heartbeat, CoordinatorTimeout: cfg.coordTimeout}
 		w, err := ps.NewWorker(string(id), wc, ro...)
 		if err != nil {
 			t.Fatalf("pstest: worker %d: %v", i, err)
