@@ -134,7 +134,9 @@ func TestCheckpoint_File(t *testing.T) {
 	}
 }
 
-func contains(s, sub string) bool { return len(sub) == 0 || len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub)) }
+func contains(s, sub string) bool {
+	return len(sub) == 0 || len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub))
+}
 
 // TestReshard_BitForBit: checkpoints of 3 servers, with keys split across
 // servers (MaxSegment 16) and Adam state, restore onto 2 and onto 4
