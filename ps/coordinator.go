@@ -143,7 +143,7 @@ func NewCoordinator(cfg CoordinatorConfig, policy epsp.Policy, opts ...Option) (
 // server answers, and starts serving. On timeout it returns an
 // ErrStartTimeout error naming the missing servers.
 func (c *Coordinator) Start(ctx context.Context, tr transport.Transport) error {
-	cl, err := NewClient(tr, ClientConfig{Servers: c.cfg.Servers})
+	cl, err := NewClient(tr, ClientConfig{Servers: c.cfg.Servers, Retry: c.cfg.Lease.ServerRestart})
 	if err != nil {
 		return err
 	}

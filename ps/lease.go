@@ -69,6 +69,12 @@ type LeaseConfig struct {
 	Interval time.Duration
 	// OnWorkerLost says what a lost worker does to the run.
 	OnWorkerLost LostAction
+	// ServerRestart is how long a server may stay unreachable while it
+	// restarts from its checkpoint (DurableConfig): the coordinator
+	// resends flushes that long, and declares the server lost only after
+	// max(Timeout, ServerRestart). Workers need ClientConfig.Retry as long.
+	// Zero: a silent server is lost after Timeout.
+	ServerRestart time.Duration
 }
 
 // DefaultLeaseConfig returns a 10 s timeout checked every 2.5 s, aborting
@@ -79,7 +85,7 @@ func DefaultLeaseConfig() LeaseConfig {
 
 // Validate checks the configuration.
 func (c *LeaseConfig) Validate() error {
-	if c.Interval < 0 {
+	if c.Interval < 0 || c.ServerRestart < 0 {
 		return errors.New("ps: negative LeaseConfig.Interval")
 	}
 	if c.Timeout > 0 && c.Interval > c.Timeout {
@@ -261,7 +267,7 @@ func (c *Coordinator) watchLeases() {
 				if last.IsZero() {
 					last = first
 				}
-				if now.Sub(last) > l.cfg.Timeout {
+				if now.Sub(last) > max(l.cfg.Timeout, l.cfg.ServerRestart) {
 					lostS, lastS = s, l.srv[s]
 					break
 				}
