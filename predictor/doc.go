@@ -127,9 +127,9 @@
 //	_, byCodec := predictor.Split(recs)
 //	p, err := predictor.NewRNN(predictor.Config{})
 //	err = p.Fit(byCodec["lz4"])
-//	err = p.Network().Save(w)
+//	err = p.Network().SaveFile("lstm.flcn") // atomic: temp file, fsync, rename, fsync of the directory
 //	...
-//	n, err := predictor.Load(r)
+//	n, err := predictor.LoadFile("lstm.flcn")
 //	q, err := predictor.New("lstm", predictor.Config{RNN: predictor.RNNConfig{Model: n}})
 //
 // examples/predictor trains and evaluates every predictor on the committed

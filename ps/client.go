@@ -31,6 +31,10 @@ type ClientConfig struct {
 	// (the caller's ctx still applies). Zero means 30 s; negative means no
 	// bound beyond ctx.
 	RequestTimeout time.Duration
+	// Retry is how long a request a server did not answer (a server
+	// restarting from its checkpoint) is resent; zero means never. With
+	// it pushes carry request ids, so a resent push is applied once.
+	Retry time.Duration
 }
 
 // DefaultClientConfig returns a config with width 1 and the default
@@ -84,6 +88,7 @@ type Client struct {
 	width   int
 	part    Partitioner
 	timeout time.Duration
+	retry   retryState
 
 	mu        sync.RWMutex
 	known     []uint64
@@ -106,7 +111,8 @@ func NewClient(tr transport.Transport, cfg ClientConfig) (*Client, error) {
 	if cfg.RequestTimeout == 0 {
 		cfg.RequestTimeout = 30 * time.Second
 	}
-	c := &Client{tr: tr, servers: append([]transport.NodeID(nil), cfg.Servers...), width: cfg.Width, part: cfg.Partitioner, timeout: cfg.RequestTimeout}
+	c := &Client{tr: tr, servers: append([]transport.NodeID(nil), cfg.Servers...), width: cfg.Width, part: cfg.Partitioner, timeout: cfg.RequestTimeout,
+		retry: newRetryState(cfg.Retry)}
 	c.plans.New = func() any {
 		n := len(c.servers)
 		return &plan{per: make([][]piece, n), nvals: make([]int, n), bufs: make([][]byte, n), vec: make([][][]byte, n), resps: make([][]byte, n)}
@@ -151,6 +157,7 @@ type pushArgs struct {
 	clock  int
 	scale  float64
 	weight float64
+	rid    reqID // request id (retry.go); zero: none
 }
 
 var plainPush = pushArgs{mode: modeApply, scale: 1, weight: 1}
@@ -238,7 +245,15 @@ func (c *Client) Ping(ctx context.Context, s int) error {
 }
 
 // call sends one request to server s and parses the response.
-func (c *Client) call(ctx context.Context, s int, req []byte) ([]byte, error) {
+func (c *Client) call(ctx context.Context, s int, req []byte) (payload []byte, err error) {
+	err = c.retry.retrying(ctx, func() error {
+		payload, err = c.call1(ctx, s, req)
+		return err
+	})
+	return payload, err
+}
+
+func (c *Client) call1(ctx context.Context, s int, req []byte) ([]byte, error) {
 	resp, err := request(ctx, c.tr, c.servers[s], req, c.timeout)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -356,6 +371,9 @@ func (c *Client) do(ctx context.Context, o op, keys []uint64, vals, out []float3
 	if (o == opPull || o == opPushPull) && len(out) != total {
 		return fmt.Errorf("%w: output of %d values for lengths summing to %d", ErrLengthMismatch, len(out), total)
 	}
+	if o == opPush || o == opPushPull {
+		pa = c.retry.stamp(pa) // one id for every server's part
+	}
 	pl := c.getPlan()
 	defer c.plans.Put(pl)
 	pl.lens = resizeInts(pl.lens, len(keys))
@@ -418,7 +436,11 @@ func (c *Client) do(ctx context.Context, o op, keys []uint64, vals, out []float3
 				dst, direct = f32Bytes(v)[:0], true
 			}
 		}
-		buf, resp, err := c.callAppend(ctx, s, dst, pl.bufs[s], reqs, values)
+		var buf, resp []byte
+		err := c.retry.retrying(ctx, func() (err error) {
+			buf, resp, err = c.callAppend(ctx, s, dst, pl.bufs[s], reqs, values)
+			return err
+		})
 		clear(pl.vec[s]) // drop the view of vals
 		if !direct {
 			pl.resps[s] = buf
@@ -492,11 +514,15 @@ func overlapF32(a, b []float32) bool {
 // encode writes the request for one server into buf: with nvals = 0 and
 // vals nil, only its header (padded), for a request sent in pieces.
 func (c *Client) encode(buf []byte, o op, ps []piece, nvals int, vals []float32, pa pushArgs) []byte {
-	size := 2 + 29 + 4 + segBytes*len(ps) + 3 + 4*nvals
+	size := 2 + 16 + 29 + 4 + segBytes*len(ps) + 3 + 4*nvals
 	if cap(buf) < size {
 		buf = make([]byte, 0, size)
 	}
-	e := newMsg(buf, o)
+	e := newMsg(buf, wireOp(o, pa))
+	if pa.rid.client != 0 {
+		e.u64(pa.rid.client)
+		e.u64(pa.rid.seq)
+	}
 	if o == opPush || o == opPushPull {
 		e.u8(pa.mode)
 		e.i64(int64(pa.clock))

@@ -28,6 +28,8 @@ type CoordinatorConfig struct {
 	// OrderTimeout bounds each flush and each order sent to a worker; zero
 	// means 30 s.
 	OrderTimeout time.Duration
+	// Lease configures failure detection (see LeaseConfig).
+	Lease LeaseConfig
 }
 
 // DefaultCoordinatorConfig returns epsp.DefaultConfig with the default
@@ -50,7 +52,7 @@ func (c *CoordinatorConfig) Validate() error {
 	if c.StartTimeout < 0 || c.OrderTimeout < 0 {
 		return errors.New("ps: negative timeout")
 	}
-	return nil
+	return c.Lease.Validate()
 }
 
 // Coordinator is the coordinator role: a thin concurrent shell around an
@@ -78,6 +80,8 @@ type Coordinator struct {
 	fatal   error
 	stats   epsp.Stats
 	started bool
+
+	lease *leases
 }
 
 var _ transport.Handler = (*Coordinator)(nil)
@@ -89,6 +93,7 @@ type coordReq struct {
 	ev     epsp.Event
 	batch  int
 	reason string         // opFail
+	inc    uint64         // opHello: the worker's incarnation
 	reply  chan coordResp // nil for one-way messages
 }
 
@@ -106,6 +111,7 @@ func NewCoordinator(cfg CoordinatorConfig, policy epsp.Policy, opts ...Option) (
 	if cfg.OrderTimeout == 0 {
 		cfg.OrderTimeout = 30 * time.Second
 	}
+	cfg.Lease = cfg.Lease.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -121,6 +127,7 @@ func NewCoordinator(cfg CoordinatorConfig, policy epsp.Policy, opts ...Option) (
 		reqs:   make(chan *coordReq, 256),
 		quit:   make(chan struct{}),
 		joined: make([]bool, cfg.EPSP.NumWorkers),
+		lease:  newLeases(cfg.Lease, cfg.EPSP.NumWorkers, len(cfg.Servers)),
 	}
 	c.runCtx, c.runCancel = context.WithCancel(context.Background())
 	for i, n := range cfg.Workers {
@@ -136,7 +143,7 @@ func NewCoordinator(cfg CoordinatorConfig, policy epsp.Policy, opts ...Option) (
 // server answers, and starts serving. On timeout it returns an
 // ErrStartTimeout error naming the missing servers.
 func (c *Coordinator) Start(ctx context.Context, tr transport.Transport) error {
-	cl, err := NewClient(tr, ClientConfig{Servers: c.cfg.Servers})
+	cl, err := NewClient(tr, ClientConfig{Servers: c.cfg.Servers, Retry: c.cfg.Lease.ServerRestart})
 	if err != nil {
 		return err
 	}
@@ -153,6 +160,7 @@ func (c *Coordinator) Start(ctx context.Context, tr transport.Transport) error {
 	c.mu.Unlock()
 	c.wg.Add(1)
 	go c.loop()
+	c.startLeases()
 	return nil
 }
 
@@ -262,8 +270,14 @@ func (c *Coordinator) HandleRequest(ctx context.Context, from transport.NodeID, 
 			resp, err = errResponse(c.opts.recovered("coordinator", from, p)), nil
 		}
 	}()
+	if len(req) >= 2 && req[0] == wireVersion && op(req[1]) == opHeartbeat {
+		return c.heartbeat(from, req[2:]), nil
+	}
 	r, err := c.decode(from, req)
 	if err != nil {
+		return errResponse(err), nil
+	}
+	if err := c.lease.bind(c, r.worker, r.inc); err != nil {
 		return errResponse(err), nil
 	}
 	r.reply = make(chan coordResp, 1)
@@ -282,6 +296,9 @@ func (c *Coordinator) HandleRequest(ctx context.Context, from transport.NodeID, 
 	}
 	if res.err != nil {
 		return errResponse(res.err), nil
+	}
+	if r.op == opLeave {
+		c.lease.leave(r.worker)
 	}
 	e := encoder{okResponse(nil)}
 	switch r.op {
@@ -328,6 +345,7 @@ func (c *Coordinator) decode(from transport.NodeID, b []byte) (*coordReq, error)
 	r := &coordReq{op: o, worker: w}
 	switch o {
 	case opHello:
+		r.inc = d.u64()
 	case opAdmit:
 		r.push = decodePush(&d)
 		if r.push.Worker != w {

@@ -99,10 +99,36 @@
 // hung peer cannot block a caller whose ctx has no deadline); a worker
 // that fails after training began reports it, and a coordinator that cannot
 // flush or release tells every worker, so the others return ErrAborted
-// instead of waiting at a barrier forever. There is no recovery: a run
-// that loses a server stops. Policies that count steps rather than clocks (Sync-opt) can leave
-// a worker waiting once the others have run their last clock; stop it with
-// its ctx.
+// instead of waiting at a barrier forever.
+//
+// Peers that die without a word are found by leases (lease.go): workers
+// heartbeat the coordinator every WorkerConfig.Heartbeat (500 ms), the
+// coordinator pings every server every LeaseConfig.Interval, and a peer
+// silent for LeaseConfig.Timeout (10 s; from the coordinator's Start, and
+// at least StartTimeout, for a peer never heard from) is lost, declared
+// within Timeout + Interval of its last sign of life
+// (TestBSP_LostWorkerAbortsNamingIt measures it for a killed and for a
+// cut-off worker). A lost server aborts the run with ErrPeerLost naming
+// it. A lost worker aborts the run naming it (AbortRun, the default) or,
+// with ContinueWithout, counts as having left (epsp.EventLeave): the
+// others go on, its stored pushes stay, its unpushed samples of the
+// clock it was in are dropped — no sample counts twice, but those are
+// lost (handing them to the others is not implemented). A worker that
+// hears nothing from the coordinator for CoordinatorTimeout (10 s) fails
+// with ErrPeerLost naming it. Each Worker draws a random incarnation id
+// that its hello and heartbeats carry; the coordinator binds the first
+// one it hears, and a restarted process under the same name is refused at
+// Start with ErrRestarted instead of re-running its clocks. A server has
+// no durable state: one that restarts comes back empty, and there are no
+// checkpoints yet, so a run that loses a server stops. Policies that
+// count steps rather than clocks (Sync-opt) can leave a worker waiting
+// once the others have run their last clock; stop it with its ctx.
+//
+// Non-finite values are refused: a push, accumulation or init holding a
+// NaN or ±Inf returns ErrNonFinite naming the key and element and changes
+// nothing (one SSE2 pass over the request's values before the apply;
+// StoreConfig.AcceptNonFinite skips it). WriteFileAtomic writes a file
+// so that a crash leaves the old one or the new one whole.
 //
 // # Hostile input
 //

@@ -37,6 +37,9 @@ var (
 	// server unreachable during a flush, a worker that failed); the message
 	// carries the cause.
 	ErrAborted = errors.New("ps: run aborted")
+	// ErrNonFinite: a gradient or initial value is NaN or ±Inf; the
+	// request was refused and changed nothing.
+	ErrNonFinite = errors.New("ps: non-finite value")
 	// ErrRemote: a peer failed in a way no other sentinel describes.
 	ErrRemote = errors.New("ps: remote error")
 )
@@ -58,6 +61,9 @@ const (
 	codeAborted
 	codeServerUnavailable
 	codeStartTimeout
+	codeNonFinite
+	codeRestarted
+	codePeerLost
 )
 
 var codeErrors = [...]error{
@@ -73,6 +79,9 @@ var codeErrors = [...]error{
 	// later codes lose to earlier ones when an error wraps several
 	codeServerUnavailable: ErrServerUnavailable,
 	codeStartTimeout:      ErrStartTimeout,
+	codeNonFinite:         ErrNonFinite,
+	codeRestarted:         ErrRestarted,
+	codePeerLost:          ErrPeerLost,
 }
 
 // codeOf maps an error to its wire code.

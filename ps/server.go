@@ -15,13 +15,20 @@ import (
 type ServerConfig struct {
 	// Store configures the server's shard (its optimizer).
 	Store StoreConfig
+	// Durable keeps the server's state on disk (see durable.go).
+	Durable DurableConfig
 }
 
 // DefaultServerConfig returns the default: SGD with learning rate 0.01.
 func DefaultServerConfig() ServerConfig { return ServerConfig{Store: DefaultStoreConfig()} }
 
 // Validate checks the configuration.
-func (c *ServerConfig) Validate() error { return c.Store.Validate() }
+func (c *ServerConfig) Validate() error {
+	if err := c.Durable.Validate(); err != nil {
+		return err
+	}
+	return c.Store.Validate()
+}
 
 // Server is the server role: a thin concurrent shell around one Store. It
 // implements transport.Handler; join it to a transport under its node name
@@ -34,6 +41,7 @@ type Server struct {
 	mu    sync.RWMutex
 	store *Store
 	pool  sync.Pool // *scratch
+	dur   *durable  // guarded by mu
 }
 
 var _ transport.VectorHandler = (*Server)(nil)
@@ -56,6 +64,9 @@ func NewServer(name string, cfg ServerConfig, opts ...Option) (*Server, error) {
 	}
 	s := &Server{opts: buildOptions(opts), name: name, store: st}
 	s.pool.New = func() any { return new(scratch) }
+	if err := s.openDurable(cfg.Durable); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -153,7 +164,7 @@ func (s *Server) serve(req, tail, dst []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if tail != nil && o != opInit && o != opPush && o != opPushPull {
+	if tail != nil && o != opInit && o != opPush && o != opPushPull && o != opPushID && o != opPushPullID {
 		return nil, errSplit
 	}
 	d := decoder{b: body}
@@ -183,9 +194,10 @@ func (s *Server) serve(req, tail, dst []byte) ([]byte, error) {
 		if math.IsNaN(scale) || math.IsInf(scale, 0) {
 			return nil, fmt.Errorf("%w: flush scale %v", ErrMalformed, scale)
 		}
-		s.mu.Lock()
-		n := s.store.Flush(clock, float32(scale))
-		s.mu.Unlock()
+		n, err := s.flush(req, clock, float32(scale))
+		if err != nil {
+			return nil, err
+		}
 		s.opts.emit(Event{Kind: EvFlushed, Node: s.name, Clock: clock, Samples: n})
 		return okResponse(dst), nil
 	case opInit, opPull:
@@ -218,12 +230,17 @@ func (s *Server) serve(req, tail, dst []byte) ([]byte, error) {
 		getF32s(sc.vals, vb)
 		s.mu.Lock()
 		err = s.store.InitValues(sc.keys, sc.lens, sc.vals)
+		if err == nil {
+			err = s.applied(reqID{}, req, tail)
+		}
 		s.mu.Unlock()
 		if err != nil {
 			return nil, err
 		}
 		return okResponse(dst), nil
-	case opPush, opPushPull:
+	case opPush, opPushPull, opPushID, opPushPullID:
+		var rid reqID
+		o, rid = readReqID(&d, o)
 		mode := d.u8()
 		clock := d.int(-1<<62, 1<<62, "clock")
 		scale := d.f64()
@@ -253,13 +270,19 @@ func (s *Server) serve(req, tail, dst []byte) ([]byte, error) {
 			resp = growLen(dst, 4*total)
 		}
 		s.mu.Lock()
-		if mode == modeApply {
+		dup := s.duplicate(rid) // applied before a retry: answer, do not apply
+		switch {
+		case dup:
+		case mode == modeApply:
 			err = s.store.applyBytes(sc.keys, sc.lens, vb, float32(scale))
-		} else {
+		default:
 			err = s.store.accumulateBytes(clock, sc.keys, sc.lens, vb, weight)
 		}
 		if err == nil && o == opPushPull {
 			sc.idx, err = s.store.pullBytes(sc.idx, sc.keys, sc.lens, resp)
+		}
+		if err == nil && !dup {
+			err = s.applied(rid, req, tail)
 		}
 		s.mu.Unlock()
 		if err != nil {
@@ -268,6 +291,9 @@ func (s *Server) serve(req, tail, dst []byte) ([]byte, error) {
 		act := epsp.ApplyNow
 		if mode == modeAccumulate {
 			act = epsp.Accumulate
+		}
+		if dup {
+			return resp, nil
 		}
 		s.opts.emit(Event{Kind: EvApplied, Node: s.name, Clock: clock, Samples: int(weight), Decision: epsp.PushDecision{Action: act, Scale: scale, Clock: clock}})
 		return resp, nil

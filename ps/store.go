@@ -10,6 +10,11 @@ import (
 type StoreConfig struct {
 	// Optimizer applies updates; nil means SGD{LR: 0.01}.
 	Optimizer Optimizer
+	// AcceptNonFinite turns off the refusal of NaN and ±Inf gradients and
+	// initial values (ErrNonFinite). The check is one read pass over a
+	// request's values before they are applied; see the package doc,
+	// Performance, for what it costs.
+	AcceptNonFinite bool
 }
 
 // DefaultStoreConfig returns the default store configuration: SGD with
@@ -52,6 +57,8 @@ type Store struct {
 	idx   []int32 // scratch: entry indices of the request being served
 	tmp   []float32
 	slot  [][]float32 // scratch: state slices passed to the optimizer
+
+	finite bool // refuse non-finite values (not StoreConfig.AcceptNonFinite)
 }
 
 type entry struct {
@@ -76,10 +83,11 @@ func NewStore(cfg StoreConfig) (*Store, error) {
 		cfg.Optimizer = DefaultStoreConfig().Optimizer
 	}
 	return &Store{
-		opt:   cfg.Optimizer,
-		slots: cfg.Optimizer.Slots(),
-		index: make(map[uint64]int32),
-		bufs:  make(map[int]*accBuf),
+		opt:    cfg.Optimizer,
+		slots:  cfg.Optimizer.Slots(),
+		index:  make(map[uint64]int32),
+		bufs:   make(map[int]*accBuf),
+		finite: !cfg.AcceptNonFinite,
 	}, nil
 }
 
@@ -185,6 +193,9 @@ func (s *Store) InitValues(keys []uint64, lens []int, vals []float32) error {
 	if err := s.checkInit(keys, lens, len(vals)); err != nil {
 		return err
 	}
+	if err := s.checkFinite(keys, lens, vals); err != nil {
+		return err
+	}
 	off := 0
 	for i, k := range keys {
 		n := lens[i]
@@ -262,6 +273,9 @@ func (s *Store) Apply(keys []uint64, lens []int, grads []float32, scale float32)
 	if err := s.resolve(keys, lens, len(grads)); err != nil {
 		return err
 	}
+	if err := s.checkFinite(keys, nil, grads); err != nil {
+		return err
+	}
 	off := 0
 	for _, j := range s.idx {
 		e := &s.ents[j]
@@ -301,6 +315,9 @@ func (s *Store) applyBytes(keys []uint64, lens []int, gb []byte, scale float32) 
 	if len(gb)%4 != 0 {
 		return fmt.Errorf("%w: %d gradient bytes", ErrMalformed, len(gb))
 	}
+	if err := s.checkFiniteBytes(keys, nil, gb); err != nil {
+		return err
+	}
 	sgd, isSGD := s.opt.(SGD)
 	view, inPlace := asF32s(gb)
 	if cap(s.tmp) < chunk {
@@ -338,6 +355,9 @@ func (s *Store) accumulateBytes(clock int, keys []uint64, lens []int, gb []byte,
 	}
 	if len(gb)%4 != 0 {
 		return fmt.Errorf("%w: %d gradient bytes", ErrMalformed, len(gb))
+	}
+	if err := s.checkFiniteBytes(keys, nil, gb); err != nil {
+		return err
 	}
 	b := s.bufs[clock]
 	if b == nil {
@@ -385,6 +405,9 @@ func (s *Store) Accumulate(clock int, keys []uint64, lens []int, grads []float32
 		return fmt.Errorf("%w: accumulate weight %v", ErrMalformed, weight)
 	}
 	if err := s.resolve(keys, lens, len(grads)); err != nil {
+		return err
+	}
+	if err := s.checkFinite(keys, nil, grads); err != nil {
 		return err
 	}
 	b := s.bufs[clock]

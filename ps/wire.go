@@ -386,7 +386,7 @@ func errResponse(err error) []byte {
 // returnsValues reports whether req asks for a values-only response (pull,
 // pushpull).
 func returnsValues(req []byte) bool {
-	return len(req) >= 2 && (op(req[1]) == opPull || op(req[1]) == opPushPull)
+	return len(req) >= 2 && (op(req[1]) == opPull || op(req[1]) == opPushPull || op(req[1]) == opPushPullID)
 }
 
 // valuesError is the transport-level error that carries a failed pull or

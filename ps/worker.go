@@ -80,6 +80,13 @@ type WorkerConfig struct {
 	// bounded only by the caller's ctx. Zero means 30 s; negative means no
 	// bound beyond ctx.
 	RequestTimeout time.Duration
+	// Heartbeat is how often the worker renews its lease at the
+	// coordinator (see LeaseConfig); zero means 500 ms, negative never.
+	Heartbeat time.Duration
+	// CoordinatorTimeout is how long the worker waits for an answer from
+	// the coordinator before it fails with ErrPeerLost naming it; zero
+	// means 10 s.
+	CoordinatorTimeout time.Duration
 }
 
 // DefaultWorkerConfig returns the defaults: 10 s start timeout, chunks of
@@ -159,6 +166,8 @@ type Worker struct {
 	stats    TrainStats
 	fatal    error
 	closed   bool // set by Close before it waits for wg
+
+	incarnation uint64 // random per process (see lease.go)
 }
 
 var _ transport.Handler = (*Worker)(nil)
@@ -177,10 +186,17 @@ func NewWorker(name string, cfg WorkerConfig, opts ...Option) (*Worker, error) {
 	if cfg.RequestTimeout == 0 {
 		cfg.RequestTimeout = 30 * time.Second
 	}
+	if cfg.Heartbeat == 0 {
+		cfg.Heartbeat = defaultHeartbeat
+	}
+	if cfg.CoordinatorTimeout == 0 {
+		cfg.CoordinatorTimeout = defaultCoordinatorTimeout
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	w := &Worker{cfg: cfg, opts: buildOptions(opts), name: name, quit: make(chan struct{}), changed: make(chan struct{}), released: -1}
+	w := &Worker{cfg: cfg, opts: buildOptions(opts), name: name, quit: make(chan struct{}), changed: make(chan struct{}), released: -1,
+		incarnation: newIncarnation()}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	return w, nil
 }
@@ -214,7 +230,7 @@ func (w *Worker) Start(ctx context.Context, tr transport.Transport) error {
 	var resp []byte
 	backoff := time.Millisecond
 	for {
-		resp, err = w.coordCall(hctx, newMsg(nil, opHello).b)
+		resp, err = w.coordCall(hctx, w.helloMsg())
 		if err == nil || !errors.Is(err, ErrCoordinatorUnavailable) {
 			break
 		}
@@ -239,6 +255,7 @@ func (w *Worker) Start(ctx context.Context, tr transport.Transport) error {
 	w.batch, w.par = h.batch, h.par
 	w.setReleasedLocked(h.clock, h.version)
 	w.mu.Unlock()
+	w.startHeartbeats()
 	return nil
 }
 

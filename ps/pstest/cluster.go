@@ -31,6 +31,31 @@ type config struct {
 	progress         int
 	startTimeout     time.Duration
 	noLeakCheck      bool
+	lease            ps.LeaseConfig
+	heartbeat        time.Duration
+	coordTimeout     time.Duration
+	durable          ps.DurableConfig
+	retry            time.Duration
+}
+
+// Lease sets the coordinator's failure detection.
+func Lease(l ps.LeaseConfig) Option { return func(c *config) { c.lease = l } }
+
+// Heartbeat sets the workers' heartbeat period and how long they wait for
+// the coordinator before failing.
+func Heartbeat(every, coordTimeout time.Duration) Option {
+	return func(c *config) { c.heartbeat, c.coordTimeout = every, coordTimeout }
+}
+
+// Durable gives every server durable state (ps.DurableConfig; one Dir
+// serves all, the files are named after the servers).
+func Durable(d ps.DurableConfig) Option { return func(c *config) { c.durable = d } }
+
+// Retry makes the workers resend requests a server did not answer for up
+// to d (ClientConfig.Retry), and the coordinator wait as long for a
+// restarting server (LeaseConfig.ServerRestart).
+func Retry(d time.Duration) Option {
+	return func(c *config) { c.retry, c.lease.ServerRestart = d, d }
 }
 
 // NoLeakCheck turns off the goroutine-leak check NewCluster runs at
@@ -88,6 +113,34 @@ type Cluster struct {
 	WorkerIDs   []transport.NodeID
 	ClientCfg   ps.ClientConfig
 	clients     int
+	srvCfg      ps.ServerConfig
+	srvOpts     []ps.Option
+	mu          sync.Mutex
+	dead        []*ps.Server // killed by RestartServer
+}
+
+// RestartServer kills server i as kill -9 would (its node leaves the
+// network with whatever it had in memory; its files stay), waits down,
+// and starts a new server process under the same name from the same
+// durable state (Durable). It returns the new server.
+func (c *Cluster) RestartServer(i int, down time.Duration) (*ps.Server, error) {
+	id := c.ServerIDs[i]
+	if err := c.Net.Kill(id); err != nil {
+		return nil, err
+	}
+	time.Sleep(down)
+	s, err := ps.NewServer(string(id), c.srvCfg, c.srvOpts...)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.Net.Join(id, s); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.dead = append(c.dead, c.Servers[i])
+	c.Servers[i] = s
+	c.mu.Unlock()
+	return s, nil
 }
 
 // CoordinatorID is the coordinator's node name.
@@ -125,13 +178,21 @@ func NewCluster(t testing.TB, opts ...Option) *Cluster {
 	for i := range cfg.workers {
 		c.WorkerIDs = append(c.WorkerIDs, transport.NodeID(fmt.Sprintf("worker-%d", i)))
 	}
-	c.ClientCfg = ps.ClientConfig{Servers: c.ServerIDs, Width: cfg.width, Partitioner: cfg.part}
+	c.ClientCfg = ps.ClientConfig{Servers: c.ServerIDs, Width: cfg.width, Partitioner: cfg.part, Retry: cfg.retry}
 	var ro []ps.Option
 	if cfg.obs != nil {
 		ro = append(ro, ps.WithObserver(cfg.obs))
 	}
+	c.srvCfg, c.srvOpts = ps.ServerConfig{Store: cfg.store, Durable: cfg.durable}, ro
+	closers = append(closers, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, s := range append(c.Servers, c.dead...) {
+			s.Close()
+		}
+	})
 	for i, id := range c.ServerIDs {
-		s, err := ps.NewServer(string(id), ps.ServerConfig{Store: cfg.store}, ro...)
+		s, err := ps.NewServer(string(id), c.srvCfg, ro...)
 		if err != nil {
 			t.Fatalf("pstest: server %d: %v", i, err)
 		}
@@ -145,7 +206,7 @@ func NewCluster(t testing.TB, opts ...Option) *Cluster {
 	}
 	ecfg := cfg.epsp
 	ecfg.NumWorkers = cfg.workers
-	cc := ps.CoordinatorConfig{EPSP: ecfg, Servers: c.ServerIDs, Workers: c.WorkerIDs, StartTimeout: cfg.startTimeout}
+	cc := ps.CoordinatorConfig{EPSP: ecfg, Servers: c.ServerIDs, Workers: c.WorkerIDs, StartTimeout: cfg.startTimeout, Lease: cfg.lease}
 	co, err := ps.NewCoordinator(cc, cfg.policy, ro...)
 	if err != nil {
 		t.Fatalf("pstest: coordinator: %v", err)
@@ -162,7 +223,8 @@ func NewCluster(t testing.TB, opts ...Option) *Cluster {
 	c.Coordinator = co
 	for i, id := range c.WorkerIDs {
 		wc := ps.WorkerConfig{ID: epsp.WorkerID(i), Coordinator: CoordinatorID, Client: c.ClientCfg,
-			StartTimeout: cfg.startTimeout, Chunk: cfg.chunk, ProgressEvery: cfg.progress}
+			StartTimeout: cfg.startTimeout, Chunk: cfg.chunk, ProgressEvery: cfg.progress,
+			Heartbeat: cfg.heartbeat, CoordinatorTimeout: cfg.coordTimeout}
 		w, err := ps.NewWorker(string(id), wc, ro...)
 		if err != nil {
 			t.Fatalf("pstest: worker %d: %v", i, err)

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package ps
+
+func isEINVAL(error) bool { return false }

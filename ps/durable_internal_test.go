@@ -1,0 +1,111 @@
+package ps
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// idPush encodes a push of one value to key 1 with request id (client, seq).
+func idPush(client, seq uint64, g float32) []byte {
+	cl := &Client{}
+	pa := plainPush
+	pa.rid = reqID{client, seq}
+	return cl.encode(nil, opPush, []piece{{key: 1, n: 1}}, 1, []float32{g}, pa)
+}
+
+// TestServer_RequestIDsApplyOnce: a push resent with the same request id
+// is answered and not applied again, in any order and across a window of
+// 64 sequence numbers; other clients' ids are independent.
+func TestServer_RequestIDsApplyOnce(t *testing.T) {
+	s, err := NewServer("s", ServerConfig{Store: StoreConfig{Optimizer: SGD{LR: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.store.InitValues([]uint64{1}, []int{1}, []float32{0}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	send := func(client, seq uint64) {
+		resp, err := s.HandleRequest(ctx, "c", idPush(client, seq, -1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := parseResponse(resp, "s"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seqs := []uint64{1, 2, 2, 5, 3, 5, 1, 70, 4, 3, 69, 70, 6, 200, 136, 137, 136}
+	applied := map[[2]uint64]bool{}
+	highest := map[uint64]uint64{}
+	want := float32(0)
+	for i, seq := range seqs {
+		client := uint64(7)
+		if i%5 == 4 {
+			client = 8
+		}
+		send(client, seq)
+		k := [2]uint64{client, seq}
+		// more than 64 behind the highest is taken as applied (4 after 70)
+		if !applied[k] && seq+64 >= highest[client] {
+			applied[k] = true
+			want++
+		}
+		highest[client] = max(highest[client], seq)
+	}
+	// 6 of client 7 arrives after 70: 64 behind, still in the window.
+	if want != 11 {
+		t.Fatalf("test expects 11 distinct applicable ids, counted %v", want)
+	}
+	got, _ := s.store.Value(nil, 1)
+	if got[0] != want {
+		t.Fatalf("value %v, want %v (each distinct id applied once)", got[0], want)
+	}
+}
+
+// TestServer_TornLogRecordCut: a kill in the middle of writing a log
+// record leaves a torn tail; the restart cuts it and restores every
+// acknowledged update.
+func TestServer_TornLogRecordCut(t *testing.T) {
+	dir := t.TempDir()
+	cfg := ServerConfig{Store: StoreConfig{Optimizer: Adam{LR: 0.1}}, Durable: DurableConfig{Dir: dir, Log: true}}
+	s, err := NewServer("s", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	e := newMsg(nil, opInit)
+	e.u32(1)
+	e.u64(1)
+	e.u32(1)
+	e.pad4()
+	e.f32s([]float32{0.5})
+	if _, err := s.HandleRequest(ctx, "c", e.b); err != nil {
+		t.Fatal(err)
+	}
+	for seq := range uint64(5) {
+		s.HandleRequest(ctx, "c", idPush(3, seq+1, float32(seq)))
+	}
+	want := slices.Clone(s.store.vals)
+	wantState := slices.Clone(s.store.state)
+	path := filepath.Join(dir, "s.log.0")
+	f, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	f.Write([]byte{40, 0, 0, 0, 1, 2, 3}) // a header and part of a body
+	f.Close()
+	r, err := NewServer("s", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if !slices.Equal(f32Bits(r.store.vals), f32Bits(want)) || !slices.Equal(f32Bits(r.store.state), f32Bits(wantState)) || r.store.Steps(1) != 5 {
+		t.Fatalf("restored %v (state %v, %d steps), want %v (%v, 5)", r.store.vals, r.store.state, r.store.Steps(1), want, wantState)
+	}
+	// a resent push of the first run is recognised after the restart
+	r.HandleRequest(ctx, "c", idPush(3, 5, 100))
+	if r.store.Steps(1) != 5 {
+		t.Fatal("a push applied before the restart was applied again")
+	}
+	s.Close()
+}

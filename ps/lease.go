@@ -1,0 +1,396 @@
+package ps
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/transport"
+)
+
+// Failure detection. Every worker holds a lease at the coordinator that it
+// renews with a heartbeat request every WorkerConfig.Heartbeat; the
+// coordinator pings every server every LeaseConfig.Interval. A peer is
+// lost when the coordinator has heard nothing from it for
+// LeaseConfig.Timeout — counting from the coordinator's Start for a peer
+// it has never heard from (a worker that never said hello, a server never
+// reached), with StartTimeout as the least wait then. The coordinator
+// checks every Interval, so a lost peer is declared within
+//
+//	Timeout + Interval (+ the delivery of the abort)
+//
+// of its last sign of life. Then the policy of LeaseConfig.OnWorkerLost
+// decides for a worker: AbortRun stops the run and every worker returns an
+// ErrAborted error that names the lost one; ContinueWithout lets the run
+// go on as if the worker had left (epsp.EventLeave), the pushes it made
+// kept and the samples it had not pushed of its current clock dropped (a
+// sample is never counted twice; transfer of the lost samples is not
+// implemented). A lost server always aborts the run, naming it. A worker
+// that hears nothing from the coordinator for its CoordinatorTimeout
+// fails with ErrCoordinatorUnavailable naming it, so no role waits
+// forever for a dead peer.
+//
+// Incarnations: every Worker draws a random 64-bit incarnation id when it
+// is created and sends it in its hello and its heartbeats. The coordinator
+// binds a worker's name to the first incarnation it hears; a restarted
+// process (a new incarnation under the same name) is refused with an
+// ErrRestarted error instead of re-running the clocks its first run
+// already pushed.
+
+// opHeartbeat is a worker → coordinator request renewing the worker's
+// lease: incarnation u64. Its number is set apart from the other ops.
+const opHeartbeat op = 64
+
+// LostAction is what the coordinator does when a worker's lease expires.
+type LostAction uint8
+
+const (
+	// AbortRun stops the run: every worker returns ErrAborted naming the
+	// lost worker, and Coordinator.Err reports it.
+	AbortRun LostAction = iota
+	// ContinueWithout treats the lost worker as having left
+	// (epsp.EventLeave): the others go on; its unpushed samples of its
+	// current clock are dropped.
+	ContinueWithout
+)
+
+// LeaseConfig configures the coordinator's failure detection.
+type LeaseConfig struct {
+	// Timeout is how long a worker or server may stay silent before it
+	// is declared lost; zero means 10 s, negative turns detection off.
+	Timeout time.Duration
+	// Interval is how often servers are pinged and leases checked; zero
+	// means Timeout/4.
+	Interval time.Duration
+	// OnWorkerLost says what a lost worker does to the run.
+	OnWorkerLost LostAction
+	// ServerRestart is how long a server may stay unreachable while it
+	// restarts from its checkpoint (DurableConfig): the coordinator
+	// resends flushes that long, and declares the server lost only after
+	// max(Timeout, ServerRestart). Workers need ClientConfig.Retry as long.
+	// Zero: a silent server is lost after Timeout.
+	ServerRestart time.Duration
+}
+
+// DefaultLeaseConfig returns a 10 s timeout checked every 2.5 s, aborting
+// the run on a lost worker.
+func DefaultLeaseConfig() LeaseConfig {
+	return LeaseConfig{Timeout: 10 * time.Second, Interval: 2500 * time.Millisecond}
+}
+
+// Validate checks the configuration.
+func (c *LeaseConfig) Validate() error {
+	if c.Interval < 0 || c.ServerRestart < 0 {
+		return errors.New("ps: negative LeaseConfig.Interval")
+	}
+	if c.Timeout > 0 && c.Interval > c.Timeout {
+		return fmt.Errorf("ps: lease interval %v exceeds the timeout %v", c.Interval, c.Timeout)
+	}
+	if c.OnWorkerLost > ContinueWithout {
+		return fmt.Errorf("ps: unknown LostAction %d", c.OnWorkerLost)
+	}
+	return nil
+}
+
+func (c LeaseConfig) withDefaults() LeaseConfig {
+	if c.Timeout == 0 {
+		c.Timeout = 10 * time.Second
+	}
+	if c.Interval == 0 && c.Timeout > 0 {
+		c.Interval = c.Timeout / 4
+	}
+	return c
+}
+
+// ErrRestarted: a worker came back under its name as a new process (a new
+// incarnation) while the run its first incarnation joined goes on; it is
+// refused.
+var ErrRestarted = errors.New("ps: restarted worker refused")
+
+// EvWorkerLost: the coordinator declared Worker lost (its lease expired).
+const EvWorkerLost EventKind = 64
+
+// ErrPeerLost: a peer stopped answering for longer than its lease; the
+// message names it.
+var ErrPeerLost = errors.New("ps: peer lost")
+
+// newIncarnation draws a random nonzero incarnation id.
+func newIncarnation() uint64 {
+	var b [8]byte
+	for {
+		rand.Read(b[:])
+		if v := binary.LittleEndian.Uint64(b[:]); v != 0 {
+			return v
+		}
+	}
+}
+
+// leases is the coordinator's view of its peers' liveness.
+type leases struct {
+	cfg   LeaseConfig
+	mu    sync.Mutex
+	start time.Time
+	inc   []uint64    // worker → bound incarnation (0: none yet)
+	seen  []time.Time // worker → last heartbeat or request
+	done  []bool      // worker left or was declared lost: not watched
+	lost  []bool      // worker was declared lost: refused
+	srv   []time.Time // server → last answered ping
+	stop  chan struct{}
+	once  sync.Once
+}
+
+func newLeases(cfg LeaseConfig, workers, servers int) *leases {
+	return &leases{cfg: cfg, inc: make([]uint64, workers), seen: make([]time.Time, workers),
+		done: make([]bool, workers), lost: make([]bool, workers), srv: make([]time.Time, servers), stop: make(chan struct{})}
+}
+
+// bind checks a worker's incarnation (inc, from a hello or a heartbeat;
+// 0 for other requests): the first one is bound; another is a restart,
+// refused. A worker declared lost is refused. It renews the lease.
+func (l *leases) bind(c *Coordinator, w epsp.WorkerID, inc uint64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case inc == 0:
+	case l.inc[w] == 0:
+		l.inc[w] = inc
+	case l.inc[w] != inc:
+		return fmt.Errorf("%w: %s came back as incarnation %016x, the run knows it as %016x; a restarted worker cannot rejoin this run (its first incarnation's pushes are already counted)",
+			ErrRestarted, c.cfg.Workers[w], inc, l.inc[w])
+	}
+	if l.lost[w] {
+		return fmt.Errorf("%w: %s was declared lost", ErrRejected, c.cfg.Workers[w])
+	}
+	l.seen[w] = time.Now()
+	return nil
+}
+
+// leave stops watching worker w (it left the run).
+func (l *leases) leave(w epsp.WorkerID) {
+	l.mu.Lock()
+	l.done[w] = true
+	l.mu.Unlock()
+}
+
+// startLeases begins failure detection (from Coordinator.Start).
+func (c *Coordinator) startLeases() {
+	l := c.lease
+	if l.cfg.Timeout < 0 {
+		return
+	}
+	l.mu.Lock()
+	l.start = time.Now()
+	l.mu.Unlock()
+	for s := range c.cfg.Servers {
+		c.wg.Add(1)
+		go c.pingServer(s)
+	}
+	c.wg.Add(1)
+	go c.watchLeases()
+}
+
+// stopLeases ends failure detection.
+func (l *leases) close() { l.once.Do(func() { close(l.stop) }) }
+
+func (c *Coordinator) pingServer(s int) {
+	defer c.wg.Done()
+	l := c.lease
+	t := time.NewTicker(l.cfg.Interval)
+	defer t.Stop()
+	for {
+		ctx, cancel := context.WithTimeout(c.runCtx, l.cfg.Timeout)
+		err := c.client.Ping(ctx, s)
+		cancel()
+		if err == nil {
+			l.mu.Lock()
+			l.srv[s] = time.Now()
+			l.mu.Unlock()
+		}
+		select {
+		case <-t.C:
+		case <-l.stop:
+			return
+		case <-c.quit:
+			return
+		}
+	}
+}
+
+func (c *Coordinator) watchLeases() {
+	defer c.wg.Done()
+	l := c.lease
+	t := time.NewTicker(l.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-l.stop:
+			return
+		case <-c.quit:
+			return
+		}
+		if c.Err() != nil {
+			l.close()
+			return
+		}
+		now := time.Now()
+		l.mu.Lock()
+		// a peer never heard from is waited for at least StartTimeout
+		first := l.start.Add(max(c.cfg.StartTimeout, l.cfg.Timeout) - l.cfg.Timeout)
+		var lostW []epsp.WorkerID
+		var lastW []time.Time
+		active := 0
+		for w := range l.seen {
+			if l.done[w] {
+				continue
+			}
+			active++
+			last := l.seen[w]
+			if last.IsZero() {
+				last = first
+			}
+			if now.Sub(last) > l.cfg.Timeout {
+				l.done[w], l.lost[w] = true, true
+				lostW = append(lostW, epsp.WorkerID(w))
+				lastW = append(lastW, l.seen[w])
+			}
+		}
+		lostS := -1
+		var lastS time.Time
+		if active > 0 {
+			for s, last := range l.srv {
+				if last.IsZero() {
+					last = first
+				}
+				if now.Sub(last) > max(l.cfg.Timeout, l.cfg.ServerRestart) {
+					lostS, lastS = s, l.srv[s]
+					break
+				}
+			}
+		}
+		if active == 0 {
+			l.mu.Unlock()
+			l.close() // every worker left: the run is over
+			return
+		}
+		l.mu.Unlock()
+		if lostS >= 0 {
+			c.setFatal(fmt.Errorf("%w: server %s: %s (lease timeout %v)", ErrPeerLost, c.cfg.Servers[lostS], silence(lastS, now), l.cfg.Timeout))
+			l.close()
+			return
+		}
+		for i, w := range lostW {
+			c.workerLost(w, silence(lastW[i], now))
+		}
+	}
+}
+
+// silence describes how long a peer has been silent.
+func silence(last, now time.Time) string {
+	if last.IsZero() {
+		return "never answered"
+	}
+	return fmt.Sprintf("silent for %v", now.Sub(last).Round(time.Millisecond))
+}
+
+// workerLost applies the lost-worker policy.
+func (c *Coordinator) workerLost(w epsp.WorkerID, why string) {
+	err := fmt.Errorf("%w: worker %s: %s (lease timeout %v)", ErrPeerLost, c.cfg.Workers[w], why, c.lease.cfg.Timeout)
+	c.opts.emit(Event{Kind: EvWorkerLost, Node: "coordinator", Worker: w})
+	if c.lease.cfg.OnWorkerLost == AbortRun {
+		c.setFatal(err)
+		return
+	}
+	// ContinueWithout: the loop treats it as a leave; tell the worker (if
+	// it can still hear) that it is out.
+	e := newMsg(nil, opAbort)
+	e.str(err.Error())
+	c.send(w, e.b)
+	select {
+	case c.reqs <- &coordReq{op: opLeave, worker: w, ev: epsp.Event{Kind: epsp.EventLeave, Worker: w}}:
+	case <-c.quit:
+	}
+}
+
+// heartbeat answers a worker's heartbeat outside the coordinator's loop
+// (a busy loop must not make live workers look dead).
+func (c *Coordinator) heartbeat(from transport.NodeID, body []byte) []byte {
+	w, ok := c.names[from]
+	if !ok {
+		return errResponse(fmt.Errorf("%w: %q is not a worker of this cluster", ErrRejected, from))
+	}
+	d := decoder{b: body}
+	inc := d.u64()
+	if err := d.end(); err != nil {
+		return errResponse(err)
+	}
+	if err := c.lease.bind(c, w, inc); err != nil {
+		return errResponse(err)
+	}
+	if err := c.Err(); err != nil {
+		return errResponse(fmt.Errorf("%w: %v", ErrAborted, err))
+	}
+	return okResponse(nil)
+}
+
+// WorkerConfig heartbeat defaults.
+const (
+	defaultHeartbeat          = 500 * time.Millisecond
+	defaultCoordinatorTimeout = 10 * time.Second
+)
+
+// heartbeats renews the worker's lease until Close, and fails the worker
+// when the coordinator has not answered for CoordinatorTimeout, or
+// answers that the run is aborted or this incarnation refused.
+func (w *Worker) heartbeats() {
+	defer w.wg.Done()
+	every := w.cfg.Heartbeat
+	t := time.NewTicker(every)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-t.C:
+		case <-w.quit:
+			return
+		}
+		e := newMsg(nil, opHeartbeat)
+		e.u64(w.incarnation)
+		ctx, cancel := context.WithTimeout(w.ctx, max(every, w.cfg.CoordinatorTimeout/4))
+		_, err := w.coordCall(ctx, e.b)
+		cancel()
+		switch {
+		case err == nil:
+			last = time.Now()
+		case w.ctx.Err() != nil:
+			return
+		case errors.Is(err, ErrAborted), errors.Is(err, ErrRestarted), errors.Is(err, ErrRejected):
+			w.setFatal(err)
+			return
+		case time.Since(last) > w.cfg.CoordinatorTimeout:
+			w.setFatal(fmt.Errorf("%w: %s: %s: no answer for %v (timeout %v): %v", ErrPeerLost, w.name, w.cfg.Coordinator,
+				time.Since(last).Round(time.Millisecond), w.cfg.CoordinatorTimeout, err))
+			return
+		}
+	}
+}
+
+// startHeartbeats starts the heartbeat goroutine (from Worker.Start).
+func (w *Worker) startHeartbeats() {
+	if w.cfg.Heartbeat < 0 || !w.track() {
+		return
+	}
+	go w.heartbeats()
+}
+
+// helloMsg is the hello request: incarnation u64.
+func (w *Worker) helloMsg() []byte {
+	e := newMsg(nil, opHello)
+	e.u64(w.incarnation)
+	return e.b
+}

@@ -1,0 +1,263 @@
+package ps_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps"
+	"github.com/falconml/falcon/ps/pstest"
+	"github.com/falconml/falcon/transport"
+)
+
+// hangModel is a model whose gradient is the sample count; at clock
+// hangAt, worker victim (or every worker, victim < 0) calls onHang once
+// and then blocks until release is closed.
+type hangModel struct {
+	victim  int
+	hangAt  int
+	onHang  func()
+	release chan struct{}
+	once    sync.Once
+	worker  int
+}
+
+func (m *hangModel) Gradient(params []float32, samples []int, grad []float32) float64 {
+	if len(samples) > 0 && (m.victim < 0 || m.worker == m.victim) && samples[0]/1000 == m.hangAt {
+		m.once.Do(m.onHang)
+		<-m.release
+	}
+	for i := range grad {
+		grad[i] += float32(len(samples))
+	}
+	return 0
+}
+
+// clockSampler gives sample ids 1000·clock + i, so a model can see the clock.
+type clockSampler struct{}
+
+func (clockSampler) Batch(_ epsp.WorkerID, clock, size int) []int {
+	ids := make([]int, size)
+	for i := range ids {
+		ids[i] = 1000*clock + i
+	}
+	return ids
+}
+
+const (
+	testLease     = 300 * time.Millisecond
+	testInterval  = 50 * time.Millisecond
+	testHeartbeat = 50 * time.Millisecond
+	// detection bound: Timeout + Interval (see ps/lease.go), plus slack
+	// for a loaded 2-core machine
+	testSlack = 400 * time.Millisecond
+)
+
+// releaser returns the channel hung models wait on and its closer, also
+// registered to run before the cluster shuts down (a failed test must not
+// leave Close waiting on a hung model).
+func releaser(t *testing.T) (chan struct{}, func()) {
+	ch := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(ch) }) }
+	t.Cleanup(free)
+	return ch, free
+}
+
+type trainResult struct {
+	err error
+	at  time.Time
+}
+
+// trainAll runs Train on every worker, each with its own hangModel.
+func trainAll(c *pstest.Cluster, mk func(w int) ps.Model, clocks int) []chan trainResult {
+	out := make([]chan trainResult, len(c.Workers))
+	for i, w := range c.Workers {
+		out[i] = make(chan trainResult, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			_, err := w.Train(ctx, mk(i), clockSampler{}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{4}, Init: ps.Zeros{}, Clocks: clocks})
+			out[i] <- trainResult{err, time.Now()}
+		}()
+	}
+	return out
+}
+
+// TestBSP_LostWorkerAbortsNamingIt is the finding "under BSP the
+// survivors of a killed worker wait forever, Coordinator.Err() nil": a
+// worker killed (or cut off, as SIGSTOP would) in the middle of a clock
+// is declared lost within Timeout + Interval + slack, and every survivor
+// returns ErrAborted naming it.
+func TestBSP_LostWorkerAbortsNamingIt(t *testing.T) {
+	for _, how := range []string{"kill", "hang"} {
+		t.Run(how, func(t *testing.T) {
+			c := pstest.NewCluster(t, pstest.Workers(3), pstest.Batch(4), pstest.Policy(epsp.NewBSP()), pstest.NoLeakCheck(),
+				pstest.Lease(ps.LeaseConfig{Timeout: testLease, Interval: testInterval}), pstest.Heartbeat(testHeartbeat, 5*time.Second))
+			release, free := releaser(t)
+			var hungAt atomic.Pointer[time.Time]
+			onHang := func() {
+				now := time.Now()
+				hungAt.Store(&now)
+				if how == "kill" {
+					c.Net.Kill("worker-1")
+				} else {
+					for _, p := range append([]transport.NodeID{pstest.CoordinatorID}, c.ServerIDs...) {
+						c.Net.Disconnect("worker-1", p)
+					}
+				}
+			}
+			res := trainAll(c, func(w int) ps.Model {
+				return &hangModel{victim: 1, hangAt: 2, onHang: onHang, release: release, worker: w}
+			}, 5)
+			for _, w := range []int{0, 2} {
+				r := <-res[w]
+				t.Logf("worker-%d: %v after %v", w, r.err, r.at.Sub(*hungAt.Load()))
+				if !errors.Is(r.err, ps.ErrAborted) || !strings.Contains(r.err.Error(), "worker-1") {
+					t.Fatalf("worker-%d: err %v, want ErrAborted naming worker-1", w, r.err)
+				}
+				if d := r.at.Sub(*hungAt.Load()); d > testLease+testInterval+testSlack {
+					t.Errorf("worker-%d returned %v after worker-1 was lost, bound %v", w, d, testLease+testInterval+testSlack)
+				}
+			}
+			if err := c.Coordinator.Err(); !errors.Is(err, ps.ErrPeerLost) || !strings.Contains(err.Error(), "worker-1") {
+				t.Errorf("coordinator err %v, want ErrPeerLost naming worker-1", err)
+			}
+			free()
+			<-res[1]
+		})
+	}
+}
+
+// TestLease_ContinueWithout: with ContinueWithout a killed worker is
+// treated as having left; the others finish every clock, and the servers
+// received each sample at most once: the survivors' 5 clocks and the
+// victim's clocks 0 and 1, nothing of its clock 2.
+func TestLease_ContinueWithout(t *testing.T) {
+	var applied atomic.Int64
+	obs := ps.ObserverFunc(func(e ps.Event) {
+		if e.Kind == ps.EvApplied {
+			applied.Add(int64(e.Samples))
+		}
+	})
+	const batch, clocks = 4, 5
+	c := pstest.NewCluster(t, pstest.Workers(3), pstest.Batch(batch), pstest.Policy(epsp.NewBSP()), pstest.NoLeakCheck(), pstest.Observer(obs),
+		pstest.Lease(ps.LeaseConfig{Timeout: testLease, Interval: testInterval, OnWorkerLost: ps.ContinueWithout}), pstest.Heartbeat(testHeartbeat, 5*time.Second))
+	release, free := releaser(t)
+	res := trainAll(c, func(w int) ps.Model {
+		return &hangModel{victim: 1, hangAt: 2, onHang: func() { c.Net.Kill("worker-1") }, release: release, worker: w}
+	}, clocks)
+	for _, w := range []int{0, 2} {
+		if r := <-res[w]; r.err != nil {
+			t.Fatalf("worker-%d: %v", w, r.err)
+		}
+	}
+	free()
+	<-res[1]
+	if err := c.Coordinator.Err(); err != nil {
+		t.Fatalf("coordinator: %v", err)
+	}
+	// one key on one server: each push is applied once there
+	if got, want := applied.Load(), int64(2*clocks*batch+2*batch); got != want {
+		t.Errorf("servers received %d samples, want %d", got, want)
+	}
+	if st := c.Coordinator.Stats(); st.Flushes != clocks || st.Left != 3 {
+		t.Errorf("stats: %d flushes, %d left; want %d and 3", st.Flushes, st.Left, clocks)
+	}
+}
+
+// TestLease_LostServerAbortsNamingIt: a server that stops answering while
+// the workers compute is declared lost within the bound, and the run
+// aborts naming it.
+func TestLease_LostServerAbortsNamingIt(t *testing.T) {
+	c := pstest.NewCluster(t, pstest.Servers(2), pstest.Workers(2), pstest.Batch(4), pstest.NoLeakCheck(),
+		pstest.Lease(ps.LeaseConfig{Timeout: testLease, Interval: testInterval}), pstest.Heartbeat(testHeartbeat, 5*time.Second))
+	release, free := releaser(t)
+	var killed atomic.Pointer[time.Time]
+	res := trainAll(c, func(w int) ps.Model {
+		return &hangModel{victim: -1, hangAt: 1, release: release, worker: w, onHang: func() {
+			if w == 0 {
+				now := time.Now()
+				killed.Store(&now)
+				c.Net.Kill("server-1")
+			}
+		}}
+	}, 3)
+	deadline := time.Now().Add(5 * time.Second)
+	for c.Coordinator.Err() == nil && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	at := time.Now()
+	err := c.Coordinator.Err()
+	t.Logf("%v after %v", err, at.Sub(*killed.Load()))
+	if !errors.Is(err, ps.ErrPeerLost) || !strings.Contains(err.Error(), "server-1") {
+		t.Fatalf("coordinator err %v, want ErrPeerLost naming server-1", err)
+	}
+	if d := at.Sub(*killed.Load()); d > testLease+testInterval+testSlack {
+		t.Errorf("server-1 declared lost %v after it died, bound %v", d, testLease+testInterval+testSlack)
+	}
+	free()
+	for i := range res {
+		if r := <-res[i]; r.err == nil {
+			t.Errorf("worker-%d finished despite the lost server", i)
+		}
+	}
+}
+
+// TestLease_LostCoordinator: workers waiting at a barrier whose
+// coordinator dies fail within CoordinatorTimeout + a heartbeat + slack
+// with ErrPeerLost naming it.
+func TestLease_LostCoordinator(t *testing.T) {
+	const coordTimeout = 300 * time.Millisecond
+	c := pstest.NewCluster(t, pstest.Workers(2), pstest.Batch(4), pstest.NoLeakCheck(),
+		pstest.Lease(ps.LeaseConfig{Timeout: testLease, Interval: testInterval}), pstest.Heartbeat(testHeartbeat, coordTimeout))
+	release, free := releaser(t)
+	var killed atomic.Pointer[time.Time]
+	res := trainAll(c, func(w int) ps.Model {
+		return &hangModel{victim: 1, hangAt: 1, release: release, worker: w, onHang: func() {
+			now := time.Now()
+			killed.Store(&now)
+			c.Net.Kill(pstest.CoordinatorID)
+		}}
+	}, 3)
+	r := <-res[0]
+	t.Logf("worker-0: %v after %v", r.err, r.at.Sub(*killed.Load()))
+	// ErrCoordinatorUnavailable when a request was in flight as it died,
+	// ErrPeerLost from the heartbeats when the worker was waiting
+	if !(errors.Is(r.err, ps.ErrPeerLost) || errors.Is(r.err, ps.ErrCoordinatorUnavailable)) || !strings.Contains(r.err.Error(), string(pstest.CoordinatorID)) {
+		t.Fatalf("worker-0: err %v, want ErrPeerLost or ErrCoordinatorUnavailable naming the coordinator", r.err)
+	}
+	if d := r.at.Sub(*killed.Load()); d > coordTimeout+testHeartbeat+testSlack {
+		t.Errorf("worker-0 failed %v after the coordinator died, bound %v", d, coordTimeout+testHeartbeat+testSlack)
+	}
+	free()
+	<-res[1]
+}
+
+// TestIncarnation_RestartedWorkerRefused is the finding "a restarted
+// worker is re-admitted as if nothing happened": a new process under a
+// running worker's name is refused at Start with ErrRestarted, so it
+// cannot run its clocks a second time.
+func TestIncarnation_RestartedWorkerRefused(t *testing.T) {
+	c := pstest.NewCluster(t, pstest.Workers(2), pstest.NoLeakCheck(),
+		pstest.Lease(ps.LeaseConfig{Timeout: -1}))
+	c.Net.Kill("worker-1")
+	w, err := ps.NewWorker("worker-1", ps.WorkerConfig{ID: 1, Coordinator: pstest.CoordinatorID, Client: c.ClientCfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	tr, err := c.Net.Join("worker-1", w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = w.Start(context.Background(), tr)
+	if !errors.Is(err, ps.ErrRestarted) || !strings.Contains(err.Error(), "worker-1") {
+		t.Fatalf("restarted worker: Start err %v, want ErrRestarted naming worker-1", err)
+	}
+}
