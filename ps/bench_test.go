@@ -59,6 +59,20 @@ func newInmemEnv(b *testing.B, workers int, codec transport.Codec) benchEnv {
 
 // newTCPEnv is newInmemEnv over the TCP transport on 127.0.0.1.
 func newTCPEnv(b *testing.B, workers int, codec transport.Codec) benchEnv {
+	return newTCPEnvSecret(b, workers, codec, nil)
+}
+
+// benchSecret authenticates every frame of the tcp+auth cases
+// (transport.TCPConfig.Secret, no TLS).
+var benchSecret = []byte("ps benchmark secret of 32 bytes.")
+
+// newTCPAuthEnv is newTCPEnv with every frame authenticated.
+func newTCPAuthEnv(b *testing.B, workers int, codec transport.Codec) benchEnv {
+	return newTCPEnvSecret(b, workers, codec, benchSecret)
+}
+
+// newTCPEnvSecret is newTCPEnv with every node proving secret (nil: none).
+func newTCPEnvSecret(b *testing.B, workers int, codec transport.Codec, secret []byte) benchEnv {
 	pol := transport.Always(codec)
 	srv, err := ps.NewServer("server-0", ps.ServerConfig{Store: ps.StoreConfig{Optimizer: ps.SGD{LR: 1e-3}}})
 	if err != nil {
@@ -66,6 +80,7 @@ func newTCPEnv(b *testing.B, workers int, codec transport.Codec) benchEnv {
 	}
 	scfg := transport.DefaultTCPConfig()
 	scfg.ID, scfg.Compression = "server-0", pol
+	scfg.Secret = secret
 	st, err := transport.NewTCP(scfg, srv)
 	if err != nil {
 		b.Fatal(err)
@@ -80,6 +95,7 @@ func newTCPEnv(b *testing.B, workers int, codec transport.Codec) benchEnv {
 		cfg := transport.DefaultTCPConfig()
 		cfg.ID = transport.NodeID(fmt.Sprintf("worker-%d", i))
 		cfg.Compression = pol
+		cfg.Secret = secret
 		cfg.Peers = map[transport.NodeID]string{"server-0": st.Addr().String()}
 		tr, err := transport.NewTCP(cfg, nopHandler{})
 		if err != nil {
@@ -146,7 +162,7 @@ func eachTransportCase(b *testing.B, f func(*testing.B, transportCase)) {
 	for _, tp := range []struct {
 		name string
 		mk   func(*testing.B, int, transport.Codec) benchEnv
-	}{{"inmem", newInmemEnv}, {"tcp", newTCPEnv}} {
+	}{{"inmem", newInmemEnv}, {"tcp", newTCPEnv}, {"tcp+auth", newTCPAuthEnv}} {
 		for _, codec := range []transport.Codec{transport.CodecNone, transport.CodecLZ4} {
 			for _, workers := range []int{1, 4} {
 				for _, sz := range benchSizes {

@@ -2,11 +2,14 @@ package ps_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/falconml/falcon/transport"
 )
 
 // BenchmarkPairedPushPull measures one Push followed by one Pull of n
@@ -167,4 +170,69 @@ func runPaired(b *testing.B, env benchEnv, n int, ceil func()) {
 	b.ReportMetric(gb/tCeil.Seconds(), "ceil-GB/s")
 	b.ReportMetric(tCeil.Seconds()/tPP.Seconds(), "ratio")
 	b.ReportMetric(tPP.Seconds()*1e6/float64(iters), "pp-µs/op")
+}
+
+// BenchmarkPairedAuthPushPull alternates, inside one loop, one push+pull
+// over TCP without a secret and one over TCP with every frame
+// authenticated (same workers, same n, codec none), and reports both
+// GB/s, their ratio auth/off (goal >= 0.9 at n=1e6) and the µs
+// authentication adds to a push+pull (goal <= 5 at n=1e3).
+func BenchmarkPairedAuthPushPull(b *testing.B) {
+	for _, workers := range []int{1, 4} {
+		for _, sz := range benchSizes {
+			b.Run(fmt.Sprintf("workers=%d/%s", workers, sz.name), func(b *testing.B) {
+				off := newTCPEnv(b, workers, transport.CodecNone)
+				defer off.close()
+				on := newTCPAuthEnv(b, workers, transport.CodecNone)
+				defer on.close()
+				ppOff, ppOn := pushPullRound(b, off, sz.n), pushPullRound(b, on, sz.n)
+				ppOff() // warm up buffers and pools
+				ppOn()
+				var tOff, tOn time.Duration
+				iters := 0
+				for b.Loop() {
+					t0 := time.Now()
+					ppOff()
+					t1 := time.Now()
+					ppOn()
+					tOn += time.Since(t1)
+					tOff += t1.Sub(t0)
+					iters++
+				}
+				gb := float64(8*sz.n*workers) * float64(iters) / 1e9
+				b.ReportMetric(gb/tOff.Seconds(), "off-GB/s")
+				b.ReportMetric(gb/tOn.Seconds(), "auth-GB/s")
+				b.ReportMetric(tOff.Seconds()/tOn.Seconds(), "auth/off")
+				b.ReportMetric(tOff.Seconds()*1e6/float64(iters), "off-µs/op")
+				b.ReportMetric((tOn-tOff).Seconds()*1e6/float64(iters), "auth-added-µs/op")
+			})
+		}
+	}
+}
+
+// pushPullRound initializes n values on env and returns one push+pull of
+// every worker, all at once.
+func pushPullRound(b *testing.B, env benchEnv, n int) func() {
+	ctx := context.Background()
+	keys, rng := initBench(ctx, b, env, n)
+	w := len(env.clients)
+	grads, outs := make([][]float32, w), make([][]float32, w)
+	for i := range env.clients {
+		grads[i] = make([]float32, n)
+		for j := range grads[i] {
+			grads[i][j] = float32(rng.NormFloat64() * 1e-3)
+		}
+		outs[i] = make([]float32, n)
+		if err := env.clients[i].Pull(ctx, keys, outs[i], nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	errs := make([]error, w)
+	round := func(i int) error {
+		if err := env.clients[i].Push(ctx, keys, grads[i], nil); err != nil {
+			return err
+		}
+		return env.clients[i].Pull(ctx, keys, outs[i], nil)
+	}
+	return func() { fanOut(b, errs, round) }
 }
