@@ -328,6 +328,9 @@ func (c *Coordinator) decode(from transport.NodeID, b []byte) (*coordReq, error)
 	r := &coordReq{op: o, worker: w}
 	switch o {
 	case opHello:
+		if id := d.int(0, 1<<31, "worker id"); d.err == nil && epsp.WorkerID(id) != w {
+			return nil, fmt.Errorf("%w: %q is worker %d of this cluster but says it is worker %d (WorkerConfig.ID)", ErrRejected, from, w, id)
+		}
 	case opAdmit:
 		r.push = decodePush(&d)
 		if r.push.Worker != w {

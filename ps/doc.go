@@ -138,10 +138,40 @@
 //
 //	ps: start timed out: waiting for 1/2 servers: server-1 unreachable (… dial "server-1" at 127.0.0.1:37093 …)
 //
+// # Clusters
+//
+// NewCluster starts a whole cluster from one ClusterConfig — servers and
+// workers counted, the policy, batch, optimizer, partitioner, and the
+// network: in-process (transport.InmemNetwork) or TCP with a shared
+// secret, TLS and compression — or only the nodes of it named in Local,
+// reaching the others at their Peers addresses (one process per node, as
+// a deployment runs it). Nodes are named coordinator, server-<i> and
+// worker-<i>; a worker's epsp.WorkerID is its i, so names and ids cannot
+// disagree (a Worker whose WorkerConfig.ID differs from its position in
+// the coordinator's list is refused at Start with ErrRejected). The
+// cluster owns its transports. Train trains on the local workers; Wait
+// blocks until the run is over (the coordinator's node waits for every
+// worker to leave and then tells the others, which return on its word);
+// Close ends the roles, then the transports, is idempotent and returns
+// within CloseTimeout even when peers are dead. Across processes the
+// nodes ping each other (the coordinator everyone, the others the
+// coordinator); a peer silent for PeerTimeout ends Wait and Train with
+// ErrPeerGone. The cluster's control requests (ping, stats, shutdown,
+// abort) travel on the roles' transports with a first byte (0xFE) that
+// is never this package's wire version. Example_cluster starts 2 servers
+// and 3 workers over TCP with a secret and lz4 in under 30 lines.
+//
+// The default partitioner (of Client and Cluster) is Modulo: key mod the
+// number of servers, so dense small keys 0..n−1 spread over every server.
+// (It was KeyRange over all of uint64, which put keys 0..10 on server-0.)
+// Cluster.Train logs a warning when a server holds none of the keys
+// (IdleServers).
+//
 // # Usage
 //
-// pstest.NewCluster starts a whole cluster in-process for tests. Elsewhere,
-// join each role to a transport under its node name: a Server is just a
-// transport.Handler; NewCoordinator + Start; NewWorker + Start, then
-// Worker.Train. Example_training shows the whole wiring in one process.
+// pstest.NewCluster starts a whole cluster in-process for tests (built on
+// NewCluster). Elsewhere, either use NewCluster, or join each role to a
+// transport under its node name: a Server is just a transport.Handler;
+// NewCoordinator + Start; NewWorker + Start, then Worker.Train.
+// Example_training shows that wiring in one process.
 package ps

@@ -212,8 +212,10 @@ func (w *Worker) Start(ctx context.Context, tr transport.Transport) error {
 	defer cancel()
 	var resp []byte
 	backoff := time.Millisecond
+	hello := newMsg(nil, opHello)
+	hello.i64(int64(w.cfg.ID)) // the coordinator checks it against this node's name
 	for {
-		resp, err = w.coordCall(hctx, newMsg(nil, opHello).b)
+		resp, err = w.coordCall(hctx, hello.b)
 		if err == nil || !errors.Is(err, ErrCoordinatorUnavailable) {
 			break
 		}
