@@ -367,20 +367,12 @@ func (s liveSampler) Batch(owner epsp.WorkerID, clock, size int) []int {
 // worker, including core contention on the host.
 type slowModel struct {
 	w     int
-	train *model.Dataset
+	grad  ps.Model // ps.FromModel: one model copy per computing goroutine
 	speed *straggler.Hetero
 	par   []atomic.Int32 // current parallelism of every worker
 	start time.Time
 	scale float64
-	pool  *sync.Pool // of *modelScratch
 	pacer *pacer
-}
-
-type modelScratch struct {
-	m model.Model
-	g []float32
-	p []int
-	r []float64
 }
 
 func (s *slowModel) Gradient(params []float32, samples []int, grad []float32) float64 {
@@ -391,21 +383,16 @@ func (s *slowModel) Gradient(params []float32, samples []int, grad []float32) fl
 	s.pacer.acquire(func() int { return int(s.par[s.w].Load()) })
 	defer s.pacer.release()
 	t0 := time.Now()
-	sc := s.pool.Get().(*modelScratch)
-	defer s.pool.Put(sc)
-	loss := sc.m.LossGrad(params, s.train, samples, sc.g)
-	fn := float32(n)
-	for i, g := range sc.g {
-		grad[i] += g * fn // ps.Model wants the sum over samples
-	}
-	for i := range sc.p {
-		sc.p[i] = int(s.par[i].Load())
+	loss := s.grad.Gradient(params, samples, grad)
+	p := make([]int, len(s.par))
+	for i := range p {
+		p[i] = int(s.par[i].Load())
 	}
 	now := time.Duration(float64(t0.Sub(s.start)) / s.scale)
-	sc.r = s.speed.RateAll(sc.p, now, sc.r)
-	want := time.Duration(float64(n) * float64(max(sc.p[s.w], 1)) / sc.r[s.w] * s.scale * float64(time.Second))
+	r := s.speed.RateAll(p, now, nil)
+	want := time.Duration(float64(n) * float64(max(p[s.w], 1)) / r[s.w] * s.scale * float64(time.Second))
 	s.pacer.pace(t0, want)
-	return loss * float64(n)
+	return loss
 }
 
 // pacer holds a worker's compute to the model's rate R(p):
@@ -648,9 +635,7 @@ func liveOne(o options, sc sim.Scenario, spec policySpec, m model.Model, train, 
 	}
 
 	sampler := newLiveSampler(train.N, nw, o.seed)
-	pool := &sync.Pool{New: func() any {
-		return &modelScratch{m: m.Clone(), g: make([]float32, n), p: make([]int, nw)}
-	}}
+	grad := ps.FromModel(m, train)
 	start := time.Now()
 	obs.start = start
 	wall := time.Duration(float64(o.duration) * o.liveScale)
@@ -683,7 +668,7 @@ func liveOne(o options, sc sim.Scenario, spec policySpec, m model.Model, train, 
 	}()
 	g, gctx := errgroup.WithContext(runCtx)
 	for w, wk := range workers {
-		sm := &slowModel{w: w, train: train, speed: speed, par: obs.par, start: start, scale: o.liveScale, pool: pool, pacer: newPacer()}
+		sm := &slowModel{w: w, grad: grad, speed: speed, par: obs.par, start: start, scale: o.liveScale, pacer: newPacer()}
 		g.Go(func() error {
 			// Clocks only bounds the run (the deadline ends it); Train
 			// preallocates per clock, so it must not be huge.
