@@ -3,6 +3,8 @@ package pstest
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -119,6 +121,7 @@ func NewCluster(t testing.TB, opts ...Option) *Cluster {
 		Servers: cfg.servers, Workers: cfg.workers, TCP: cfg.tcp, Secret: cfg.secret, Network: cfg.netOpts,
 		Policy: cfg.policy, EPSP: cfg.epsp, Store: cfg.store, Width: cfg.width, Partitioner: cfg.part,
 		Chunk: cfg.chunk, ProgressEvery: cfg.progress, Observer: cfg.obs, StartTimeout: cfg.startTimeout,
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)),
 	})
 	if err != nil {
 		if !cfg.noLeakCheck {
@@ -202,4 +205,13 @@ func (r *Recorder) Len() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.events)
+}
+
+// testWriter sends a cluster's log lines to t.Log (shown with -v or on
+// failure).
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(b), "\n"))
+	return len(b), nil
 }
