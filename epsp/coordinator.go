@@ -123,6 +123,8 @@ type Coordinator struct {
 
 	stats Stats
 
+	buffers map[int]int // accumulated pushes per buffer not yet flushed
+
 	stalled    bool          // every worker still training waits
 	stallSince time.Duration // since when
 }
@@ -150,6 +152,7 @@ func NewCoordinator(cfg Config, p Policy) (*Coordinator, error) {
 		par:       make([]int, n),
 		transfers: make(map[uint64]*transferState),
 		pending:   make(map[int]int),
+		buffers:   make(map[int]int),
 	}
 	for w := range n {
 		c.batch[w] = cfg.Batch
@@ -204,8 +207,8 @@ func (c *Coordinator) Admit(now time.Duration, p Push) (PushDecision, error) {
 			return PushDecision{}, fmt.Errorf("%w: policy %s: PushDecision.Scale %v for worker %d's push of clock %d (want finite, >= 0; 0 means 1)", ErrPolicyOutput, name, d.Scale, p.Worker, p.Clock)
 		}
 	case Accumulate:
-		if d.Clock < 0 || d.Clock > c.maxClock() {
-			return PushDecision{}, fmt.Errorf("%w: policy %s: PushDecision.Clock %d accumulates into a clock that does not exist (clocks 0..%d)", ErrPolicyOutput, name, d.Clock, c.maxClock())
+		if d.Clock < 0 {
+			return PushDecision{}, fmt.Errorf("%w: policy %s: PushDecision.Clock %d names no buffer (want >= 0)", ErrPolicyOutput, name, d.Clock)
 		}
 	case Drop:
 	default:
@@ -225,6 +228,7 @@ func (c *Coordinator) Admit(now time.Duration, p Push) (PushDecision, error) {
 		c.version++
 	} else {
 		c.stats.Accumulated++
+		c.buffers[d.Clock]++
 	}
 	return d, nil
 }
@@ -238,8 +242,9 @@ func (c *Coordinator) Admit(now time.Duration, p Push) (PushDecision, error) {
 // Every order is checked before anything is applied (ErrPolicyOutput, the
 // error naming the policy and the field): parallelism and batch sizes
 // positive, transfers of unclaimed ranges of a computing worker, flushes
-// of clocks that exist (0..the highest clock any worker is in) with a
-// finite scale >= 0, releases of workers that exist. A policy that leaves
+// of clocks that exist — a clock some worker has reached, or a buffer a
+// push accumulated into — each at most once, with a finite scale >= 0,
+// releases of workers that exist. A policy that leaves
 // every worker still training waiting is reported with ErrStalled (see
 // Config.StallAfter).
 //
@@ -348,8 +353,15 @@ func (c *Coordinator) Step(now time.Duration, e Event) (Output, error) {
 // negative (0 reads as 1).
 func validScale(x float64) bool { return x >= 0 && !math.IsInf(x, 1) }
 
-// maxClock is the highest clock any worker is in.
-func (c *Coordinator) maxClock() int { return slices.Max(c.clock) }
+// bufferClocks lists the buffers holding accumulated pushes, in order.
+func (c *Coordinator) bufferClocks() []int {
+	ks := make([]int, 0, len(c.buffers))
+	for k := range c.buffers {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
 
 // checkStall reports ErrStalled when, after out, every worker still
 // training would wait with no transfer outstanding, for StallAfter (at
@@ -424,10 +436,13 @@ func (c *Coordinator) record(out Output) (Output, error) {
 			return Output{}, fmt.Errorf("%w: policy %s: transfer range [%d,%d) of batch %d", ErrPolicyOutput, name, o.Lo, o.Hi, c.batch[o.From])
 		}
 	}
+	flushed := make(map[int]bool, len(out.Flush))
 	for _, f := range out.Flush {
-		if f.Clock < 0 || f.Clock > c.maxClock() {
-			return Output{}, fmt.Errorf("%w: policy %s: Flush of clock %d, which does not exist (clocks 0..%d)", ErrPolicyOutput, name, f.Clock, c.maxClock())
+		exists := c.buffers[f.Clock] > 0 || (f.Clock >= 0 && f.Clock <= slices.Max(c.clock))
+		if !exists || flushed[f.Clock] {
+			return Output{}, fmt.Errorf("%w: policy %s: Flush of clock %d, which no worker has reached and no push accumulated into (clocks 0..%d, buffers %v), or twice", ErrPolicyOutput, name, f.Clock, slices.Max(c.clock), c.bufferClocks())
 		}
+		flushed[f.Clock] = true
 		if !validScale(f.Scale) {
 			return Output{}, fmt.Errorf("%w: policy %s: Flush of clock %d with Scale %v (want finite, >= 0; 0 means 1)", ErrPolicyOutput, name, f.Clock, f.Scale)
 		}
@@ -437,7 +452,8 @@ func (c *Coordinator) record(out Output) (Output, error) {
 			return Output{}, fmt.Errorf("%w: policy %s: Release of %v", ErrPolicyOutput, name, err)
 		}
 	}
-	for range out.Flush {
+	for _, f := range out.Flush {
+		delete(c.buffers, f.Clock)
 		c.version++
 		c.stats.Flushes++
 	}

@@ -24,8 +24,9 @@
 // policy output, and counts what was decided (Stats). Every decision and
 // order is checked before it is applied, and a bad one is an error
 // (ErrPolicyOutput) naming the policy and the field: push and flush scales
-// finite and >= 0 (0 reads as 1), accumulations and flushes only of clocks
-// that exist, releases only of workers that exist, parallelism and batch
+// finite and >= 0 (0 reads as 1), accumulations only into buffers >= 0,
+// flushes only of clocks that exist (reached by a worker, or a buffer a
+// push accumulated into), each once, releases only of workers that exist, parallelism and batch
 // sizes positive, transfers only of a computing worker's batch. A policy
 // that leaves every worker still training waiting is reported as
 // ErrStalled (at once without a control tick, after Config.StallAfter with

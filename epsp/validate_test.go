@@ -19,8 +19,8 @@ type fixedAdmit struct {
 func (f *fixedAdmit) Admit(time.Duration, epsp.View, epsp.Push) epsp.PushDecision { return f.dec }
 
 // Every push decision a policy returns is checked: a scale must be finite
-// and not negative (0 reads as 1), an accumulation must name a clock that
-// exists; the error names the policy and the field.
+// and not negative (0 reads as 1), an accumulation must name a buffer
+// (>= 0); the error names the policy and the field.
 func TestCoordinator_AdmitValidatesDecision(t *testing.T) {
 	push := epsp.Push{Worker: 0, Owner: 0, Clock: 0, Samples: 4, BatchSamples: 4}
 	for _, tc := range []struct {
@@ -31,7 +31,6 @@ func TestCoordinator_AdmitValidatesDecision(t *testing.T) {
 		{"negative scale", epsp.PushDecision{Scale: -1}, "Scale"},
 		{"NaN scale", epsp.PushDecision{Scale: math.NaN()}, "Scale"},
 		{"infinite scale", epsp.PushDecision{Scale: math.Inf(1)}, "Scale"},
-		{"accumulate into a future clock", epsp.PushDecision{Action: epsp.Accumulate, Clock: 5}, "Clock"},
 		{"accumulate into clock -1", epsp.PushDecision{Action: epsp.Accumulate, Clock: -1}, "Clock"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -57,7 +56,8 @@ func TestCoordinator_AdmitValidatesDecision(t *testing.T) {
 	}
 }
 
-// Flushes of clocks that do not exist, bad flush scales and releases of
+// Flushes of clocks that do not exist (beyond every worker's clock with no
+// push accumulated into them, clock −1, or a clock flushed twice), bad flush scales and releases of
 // workers that do not exist are invalid output, and change nothing.
 func TestCoordinator_StepValidatesFlushAndRelease(t *testing.T) {
 	for _, tc := range []struct {
@@ -67,14 +67,18 @@ func TestCoordinator_StepValidatesFlushAndRelease(t *testing.T) {
 	}{
 		{"flush of a future clock", epsp.Output{Flush: []epsp.FlushOrder{{Clock: 5}}}, "Flush"},
 		{"flush of clock -1", epsp.Output{Flush: []epsp.FlushOrder{{Clock: -1}}}, "Flush"},
+		{"flush twice", epsp.Output{Flush: []epsp.FlushOrder{{Clock: 0}, {Clock: 0}}}, "Flush"},
 		{"flush with NaN scale", epsp.Output{Flush: []epsp.FlushOrder{{Clock: 0, Scale: math.NaN()}}}, "Scale"},
 		{"flush with negative scale", epsp.Output{Flush: []epsp.FlushOrder{{Clock: 0, Scale: -2}}}, "Scale"},
 		{"release of worker 99", epsp.Output{Release: []epsp.WorkerID{0, 99}}, "Release"},
 		{"release of worker -1", epsp.Output{Release: []epsp.WorkerID{-1}}, "Release"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := &scripted{}
+			p := &fixedAdmit{dec: epsp.PushDecision{Action: epsp.Accumulate, Clock: 0}}
 			c := newCoord(t, 2, p)
+			if _, err := c.Admit(0, epsp.Push{Worker: 0, Owner: 0, Clock: 0, Samples: 4, BatchSamples: 4}); err != nil {
+				t.Fatal(err)
+			}
 			step(t, c, clockEvent(0, 0))
 			p.next = tc.out
 			_, err := c.Step(0, epsp.Event{Kind: epsp.EventTick})
