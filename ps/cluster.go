@@ -63,7 +63,9 @@ type ClusterConfig struct {
 	Network []transport.InmemOption
 
 	// Policy is the synchronisation policy (the coordinator's); nil means
-	// BSP. A policy keeps state: give each Cluster its own.
+	// BSP. A policy keeps state: give each Cluster its own. Elastic EPSP
+	// without a Topology or Parallelism.PMax gets OneHost when every
+	// worker is local (see Cluster.Policy) and a warning otherwise.
 	Policy epsp.Policy
 	// EPSP sets the initial batch and parallelism and the control tick;
 	// NumWorkers is taken from Workers. Zero Batch means 32.
@@ -165,6 +167,7 @@ type Cluster struct {
 	ctls   map[transport.NodeID]*ctlHandler
 	order  []transport.NodeID // local nodes, start order
 	coord  *Coordinator
+	policy epsp.Policy
 	srvs   map[int]*Server
 	wrks   map[int]*Worker
 	client *Client
@@ -256,6 +259,8 @@ func NewCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error) 
 			if pol == nil {
 				pol = epsp.NewBSP()
 			}
+			pol = inferTopology(pol, len(cfg.Local) == 0, c.log)
+			c.policy = pol
 			ec := cfg.EPSP
 			ec.NumWorkers = cfg.Workers
 			co, err := NewCoordinator(CoordinatorConfig{EPSP: ec, Servers: c.cc.Servers, Workers: workerNodes(cfg.Workers), StartTimeout: cfg.StartTimeout}, pol, ro...)
@@ -353,6 +358,12 @@ func NewCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error) 
 
 // Coordinator returns the local coordinator, or nil.
 func (c *Cluster) Coordinator() *Coordinator { return c.coord }
+
+// Policy returns the policy the local coordinator decides with (nil
+// without one): Config.Policy, or, for elastic EPSP given neither a
+// Topology nor Parallelism.PMax in a cluster whose workers all run in
+// this process, a copy of it with the topology OneHost{runtime.NumCPU()}.
+func (c *Cluster) Policy() epsp.Policy { return c.policy }
 
 // Server returns local server i, or nil.
 func (c *Cluster) Server(i int) *Server { return c.srvs[i] }

@@ -335,3 +335,41 @@ func TestCluster_KeysSpread(t *testing.T) {
 		}
 	}
 }
+
+// TestCluster_ElasticEPSPGetsTopology: epsp.DefaultEPSPConfig turns
+// elastic parallelism on, which without a Topology never changes anything;
+// an in-process cluster knows its topology and supplies it.
+func TestCluster_ElasticEPSPGetsTopology(t *testing.T) {
+	pol, err := epsp.NewEPSP(epsp.DefaultEPSPConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ps.NewCluster(context.Background(), ps.ClusterConfig{Servers: 1, Workers: 3, Policy: pol, EPSP: epsp.Config{Batch: 8, TickPeriod: 5 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	e, ok := c.Policy().(*epsp.EPSP)
+	if !ok {
+		t.Fatalf("policy %T", c.Policy())
+	}
+	top := e.Config().Topology
+	if top == nil || top.NumHosts() != 1 || top.Host(2) != 0 || top.Cores(0) < 1 {
+		t.Fatalf("topology %+v", top)
+	}
+	if e.Name() != pol.Name() {
+		t.Errorf("name %s, want %s", e.Name(), pol.Name())
+	}
+	// Given explicitly, the user's own policy is kept.
+	cfg := epsp.DefaultEPSPConfig()
+	cfg.Parallelism.PMax = 4
+	own, _ := epsp.NewEPSP(cfg)
+	c2, err := ps.NewCluster(context.Background(), ps.ClusterConfig{Servers: 1, Workers: 2, Policy: own})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if c2.Policy() != epsp.Policy(own) {
+		t.Error("a configured EPSP was replaced")
+	}
+}

@@ -165,7 +165,10 @@
 // number of servers, so dense small keys 0..n−1 spread over every server.
 // (It was KeyRange over all of uint64, which put keys 0..10 on server-0.)
 // Cluster.Train logs a warning when a server holds none of the keys
-// (IdleServers).
+// (IdleServers). Elastic EPSP (on in epsp.DefaultEPSPConfig) can change
+// no parallelism without a Topology or Parallelism.PMax; a Cluster whose
+// workers all run in this process supplies OneHost{runtime.NumCPU()}
+// (Cluster.Policy returns the policy it runs), and warns otherwise.
 //
 // # Usage
 //
