@@ -81,8 +81,16 @@ type ClusterConfig struct {
 	// Chunk and ProgressEvery are the workers' (see WorkerConfig).
 	Chunk, ProgressEvery int
 
-	// Observer, if set, sees the events of every local role.
+	// Observer, if set, sees the events of every local role. All local
+	// roles share one clock (Event.At is the time since NewCluster).
 	Observer Observer
+	// StateEvery, when positive, reports every worker's state (clock,
+	// speed, parallelism, batch, straggler or pioneer) as the coordinator
+	// sees it, at this interval, to OnState; it needs the coordinator in
+	// this process. Cluster.WorkerStates gives the same on demand.
+	StateEvery time.Duration
+	// OnState receives the states; nil logs one line per worker to Logger.
+	OnState func([]WorkerState)
 	// Logger receives recovered panics and warnings; nil means
 	// slog.Default().
 	Logger *slog.Logger
@@ -167,6 +175,7 @@ type Cluster struct {
 	ctls   map[transport.NodeID]*ctlHandler
 	order  []transport.NodeID // local nodes, start order
 	coord  *Coordinator
+	states *stateTracker
 	policy epsp.Policy
 	srvs   map[int]*Server
 	wrks   map[int]*Worker
@@ -226,11 +235,22 @@ func NewCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error) 
 			c.Close()
 		}
 	}()
-	var ro []Option
-	if cfg.Observer != nil {
-		ro = append(ro, WithObserver(cfg.Observer))
+	start := time.Now()
+	ro := []Option{WithLogger(c.log), WithClock(func() time.Duration { return time.Since(start) })}
+	var obs []Observer
+	if cfg.Workers > 0 && cfg.local(CoordinatorNode) {
+		c.states = newStateTracker(cfg.Workers, cfg.EPSP.Batch, cfg.EPSP.Parallelism)
+		obs = append(obs, c.states)
 	}
-	ro = append(ro, WithLogger(c.log))
+	if cfg.Observer != nil {
+		obs = append(obs, cfg.Observer)
+	}
+	switch len(obs) {
+	case 1:
+		ro = append(ro, WithObserver(obs[0]))
+	case 2:
+		ro = append(ro, WithObserver(ObserverFunc(func(e Event) { obs[0].Observe(e); obs[1].Observe(e) })))
+	}
 	if !cfg.TCP {
 		opts := append([]transport.InmemOption(nil), cfg.Network...)
 		if cfg.Compression != nil {
@@ -353,7 +373,45 @@ func NewCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error) 
 	}
 	c.client = cl
 	c.startWatch()
+	c.startStates()
 	return c, nil
+}
+
+// WorkerStates returns every worker's state as the local coordinator's
+// events show it (nil without a local coordinator).
+func (c *Cluster) WorkerStates() []WorkerState {
+	if c.states == nil {
+		return nil
+	}
+	return c.states.states()
+}
+
+func (c *Cluster) startStates() {
+	if c.cfg.StateEvery <= 0 || c.states == nil {
+		return
+	}
+	report := c.cfg.OnState
+	if report == nil {
+		report = func(ss []WorkerState) {
+			for _, s := range ss {
+				c.log.Info("ps: " + s.String())
+			}
+		}
+	}
+	c.watchWG.Add(1)
+	go func() {
+		defer c.watchWG.Done()
+		t := time.NewTicker(c.cfg.StateEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-c.watchCtx.Done():
+				return
+			case <-t.C:
+				report(c.WorkerStates())
+			}
+		}
+	}()
 }
 
 // Coordinator returns the local coordinator, or nil.

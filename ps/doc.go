@@ -70,7 +70,21 @@
 // WorkerConfig.
 //
 // An Observer sees pushes, applies and flushes, clock starts and ends,
-// releases, parallelism and batch changes, transfers and computed chunks.
+// pulls and pushes done, releases, parallelism and batch changes,
+// transfers and computed chunks; each EventKind names the role that emits
+// it. Events carry a process-wide Seq, and the coordinator emits the
+// event a request reports (EvClockDone, EvLeave, transfer answers) before
+// the orders it caused, so Seq order is causal within a process.
+//
+// # Observability
+//
+// Timeline is an Observer that writes a run as a Chrome trace-event JSON
+// timeline (pull, compute, push, wait and transfer spans per worker and
+// clock; open it in chrome://tracing or ui.perfetto.dev). A Cluster with
+// its coordinator in this process tracks every worker's state (clock,
+// waiting or left, parallelism, batch, speed, straggler or pioneer):
+// Cluster.WorkerStates on demand, ClusterConfig.StateEvery and OnState at
+// an interval.
 //
 // # Failures
 //

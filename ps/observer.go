@@ -53,12 +53,23 @@ const (
 	// EvLeave (coordinator): Worker finished training and left
 	// (epsp.EventLeave); emitted before the orders it caused.
 	EvLeave
+	// EvPulled (worker): Worker has the parameters of Clock (its pull is
+	// done; EvClockStart marks when it began).
+	EvPulled
+	// EvComputed (worker): Worker's goroutines finished computing its own
+	// batch of Clock (Samples computed by it; transferred parts excluded).
+	EvComputed
+	// EvPushed (worker): Worker's push of Clock is stored on the servers
+	// (admitted, then sent); next comes its clock request and the wait
+	// for release.
+	EvPushed
 )
 
 // String returns the kind's name, e.g. "clock-start".
 func (k EventKind) String() string {
 	names := [...]string{"", "push-admitted", "applied", "flushed", "clock-start", "clock-done", "release",
-		"parallelism", "batch", "transfer-ordered", "transfer-result", "transfer-done", "chunk", "leave"}
+		"parallelism", "batch", "transfer-ordered", "transfer-result", "transfer-done", "chunk", "leave",
+		"pulled", "computed", "pushed"}
 	if int(k) < len(names) && k > 0 {
 		return names[k]
 	}

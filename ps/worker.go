@@ -653,6 +653,7 @@ func (w *Worker) run(ctx context.Context, tc TrainConfig, total int) (TrainStats
 		if err := w.client.Pull(ctx, tc.Keys, params, tc.Lens); err != nil {
 			return w.statsWith(loss), err
 		}
+		w.opts.emit(Event{Kind: EvPulled, Node: w.name, Worker: w.cfg.ID, Clock: c})
 		w.mu.Lock()
 		w.params, w.pversion = params, version
 		par := w.par
@@ -667,12 +668,14 @@ func (w *Worker) run(ctx context.Context, tc TrainConfig, total int) (TrainStats
 			return w.statsWith(loss), ErrClosed
 		}
 		n := j.done
+		w.opts.emit(Event{Kind: EvComputed, Node: w.name, Worker: w.cfg.ID, Clock: c, Samples: n})
 		if n > 0 {
 			loss = append(loss, j.loss/float64(n))
 			push := epsp.Push{Worker: w.cfg.ID, Owner: w.cfg.ID, Clock: c, BaseVersion: version, Samples: n, BatchSamples: j.size}
 			if err := w.pushGrad(ctx, push, j.grad); err != nil {
 				return w.statsWith(loss), err
 			}
+			w.opts.emit(Event{Kind: EvPushed, Node: w.name, Worker: w.cfg.ID, Clock: c, Samples: n})
 		} else {
 			loss = append(loss, math.NaN())
 		}
