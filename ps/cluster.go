@@ -657,34 +657,47 @@ func (c *Cluster) Wait(ctx context.Context) error {
 	return werr
 }
 
-func (c *Cluster) waitCoordinator(ctx context.Context) error {
+// WaitTrained blocks, on the coordinator's node, until every worker has
+// left (finished Train) or the run failed, without telling the other
+// nodes: a program can still pull, evaluate and collect TrafficStats from
+// every node before Wait ends the run. It returns the run's error.
+// Without a local coordinator it is Wait.
+func (c *Cluster) WaitTrained(ctx context.Context) error {
+	if c.coord == nil {
+		return c.Wait(ctx)
+	}
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	var err error
 	for {
-		if err = c.coord.Err(); err != nil {
-			break
+		if err := c.coord.Err(); err != nil {
+			return err
 		}
 		if c.coord.Stats().Left == c.cfg.Workers {
-			break
+			return nil
 		}
 		select {
 		case <-tick.C:
-			continue
 		case <-c.watchCtx.Done():
-			err = context.Cause(c.watchCtx)
+			return context.Cause(c.watchCtx)
 		case <-ctx.Done():
-			err = ctx.Err()
+			return ctx.Err()
 		}
-		break
 	}
+}
+
+func (c *Cluster) waitCoordinator(ctx context.Context) error {
+	err := c.WaitTrained(ctx)
 	op := ctlShutdown
 	if err != nil {
 		op = ctlAbort
 	}
 	c.mu.Lock()
+	told := c.told
 	c.told = true
 	c.mu.Unlock()
+	if told {
+		return err
+	}
 	if serr := c.tellRemote(op, min(c.cfg.CloseTimeout, 5*time.Second)); serr != nil && err == nil {
 		err = serr
 	}
