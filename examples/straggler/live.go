@@ -16,14 +16,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/model"
 	"github.com/falconml/falcon/ps"
 	"github.com/falconml/falcon/ps/sim"
 	"github.com/falconml/falcon/straggler"
-	"github.com/falconml/falcon/transport"
 )
 
 // liveKeyLen cuts the parameter vector into keys as the simulator does.
@@ -565,69 +562,19 @@ func liveOne(o options, sc sim.Scenario, spec policySpec, m model.Model, train, 
 	for w := range nw {
 		obs.par[w].Store(int32(sc.Parallelism))
 	}
-	ro := []ps.Option{ps.WithObserver(obs)}
-	net := transport.NewInmemNetwork()
-	defer net.Close()
-	servers := []transport.NodeID{"server-0", "server-1"}
-	for _, id := range servers {
-		s, err := ps.NewServer(string(id), ps.ServerConfig{Store: ps.StoreConfig{Optimizer: ps.SGD{LR: float32(o.lr)}}}, ro...)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := net.Join(id, s); err != nil {
-			return nil, err
-		}
-	}
-	var workerIDs []transport.NodeID
-	for w := range nw {
-		workerIDs = append(workerIDs, transport.NodeID(fmt.Sprintf("worker-%d", w)))
-	}
 	tick := time.Duration(float64(sim.DefaultConfig().TickPeriod) * o.liveScale)
 	ctx := context.Background()
-	co, err := ps.NewCoordinator(ps.CoordinatorConfig{
-		EPSP:    epsp.Config{NumWorkers: nw, Batch: o.batch, Parallelism: sc.Parallelism, TickPeriod: tick},
-		Servers: servers, Workers: workerIDs, StartTimeout: 10 * time.Second,
-	}, pol, ro...)
+	cluster, err := ps.NewCluster(ctx, ps.ClusterConfig{
+		Servers: 2, Workers: nw, Policy: pol, Observer: obs,
+		EPSP:  epsp.Config{Batch: o.batch, Parallelism: sc.Parallelism, TickPeriod: tick},
+		Store: ps.StoreConfig{Optimizer: ps.SGD{LR: float32(o.lr)}},
+		Chunk: liveChunk(o, sc), ProgressEvery: sc.Parallelism, StartTimeout: 10 * time.Second,
+	})
 	if err != nil {
 		return nil, err
 	}
-	ctr, err := net.Join("coordinator", co)
-	if err != nil {
-		return nil, err
-	}
-	if err := co.Start(ctx, ctr); err != nil {
-		return nil, err
-	}
-	defer co.Close()
-	cc := ps.ClientConfig{Servers: servers, Width: 1}
-	var workers []*ps.Worker
-	for w, id := range workerIDs {
-		wk, err := ps.NewWorker(string(id), ps.WorkerConfig{ID: epsp.WorkerID(w), Coordinator: "coordinator", Client: cc,
-			StartTimeout: 10 * time.Second, Chunk: liveChunk(o, sc), ProgressEvery: sc.Parallelism}, ro...)
-		if err != nil {
-			return nil, err
-		}
-		wtr, err := net.Join(id, wk)
-		if err != nil {
-			return nil, err
-		}
-		if err := wk.Start(ctx, wtr); err != nil {
-			return nil, err
-		}
-		defer wk.Close()
-		workers = append(workers, wk)
-	}
-	if err := co.WaitWorkers(ctx); err != nil {
-		return nil, err
-	}
-	etr, err := net.Join("evaluator", ps.ClientHandler{})
-	if err != nil {
-		return nil, err
-	}
-	eval, err := ps.NewClient(etr, cc)
-	if err != nil {
-		return nil, err
-	}
+	defer cluster.Close()
+	co, eval := cluster.Coordinator(), cluster.Client()
 	// The initial values go in before anyone trains (every worker's Init
 	// keeps existing keys).
 	if err := eval.InitWith(ctx, keys, lens, init); err != nil {
@@ -666,20 +613,16 @@ func liveOne(o options, sc sim.Scenario, spec policySpec, m model.Model, train, 
 			}
 		}
 	}()
-	g, gctx := errgroup.WithContext(runCtx)
-	for w, wk := range workers {
-		sm := &slowModel{w: w, grad: grad, speed: speed, par: obs.par, start: start, scale: o.liveScale, pacer: newPacer()}
-		g.Go(func() error {
-			// Clocks only bounds the run (the deadline ends it); Train
-			// preallocates per clock, so it must not be huge.
-			_, err := wk.Train(gctx, sm, sampler, ps.TrainConfig{Keys: keys, Lens: lens, Clocks: 1 << 16})
-			if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-				return err
-			}
-			return nil
-		})
+	models := make([]ps.Model, nw)
+	for w := range nw {
+		models[w] = &slowModel{w: w, grad: grad, speed: speed, par: obs.par, start: start, scale: o.liveScale, pacer: newPacer()}
 	}
-	terr := g.Wait()
+	// Clocks only bounds the run (the deadline ends it); Train
+	// preallocates per clock, so it must not be huge.
+	_, terr := cluster.TrainWith(runCtx, func(w int) ps.Model { return models[w] }, sampler, ps.TrainConfig{Keys: keys, Lens: lens, Clocks: 1 << 16})
+	if errors.Is(terr, context.DeadlineExceeded) || errors.Is(terr, context.Canceled) {
+		terr = nil
+	}
 	if err := <-evalDone; err != nil {
 		return nil, fmt.Errorf("evaluator: %w", err)
 	}
