@@ -53,6 +53,7 @@ type options struct {
 	codec      string
 	bandwidth  float64
 	dataset    string
+	pad        int
 	modelName  string
 	hidden     int
 	trainRows  int
@@ -111,7 +112,8 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.compress, "compress", "never", "message compression: never, always (-codec) or auto (fvdf's live policy)")
 	fs.StringVar(&o.codec, "codec", "lz4", "codec of -compress always: lz4 or snappy")
 	fs.Float64Var(&o.bandwidth, "bandwidth", 0, "link bandwidth in bytes/s that -compress auto assumes; 0 means fvdf's default (1 Gbit/s)")
-	fs.StringVar(&o.dataset, "dataset", "synthetic", "synthetic (seeded Gaussian clusters) or mnist (the GoMNIST module's files)")
+	fs.StringVar(&o.dataset, "dataset", "synthetic", "synthetic (seeded Gaussian clusters), sparse (the same with -pad always-zero features: sparse gradients) or mnist (the GoMNIST module's files)")
+	fs.IntVar(&o.pad, "pad", 4000, "always-zero features appended by -dataset sparse")
 	fs.StringVar(&o.modelName, "model", "softmax", "softmax or mlp")
 	fs.IntVar(&o.hidden, "hidden", 64, "hidden units of -model mlp")
 	fs.IntVar(&o.trainRows, "train", 10000, "training rows (a seeded sample; synthetic generates this many)")
@@ -240,8 +242,11 @@ func (o *options) validate() error {
 	if o.codec != "lz4" && o.codec != "snappy" {
 		return fmt.Errorf("%w: -codec %q (want lz4 or snappy)", errUsage, o.codec)
 	}
-	if o.dataset != "synthetic" && o.dataset != "mnist" {
-		return fmt.Errorf("%w: -dataset %q (want synthetic or mnist)", errUsage, o.dataset)
+	if o.dataset != "synthetic" && o.dataset != "sparse" && o.dataset != "mnist" {
+		return fmt.Errorf("%w: -dataset %q (want synthetic, sparse or mnist)", errUsage, o.dataset)
+	}
+	if o.pad < 0 {
+		return fmt.Errorf("%w: -pad %d", errUsage, o.pad)
 	}
 	if o.modelName != "softmax" && o.modelName != "mlp" {
 		return fmt.Errorf("%w: -model %q (want softmax or mlp)", errUsage, o.modelName)

@@ -431,3 +431,31 @@ func TestExpandPeersAndHosts(t *testing.T) {
 		}
 	}
 }
+
+// -dataset sparse pads the rows with zeros: the padded weights' gradient
+// is exactly zero (the sparse-update workload of NETNS.md).
+func TestSparseDataset(t *testing.T) {
+	o, _, err := parseArgs([]string{"-dataset=sparse", "-pad=50", "-train=100", "-test=10"}, func(string) (string, bool) { return "", false }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := newJob(o, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.train.D != 70 || j.m.NumParams() != 70*10+10 {
+		t.Fatalf("D %d, params %d", j.train.D, j.m.NumParams())
+	}
+	g := make([]float32, j.m.NumParams())
+	j.m.LossGrad(j.init.v, j.train, []int{0, 1, 2, 3}, g)
+	for c := range 10 {
+		for f := 20; f < 70; f++ {
+			if g[c*70+f] != 0 {
+				t.Fatalf("gradient of class %d, padded feature %d = %v", c, f, g[c*70+f])
+			}
+		}
+		if g[c*70] == 0 && g[c*70+1] == 0 {
+			t.Fatalf("class %d: informative gradient is zero", c)
+		}
+	}
+}

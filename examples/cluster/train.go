@@ -106,10 +106,18 @@ func newJob(o *options, needTrain, needTest bool) (*job, error) {
 	var train, test *model.Dataset
 	var dim, classes int
 	switch o.dataset {
-	case "synthetic":
+	case "synthetic", "sparse":
 		tr, te, err := model.Synthetic(model.SyntheticConfig{Train: o.trainRows, Test: o.testRows, Seed: o.seed})
 		if err != nil {
 			return nil, err
+		}
+		if o.dataset == "sparse" {
+			if tr, err = padFeatures(tr, o.pad); err != nil {
+				return nil, err
+			}
+			if te, err = padFeatures(te, o.pad); err != nil {
+				return nil, err
+			}
 		}
 		train, test, dim, classes = tr, te, tr.D, tr.Classes
 	case "mnist":
@@ -186,4 +194,16 @@ func (wm *workerModel) Gradient(params []float32, samples []int, grad []float32)
 		time.Sleep(d)
 	}
 	return loss
+}
+
+// padFeatures appends pad always-zero features to every row of d: a
+// model's weights on them get an exactly-zero gradient in every push, the
+// sparse updates of -dataset sparse.
+func padFeatures(d *model.Dataset, pad int) (*model.Dataset, error) {
+	nd := d.D + pad
+	x := make([]float32, d.N*nd)
+	for i := range d.N {
+		copy(x[i*nd:], d.Row(i))
+	}
+	return model.NewDataset(x, d.Y, nd, d.Classes)
 }
