@@ -173,7 +173,16 @@
 // ErrPeerGone. The cluster's control requests (ping, stats, shutdown,
 // abort) travel on the roles' transports with a first byte (0xFE) that
 // is never this package's wire version. Example_cluster starts 2 servers
-// and 3 workers over TCP with a secret and lz4 in under 30 lines.
+// and 3 workers over TCP with a secret and lz4 in under 30 lines;
+// ExampleFromModel trains a model.Model in-process:
+//
+//	c, err := ps.NewCluster(ctx, ps.ClusterConfig{Servers: 2, Workers: 3, Policy: epsp.NewSSP(2)})
+//	defer c.Close()
+//	stats, err := c.Train(ctx, ps.FromModel(m, train), ps.ShardSampler{N: train.N, Workers: 3}, tc)
+//
+// FromModel bridges model.Model (mean loss, an overwritten gradient, one
+// goroutine) and Model (sums added into the runtime's buffer, called from
+// p goroutines), with one model copy per computing goroutine.
 //
 // The default partitioner (of Client and Cluster) is Modulo: key mod the
 // number of servers, so dense small keys 0..n−1 spread over every server.
