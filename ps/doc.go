@@ -13,9 +13,10 @@
 //	cl.Pull(ctx, keys, vals, lens)            // fills the caller's buffer
 //	cl.PushPull(ctx, keys, grads, vals, lens) // both, one round trip per server
 //
-// Servers own key ranges chosen by a Partitioner (KeyRange by default, as in
-// ps-lite; Hash spreads dense small keys); a value longer than MaxSegment is
-// split across servers (ps-lite#156). The Client fans a request out to the
+// Servers own keys chosen by a Partitioner (Modulo by default: key mod
+// the number of servers; KeyRange cuts the key space into ranges as
+// ps-lite does; Hash mixes the keys first); a value longer than MaxSegment
+// is split across servers (ps-lite#156). The Client fans a request out to the
 // servers with errgroup and merges the replies. It validates a request
 // completely before sending anything — every key known (Init creates keys;
 // keys created by other clients are learned from the servers) with the right
