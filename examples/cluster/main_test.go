@@ -97,6 +97,10 @@ func TestLocalCluster(t *testing.T) {
 			if !strings.Contains(out.String(), "local: all 6 processes exited cleanly") {
 				t.Errorf("missing clean-exit line:\n%s", out.String())
 			}
+			// A newcomer's log shows the run, not where go run built it.
+			if strings.Contains(out.String(), bin) || strings.Contains(out.String(), "\r") {
+				t.Errorf("output names the temporary binary %s or redraws lines:\n%s", bin, out.String())
+			}
 		})
 	}
 }
