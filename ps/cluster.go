@@ -204,7 +204,7 @@ func NewCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error) 
 		cfg.EPSP.Batch = d.EPSP.Batch
 	}
 	if cfg.Store.Optimizer == nil {
-		cfg.Store = d.Store
+		cfg.Store.Optimizer = d.Store.Optimizer
 	}
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = d.StartTimeout
@@ -279,7 +279,11 @@ func NewCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error) 
 			if pol == nil {
 				pol = epsp.NewBSP()
 			}
-			pol = inferTopology(pol, len(cfg.Local) == 0, c.log)
+			allLocal := true
+			for i := range cfg.Workers {
+				allLocal = allLocal && cfg.local(WorkerNode(i))
+			}
+			pol = inferTopology(pol, allLocal, c.log)
 			c.policy = pol
 			ec := cfg.EPSP
 			ec.NumWorkers = cfg.Workers
@@ -712,6 +716,9 @@ func (c *Cluster) tellRemote(op byte, timeout time.Duration) error {
 		return nil
 	}
 	tr := c.trs[CoordinatorNode]
+	if tr == nil {
+		return nil // the coordinator never got a transport (NewCluster failed)
+	}
 	var mu sync.Mutex
 	var failed []string
 	var wg sync.WaitGroup

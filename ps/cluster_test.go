@@ -373,3 +373,25 @@ func TestCluster_ElasticEPSPGetsTopology(t *testing.T) {
 		t.Error("a configured EPSP was replaced")
 	}
 }
+
+// TestCluster_BadConfigs: a config NewCluster cannot run is refused
+// before anything starts, and a coordinator that cannot bind closes
+// cleanly.
+func TestCluster_BadConfigs(t *testing.T) {
+	ctx := context.Background()
+	for _, cfg := range []ps.ClusterConfig{
+		{Servers: 0, Workers: 1},
+		{Servers: 1, Workers: 1, Local: []transport.NodeID{"worker-0"}},                       // in-process, part of it
+		{Servers: 1, Workers: 1, TCP: true, Local: []transport.NodeID{"worker-0"}},            // no peers
+		{Servers: 1, Workers: 1, TCP: true, Local: []transport.NodeID{"worker-7"}},            // no such node
+		{Servers: 1, Workers: 0, TCP: true, Local: []transport.NodeID{"coordinator"}},         // no coordinator without workers
+		{Servers: 2, Workers: 1, TCP: true, Listen: "127.0.0.1:7777"},                         // four nodes on one port
+		{Servers: 1, Workers: 1, TCP: true, Listen: "256.0.0.1:0", CloseTimeout: time.Second}, // cannot bind
+	} {
+		c, err := ps.NewCluster(ctx, cfg)
+		if err == nil {
+			c.Close()
+			t.Errorf("%+v: started", cfg)
+		}
+	}
+}
