@@ -31,7 +31,10 @@ type localConfig struct {
 	secretFor        map[transport.NodeID]string
 	timeout          time.Duration
 	workers, servers int
-	stdout, stderr   io.Writer
+	// timeline, if set, has the coordinator and each worker write its
+	// timeline to <timeline without .json>-<node>.json.
+	timeline       string
+	stdout, stderr io.Writer
 }
 
 // errChildFailed wraps the error of a run in which a child failed.
@@ -105,6 +108,9 @@ func runLocal(ctx context.Context, lc localConfig) error {
 		role, rank, _ := ps.ParseNode(name, lc.servers, lc.workers)
 		args := append([]string{"-role=" + string(role), fmt.Sprintf("-rank=%d", rank), "-child", "-peers=" + book, "-listen=" + addrs[name]}, lc.args...)
 		args = append(args, lc.tls...)
+		if lc.timeline != "" && role != ps.RoleServer { // servers emit no timeline events
+			args = append(args, "-timeline="+strings.TrimSuffix(lc.timeline, ".json")+"-"+string(name)+".json")
+		}
 		cmd := exec.Command(lc.exe, args...)
 		s := secret
 		if o, ok := lc.secretFor[name]; ok {

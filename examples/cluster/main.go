@@ -105,7 +105,7 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up (non-zero exit) if the run takes longer than this")
 	fs.DurationVar(&o.startWait, "start-timeout", 15*time.Second, "how long each role waits for its peers at start-up before naming the missing ones")
 	fs.DurationVar(&o.stateEach, "state-every", 0, "coordinator: print every worker's state (clock, speed, parallelism, straggler/pioneer) at this interval; 0 never")
-	fs.StringVar(&o.timeline, "timeline", "", "write this process's timeline (Chrome trace-event JSON) to this file")
+	fs.StringVar(&o.timeline, "timeline", "", "write this process's timeline (Chrome trace-event JSON) to this file; the local mode writes one per node, <name>-<node>.json")
 
 	fs.StringVar(&o.policy, "policy", "bsp", "sync policy: "+strings.Join(policyNames(), ", "))
 	fs.IntVar(&o.staleness, "staleness", 3, "staleness bound s of ssp and epsp-slack")
@@ -186,7 +186,7 @@ func main() {
 		}
 		err = runLocal(context.Background(), localConfig{
 			exe: exe, args: forwardArgs(fs), secret: o.secret, timeout: o.timeout,
-			workers: o.workers, servers: o.servers, tls: o.tlsArgs(),
+			workers: o.workers, servers: o.servers, tls: o.tlsArgs(), timeline: o.timeline,
 			stdout: os.Stdout, stderr: os.Stderr,
 		})
 	} else {
