@@ -395,3 +395,35 @@ func TestCluster_BadConfigs(t *testing.T) {
 		}
 	}
 }
+
+func TestPeersFromTemplate(t *testing.T) {
+	p, err := ps.PeersFromTemplate("falcon-{role}-0-{rank}.falcon:7000", 2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[transport.NodeID]string{"coordinator": "falcon-coordinator-0-0.falcon:7000",
+		"server-0": "falcon-server-0-0.falcon:7000", "server-1": "falcon-server-0-1.falcon:7000",
+		"worker-0": "falcon-worker-0-0.falcon:7000", "worker-1": "falcon-worker-0-1.falcon:7000"}
+	if len(p) != len(want) {
+		t.Fatalf("%v", p)
+	}
+	for k, v := range want {
+		if p[k] != v {
+			t.Errorf("%s = %q, want %q", k, p[k], v)
+		}
+	}
+	if p, err := ps.PeersFromTemplate("h-{role}-{rank}:1", 1, 0); err != nil || len(p) != 1 || p["server-0"] != "h-server-0:1" {
+		t.Errorf("servers only: %v %v", p, err)
+	}
+	for _, bad := range []string{"static:7000", "{role}-{rank}", "{role}-{rank}:x:y"} {
+		if _, err := ps.PeersFromTemplate(bad, 1, 1); !errors.Is(err, ps.ErrBadPeers) {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+	if _, err := ps.ParsePeers("a=h:1,a=h:2"); !errors.Is(err, ps.ErrBadPeers) {
+		t.Errorf("duplicate: %v", err)
+	}
+	if m, err := ps.ParsePeers(" a=h:1 , b=[::1]:2,"); err != nil || m["b"] != "[::1]:2" || m["a"] != "h:1" {
+		t.Errorf("%v %v", m, err)
+	}
+}

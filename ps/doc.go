@@ -173,7 +173,10 @@
 // coordinator); a peer silent for PeerTimeout ends Wait and Train with
 // ErrPeerGone. The cluster's control requests (ping, stats, shutdown,
 // abort) travel on the roles' transports with a first byte (0xFE) that
-// is never this package's wire version. Example_cluster starts 2 servers
+// is never this package's wire version. ParsePeers reads a static
+// address book and PeersFromTemplate makes one from DNS names such as a
+// Kubernetes JobSet's pods ("falcon-{role}-0-{rank}.falcon:7000").
+// Example_cluster starts 2 servers
 // and 3 workers over TCP with a secret and lz4 in under 30 lines;
 // ExampleFromModel trains a model.Model in-process:
 //

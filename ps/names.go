@@ -3,6 +3,7 @@ package ps
 import (
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 
@@ -99,4 +100,50 @@ func workerNodes(n int) []transport.NodeID {
 		s[i] = WorkerNode(i)
 	}
 	return s
+}
+
+// ErrBadPeers: an address book or address template is malformed.
+var ErrBadPeers = errors.New("ps: bad peer addresses")
+
+// ParsePeers reads an address book "name=host:port,..." (spaces around
+// entries and a trailing comma are allowed; a name twice is refused).
+func ParsePeers(s string) (map[transport.NodeID]string, error) {
+	m := make(map[transport.NodeID]string)
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, addr, ok := strings.Cut(part, "=")
+		if !ok || name == "" || addr == "" || !strings.Contains(addr, ":") {
+			return nil, fmt.Errorf("%w: entry %q (want name=host:port)", ErrBadPeers, part)
+		}
+		if _, dup := m[transport.NodeID(name)]; dup {
+			return nil, fmt.Errorf("%w: %q named twice", ErrBadPeers, name)
+		}
+		m[transport.NodeID(name)] = addr
+	}
+	return m, nil
+}
+
+// PeersFromTemplate makes the address book of a cluster of servers
+// servers and workers workers from a template in which {role} and {rank}
+// stand for each node's role and rank (0 for the coordinator), e.g.
+// "falcon-{role}-0-{rank}.falcon:7000" names the pods of a Kubernetes
+// JobSet "falcon" with one indexed job per role under the JobSet's
+// headless service. The names are resolved when a node dials, so pods
+// that start later are found.
+func PeersFromTemplate(tmpl string, servers, workers int) (map[transport.NodeID]string, error) {
+	if !strings.Contains(tmpl, "{role}") || !strings.Contains(tmpl, "{rank}") {
+		return nil, fmt.Errorf("%w: template %q must contain {role} and {rank}", ErrBadPeers, tmpl)
+	}
+	if _, _, err := net.SplitHostPort(strings.NewReplacer("{role}", "r", "{rank}", "0").Replace(tmpl)); err != nil {
+		return nil, fmt.Errorf("%w: template %q: %v", ErrBadPeers, tmpl, err)
+	}
+	m := map[transport.NodeID]string{}
+	for _, n := range clusterNodes(servers, workers) {
+		role, rank, _ := ParseNode(n, servers, workers)
+		m[n] = strings.NewReplacer("{role}", string(role), "{rank}", strconv.Itoa(rank)).Replace(tmpl)
+	}
+	return m, nil
 }

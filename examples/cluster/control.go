@@ -13,25 +13,11 @@ import (
 	"github.com/falconml/falcon/transport"
 )
 
-// parsePeers reads "name=host:port,..." into an address book.
+// parsePeers reads -peers ("name=host:port,...") with ps.ParsePeers.
 func parsePeers(s string) (map[transport.NodeID]string, error) {
-	m := make(map[transport.NodeID]string)
-	if s == "" {
-		return m, nil
-	}
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		name, addr, ok := strings.Cut(part, "=")
-		if !ok || name == "" || addr == "" || !strings.Contains(addr, ":") {
-			return nil, fmt.Errorf("%w: -peers entry %q (want name=host:port)", errUsage, part)
-		}
-		if _, dup := m[transport.NodeID(name)]; dup {
-			return nil, fmt.Errorf("%w: -peers names %q twice", errUsage, name)
-		}
-		m[transport.NodeID(name)] = addr
+	m, err := ps.ParsePeers(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: -peers: %v", errUsage, err)
 	}
 	return m, nil
 }
@@ -58,22 +44,12 @@ func nodeNames(servers, workers int) []transport.NodeID {
 	return names
 }
 
-// expandPeers makes the address book from a DNS template: {role} and
-// {rank} are replaced by each node's role and rank (0 for the
-// coordinator), e.g. "falcon-{role}-0-{rank}.falcon:7000" names the pods
-// of a JobSet "falcon" with one replicated job per role under its
-// headless service.
+// expandPeers makes the address book from -peers-dns with
+// ps.PeersFromTemplate.
 func expandPeers(tmpl string, servers, workers int) (map[transport.NodeID]string, error) {
-	if !strings.Contains(tmpl, "{role}") || !strings.Contains(tmpl, "{rank}") {
-		return nil, fmt.Errorf("%w: -peers-dns %q must contain {role} and {rank}", errUsage, tmpl)
-	}
-	if _, _, err := net.SplitHostPort(strings.NewReplacer("{role}", "r", "{rank}", "0").Replace(tmpl)); err != nil {
-		return nil, fmt.Errorf("%w: -peers-dns %q: %v", errUsage, tmpl, err)
-	}
-	m := map[transport.NodeID]string{}
-	for _, n := range nodeNames(servers, workers) {
-		role, rank, _ := ps.ParseNode(n, servers, workers)
-		m[n] = strings.NewReplacer("{role}", string(role), "{rank}", fmt.Sprint(rank)).Replace(tmpl)
+	m, err := ps.PeersFromTemplate(tmpl, servers, workers)
+	if err != nil {
+		return nil, fmt.Errorf("%w: -peers-dns: %v", errUsage, err)
 	}
 	return m, nil
 }
