@@ -66,11 +66,14 @@ var k8sVar = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
 // describes as a process with exactly the pod's arguments (after
 // Kubernetes' $(VAR) expansion) and environment: JOB_COMPLETION_INDEX as
 // an indexed Job sets it, POD_IP from the downward API (one loopback
-// address per pod, 127.0.0.2 onwards), FALCON_SECRET from the secret. The
-// one thing Kubernetes provides that a test cannot is cluster DNS for the
-// pods' hostnames (<jobset>-<job>-<job index>-<pod index>.<subdomain>):
-// FALCON_HOSTS maps them to the pods' addresses instead. The run must end
-// with every process exiting 0 and the coordinator's summary line.
+// address per pod, 127.0.0.2 onwards), FALCON_SECRET from the secret.
+// Cluster DNS for the pods' hostnames (<jobset>-<job>-<job index>-<pod
+// index>.<subdomain>) is stood in for twice: by FALCON_HOSTS mapping them
+// to the pods' addresses (everywhere), and, as root with iproute2, by a
+// network namespace whose /etc/hosts names the pods, so that the
+// processes get exactly the pods' environment. The run must end with
+// every process exiting 0, the coordinator's summary line and every
+// worker's 50 clocks.
 func TestDeploy_JobSet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster of processes")
@@ -85,11 +88,6 @@ func TestDeploy_JobSet(t *testing.T) {
 	}
 	if js.Kind != "JobSet" || !js.Spec.Network.EnableDNSHostnames || js.Spec.Network.Subdomain == "" {
 		t.Fatalf("not a JobSet with DNS hostnames: %+v", js)
-	}
-	type pod struct {
-		name string
-		args []string
-		env  []string
 	}
 	const secret = "a-test-secret-for-the-manifests"
 	var pods []pod
@@ -138,6 +136,63 @@ func TestDeploy_JobSet(t *testing.T) {
 		t.Fatalf("%d pods, want 6 (coordinator, 2 servers, 3 workers)", len(pods))
 	}
 	bin := buildBinary(t)
+	t.Run("hosts-table", func(t *testing.T) {
+		runPods(t, bin, pods, nil, []string{"FALCON_HOSTS=" + strings.Join(hosts, ",")})
+	})
+	t.Run("netns-dns", func(t *testing.T) {
+		// As root with iproute2: every pod in one network namespace whose
+		// /etc/hosts (ip netns exec's /etc/netns/<ns>/hosts) names the
+		// pods, so the processes get exactly the pods' environment.
+		if os.Geteuid() != 0 {
+			t.Skip("needs root (a network namespace with its own /etc/hosts)")
+		}
+		if _, err := exec.LookPath("ip"); err != nil {
+			t.Skip("needs iproute2 (ip not found)")
+		}
+		ns := fmt.Sprintf("fldeploy%d", os.Getpid()%100000)
+		if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+			t.Skipf("cannot make a network namespace here: %v: %s", err, out)
+		}
+		dir := "/etc/netns/" + ns
+		_, statErr := os.Stat("/etc/netns")
+		t.Cleanup(func() {
+			exec.Command("ip", "netns", "del", ns).Run()
+			os.RemoveAll(dir)
+			if os.IsNotExist(statErr) {
+				os.Remove("/etc/netns") // ours: leave the machine as it was
+			}
+		})
+		if out, err := exec.Command("ip", "-n", ns, "link", "set", "lo", "up").CombinedOutput(); err != nil {
+			t.Fatalf("lo up: %v: %s", err, out)
+		}
+		var table strings.Builder
+		table.WriteString("127.0.0.1 localhost\n")
+		for _, h := range hosts {
+			name, ip, _ := strings.Cut(h, "=")
+			fmt.Fprintf(&table, "%s %s\n", ip, name)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dir+"/hosts", []byte(table.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		runPods(t, bin, pods, []string{"ip", "netns", "exec", ns}, nil)
+	})
+}
+
+// pod is one process a manifest describes.
+type pod struct {
+	name string
+	args []string
+	env  []string
+}
+
+// runPods runs every pod at once (under prefix, e.g. ip netns exec ns)
+// with its environment plus extra and what a Go binary needs to run
+// (PATH, HOME), and checks that all exit 0, the coordinator prints its
+// summary and every worker trains its 50 clocks.
+func runPods(t *testing.T, bin string, pods []pod, prefix, extra []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	type result struct {
@@ -151,10 +206,9 @@ func TestDeploy_JobSet(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cmd := exec.CommandContext(ctx, bin, p.args...)
-			// The pod's environment, the hosts table standing in for
-			// cluster DNS, and what a Go binary needs to run at all.
-			cmd.Env = append(append(p.env, "FALCON_HOSTS="+strings.Join(hosts, ",")), "PATH="+os.Getenv("PATH"), "HOME="+os.Getenv("HOME"))
+			argv := append(append(append([]string(nil), prefix...), bin), p.args...)
+			cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+			cmd.Env = append(append(append([]string(nil), p.env...), extra...), "PATH="+os.Getenv("PATH"), "HOME="+os.Getenv("HOME"))
 			var out, errb bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errb
 			err := cmd.Run()
@@ -163,16 +217,12 @@ func TestDeploy_JobSet(t *testing.T) {
 	}
 	wg.Wait()
 	close(results)
-	summary := false
 	for r := range results {
 		if r.err != nil {
 			t.Errorf("pod %s: %v\nstdout:\n%s\nstderr:\n%s", r.name, r.err, r.out, r.log)
 		}
-		if strings.HasPrefix(r.name, "coordinator") {
-			summary = summaryRE.MatchString(r.out)
-			if !summary {
-				t.Errorf("coordinator printed no summary:\n%s", r.out)
-			}
+		if strings.HasPrefix(r.name, "coordinator") && !summaryRE.MatchString(r.out) {
+			t.Errorf("coordinator printed no summary:\n%s", r.out)
 		}
 		if strings.HasPrefix(r.name, "worker") && !strings.Contains(r.out, "trained 50 clocks") {
 			t.Errorf("pod %s did not train 50 clocks:\n%s", r.name, r.out)
