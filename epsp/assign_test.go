@@ -13,7 +13,11 @@ import (
 func assignCoord(t *testing.T) (*epsp.Coordinator, *scripted) {
 	t.Helper()
 	p := &scripted{}
-	c := newCoord(t, 3, p)
+	// a tick period, so that three waiting workers are not a stall yet
+	c, err := epsp.NewCoordinator(epsp.Config{NumWorkers: 3, Batch: 10, TickPeriod: 100 * time.Millisecond}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for w := range 3 {
 		step(t, c, clockEvent(w, 0))
 	}

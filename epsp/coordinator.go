@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -14,6 +15,10 @@ var (
 	ErrBadEvent     = errors.New("epsp: bad event")
 	ErrBadPush      = errors.New("epsp: bad push")
 	ErrPolicyOutput = errors.New("epsp: invalid policy output")
+	// ErrStalled: the policy leaves every worker that still trains
+	// waiting for a release no event can bring (returned wrapped together
+	// with ErrPolicyOutput, naming the policy).
+	ErrStalled = errors.New("epsp: policy stalled every worker")
 )
 
 // Config describes the cluster a Coordinator tracks.
@@ -27,6 +32,12 @@ type Config struct {
 	Parallelism int
 	// TickPeriod is how often the runtime sends EventTick; zero means never.
 	TickPeriod time.Duration
+	// StallAfter is how long every worker still training may wait for a
+	// release, with no transfer outstanding, before Step reports
+	// ErrStalled. Without ticks no event can end such a wait, so the stall
+	// is reported at once; with ticks zero means max(100·TickPeriod, 2 s)
+	// (ours: far beyond any policy's control period).
+	StallAfter time.Duration
 }
 
 // DefaultConfig returns a config for 4 workers with batch 32, one goroutine
@@ -46,6 +57,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: Parallelism = %d, want >= 0", ErrBadConfig, c.Parallelism)
 	case c.TickPeriod < 0:
 		return fmt.Errorf("%w: TickPeriod = %v, want >= 0", ErrBadConfig, c.TickPeriod)
+	case c.StallAfter < 0:
+		return fmt.Errorf("%w: StallAfter = %v, want >= 0", ErrBadConfig, c.StallAfter)
 	}
 	return nil
 }
@@ -119,6 +132,11 @@ type Coordinator struct {
 	owed map[[3]int]int
 
 	stats Stats
+
+	buffers map[int]int // accumulated pushes per buffer not yet flushed
+
+	stalled    bool          // every worker still training waits
+	stallSince time.Duration // since when
 }
 
 // NewCoordinator returns a coordinator for cfg that decides with p.
@@ -145,6 +163,7 @@ func NewCoordinator(cfg Config, p Policy) (*Coordinator, error) {
 		transfers: make(map[uint64]*transferState),
 		pending:   make(map[int]int),
 		owed:      make(map[[3]int]int),
+		buffers:   make(map[int]int),
 	}
 	for w := range n {
 		c.batch[w] = cfg.Batch
@@ -197,10 +216,19 @@ func (c *Coordinator) Admit(now time.Duration, p Push) (PushDecision, error) {
 		return PushDecision{}, err
 	}
 	d := c.policy.Admit(now, c.View(), p)
+	name := c.policy.Name()
 	switch d.Action {
-	case ApplyNow, Accumulate, Drop:
+	case ApplyNow:
+		if !validScale(d.Scale) {
+			return PushDecision{}, fmt.Errorf("%w: policy %s: PushDecision.Scale %v for worker %d's push of clock %d (want finite, >= 0; 0 means 1)", ErrPolicyOutput, name, d.Scale, p.Worker, p.Clock)
+		}
+	case Accumulate:
+		if d.Clock < 0 {
+			return PushDecision{}, fmt.Errorf("%w: policy %s: PushDecision.Clock %d names no buffer (want >= 0)", ErrPolicyOutput, name, d.Clock)
+		}
+	case Drop:
 	default:
-		return PushDecision{}, fmt.Errorf("%w: policy %s: unknown push action %v", ErrPolicyOutput, c.policy.Name(), d.Action)
+		return PushDecision{}, fmt.Errorf("%w: policy %s: unknown push action %v", ErrPolicyOutput, name, d.Action)
 	}
 	for _, x := range p.Parts {
 		if x.Owner != p.Worker {
@@ -224,6 +252,7 @@ func (c *Coordinator) Admit(now time.Duration, p Push) (PushDecision, error) {
 		c.version++
 	} else {
 		c.stats.Accumulated++
+		c.buffers[d.Clock]++
 	}
 	return d, nil
 }
@@ -264,6 +293,15 @@ func (c *Coordinator) checkParts(p Push) error {
 // parallelism and batch orders change the view, transfers get IDs and are
 // tracked until done or refused. Releases of workers that are not waiting
 // or have left (or duplicates) are removed from the returned Output.
+//
+// Every order is checked before anything is applied (ErrPolicyOutput, the
+// error naming the policy and the field): parallelism and batch sizes
+// positive, transfers of unclaimed ranges of a computing worker, flushes
+// of clocks that exist — a clock some worker has reached, or a buffer a
+// push accumulated into — each at most once, with a finite scale >= 0,
+// releases of workers that exist. A policy that leaves
+// every worker still training waiting is reported with ErrStalled (see
+// Config.StallAfter).
 //
 // An event that contradicts the state (a worker clocking twice, a result
 // for an unknown transfer) is refused with ErrBadEvent and changes nothing.
@@ -365,7 +403,65 @@ func (c *Coordinator) Step(now time.Duration, e Event) (Output, error) {
 		return Output{}, fmt.Errorf("%w: unknown kind %v", ErrBadEvent, e.Kind)
 	}
 	out := c.policy.Step(now, c.View(), e)
+	if err := c.checkStall(now, out); err != nil {
+		return Output{}, err
+	}
 	return c.record(out)
+}
+
+// validScale reports whether a policy's scale is usable: finite and not
+// negative (0 reads as 1).
+func validScale(x float64) bool { return x >= 0 && !math.IsInf(x, 1) }
+
+// bufferClocks lists the buffers holding accumulated pushes, in order.
+func (c *Coordinator) bufferClocks() []int {
+	ks := make([]int, 0, len(c.buffers))
+	for k := range c.buffers {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// checkStall reports ErrStalled when, after out, every worker still
+// training would wait with no transfer outstanding, for StallAfter (at
+// once without ticks). out is assumed valid; record checks it.
+func (c *Coordinator) checkStall(now time.Duration, out Output) error {
+	released := make(map[WorkerID]bool, len(out.Release))
+	for _, w := range out.Release {
+		released[w] = true
+	}
+	var waiting []string
+	for w := range c.clock {
+		if c.left[w] {
+			continue
+		}
+		if !c.waiting[w] || released[WorkerID(w)] {
+			c.stalled = false
+			return nil
+		}
+		waiting = append(waiting, fmt.Sprintf("%d at clock %d", w, c.clock[w]))
+	}
+	if len(waiting) == 0 || len(c.transfers) > 0 || len(out.Transfers) > 0 {
+		c.stalled = false
+		return nil
+	}
+	if !c.stalled {
+		c.stalled, c.stallSince = true, now
+	}
+	limit := c.cfg.StallAfter
+	if limit == 0 {
+		limit = max(100*c.cfg.TickPeriod, 2*time.Second)
+	}
+	if c.cfg.TickPeriod > 0 && now-c.stallSince < limit {
+		return nil
+	}
+	why := "and without a control tick no event can release them"
+	if c.cfg.TickPeriod > 0 {
+		why = fmt.Sprintf("for %v of control ticks", now-c.stallSince)
+	}
+	return fmt.Errorf("%w: %w: policy %s released nobody while every worker still training waits (workers %s) %s",
+		ErrPolicyOutput, ErrStalled, c.policy.Name(), strings.Join(waiting, ", "), why)
 }
 
 func (c *Coordinator) donePending(clock int) {
@@ -403,7 +499,24 @@ func (c *Coordinator) record(out Output) (Output, error) {
 	if err := c.checkAssign(out); err != nil {
 		return Output{}, err
 	}
-	for range out.Flush {
+	flushed := make(map[int]bool, len(out.Flush))
+	for _, f := range out.Flush {
+		exists := c.buffers[f.Clock] > 0 || (f.Clock >= 0 && f.Clock <= slices.Max(c.clock))
+		if !exists || flushed[f.Clock] {
+			return Output{}, fmt.Errorf("%w: policy %s: Flush of clock %d, which no worker has reached and no push accumulated into (clocks 0..%d, buffers %v), or twice", ErrPolicyOutput, name, f.Clock, slices.Max(c.clock), c.bufferClocks())
+		}
+		flushed[f.Clock] = true
+		if !validScale(f.Scale) {
+			return Output{}, fmt.Errorf("%w: policy %s: Flush of clock %d with Scale %v (want finite, >= 0; 0 means 1)", ErrPolicyOutput, name, f.Clock, f.Scale)
+		}
+	}
+	for _, w := range out.Release {
+		if err := c.checkWorker(w); err != nil {
+			return Output{}, fmt.Errorf("%w: policy %s: Release of %v", ErrPolicyOutput, name, err)
+		}
+	}
+	for _, f := range out.Flush {
+		delete(c.buffers, f.Clock)
 		c.version++
 		c.stats.Flushes++
 	}
@@ -411,7 +524,7 @@ func (c *Coordinator) record(out Output) (Output, error) {
 		kept := out.Release[:0:0]
 		min := c.minClock()
 		for _, w := range out.Release {
-			if c.checkWorker(w) != nil || !c.waiting[w] || c.left[w] {
+			if !c.waiting[w] || c.left[w] {
 				continue
 			}
 			c.waiting[w] = false

@@ -24,7 +24,16 @@
 //     whose Parts name each owner).
 //
 // A Coordinator is the pure core that keeps the View, validates events and
-// policy output, and counts what was decided (Stats). Two drivers run the
+// policy output, and counts what was decided (Stats). Every decision and
+// order is checked before it is applied, and a bad one is an error
+// (ErrPolicyOutput) naming the policy and the field: push and flush scales
+// finite and >= 0 (0 reads as 1), accumulations only into buffers >= 0,
+// flushes only of clocks that exist (reached by a worker, or a buffer a
+// push accumulated into), each once, releases only of workers that exist, parallelism and batch
+// sizes positive, transfers only of a computing worker's batch. A policy
+// that leaves every worker still training waiting is reported as
+// ErrStalled (at once without a control tick, after Config.StallAfter with
+// one) instead of leaving the run to its caller's deadline. Two drivers run the
 // same Coordinator and policy values: package ps drives it live, over a
 // transport, and package ps/sim drives it in virtual time. Because policies
 // are pure, a policy can be unit-tested with a scripted view (package

@@ -22,9 +22,10 @@ type ClientConfig struct {
 	// Width is the value length of every key in calls with lens == nil;
 	// zero means 1.
 	Width int
-	// Partitioner places keys on servers; nil means KeyRange over the whole
-	// key space with DefaultMaxSegment. Every client of a cluster must use
-	// the same partitioner.
+	// Partitioner places keys on servers; nil means Modulo (key mod the
+	// number of servers, so dense small keys spread over every server) with
+	// DefaultMaxSegment. Every client of a cluster must use the same
+	// partitioner.
 	Partitioner Partitioner
 	// RequestTimeout bounds each request to a server, so that a server
 	// that accepted a request and hangs cannot block the caller forever
@@ -106,7 +107,7 @@ func NewClient(tr transport.Transport, cfg ClientConfig) (*Client, error) {
 		cfg.Width = 1
 	}
 	if cfg.Partitioner == nil {
-		cfg.Partitioner = KeyRange{Servers: len(cfg.Servers), MaxSegment: DefaultMaxSegment}
+		cfg.Partitioner = Modulo{Servers: len(cfg.Servers), MaxSegment: DefaultMaxSegment}
 	}
 	if cfg.RequestTimeout == 0 {
 		cfg.RequestTimeout = 30 * time.Second

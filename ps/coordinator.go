@@ -345,6 +345,9 @@ func (c *Coordinator) decode(from transport.NodeID, b []byte) (*coordReq, error)
 	r := &coordReq{op: o, worker: w}
 	switch o {
 	case opHello:
+		if id := d.int(0, 1<<31, "worker id"); d.err == nil && epsp.WorkerID(id) != w {
+			return nil, fmt.Errorf("%w: %q is worker %d of this cluster but says it is worker %d (WorkerConfig.ID)", ErrRejected, from, w, id)
+		}
 		r.inc = d.u64()
 	case opAdmit:
 		r.push = decodePush(&d)
@@ -445,10 +448,16 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 			return coordResp{err: fmt.Errorf("%w: worker %d answers transfer %d of worker %d", ErrRejected, r.worker, o.ID, o.From)}
 		}
 		delete(orders, r.ev.Transfer.ID)
+		if ok { // before the orders the answer causes
+			res := r.ev.Transfer
+			if !res.Accepted {
+				res.Lo, res.Hi = 0, 0
+			}
+			c.opts.emit(Event{Kind: EvTransferResult, Node: "coordinator", Worker: o.From, Clock: o.Clock, Lo: res.Lo, Hi: res.Hi, Transfer: o, Result: res})
+		}
 		err := c.step(r.ev, orders)
 		if err == nil && ok && r.ev.Transfer.Accepted {
 			res := r.ev.Transfer
-			c.opts.emit(Event{Kind: EvTransferResult, Node: "coordinator", Worker: o.From, Clock: o.Clock, Lo: res.Lo, Hi: res.Hi, Transfer: o, Result: res})
 			task := transferTask{id: o.ID, owner: o.From, clock: o.Clock, lo: res.Lo, hi: res.Hi, batch: r.batch, version: c.core.View().Version()}
 			e := newMsg(nil, opTransferTask)
 			e.u64(task.id)
@@ -462,30 +471,10 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 				// The taker is gone: the range can never be computed.
 				c.setFatal(fmt.Errorf("ps: transfer %d to %s: %w", o.ID, c.cfg.Workers[o.To], serr))
 			}
-		} else if err == nil && ok {
-			c.opts.emit(Event{Kind: EvTransferResult, Node: "coordinator", Worker: o.From, Clock: o.Clock, Transfer: o, Result: r.ev.Transfer})
 		}
 		return coordResp{err: err}
-	case opTransferDone:
-		err := c.step(r.ev, orders)
-		if err == nil {
-			c.opts.emit(Event{Kind: EvTransferDone, Node: "coordinator", Worker: r.worker, Result: r.ev.Transfer})
-		}
-		return coordResp{err: err}
-	case opClock:
-		err := c.step(r.ev, orders)
-		if err == nil {
-			c.opts.emit(Event{Kind: EvClockDone, Node: "coordinator", Worker: r.worker, Clock: r.ev.Clock})
-		}
-		return coordResp{err: err}
-	case opProgress:
+	case opTransferDone, opClock, opProgress, opLeave: // step emits what they report (emitCause)
 		return coordResp{err: c.step(r.ev, orders)}
-	case opLeave:
-		err := c.step(r.ev, orders)
-		if err == nil {
-			c.opts.emit(Event{Kind: EvLeave, Node: "coordinator", Worker: r.worker})
-		}
-		return coordResp{err: err}
 	}
 	return coordResp{err: fmt.Errorf("%w: op %d", ErrMalformed, r.op)}
 }
@@ -527,6 +516,7 @@ func (c *Coordinator) step(ev epsp.Event, orders map[uint64]epsp.TransferOrder) 
 		return fmt.Errorf("%w: %v", ErrRejected, err)
 	}
 	c.snapshot()
+	c.emitCause(ev) // before the orders it caused: observers see causal order
 	return c.execute(out, orders)
 }
 

@@ -13,9 +13,10 @@
 //	cl.Pull(ctx, keys, vals, lens)            // fills the caller's buffer
 //	cl.PushPull(ctx, keys, grads, vals, lens) // both, one round trip per server
 //
-// Servers own key ranges chosen by a Partitioner (KeyRange by default, as in
-// ps-lite; Hash spreads dense small keys); a value longer than MaxSegment is
-// split across servers (ps-lite#156). The Client fans a request out to the
+// Servers own keys chosen by a Partitioner (Modulo by default: key mod
+// the number of servers; KeyRange cuts the key space into ranges as
+// ps-lite does; Hash mixes the keys first); a value longer than MaxSegment
+// is split across servers (ps-lite#156). The Client fans a request out to the
 // servers with errgroup and merges the replies. It validates a request
 // completely before sending anything — every key known (Init creates keys;
 // keys created by other clients are learned from the servers) with the right
@@ -90,7 +91,21 @@
 // chunk), so Samples/Busy is the worker's speed.
 //
 // An Observer sees pushes, applies and flushes, clock starts and ends,
-// releases, parallelism and batch changes, transfers and computed chunks.
+// pulls and pushes done, releases, parallelism and batch changes,
+// transfers and computed chunks; each EventKind names the role that emits
+// it. Events carry a process-wide Seq, and the coordinator emits the
+// event a request reports (EvClockDone, EvLeave, transfer answers) before
+// the orders it caused, so Seq order is causal within a process.
+//
+// # Observability
+//
+// Timeline is an Observer that writes a run as a Chrome trace-event JSON
+// timeline (pull, compute, push, wait and transfer spans per worker and
+// clock; open it in chrome://tracing or ui.perfetto.dev). A Cluster with
+// its coordinator in this process tracks every worker's state (clock,
+// waiting or left, parallelism, batch, speed, straggler or pioneer):
+// Cluster.WorkerStates on demand, ClusterConfig.StateEvery and OnState at
+// an interval.
 //
 // # Failures
 //
@@ -184,10 +199,55 @@
 //
 //	ps: start timed out: waiting for 1/2 servers: server-1 unreachable (… dial "server-1" at 127.0.0.1:37093 …)
 //
+// # Clusters
+//
+// NewCluster starts a whole cluster from one ClusterConfig — servers and
+// workers counted, the policy, batch, optimizer, partitioner, and the
+// network: in-process (transport.InmemNetwork) or TCP with a shared
+// secret, TLS and compression — or only the nodes of it named in Local,
+// reaching the others at their Peers addresses (one process per node, as
+// a deployment runs it). Nodes are named coordinator, server-<i> and
+// worker-<i>; a worker's epsp.WorkerID is its i, so names and ids cannot
+// disagree (a Worker whose WorkerConfig.ID differs from its position in
+// the coordinator's list is refused at Start with ErrRejected). The
+// cluster owns its transports. Train trains on the local workers; Wait
+// blocks until the run is over (the coordinator's node waits for every
+// worker to leave and then tells the others, which return on its word);
+// Close ends the roles, then the transports, is idempotent and returns
+// within CloseTimeout even when peers are dead. Across processes the
+// nodes ping each other (the coordinator everyone, the others the
+// coordinator); a peer silent for PeerTimeout ends Wait and Train with
+// ErrPeerGone. The cluster's control requests (ping, stats, shutdown,
+// abort) travel on the roles' transports with a first byte (0xFE) that
+// is never this package's wire version. ParsePeers reads a static
+// address book and PeersFromTemplate makes one from DNS names such as a
+// Kubernetes JobSet's pods ("falcon-{role}-0-{rank}.falcon:7000").
+// Example_cluster starts 2 servers
+// and 3 workers over TCP with a secret and lz4 in under 30 lines;
+// ExampleFromModel trains a model.Model in-process:
+//
+//	c, err := ps.NewCluster(ctx, ps.ClusterConfig{Servers: 2, Workers: 3, Policy: epsp.NewSSP(2)})
+//	defer c.Close()
+//	stats, err := c.Train(ctx, ps.FromModel(m, train), ps.ShardSampler{N: train.N, Workers: 3}, tc)
+//
+// FromModel bridges model.Model (mean loss, an overwritten gradient, one
+// goroutine) and Model (sums added into the runtime's buffer, called from
+// p goroutines), with one model copy per computing goroutine.
+//
+// The default partitioner (of Client and Cluster) is Modulo: key mod the
+// number of servers, so dense small keys 0..n−1 spread over every server.
+// (It was KeyRange over all of uint64, which put keys 0..10 on server-0.)
+// Cluster.Train logs a warning when a server holds none of the keys
+// (IdleServers). Elastic EPSP (on in epsp.DefaultEPSPConfig) can change
+// no parallelism without a Topology or Parallelism.PMax; a Cluster whose
+// workers all run in this process supplies OneHost{runtime.NumCPU()}
+// (Cluster.Policy returns the policy it runs), and warns otherwise.
+//
 // # Usage
 //
-// pstest.NewCluster starts a whole cluster in-process for tests. Elsewhere,
-// join each role to a transport under its node name: a Server is just a
-// transport.Handler; NewCoordinator + Start; NewWorker + Start, then
-// Worker.Train. Example_training shows the whole wiring in one process.
+// pstest.NewCluster starts a whole cluster in-process for tests (built on
+// NewCluster). Elsewhere, either use NewCluster, or join each role to a
+// transport under its node name: a Server is just a transport.Handler;
+// NewCoordinator + Start; NewWorker + Start, then Worker.Train.
+// Example_training shows that wiring in one process.
 package ps

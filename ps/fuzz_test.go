@@ -149,7 +149,7 @@ func fuzzCoordinator(tb testing.TB, pc *panicCounter) (*Coordinator, func()) {
 // seedCoordinatorMessages are well-formed coordinator requests.
 func seedCoordinatorMessages() [][]byte {
 	var seeds [][]byte
-	seeds = append(seeds, []byte{wireVersion, byte(opHello)})
+	seeds = append(seeds, []byte{wireVersion, byte(opHello), 0, 0, 0, 0, 0, 0, 0, 0})
 	e := newMsg(nil, opAdmit)
 	encodePush(&e, epsp.Push{Worker: 0, Owner: 0, Clock: 0, Samples: 8, BatchSamples: 8})
 	seeds = append(seeds, e.b)

@@ -391,6 +391,7 @@ func (w *Worker) startHeartbeats() {
 // helloMsg is the hello request: incarnation u64.
 func (w *Worker) helloMsg() []byte {
 	e := newMsg(nil, opHello)
+	e.i64(int64(w.cfg.ID)) // the coordinator checks it against this node's name
 	e.u64(w.incarnation)
 	return e.b
 }

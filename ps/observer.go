@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/falconml/falcon/epsp"
@@ -13,40 +14,62 @@ import (
 // EventKind tells what an observed Event reports.
 type EventKind uint8
 
+// The kinds, with the role that emits each (Event.Node names the node).
 const (
-	// EvPushAdmitted: the coordinator admitted a push (Push, Decision).
+	// EvPushAdmitted (coordinator): the coordinator admitted a push (Push,
+	// Decision).
 	EvPushAdmitted EventKind = iota + 1
-	// EvApplied: a server applied a push (Clock, Action = ApplyNow) or
-	// buffered one (Action = Accumulate); Samples is the push weight.
+	// EvApplied (server): a server applied a push (Clock, Action =
+	// ApplyNow) or buffered one (Action = Accumulate); Samples is the push
+	// weight.
 	EvApplied
-	// EvFlushed: a server applied the buffered gradients of Clock.
+	// EvFlushed (server): a server applied the buffered gradients of Clock.
 	EvFlushed
-	// EvClockStart: Worker started computing Clock.
+	// EvClockStart (worker): Worker started computing Clock.
 	EvClockStart
-	// EvClockDone: Worker's pushes of Clock are stored; it waits for release.
+	// EvClockDone (coordinator): Worker's pushes of Clock are stored; it
+	// waits for release. Emitted before the orders the policy answered
+	// with, so before the EvRelease it caused.
 	EvClockDone
-	// EvRelease: the coordinator released Worker into Clock.
+	// EvRelease (coordinator): the coordinator released Worker into Clock.
 	EvRelease
-	// EvParallelism: Worker's parallelism was set to P.
+	// EvParallelism (coordinator when ordered, worker when applied):
+	// Worker's parallelism was set to P.
 	EvParallelism
-	// EvBatch: Worker's batch was set to Samples.
+	// EvBatch (coordinator when ordered, worker when applied): Worker's
+	// batch was set to Samples.
 	EvBatch
-	// EvTransferOrdered: the coordinator ordered Transfer.
+	// EvTransferOrdered (coordinator): the coordinator ordered Transfer.
 	EvTransferOrdered
-	// EvTransferResult: the giver answered (Accepted, Lo, Hi in Result).
+	// EvTransferResult (coordinator): the giver answered (Accepted, Lo, Hi
+	// in Result); emitted before the orders the answer caused.
 	EvTransferResult
-	// EvTransferDone: the taker pushed the transferred range.
+	// EvTransferDone (coordinator): the taker (Worker) pushed the
+	// transferred range; emitted before the orders it caused.
 	EvTransferDone
-	// EvChunk: Worker computed samples [Lo, Hi) of Owner's batch of Clock.
+	// EvChunk (worker): Worker computed samples [Lo, Hi) of Owner's batch
+	// of Clock.
 	EvChunk
-	// EvLeave: Worker finished training and left (epsp.EventLeave).
+	// EvLeave (coordinator): Worker finished training and left
+	// (epsp.EventLeave); emitted before the orders it caused.
 	EvLeave
+	// EvPulled (worker): Worker has the parameters of Clock (its pull is
+	// done; EvClockStart marks when it began).
+	EvPulled
+	// EvComputed (worker): Worker's goroutines finished computing its own
+	// batch of Clock (Samples computed by it; transferred parts excluded).
+	EvComputed
+	// EvPushed (worker): Worker's push of Clock is stored on the servers
+	// (admitted, then sent); next comes its clock request and the wait
+	// for release.
+	EvPushed
 )
 
 // String returns the kind's name, e.g. "clock-start".
 func (k EventKind) String() string {
 	names := [...]string{"", "push-admitted", "applied", "flushed", "clock-start", "clock-done", "release",
-		"parallelism", "batch", "transfer-ordered", "transfer-result", "transfer-done", "chunk", "leave"}
+		"parallelism", "batch", "transfer-ordered", "transfer-result", "transfer-done", "chunk", "leave",
+		"pulled", "computed", "pushed"}
 	if int(k) < len(names) && k > 0 {
 		return names[k]
 	}
@@ -55,7 +78,15 @@ func (k EventKind) String() string {
 
 // Event is what an Observer sees. Only the fields its Kind names are set.
 type Event struct {
-	Kind     EventKind
+	Kind EventKind
+	// Seq numbers the events of one process in the order they were
+	// emitted (from 1, shared by every role in the process). An event
+	// caused by another — a release by the clock that completed its
+	// barrier, a worker's clock start by its release — has a larger Seq,
+	// so sorting by Seq gives a causal order of one process's events even
+	// though Observe may be called concurrently, out of that order. Across
+	// processes compare At (each role's own clock) instead.
+	Seq      uint64
 	At       time.Duration // time since the role started
 	Node     string        // the node reporting
 	Worker   epsp.WorkerID
@@ -71,8 +102,9 @@ type Event struct {
 }
 
 // Observer receives events from servers, the coordinator and workers. It is
-// called synchronously from the role's goroutines, possibly concurrently,
-// so it must be safe for concurrent use and return quickly.
+// called synchronously from the role's goroutines, possibly concurrently
+// (so not necessarily in Seq order), so it must be safe for concurrent use
+// and return quickly.
 type Observer interface {
 	Observe(Event)
 }
@@ -128,8 +160,12 @@ func (o *options) recovered(node string, peer transport.NodeID, r any) error {
 	return err
 }
 
+// eventSeq numbers the events of this process (Event.Seq).
+var eventSeq atomic.Uint64
+
 func (o *options) emit(e Event) {
 	if o.obs != nil {
+		e.Seq = eventSeq.Add(1)
 		e.At = o.clock()
 		o.obs.Observe(e)
 	}

@@ -93,6 +93,25 @@ func (p Hash) Locate(dst []Segment, key uint64, n int) []Segment {
 	return splitSegments(dst, key, n, int(mix64(key)%uint64(s)), s, p.MaxSegment)
 }
 
+// Modulo places key on server key mod Servers: dense small keys 0..n−1,
+// as models number their tensors, go round-robin, so every server holds
+// ⌊n/Servers⌋ or ⌈n/Servers⌉ of them. It is the default partitioner of
+// Client and Cluster. Keys that share a stride with Servers (all even keys
+// on 2 servers) pile up on one server: use Hash for those. Large values
+// split as in KeyRange.
+type Modulo struct {
+	Servers    int
+	MaxSegment int
+}
+
+var _ Partitioner = Modulo{}
+
+// Locate implements Partitioner.
+func (p Modulo) Locate(dst []Segment, key uint64, n int) []Segment {
+	s := max(p.Servers, 1)
+	return splitSegments(dst, key, n, int(key%uint64(s)), s, p.MaxSegment)
+}
+
 // splitSegments cuts [0,n) into k = min(servers, ⌈n/maxSeg⌉) near-equal
 // parts (the first n mod k parts one element longer) on servers
 // home, home+1, … (mod servers).

@@ -668,6 +668,7 @@ func (w *Worker) run(ctx context.Context, tc TrainConfig, total int) (TrainStats
 		if err := w.client.Pull(ctx, tc.Keys, params, tc.Lens); err != nil {
 			return w.statsWith(loss), err
 		}
+		w.opts.emit(Event{Kind: EvPulled, Node: w.name, Worker: w.cfg.ID, Clock: c})
 		w.mu.Lock()
 		w.params, w.pversion = params, version
 		par := w.par
@@ -684,6 +685,7 @@ func (w *Worker) run(ctx context.Context, tc TrainConfig, total int) (TrainStats
 		// One push for the clock: the own samples and the assigned ones
 		// (Parts say whose), weighted by the samples it covers.
 		n, x := j.done, j.xdone
+		w.opts.emit(Event{Kind: EvComputed, Node: w.name, Worker: w.cfg.ID, Clock: c, Samples: n + x})
 		if n > 0 {
 			loss = append(loss, j.loss/float64(n))
 		} else {
@@ -695,6 +697,7 @@ func (w *Worker) run(ctx context.Context, tc TrainConfig, total int) (TrainStats
 			if err := w.pushGrad(ctx, push, j.grad); err != nil {
 				return w.statsWith(loss), err
 			}
+			w.opts.emit(Event{Kind: EvPushed, Node: w.name, Worker: w.cfg.ID, Clock: c, Samples: n + x})
 		}
 		w.mu.Lock()
 		w.stats.Samples += n

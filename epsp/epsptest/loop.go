@@ -247,6 +247,11 @@ func (l *Loop) admit(p epsp.Push) error {
 
 func (l *Loop) step(e epsp.Event) error {
 	out, err := l.C.Step(l.now, e)
+	if errors.Is(err, epsp.ErrStalled) {
+		// The coordinator saw what the loop would find at its end: no
+		// event can release anyone.
+		return fmt.Errorf("%w at %v: %w", ErrDeadlock, l.now, err)
+	}
 	if err != nil {
 		return err
 	}

@@ -1,168 +1,28 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/binary"
-	"errors"
 	"fmt"
+	"net"
 	"os"
-	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/falconml/falcon/fvdf"
+	"github.com/falconml/falcon/ps"
 	"github.com/falconml/falcon/transport"
 )
 
-// The cluster's own control messages share each node's transport with ps's
-// traffic. They start with ctlMagic, whose first byte (0xFE) is never ps's
-// wire version (1), so a wrapped ps handler never sees them and ps never
-// mistakes them for its own.
-//
-// All are requests, so the sender knows they arrived:
-//
-//	ping     → ack (liveness of the coordinator)
-//	stats    → 6 × u64: the node's transport.Stats
-//	done     worker → coordinator: samples, given, taken | bits of the last loss (u64 each) → ack
-//	shutdown coordinator → everyone: the run is over, exit 0 → ack
-//	abort    coordinator → everyone: the run failed (the coordinator's log says why), exit 1 → ack
-var ctlMagic = []byte{0xFE, 'F', 'C', 'L'}
-
-const (
-	ctlPing byte = iota + 1
-	ctlStats
-	ctlDone
-	ctlShutdown
-	ctlAbort
-)
-
-func ctlMsg(op byte, vals ...uint64) []byte {
-	b := append(append([]byte(nil), ctlMagic...), op)
-	for _, v := range vals {
-		b = binary.BigEndian.AppendUint64(b, v)
-	}
-	return b
-}
-
-// parseCtl splits a control message into its op and u64 fields; ok is
-// false for anything else (ps traffic).
-func parseCtl(b []byte) (op byte, vals []uint64, ok bool) {
-	if len(b) < len(ctlMagic)+1 || string(b[:len(ctlMagic)]) != string(ctlMagic) {
-		return 0, nil, false
-	}
-	body := b[len(ctlMagic)+1:]
-	if len(body)%8 != 0 {
-		return 0, nil, false
-	}
-	for i := 0; i < len(body); i += 8 {
-		vals = append(vals, binary.BigEndian.Uint64(body[i:]))
-	}
-	return b[len(ctlMagic)], vals, true
-}
-
-// ctlHandler wraps a ps role's handler: control requests are served here,
-// everything else goes to the role.
-type ctlHandler struct {
-	inner transport.Handler
-	// onDone receives a worker's done report (coordinator only); it must
-	// be quick.
-	onDone func(from transport.NodeID, vals []uint64) error
-
-	shutdownOnce sync.Once
-	shutdown     chan struct{} // closed when the coordinator says the run is over
-	abortOnce    sync.Once
-	aborted      chan struct{} // closed when the coordinator says the run failed
-
-	mu sync.Mutex
-	tr transport.Transport // set once the transport exists
-}
-
-func newCtlHandler(inner transport.Handler) *ctlHandler {
-	return &ctlHandler{inner: inner, shutdown: make(chan struct{}), aborted: make(chan struct{})}
-}
-
-var _ transport.Handler = (*ctlHandler)(nil)
-
-func (h *ctlHandler) setTransport(tr transport.Transport) {
-	h.mu.Lock()
-	h.tr = tr
-	h.mu.Unlock()
-}
-
-func (h *ctlHandler) HandleRequest(ctx context.Context, from transport.NodeID, req []byte) ([]byte, error) {
-	op, vals, ok := parseCtl(req)
-	if !ok {
-		return h.inner.HandleRequest(ctx, from, req)
-	}
-	switch op {
-	case ctlDone:
-		if h.onDone == nil {
-			return nil, errors.New("cluster: not the coordinator")
-		}
-		if err := h.onDone(from, vals); err != nil {
-			return nil, err
-		}
-		return ctlMsg(ctlDone), nil
-	case ctlShutdown, ctlAbort:
-		if from != coordinatorName {
-			return nil, fmt.Errorf("cluster: end of run from %q refused (only the coordinator may end the run)", from)
-		}
-		if op == ctlShutdown {
-			h.shutdownOnce.Do(func() { close(h.shutdown) })
-		} else {
-			h.abortOnce.Do(func() { close(h.aborted) })
-		}
-		return ctlMsg(op), nil
-	case ctlPing:
-		return ctlMsg(ctlPing), nil
-	case ctlStats:
-		h.mu.Lock()
-		tr := h.tr
-		h.mu.Unlock()
-		sr, _ := tr.(transport.StatsReporter)
-		if sr == nil {
-			return nil, errors.New("cluster: transport reports no stats")
-		}
-		s := sr.Stats()
-		return ctlMsg(ctlStats, s.FramesSent, s.RawBytesSent, s.WireBytesSent, s.FramesReceived, s.RawBytesReceived, s.WireBytesReceived), nil
-	}
-	return nil, fmt.Errorf("cluster: unknown control request %d", op)
-}
-
-// HandleMessage passes ps's one-way messages on; the cluster sends none of
-// its own.
-func (h *ctlHandler) HandleMessage(from transport.NodeID, msg []byte) {
-	if _, _, ok := parseCtl(msg); !ok {
-		h.inner.HandleMessage(from, msg)
-	}
-}
-
-// parsePeers reads "name=host:port,..." into an address book.
+// parsePeers reads -peers ("name=host:port,...") with ps.ParsePeers.
 func parsePeers(s string) (map[transport.NodeID]string, error) {
-	m := make(map[transport.NodeID]string)
-	if s == "" || s == "-" {
-		return m, nil
-	}
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		name, addr, ok := strings.Cut(part, "=")
-		if !ok || name == "" || addr == "" || !strings.Contains(addr, ":") {
-			return nil, fmt.Errorf("%w: -peers entry %q (want name=host:port)", errUsage, part)
-		}
-		if _, dup := m[transport.NodeID(name)]; dup {
-			return nil, fmt.Errorf("%w: -peers names %q twice", errUsage, name)
-		}
-		m[transport.NodeID(name)] = addr
+	m, err := ps.ParsePeers(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: -peers: %v", errUsage, err)
 	}
 	return m, nil
 }
 
-// formatPeers is parsePeers' inverse, in a stable order.
+// formatPeers is parsePeers' inverse, in the order of names.
 func formatPeers(names []transport.NodeID, addrs map[transport.NodeID]string) string {
 	parts := make([]string, 0, len(names))
 	for _, n := range names {
@@ -174,102 +34,83 @@ func formatPeers(names []transport.NodeID, addrs map[transport.NodeID]string) st
 // nodeNames lists every node of a cluster: the coordinator, the servers
 // and the workers.
 func nodeNames(servers, workers int) []transport.NodeID {
-	names := []transport.NodeID{coordinatorName}
-	names = append(names, serverNames(servers)...)
-	return append(names, workerNames(workers)...)
+	names := []transport.NodeID{ps.CoordinatorNode}
+	for i := range servers {
+		names = append(names, ps.ServerNode(i))
+	}
+	for i := range workers {
+		names = append(names, ps.WorkerNode(i))
+	}
+	return names
 }
 
-const coordinatorName transport.NodeID = "coordinator"
-
-func serverNames(n int) []transport.NodeID {
-	s := make([]transport.NodeID, n)
-	for i := range s {
-		s[i] = transport.NodeID(fmt.Sprintf("server-%d", i))
-	}
-	return s
-}
-
-func workerNames(n int) []transport.NodeID {
-	s := make([]transport.NodeID, n)
-	for i := range s {
-		s[i] = transport.NodeID(fmt.Sprintf("worker-%d", i))
-	}
-	return s
-}
-
-// parseID checks -id against -role and the cluster size and returns the
-// node name and its index (0 for the coordinator).
-func (o *options) parseID() (transport.NodeID, int, error) {
-	id := o.id
-	if id == "" {
-		id = o.role
-		if o.role != "coordinator" {
-			id += "-0"
-		}
-	}
-	if o.role == "coordinator" {
-		if id != string(coordinatorName) {
-			return "", 0, fmt.Errorf("%w: the coordinator's -id must be %q, not %q", errUsage, coordinatorName, id)
-		}
-		return coordinatorName, 0, nil
-	}
-	count := o.workers
-	if o.role == "server" {
-		count = o.servers
-	}
-	prefix := o.role + "-"
-	i, err := strconv.Atoi(strings.TrimPrefix(id, prefix))
-	if !strings.HasPrefix(id, prefix) || err != nil || i < 0 || i >= count {
-		return "", 0, fmt.Errorf("%w: -id %q: a %s's name is %s<i> with 0 <= i < %d", errUsage, id, o.role, prefix, count)
-	}
-	return transport.NodeID(id), i, nil
-}
-
-func (o *options) nodeName() string {
-	n, _, err := o.parseID()
+// expandPeers makes the address book from -peers-dns with
+// ps.PeersFromTemplate.
+func expandPeers(tmpl string, servers, workers int) (map[transport.NodeID]string, error) {
+	m, err := ps.PeersFromTemplate(tmpl, servers, workers)
 	if err != nil {
-		return o.role
+		return nil, fmt.Errorf("%w: -peers-dns: %v", errUsage, err)
 	}
-	return string(n)
+	return m, nil
 }
 
-// tcpConfig builds this node's transport configuration from the flags.
-func (o *options) tcpConfig(id transport.NodeID, peers map[transport.NodeID]string) (transport.TCPConfig, error) {
-	cfg := transport.DefaultTCPConfig()
-	cfg.ID = id
-	cfg.ListenAddr = o.listen
-	cfg.Peers = peers
-	if o.secret != "" {
-		cfg.Secret = []byte(o.secret)
+// applyHosts rewrites the host part of the peers' addresses found in
+// hosts ("name=ip,..."): a static hosts table where there is no cluster
+// DNS.
+func applyHosts(peers map[transport.NodeID]string, hosts string) error {
+	if hosts == "" {
+		return nil
 	}
+	table := map[string]string{}
+	for _, part := range strings.Split(hosts, ",") {
+		name, ip, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok || name == "" || ip == "" {
+			return fmt.Errorf("%w: -hosts entry %q (want hostname=address)", errUsage, part)
+		}
+		table[name] = ip
+	}
+	for n, a := range peers {
+		h, p, err := net.SplitHostPort(a)
+		if err != nil {
+			return fmt.Errorf("%w: address %q of %s: %v", errUsage, a, n, err)
+		}
+		if ip, ok := table[h]; ok {
+			peers[n] = net.JoinHostPort(ip, p)
+		}
+	}
+	return nil
+}
+
+// isLoopback reports whether binding addr listens on loopback only.
+func isLoopback(addr string) bool {
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// compression builds the -compress policy.
+func (o *options) compression() (transport.CompressionPolicy, error) {
 	switch o.compress {
-	case "never":
-		cfg.Compression = transport.Never
 	case "always":
 		c := transport.CodecLZ4
 		if o.codec == "snappy" {
 			c = transport.CodecSnappy
 		}
-		cfg.Compression = transport.Always(c)
+		return transport.Always(c), nil
 	case "auto":
 		pc := fvdf.DefaultPolicyConfig()
 		if o.bandwidth > 0 {
 			pc.Bandwidth = o.bandwidth
 		}
-		pol, err := fvdf.NewPolicy(pc)
-		if err != nil {
-			return cfg, err
-		}
-		cfg.Compression = pol
+		return fvdf.NewPolicy(pc)
 	}
-	if o.tlsCert != "" {
-		tc, err := loadTLS(o.tlsCert, o.tlsKey, o.tlsCA)
-		if err != nil {
-			return cfg, err
-		}
-		cfg.TLS = tc
-	}
-	return cfg, nil
+	return transport.Never, nil
 }
 
 // loadTLS builds a mutual-TLS config: this node's certificate serves both

@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/falconml/falcon/ps"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -29,7 +31,10 @@ type localConfig struct {
 	secretFor        map[transport.NodeID]string
 	timeout          time.Duration
 	workers, servers int
-	stdout, stderr   io.Writer
+	// timeline, if set, has the coordinator and each worker write its
+	// timeline to <timeline without .json>-<node>.json.
+	timeline       string
+	stdout, stderr io.Writer
 }
 
 // errChildFailed wraps the error of a run in which a child failed.
@@ -40,7 +45,6 @@ type child struct {
 	name   transport.NodeID
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
-	addr   chan string
 	exited chan error
 
 	mu   sync.Mutex
@@ -57,11 +61,10 @@ func (c *child) lastErr() string {
 }
 
 // runLocal starts the coordinator, the servers and the workers as child
-// processes on 127.0.0.1, each listening on a port the kernel picks. Each
-// child prints its address first; once all have, runLocal writes the
-// address book to every child's stdin. It streams their output prefixed
-// with their names and waits for all of them. Closing a child's stdin (or
-// this process dying) makes it exit.
+// processes on 127.0.0.1, with one static address book: each node's port
+// is one the kernel handed out a moment before (bound and released here).
+// It streams their output prefixed with their names and waits for all of
+// them. Closing a child's stdin (or this process dying) makes it exit.
 func runLocal(ctx context.Context, lc localConfig) error {
 	secret := lc.secret
 	if secret == "" {
@@ -75,8 +78,18 @@ func runLocal(ctx context.Context, lc localConfig) error {
 	defer cancel()
 	var outMu sync.Mutex
 	names := nodeNames(lc.servers, lc.workers)
-	fmt.Fprintf(lc.stdout, "local: starting %d processes (%d servers, %d workers, coordinator) of %s on 127.0.0.1\n",
-		len(names), lc.servers, lc.workers, lc.exe)
+	addrs := map[transport.NodeID]string{}
+	for _, n := range names {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		addrs[n] = l.Addr().String()
+		l.Close()
+	}
+	book := formatPeers(names, addrs)
+	fmt.Fprintf(lc.stdout, "local: starting %d processes (%d servers, %d workers, coordinator) on 127.0.0.1\n",
+		len(names), lc.servers, lc.workers)
 	var children []*child
 	defer func() { // never leave a child behind
 		for _, c := range children {
@@ -92,9 +105,12 @@ func runLocal(ctx context.Context, lc localConfig) error {
 		}
 	}()
 	for _, name := range names {
-		role, _, _ := strings.Cut(string(name), "-")
-		args := append([]string{"-role=" + role, "-id=" + string(name), "-child", "-peers=-", "-listen=127.0.0.1:0"}, lc.args...)
+		role, rank, _ := ps.ParseNode(name, lc.servers, lc.workers)
+		args := append([]string{"-role=" + string(role), fmt.Sprintf("-rank=%d", rank), "-child", "-peers=" + book, "-listen=" + addrs[name]}, lc.args...)
 		args = append(args, lc.tls...)
+		if lc.timeline != "" && role != ps.RoleServer { // servers emit no timeline events
+			args = append(args, "-timeline="+strings.TrimSuffix(lc.timeline, ".json")+"-"+string(name)+".json")
+		}
 		cmd := exec.Command(lc.exe, args...)
 		s := secret
 		if o, ok := lc.secretFor[name]; ok {
@@ -116,23 +132,17 @@ func runLocal(ctx context.Context, lc localConfig) error {
 		if err := cmd.Start(); err != nil {
 			return fmt.Errorf("starting %s: %w", name, err)
 		}
-		c := &child{name: name, cmd: cmd, stdin: stdin, addr: make(chan string, 1), exited: make(chan error, 1)}
+		c := &child{name: name, cmd: cmd, stdin: stdin, exited: make(chan error, 1)}
 		children = append(children, c)
 		var readers sync.WaitGroup
 		readers.Add(2)
-		go func() { // stdout: the address line, then prefixed output
+		go func() { // stdout: prefixed output
 			defer readers.Done()
 			sc := bufio.NewScanner(stdout)
-			first := true
 			for sc.Scan() {
 				line := sc.Text()
-				if first && strings.HasPrefix(line, listenPrefix) {
-					c.addr <- strings.TrimPrefix(line, listenPrefix)
-					first = false
-					continue
-				}
 				outMu.Lock()
-				if name == coordinatorName && strings.HasPrefix(line, "cluster ") {
+				if name == ps.CoordinatorNode && strings.HasPrefix(line, "cluster ") {
 					fmt.Fprintln(lc.stdout, line) // the summary line, unprefixed
 				} else {
 					fmt.Fprintf(lc.stdout, "[%s] %s\n", name, line)
@@ -161,25 +171,6 @@ func runLocal(ctx context.Context, lc localConfig) error {
 			c.exited <- cmd.Wait()
 			close(c.exited)
 		}()
-	}
-
-	// Collect every child's address, then hand out the address book.
-	addrs := make(map[transport.NodeID]string, len(children))
-	for _, c := range children {
-		select {
-		case a := <-c.addr:
-			addrs[c.name] = a
-		case err := <-c.exited:
-			return fmt.Errorf("%w: %s exited before listening (%v): %s", errChildFailed, c.name, err, c.lastErr())
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s to listen: %w", c.name, context.Cause(ctx))
-		}
-	}
-	book := formatPeers(names, addrs) + "\n"
-	for _, c := range children {
-		if _, err := io.WriteString(c.stdin, book); err != nil {
-			return fmt.Errorf("%w: %s: writing the address book: %v", errChildFailed, c.name, err)
-		}
 	}
 
 	// Wait for every child; the first failure or the timeout ends the run.

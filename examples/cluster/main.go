@@ -1,12 +1,14 @@
 // Command cluster runs a Falcon parameter-server cluster as separate OS
 // processes talking over real TCP: one coordinator, -servers servers and
-// -workers workers, each a role of this one binary.
+// -workers workers, each a role of this one binary built on ps.Cluster.
 //
-// With no -role (or with -local) it starts the whole cluster on 127.0.0.1
-// as child processes of itself, hands them an address book and a random
-// shared secret, streams their prefixed output and exits non-zero if any of
-// them fails or the run exceeds -timeout. With -role it runs one role, for
-// deployments on several hosts with a static address book (-peers).
+// With no -role it starts the whole cluster on 127.0.0.1 as child
+// processes of itself, with a random shared secret, streams their
+// prefixed output and exits non-zero if any of them fails or the run
+// exceeds -timeout. With -role it runs one node, as a deployment does:
+// role, rank and peers come from flags or the environment (FALCON_ROLE,
+// FALCON_RANK or JOB_COMPLETION_INDEX, FALCON_PEERS or FALCON_PEERS_DNS),
+// and deploy/ holds Kubernetes JobSet manifests that run it.
 //
 // See README.md for the commands.
 package main
@@ -18,26 +20,32 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
 
-// options are the command-line flags. Every flag but the per-process ones
-// (role, id, listen, peers, local, child, secret, tls-*) is passed on by
-// -local to the children, so all roles agree on the model, data and policy.
+// options are the command-line flags. Every flag but the per-node ones
+// (perNode) is passed on by the local mode to the children, so all nodes
+// agree on the model, data and policy.
 type options struct {
 	role      string // coordinator, server, worker; "" = local
-	id        string
+	rank      int
 	listen    string
+	advertise string
 	peers     string
+	peersDNS  string
+	hosts     string
 	secret    string
+	insecure  bool
 	tlsCert   string
 	tlsKey    string
 	tlsCA     string
-	local     bool
-	child     bool // set by -local on its children: address book on stdin, exit on stdin EOF
+	child     bool // set by the local mode on its children: exit on stdin EOF
 	timeout   time.Duration
 	startWait time.Duration
+	stateEach time.Duration
+	timeline  string
 
 	policy     string
 	staleness  int
@@ -45,6 +53,7 @@ type options struct {
 	codec      string
 	bandwidth  float64
 	dataset    string
+	pad        int
 	modelName  string
 	hidden     int
 	trainRows  int
@@ -64,34 +73,47 @@ type options struct {
 	seed       uint64
 }
 
-// perProcess are the flags -local does not forward to its children.
-var perProcess = map[string]bool{
-	"role": true, "id": true, "listen": true, "peers": true, "secret": true,
-	"local": true, "child": true, "tls-cert": true, "tls-key": true, "tls-ca": true,
+// perNode are the flags the local mode does not forward to its children.
+var perNode = map[string]bool{
+	"role": true, "rank": true, "listen": true, "advertise": true, "peers": true, "peers-dns": true, "hosts": true,
+	"secret": true, "insecure": true, "child": true, "tls-cert": true, "tls-key": true, "tls-ca": true, "timeline": true,
+}
+
+// envFlags are the environment variables read for flags not given on the
+// command line (a Kubernetes manifest sets either).
+var envFlags = map[string]string{
+	"role": "FALCON_ROLE", "rank": "FALCON_RANK", "listen": "FALCON_LISTEN", "advertise": "FALCON_ADVERTISE",
+	"peers": "FALCON_PEERS", "peers-dns": "FALCON_PEERS_DNS", "hosts": "FALCON_HOSTS", "secret": "FALCON_SECRET",
 }
 
 func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
 	fs.SetOutput(out)
-	fs.StringVar(&o.role, "role", "", "coordinator, server or worker; empty runs the whole cluster locally (-local)")
-	fs.StringVar(&o.id, "id", "", "this node's name: coordinator, server-<i> or worker-<i> (default: the role's name, index 0)")
-	fs.StringVar(&o.listen, "listen", "127.0.0.1:0", "address to listen on (use host:port reachable by the peers on several hosts)")
-	fs.StringVar(&o.peers, "peers", "", "static address book: name=host:port,... (every other node this one talks to)")
-	fs.StringVar(&o.secret, "secret", "", "shared secret for the TCP handshake (default $FALCON_SECRET; -local makes a random one)")
+	fs.StringVar(&o.role, "role", "", "coordinator, server or worker ($FALCON_ROLE); empty runs the whole cluster locally")
+	fs.IntVar(&o.rank, "rank", 0, "this node's index among its role ($FALCON_RANK, else $JOB_COMPLETION_INDEX)")
+	fs.StringVar(&o.listen, "listen", "", "address to bind ($FALCON_LISTEN; default: all interfaces at the port of this node's address in the peer list)")
+	fs.StringVar(&o.advertise, "advertise", "", "address the peers dial for this node ($FALCON_ADVERTISE; default: its entry in -peers / -peers-dns)")
+	fs.StringVar(&o.peers, "peers", "", "static address book: name=host:port,... ($FALCON_PEERS)")
+	fs.StringVar(&o.peersDNS, "peers-dns", "", "address template with {role} and {rank}, e.g. falcon-{role}-0-{rank}.falcon:7000 ($FALCON_PEERS_DNS)")
+	fs.StringVar(&o.hosts, "hosts", "", "static hosts table for peer hostnames: name=ip,... ($FALCON_HOSTS), where there is no DNS")
+	fs.StringVar(&o.secret, "secret", "", "shared secret for the TCP handshake ($FALCON_SECRET; the local mode makes a random one)")
+	fs.BoolVar(&o.insecure, "insecure", false, "allow a role to listen beyond loopback with neither a secret nor TLS")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate of this node (enables TLS with -tls-key and -tls-ca)")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of -tls-cert")
 	fs.StringVar(&o.tlsCA, "tls-ca", "", "PEM CA bundle that signs every node's certificate (mutual TLS)")
-	fs.BoolVar(&o.local, "local", false, "start the whole cluster as child processes on 127.0.0.1 (the default without -role)")
-	fs.BoolVar(&o.child, "child", false, "internal, set by -local: read the address book from stdin and exit when stdin closes")
+	fs.BoolVar(&o.child, "child", false, "internal, set by the local mode: exit when stdin closes")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up (non-zero exit) if the run takes longer than this")
 	fs.DurationVar(&o.startWait, "start-timeout", 15*time.Second, "how long each role waits for its peers at start-up before naming the missing ones")
+	fs.DurationVar(&o.stateEach, "state-every", 0, "coordinator: print every worker's state (clock, speed, parallelism, straggler/pioneer) at this interval; 0 never")
+	fs.StringVar(&o.timeline, "timeline", "", "write this process's timeline (Chrome trace-event JSON) to this file; the local mode writes one per node, <name>-<node>.json")
 
 	fs.StringVar(&o.policy, "policy", "bsp", "sync policy: "+strings.Join(policyNames(), ", "))
 	fs.IntVar(&o.staleness, "staleness", 3, "staleness bound s of ssp and epsp-slack")
 	fs.StringVar(&o.compress, "compress", "never", "message compression: never, always (-codec) or auto (fvdf's live policy)")
 	fs.StringVar(&o.codec, "codec", "lz4", "codec of -compress always: lz4 or snappy")
 	fs.Float64Var(&o.bandwidth, "bandwidth", 0, "link bandwidth in bytes/s that -compress auto assumes; 0 means fvdf's default (1 Gbit/s)")
-	fs.StringVar(&o.dataset, "dataset", "synthetic", "synthetic (seeded Gaussian clusters) or mnist (the GoMNIST module's files)")
+	fs.StringVar(&o.dataset, "dataset", "synthetic", "synthetic (seeded Gaussian clusters), sparse (the same with -pad always-zero features: sparse gradients) or mnist (the GoMNIST module's files)")
+	fs.IntVar(&o.pad, "pad", 4000, "always-zero features appended by -dataset sparse")
 	fs.StringVar(&o.modelName, "model", "softmax", "softmax or mlp")
 	fs.IntVar(&o.hidden, "hidden", 64, "hidden units of -model mlp")
 	fs.IntVar(&o.trainRows, "train", 10000, "training rows (a seeded sample; synthetic generates this many)")
@@ -112,25 +134,51 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 	return fs
 }
 
-func main() {
-	var o options
-	fs := newFlagSet(&o, os.Stderr)
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		os.Exit(2)
+// parseArgs parses args, then fills every flag not given from its
+// environment variable (lookup), and the rank from JOB_COMPLETION_INDEX
+// when neither -rank nor FALCON_RANK is set.
+func parseArgs(args []string, lookup func(string) (string, bool), out io.Writer) (*options, *flag.FlagSet, error) {
+	o := &options{}
+	fs := newFlagSet(o, out)
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, err
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "cluster: unexpected arguments %q\n", fs.Args())
-		os.Exit(2)
+		return nil, nil, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for name, env := range envFlags {
+		if v, ok := lookup(env); ok && v != "" && !set[name] {
+			if err := fs.Set(name, v); err != nil {
+				return nil, nil, fmt.Errorf("%w: $%s: %v", errUsage, env, err)
+			}
+			set[name] = true
+		}
+	}
+	if v, ok := lookup("JOB_COMPLETION_INDEX"); ok && v != "" && !set["rank"] {
+		r, err := strconv.Atoi(v)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: $JOB_COMPLETION_INDEX %q", errUsage, v)
+		}
+		o.rank = r
 	}
 	if err := o.validate(); err != nil {
+		return nil, nil, err
+	}
+	return o, fs, nil
+}
+
+func main() {
+	o, fs, err := parseArgs(os.Args[1:], os.LookupEnv, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "cluster: %v\n", err)
 		os.Exit(2)
 	}
-	if o.secret == "" {
-		o.secret = os.Getenv("FALCON_SECRET")
-	}
-	var err error
-	if o.role == "" || o.local {
+	if o.role == "" {
 		exe, eerr := os.Executable()
 		if eerr != nil {
 			fmt.Fprintf(os.Stderr, "cluster: %v\n", eerr)
@@ -138,16 +186,16 @@ func main() {
 		}
 		err = runLocal(context.Background(), localConfig{
 			exe: exe, args: forwardArgs(fs), secret: o.secret, timeout: o.timeout,
-			workers: o.workers, servers: o.servers, tls: o.tlsArgs(),
+			workers: o.workers, servers: o.servers, tls: o.tlsArgs(), timeline: o.timeline,
 			stdout: os.Stdout, stderr: os.Stderr,
 		})
 	} else {
-		err = runRole(o)
+		err = runRole(o, os.Stdout)
 	}
 	if err != nil {
 		name := "local"
-		if o.role != "" && !o.local {
-			name = o.nodeName()
+		if o.role != "" {
+			name = string(o.nodeName())
 		}
 		fmt.Fprintf(os.Stderr, "cluster: %s: %v\n", name, err)
 		os.Exit(1)
@@ -159,7 +207,7 @@ func main() {
 func forwardArgs(fs *flag.FlagSet) []string {
 	var args []string
 	fs.Visit(func(f *flag.Flag) {
-		if !perProcess[f.Name] {
+		if !perNode[f.Name] {
 			args = append(args, "-"+f.Name+"="+f.Value.String())
 		}
 	})
@@ -194,8 +242,11 @@ func (o *options) validate() error {
 	if o.codec != "lz4" && o.codec != "snappy" {
 		return fmt.Errorf("%w: -codec %q (want lz4 or snappy)", errUsage, o.codec)
 	}
-	if o.dataset != "synthetic" && o.dataset != "mnist" {
-		return fmt.Errorf("%w: -dataset %q (want synthetic or mnist)", errUsage, o.dataset)
+	if o.dataset != "synthetic" && o.dataset != "sparse" && o.dataset != "mnist" {
+		return fmt.Errorf("%w: -dataset %q (want synthetic, sparse or mnist)", errUsage, o.dataset)
+	}
+	if o.pad < 0 {
+		return fmt.Errorf("%w: -pad %d", errUsage, o.pad)
 	}
 	if o.modelName != "softmax" && o.modelName != "mlp" {
 		return fmt.Errorf("%w: -model %q (want softmax or mlp)", errUsage, o.modelName)
@@ -206,8 +257,8 @@ func (o *options) validate() error {
 	if o.trainRows < o.workers || o.testRows < 1 {
 		return fmt.Errorf("%w: -train must be at least -workers and -test positive", errUsage)
 	}
-	if o.lr <= 0 || o.keyLen < 0 || o.hidden < 1 || o.sampleTime < 0 || o.evalEvery < 0 || o.timeout <= 0 || o.startWait <= 0 {
-		return fmt.Errorf("%w: -lr, -hidden, -timeout and -start-timeout must be positive; -key-len, -sample-time, -eval-every not negative", errUsage)
+	if o.lr <= 0 || o.keyLen < 0 || o.hidden < 1 || o.sampleTime < 0 || o.evalEvery < 0 || o.timeout <= 0 || o.startWait <= 0 || o.stateEach < 0 {
+		return fmt.Errorf("%w: -lr, -hidden, -timeout and -start-timeout must be positive; -key-len, -sample-time, -eval-every, -state-every not negative", errUsage)
 	}
 	if (o.tlsCert == "") != (o.tlsKey == "") || (o.tlsCert == "") != (o.tlsCA == "") {
 		return fmt.Errorf("%w: -tls-cert, -tls-key and -tls-ca go together", errUsage)
@@ -215,13 +266,21 @@ func (o *options) validate() error {
 	if _, err := parseSlow(o.slow, o.workers); err != nil {
 		return err
 	}
-	if o.role != "" && !o.local {
-		if _, _, err := o.parseID(); err != nil {
-			return err
-		}
-		if _, err := parsePeers(o.peers); err != nil {
+	if o.role != "" {
+		if _, _, err := o.book(); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// nodeName is this node's name from -role and -rank.
+func (o *options) nodeName() string {
+	switch o.role {
+	case "server":
+		return fmt.Sprintf("server-%d", o.rank)
+	case "worker":
+		return fmt.Sprintf("worker-%d", o.rank)
+	}
+	return o.role
 }

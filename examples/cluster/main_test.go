@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"io"
 	"math/big"
 	"net"
 	"os"
@@ -95,6 +96,10 @@ func TestLocalCluster(t *testing.T) {
 			}
 			if !strings.Contains(out.String(), "local: all 6 processes exited cleanly") {
 				t.Errorf("missing clean-exit line:\n%s", out.String())
+			}
+			// A newcomer's log shows the run, not where go run built it.
+			if strings.Contains(out.String(), bin) || strings.Contains(out.String(), "\r") {
+				t.Errorf("output names the temporary binary %s or redraws lines:\n%s", bin, out.String())
 			}
 		})
 	}
@@ -300,54 +305,6 @@ func TestParseSlow(t *testing.T) {
 	}
 }
 
-func TestParseID(t *testing.T) {
-	tests := []struct {
-		role, id string
-		want     transport.NodeID
-		idx      int
-		bad      bool
-	}{
-		{role: "coordinator", want: "coordinator"},
-		{role: "coordinator", id: "boss", bad: true},
-		{role: "server", want: "server-0"},
-		{role: "server", id: "server-1", want: "server-1", idx: 1},
-		{role: "server", id: "server-2", bad: true}, // only 2 servers
-		{role: "worker", id: "worker-2", want: "worker-2", idx: 2},
-		{role: "worker", id: "server-0", bad: true},
-		{role: "worker", id: "worker-x", bad: true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.role+"/"+tc.id, func(t *testing.T) {
-			o := options{role: tc.role, id: tc.id, servers: 2, workers: 3}
-			got, idx, err := o.parseID()
-			if tc.bad {
-				if !errors.Is(err, errUsage) {
-					t.Fatalf("err = %v, want errUsage", err)
-				}
-				return
-			}
-			if err != nil || got != tc.want || idx != tc.idx {
-				t.Fatalf("got %q %d %v, want %q %d", got, idx, err, tc.want, tc.idx)
-			}
-		})
-	}
-}
-
-// A control message never looks like ps traffic and round-trips its
-// fields; ps's messages (version byte 1) are not control messages.
-func TestCtlMessages(t *testing.T) {
-	b := ctlMsg(ctlDone, 1, 2, 1<<63)
-	op, vals, ok := parseCtl(b)
-	if !ok || op != ctlDone || len(vals) != 3 || vals[0] != 1 || vals[2] != 1<<63 {
-		t.Fatalf("parseCtl(%x) = %d %v %v", b, op, vals, ok)
-	}
-	for _, m := range [][]byte{nil, {1, 2, 3}, {0xFE, 'F', 'C', 'L'}, append(ctlMsg(ctlPing), 1)} {
-		if _, _, ok := parseCtl(m); ok {
-			t.Errorf("parseCtl(%x) accepted", m)
-		}
-	}
-}
-
 // TestRole_MissingServerNamed runs the coordinator role by hand with an
 // address book whose servers do not exist: ps's bounded start gives up
 // after -start-timeout and the error names them.
@@ -365,7 +322,7 @@ func TestRole_MissingServerNamed(t *testing.T) {
 	l.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "-role=coordinator", "-servers=2", "-workers=1", "-start-timeout=1s",
+	cmd := exec.CommandContext(ctx, bin, "-role=coordinator", "-servers=2", "-workers=1", "-start-timeout=1s", "-listen=127.0.0.1:0",
 		"-peers=server-0="+dead+",server-1="+dead+",worker-0="+dead)
 	cmd.Env = append(os.Environ(), "FALCON_SECRET=s")
 	var out, errb bytes.Buffer
@@ -379,6 +336,130 @@ func TestRole_MissingServerNamed(t *testing.T) {
 	for _, want := range []string{"cluster: coordinator: start:", "start timed out", "server-0 unreachable", "server-1 unreachable"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, msg)
+		}
+	}
+}
+
+// Flags not given come from the environment (as a Kubernetes manifest
+// sets them), the rank from JOB_COMPLETION_INDEX when nothing else names
+// it, and a flag beats its variable.
+func TestParseArgs_Environment(t *testing.T) {
+	env := map[string]string{"FALCON_ROLE": "worker", "JOB_COMPLETION_INDEX": "2", "FALCON_SECRET": "s",
+		"FALCON_PEERS_DNS": "falcon-{role}-0-{rank}.falcon:7000"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	o, _, err := parseArgs([]string{"-workers=3"}, lookup, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.role != "worker" || o.rank != 2 || o.secret != "s" {
+		t.Fatalf("role %q rank %d secret %q", o.role, o.rank, o.secret)
+	}
+	peers, listen, err := o.book()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if listen != ":7000" || peers["server-1"] != "falcon-server-0-1.falcon:7000" || peers["coordinator"] != "falcon-coordinator-0-0.falcon:7000" {
+		t.Errorf("listen %q, peers %v", listen, peers)
+	}
+	if _, self := peers["worker-2"]; self {
+		t.Error("own entry kept in the peers")
+	}
+	env["FALCON_RANK"] = "1"
+	o, _, err = parseArgs([]string{"-workers=3", "-rank=0"}, lookup, io.Discard)
+	if err != nil || o.rank != 0 {
+		t.Fatalf("-rank=0 with FALCON_RANK=1: rank %d, %v", o.rank, err)
+	}
+	o, _, err = parseArgs([]string{"-workers=3"}, lookup, io.Discard)
+	if err != nil || o.rank != 1 {
+		t.Fatalf("FALCON_RANK=1 with JOB_COMPLETION_INDEX=2: rank %d, %v", o.rank, err)
+	}
+	delete(env, "FALCON_RANK")
+	if _, _, err := parseArgs([]string{"-workers=2"}, func(k string) (string, bool) {
+		if k == "JOB_COMPLETION_INDEX" {
+			return "5", true
+		}
+		return lookup(k)
+	}, io.Discard); !errors.Is(err, errUsage) {
+		t.Errorf("rank beyond -workers: %v", err)
+	}
+}
+
+// A role refuses to listen beyond loopback with neither a secret nor TLS,
+// unless -insecure.
+func TestBook_InsecureRefused(t *testing.T) {
+	none := func(string) (string, bool) { return "", false }
+	base := []string{"-role=server", "-servers=1", "-workers=1", "-peers=coordinator=10.0.0.1:7000,server-0=10.0.0.2:7000,worker-0=10.0.0.3:7000"}
+	for _, tc := range []struct {
+		extra []string
+		ok    bool
+	}{
+		{nil, false}, // :7000, all interfaces
+		{[]string{"-listen=0.0.0.0:7000"}, false},
+		{[]string{"-listen=10.0.0.2:7000"}, false},
+		{[]string{"-insecure"}, true},
+		{[]string{"-secret=x"}, true},
+		{[]string{"-listen=127.0.0.1:7000"}, true},
+		{[]string{"-listen=[::1]:7000"}, true},
+	} {
+		_, _, err := parseArgs(append(append([]string(nil), base...), tc.extra...), none, io.Discard)
+		if tc.ok != (err == nil) {
+			t.Errorf("%v: err = %v, want ok=%v", tc.extra, err, tc.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "-insecure") {
+			t.Errorf("%v: error %q does not say how to allow it", tc.extra, err)
+		}
+	}
+}
+
+func TestExpandPeersAndHosts(t *testing.T) {
+	p, err := expandPeers("j-{role}-0-{rank}.svc:7000", 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[transport.NodeID]string{"coordinator": "j-coordinator-0-0.svc:7000", "server-0": "j-server-0-0.svc:7000",
+		"server-1": "j-server-0-1.svc:7000", "worker-0": "j-worker-0-0.svc:7000"}
+	if len(p) != len(want) {
+		t.Fatalf("%v", p)
+	}
+	for k, v := range want {
+		if p[k] != v {
+			t.Errorf("%s: %q, want %q", k, p[k], v)
+		}
+	}
+	if err := applyHosts(p, "j-server-0-1.svc=127.0.0.3"); err != nil || p["server-1"] != "127.0.0.3:7000" || p["server-0"] != want["server-0"] {
+		t.Errorf("hosts: %v %v", p, err)
+	}
+	for _, bad := range []string{"x:7000", "{role}.{rank}"} {
+		if _, err := expandPeers(bad, 1, 1); !errors.Is(err, errUsage) {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
+
+// -dataset sparse pads the rows with zeros: the padded weights' gradient
+// is exactly zero (the sparse-update workload of NETNS.md).
+func TestSparseDataset(t *testing.T) {
+	o, _, err := parseArgs([]string{"-dataset=sparse", "-pad=50", "-train=100", "-test=10"}, func(string) (string, bool) { return "", false }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := newJob(o, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.train.D != 70 || j.m.NumParams() != 70*10+10 {
+		t.Fatalf("D %d, params %d", j.train.D, j.m.NumParams())
+	}
+	g := make([]float32, j.m.NumParams())
+	j.m.LossGrad(j.init.v, j.train, []int{0, 1, 2, 3}, g)
+	for c := range 10 {
+		for f := 20; f < 70; f++ {
+			if g[c*70+f] != 0 {
+				t.Fatalf("gradient of class %d, padded feature %d = %v", c, f, g[c*70+f])
+			}
+		}
+		if g[c*70] == 0 && g[c*70+1] == 0 {
+			t.Fatalf("class %d: informative gradient is zero", c)
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/falconml/falcon/epsp"
@@ -107,10 +106,18 @@ func newJob(o *options, needTrain, needTest bool) (*job, error) {
 	var train, test *model.Dataset
 	var dim, classes int
 	switch o.dataset {
-	case "synthetic":
+	case "synthetic", "sparse":
 		tr, te, err := model.Synthetic(model.SyntheticConfig{Train: o.trainRows, Test: o.testRows, Seed: o.seed})
 		if err != nil {
 			return nil, err
+		}
+		if o.dataset == "sparse" {
+			if tr, err = padFeatures(tr, o.pad); err != nil {
+				return nil, err
+			}
+			if te, err = padFeatures(te, o.pad); err != nil {
+				return nil, err
+			}
 		}
 		train, test, dim, classes = tr, te, tr.D, tr.Classes
 	case "mnist":
@@ -165,43 +172,38 @@ func (v vecInit) Init(key uint64, off int, vals []float32) {
 	copy(vals, v.v[int(key)*v.keyLen+off:])
 }
 
-// workerModel adapts a model.Model (mean loss and gradient) to ps.Model
-// (sums) and injects the worker's slowdown on the wall clock: a call over n
-// samples takes factor·(compute + n·sampleTime).
+// workerModel is ps.FromModel (model.Model's mean loss and gradient as
+// ps.Model's sums, one model copy per computing goroutine) with the
+// worker's slowdown injected on the wall clock: a call over n samples
+// takes factor·(compute + n·sampleTime).
 type workerModel struct {
-	train      *model.Dataset
+	grad       ps.Model
 	factor     float64
 	sampleTime time.Duration
-	pool       sync.Pool // of *scratch: ps calls Gradient from p goroutines
-}
-
-type scratch struct {
-	m model.Model
-	g []float32
 }
 
 func newWorkerModel(m model.Model, train *model.Dataset, factor float64, sampleTime time.Duration) *workerModel {
-	wm := &workerModel{train: train, factor: factor, sampleTime: sampleTime}
-	wm.pool.New = func() any { return &scratch{m: m.Clone(), g: make([]float32, m.NumParams())} }
-	return wm
+	return &workerModel{grad: ps.FromModel(m, train), factor: factor, sampleTime: sampleTime}
 }
 
 func (wm *workerModel) Gradient(params []float32, samples []int, grad []float32) float64 {
-	n := len(samples)
-	if n == 0 {
-		return 0
-	}
 	t0 := time.Now()
-	sc := wm.pool.Get().(*scratch)
-	loss := sc.m.LossGrad(params, wm.train, samples, sc.g)
-	fn := float32(n)
-	for i, g := range sc.g {
-		grad[i] += g * fn
-	}
-	wm.pool.Put(sc)
-	cost := time.Since(t0) + time.Duration(n)*wm.sampleTime
+	loss := wm.grad.Gradient(params, samples, grad)
+	cost := time.Since(t0) + time.Duration(len(samples))*wm.sampleTime
 	if d := time.Duration(float64(cost)*wm.factor) - time.Since(t0); d > 0 {
 		time.Sleep(d)
 	}
-	return loss * float64(n)
+	return loss
+}
+
+// padFeatures appends pad always-zero features to every row of d: a
+// model's weights on them get an exactly-zero gradient in every push, the
+// sparse updates of -dataset sparse.
+func padFeatures(d *model.Dataset, pad int) (*model.Dataset, error) {
+	nd := d.D + pad
+	x := make([]float32, d.N*nd)
+	for i := range d.N {
+		copy(x[i*nd:], d.Row(i))
+	}
+	return model.NewDataset(x, d.Y, nd, d.Classes)
 }

@@ -16,14 +16,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/model"
 	"github.com/falconml/falcon/ps"
 	"github.com/falconml/falcon/ps/sim"
 	"github.com/falconml/falcon/straggler"
-	"github.com/falconml/falcon/transport"
 )
 
 // liveKeyLen cuts the parameter vector into keys as the simulator does.
@@ -367,20 +364,12 @@ func (s liveSampler) Batch(owner epsp.WorkerID, clock, size int) []int {
 // worker, including core contention on the host.
 type slowModel struct {
 	w     int
-	train *model.Dataset
+	grad  ps.Model // ps.FromModel: one model copy per computing goroutine
 	speed *straggler.Hetero
 	par   []atomic.Int32 // current parallelism of every worker
 	start time.Time
 	scale float64
-	pool  *sync.Pool // of *modelScratch
 	pacer *pacer
-}
-
-type modelScratch struct {
-	m model.Model
-	g []float32
-	p []int
-	r []float64
 }
 
 func (s *slowModel) Gradient(params []float32, samples []int, grad []float32) float64 {
@@ -391,21 +380,16 @@ func (s *slowModel) Gradient(params []float32, samples []int, grad []float32) fl
 	s.pacer.acquire(func() int { return int(s.par[s.w].Load()) })
 	defer s.pacer.release()
 	t0 := time.Now()
-	sc := s.pool.Get().(*modelScratch)
-	defer s.pool.Put(sc)
-	loss := sc.m.LossGrad(params, s.train, samples, sc.g)
-	fn := float32(n)
-	for i, g := range sc.g {
-		grad[i] += g * fn // ps.Model wants the sum over samples
-	}
-	for i := range sc.p {
-		sc.p[i] = int(s.par[i].Load())
+	loss := s.grad.Gradient(params, samples, grad)
+	p := make([]int, len(s.par))
+	for i := range p {
+		p[i] = int(s.par[i].Load())
 	}
 	now := time.Duration(float64(t0.Sub(s.start)) / s.scale)
-	sc.r = s.speed.RateAll(sc.p, now, sc.r)
-	want := time.Duration(float64(n) * float64(max(sc.p[s.w], 1)) / sc.r[s.w] * s.scale * float64(time.Second))
+	r := s.speed.RateAll(p, now, nil)
+	want := time.Duration(float64(n) * float64(max(p[s.w], 1)) / r[s.w] * s.scale * float64(time.Second))
 	s.pacer.pace(t0, want)
-	return loss * float64(n)
+	return loss
 }
 
 // pacer holds a worker's compute to the model's rate R(p):
@@ -578,69 +562,19 @@ func liveOne(o options, sc sim.Scenario, spec policySpec, m model.Model, train, 
 	for w := range nw {
 		obs.par[w].Store(int32(sc.Parallelism))
 	}
-	ro := []ps.Option{ps.WithObserver(obs)}
-	net := transport.NewInmemNetwork()
-	defer net.Close()
-	servers := []transport.NodeID{"server-0", "server-1"}
-	for _, id := range servers {
-		s, err := ps.NewServer(string(id), ps.ServerConfig{Store: ps.StoreConfig{Optimizer: ps.SGD{LR: float32(o.lr)}}}, ro...)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := net.Join(id, s); err != nil {
-			return nil, err
-		}
-	}
-	var workerIDs []transport.NodeID
-	for w := range nw {
-		workerIDs = append(workerIDs, transport.NodeID(fmt.Sprintf("worker-%d", w)))
-	}
 	tick := time.Duration(float64(sim.DefaultConfig().TickPeriod) * o.liveScale)
 	ctx := context.Background()
-	co, err := ps.NewCoordinator(ps.CoordinatorConfig{
-		EPSP:    epsp.Config{NumWorkers: nw, Batch: o.batch, Parallelism: sc.Parallelism, TickPeriod: tick},
-		Servers: servers, Workers: workerIDs, StartTimeout: 10 * time.Second,
-	}, pol, ro...)
+	cluster, err := ps.NewCluster(ctx, ps.ClusterConfig{
+		Servers: 2, Workers: nw, Policy: pol, Observer: obs,
+		EPSP:  epsp.Config{Batch: o.batch, Parallelism: sc.Parallelism, TickPeriod: tick},
+		Store: ps.StoreConfig{Optimizer: ps.SGD{LR: float32(o.lr)}},
+		Chunk: liveChunk(o, sc), ProgressEvery: sc.Parallelism, StartTimeout: 10 * time.Second,
+	})
 	if err != nil {
 		return nil, err
 	}
-	ctr, err := net.Join("coordinator", co)
-	if err != nil {
-		return nil, err
-	}
-	if err := co.Start(ctx, ctr); err != nil {
-		return nil, err
-	}
-	defer co.Close()
-	cc := ps.ClientConfig{Servers: servers, Width: 1}
-	var workers []*ps.Worker
-	for w, id := range workerIDs {
-		wk, err := ps.NewWorker(string(id), ps.WorkerConfig{ID: epsp.WorkerID(w), Coordinator: "coordinator", Client: cc,
-			StartTimeout: 10 * time.Second, Chunk: liveChunk(o, sc), ProgressEvery: sc.Parallelism}, ro...)
-		if err != nil {
-			return nil, err
-		}
-		wtr, err := net.Join(id, wk)
-		if err != nil {
-			return nil, err
-		}
-		if err := wk.Start(ctx, wtr); err != nil {
-			return nil, err
-		}
-		defer wk.Close()
-		workers = append(workers, wk)
-	}
-	if err := co.WaitWorkers(ctx); err != nil {
-		return nil, err
-	}
-	etr, err := net.Join("evaluator", ps.ClientHandler{})
-	if err != nil {
-		return nil, err
-	}
-	eval, err := ps.NewClient(etr, cc)
-	if err != nil {
-		return nil, err
-	}
+	defer cluster.Close()
+	co, eval := cluster.Coordinator(), cluster.Client()
 	// The initial values go in before anyone trains (every worker's Init
 	// keeps existing keys).
 	if err := eval.InitWith(ctx, keys, lens, init); err != nil {
@@ -648,9 +582,7 @@ func liveOne(o options, sc sim.Scenario, spec policySpec, m model.Model, train, 
 	}
 
 	sampler := newLiveSampler(train.N, nw, o.seed)
-	pool := &sync.Pool{New: func() any {
-		return &modelScratch{m: m.Clone(), g: make([]float32, n), p: make([]int, nw)}
-	}}
+	grad := ps.FromModel(m, train)
 	start := time.Now()
 	obs.start = start
 	wall := time.Duration(float64(o.duration) * o.liveScale)
@@ -681,20 +613,16 @@ func liveOne(o options, sc sim.Scenario, spec policySpec, m model.Model, train, 
 			}
 		}
 	}()
-	g, gctx := errgroup.WithContext(runCtx)
-	for w, wk := range workers {
-		sm := &slowModel{w: w, train: train, speed: speed, par: obs.par, start: start, scale: o.liveScale, pool: pool, pacer: newPacer()}
-		g.Go(func() error {
-			// Clocks only bounds the run (the deadline ends it); Train
-			// preallocates per clock, so it must not be huge.
-			_, err := wk.Train(gctx, sm, sampler, ps.TrainConfig{Keys: keys, Lens: lens, Clocks: 1 << 16})
-			if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-				return err
-			}
-			return nil
-		})
+	models := make([]ps.Model, nw)
+	for w := range nw {
+		models[w] = &slowModel{w: w, grad: grad, speed: speed, par: obs.par, start: start, scale: o.liveScale, pacer: newPacer()}
 	}
-	terr := g.Wait()
+	// Clocks only bounds the run (the deadline ends it); Train
+	// preallocates per clock, so it must not be huge.
+	_, terr := cluster.TrainWith(runCtx, func(w int) ps.Model { return models[w] }, sampler, ps.TrainConfig{Keys: keys, Lens: lens, Clocks: 1 << 16})
+	if errors.Is(terr, context.DeadlineExceeded) || errors.Is(terr, context.Canceled) {
+		terr = nil
+	}
 	if err := <-evalDone; err != nil {
 		return nil, fmt.Errorf("evaluator: %w", err)
 	}

@@ -3,12 +3,13 @@ package pstest
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps"
@@ -31,6 +32,8 @@ type config struct {
 	progress         int
 	startTimeout     time.Duration
 	noLeakCheck      bool
+	tcp              bool
+	secret           []byte
 	lease            ps.LeaseConfig
 	heartbeat        time.Duration
 	coordTimeout     time.Duration
@@ -103,10 +106,19 @@ func Chunk(n int) Option { return func(c *config) { c.chunk = n } }
 // ProgressEvery sets the chunks between the workers' progress reports.
 func ProgressEvery(n int) Option { return func(c *config) { c.progress = n } }
 
-// Cluster is a running in-process cluster.
+// TCP runs the cluster over loopback TCP, one transport.TCP per node,
+// instead of the in-process network (Net is then nil and Network options
+// are ignored); secret, if not empty, is the shared secret of every
+// connection.
+func TCP(secret string) Option {
+	return func(c *config) { c.tcp, c.secret = true, []byte(secret) }
+}
+
+// Cluster is a running cluster (a ps.Cluster with every node local).
 type Cluster struct {
-	Net         *transport.InmemNetwork
-	Coordinator *ps.Coordinator // nil with Workers(0)
+	PS          *ps.Cluster
+	Net         *transport.InmemNetwork // nil over TCP
+	Coordinator *ps.Coordinator         // nil with Workers(0)
 	Servers     []*ps.Server
 	Workers     []*ps.Worker
 	ServerIDs   []transport.NodeID
@@ -144,110 +156,71 @@ func (c *Cluster) RestartServer(i int, down time.Duration) (*ps.Server, error) {
 }
 
 // CoordinatorID is the coordinator's node name.
-const CoordinatorID transport.NodeID = "coordinator"
+const CoordinatorID = ps.CoordinatorNode
 
-// NewCluster starts a cluster and registers its shutdown with t.Cleanup:
-// workers, coordinator, then the network; then it checks with goleak that
-// no goroutine started since NewCluster is left (see NoLeakCheck). It
-// fails the test if any role does not start.
+// NewCluster starts a cluster with ps.NewCluster and registers its
+// shutdown (ps.Cluster.Close: workers, coordinator, then the transports)
+// with t.Cleanup; then it checks with goleak that no goroutine started
+// since NewCluster is left (see NoLeakCheck). It fails the test if any
+// role does not start.
 func NewCluster(t testing.TB, opts ...Option) *Cluster {
 	t.Helper()
 	cfg := config{servers: 2, workers: 2, epsp: epsp.Config{Batch: 8, Parallelism: 1}, store: ps.DefaultStoreConfig(), width: 1, startTimeout: 5 * time.Second}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if cfg.policy == nil {
-		cfg.policy = epsp.NewBSP()
-	}
 	before := goleak.IgnoreCurrent()
-	c := &Cluster{Net: transport.NewInmemNetwork(cfg.netOpts...)}
-	var closers []func()
-	t.Cleanup(func() {
-		for i := len(closers) - 1; i >= 0; i-- {
-			closers[i]()
+	pc, err := ps.NewCluster(context.Background(), ps.ClusterConfig{
+		Servers: cfg.servers, Workers: cfg.workers, TCP: cfg.tcp, Secret: cfg.secret, Network: cfg.netOpts,
+		Policy: cfg.policy, EPSP: cfg.epsp, Store: cfg.store, Width: cfg.width, Partitioner: cfg.part,
+		Chunk: cfg.chunk, ProgressEvery: cfg.progress, Observer: cfg.obs, StartTimeout: cfg.startTimeout,
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)),
+		Lease:  cfg.lease, Heartbeat: cfg.heartbeat, CoordinatorTimeout: cfg.coordTimeout, Durable: cfg.durable, Retry: cfg.retry,
+	})
+	if err != nil {
+		if !cfg.noLeakCheck {
+			goleak.VerifyNone(t, before)
 		}
-		c.Net.Close()
+		t.Fatalf("pstest: %v", err)
+	}
+	c := &Cluster{PS: pc, Net: pc.Network(), Coordinator: pc.Coordinator(), Workers: pc.Workers(), ClientCfg: pc.ClientConfig()}
+	var ro []ps.Option
+	if cfg.obs != nil {
+		ro = append(ro, ps.WithObserver(cfg.obs))
+	}
+	c.srvCfg, c.srvOpts = ps.ServerConfig{Store: cfg.store, Durable: cfg.durable}, ro
+	t.Cleanup(func() {
+		if err := pc.Close(); err != nil {
+			t.Errorf("pstest: close: %v", err)
+		}
+		c.mu.Lock()
+		for _, s := range append(c.Servers, c.dead...) {
+			s.Close() // the servers RestartServer started, which the ps.Cluster does not know
+		}
+		c.mu.Unlock()
 		if !cfg.noLeakCheck {
 			// Every goroutine the cluster started must be gone.
 			goleak.VerifyNone(t, before)
 		}
 	})
 	for i := range cfg.servers {
-		c.ServerIDs = append(c.ServerIDs, transport.NodeID(fmt.Sprintf("server-%d", i)))
+		c.ServerIDs = append(c.ServerIDs, ps.ServerNode(i))
+		c.Servers = append(c.Servers, pc.Server(i))
 	}
 	for i := range cfg.workers {
-		c.WorkerIDs = append(c.WorkerIDs, transport.NodeID(fmt.Sprintf("worker-%d", i)))
-	}
-	c.ClientCfg = ps.ClientConfig{Servers: c.ServerIDs, Width: cfg.width, Partitioner: cfg.part, Retry: cfg.retry}
-	var ro []ps.Option
-	if cfg.obs != nil {
-		ro = append(ro, ps.WithObserver(cfg.obs))
-	}
-	c.srvCfg, c.srvOpts = ps.ServerConfig{Store: cfg.store, Durable: cfg.durable}, ro
-	closers = append(closers, func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		for _, s := range append(c.Servers, c.dead...) {
-			s.Close()
-		}
-	})
-	for i, id := range c.ServerIDs {
-		s, err := ps.NewServer(string(id), c.srvCfg, ro...)
-		if err != nil {
-			t.Fatalf("pstest: server %d: %v", i, err)
-		}
-		if _, err := c.Net.Join(id, s); err != nil {
-			t.Fatalf("pstest: join %s: %v", id, err)
-		}
-		c.Servers = append(c.Servers, s)
-	}
-	if cfg.workers == 0 {
-		return c
-	}
-	ecfg := cfg.epsp
-	ecfg.NumWorkers = cfg.workers
-	cc := ps.CoordinatorConfig{EPSP: ecfg, Servers: c.ServerIDs, Workers: c.WorkerIDs, StartTimeout: cfg.startTimeout, Lease: cfg.lease}
-	co, err := ps.NewCoordinator(cc, cfg.policy, ro...)
-	if err != nil {
-		t.Fatalf("pstest: coordinator: %v", err)
-	}
-	ctr, err := c.Net.Join(CoordinatorID, co)
-	if err != nil {
-		t.Fatalf("pstest: join coordinator: %v", err)
-	}
-	ctx := context.Background()
-	if err := co.Start(ctx, ctr); err != nil {
-		t.Fatalf("pstest: start coordinator: %v", err)
-	}
-	closers = append(closers, func() { co.Close() })
-	c.Coordinator = co
-	for i, id := range c.WorkerIDs {
-		wc := ps.WorkerConfig{ID: epsp.WorkerID(i), Coordinator: CoordinatorID, Client: c.ClientCfg,
-			StartTimeout: cfg.startTimeout, Chunk: cfg.chunk, ProgressEvery: cfg.progress,
-			Heartbeat: cfg.heartbeat, CoordinatorTimeout: cfg.coordTimeout}
-		w, err := ps.NewWorker(string(id), wc, ro...)
-		if err != nil {
-			t.Fatalf("pstest: worker %d: %v", i, err)
-		}
-		wtr, err := c.Net.Join(id, w)
-		if err != nil {
-			t.Fatalf("pstest: join %s: %v", id, err)
-		}
-		if err := w.Start(ctx, wtr); err != nil {
-			t.Fatalf("pstest: start %s: %v", id, err)
-		}
-		closers = append(closers, func() { w.Close() })
-		c.Workers = append(c.Workers, w)
-	}
-	if err := co.WaitWorkers(ctx); err != nil {
-		t.Fatalf("pstest: %v", err)
+		c.WorkerIDs = append(c.WorkerIDs, ps.WorkerNode(i))
 	}
 	return c
 }
 
-// NewClient joins a fresh client node (client-N) and returns its client.
+// NewClient joins a fresh client node (client-N) and returns its client;
+// over TCP it returns a client on the coordinator's (or first server's)
+// transport.
 func (c *Cluster) NewClient(t testing.TB) *ps.Client {
 	t.Helper()
+	if c.Net == nil {
+		return c.PS.Client()
+	}
 	id := transport.NodeID(fmt.Sprintf("client-%d", c.clients))
 	c.clients++
 	tr, err := c.Net.Join(id, ps.ClientHandler{})
@@ -263,24 +236,12 @@ func (c *Cluster) NewClient(t testing.TB) *ps.Client {
 
 // Train runs Train on every worker at once and returns their stats.
 func (c *Cluster) Train(ctx context.Context, model ps.Model, sampler ps.Sampler, tc ps.TrainConfig) ([]ps.TrainStats, error) {
-	return c.TrainWith(ctx, func(int) ps.Model { return model }, sampler, tc)
+	return c.PS.Train(ctx, model, sampler, tc)
 }
 
 // TrainWith is Train with a model per worker (for injected slowdowns).
 func (c *Cluster) TrainWith(ctx context.Context, modelFor func(worker int) ps.Model, sampler ps.Sampler, tc ps.TrainConfig) ([]ps.TrainStats, error) {
-	stats := make([]ps.TrainStats, len(c.Workers))
-	g, gctx := errgroup.WithContext(ctx)
-	for i, w := range c.Workers {
-		g.Go(func() error {
-			s, err := w.Train(gctx, modelFor(i), sampler, tc)
-			stats[i] = s
-			if err != nil {
-				return fmt.Errorf("%s: %w", c.WorkerIDs[i], err)
-			}
-			return nil
-		})
-	}
-	return stats, g.Wait()
+	return c.PS.TrainWith(ctx, modelFor, sampler, tc)
 }
 
 // Recorder is an Observer that keeps every event in arrival order.
@@ -308,4 +269,13 @@ func (r *Recorder) Len() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.events)
+}
+
+// testWriter sends a cluster's log lines to t.Log (shown with -v or on
+// failure).
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(b), "\n"))
+	return len(b), nil
 }

@@ -2,11 +2,11 @@
 //
 // # Overview
 //
-// NewCluster joins a coordinator, servers and workers to one
-// transport.InmemNetwork, starts them (failing the test if any role does not
-// start) and registers their shutdown with t.Cleanup: workers, then the
-// coordinator, then the network, so that no goroutine outlives the test
-// (check with goleak). Options choose the policy, the optimizer, batch,
+// NewCluster starts a ps.Cluster — a coordinator, servers and workers on
+// one transport.InmemNetwork, or over loopback TCP with the TCP option —
+// failing the test if any role does not start, and registers its Close
+// with t.Cleanup: workers, then the coordinator, then the transports;
+// then goleak checks that no goroutine outlives the test. Options choose the policy, the optimizer, batch,
 // chunk and progress settings, the partitioner, an Observer, and the
 // network's fault options (delay, drops, compression).
 //

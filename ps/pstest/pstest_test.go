@@ -2,6 +2,7 @@ package pstest_test
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -108,5 +109,41 @@ func TestRunPolicy_BSP(t *testing.T) {
 	st := pstest.RunPolicy(t, func() epsp.Policy { return epsp.NewBSP() }, pstest.PolicyRun{Clocks: 4})
 	if st.Flushes != 4 || st.Releases != 3*4 {
 		t.Errorf("stats: %d flushes, %d releases; want 4, 12", st.Flushes, st.Releases)
+	}
+}
+
+// line is y = 2x + 1 with squared loss over x_i = i/n.
+type line struct{ n int }
+
+func (m line) Gradient(p []float32, samples []int, grad []float32) float64 {
+	loss := 0.0
+	for _, s := range samples {
+		x := float32(s) / float32(m.n)
+		e := p[0]*x + p[1] - (2*x + 1)
+		grad[0] += e * x
+		grad[1] += e
+		loss += float64(e*e) / 2
+	}
+	return loss
+}
+
+// NewCluster with TCP runs the same cluster over loopback TCP with a
+// secret: training works and Close leaves no goroutine (the cleanup's
+// goleak check).
+func TestNewCluster_TCP(t *testing.T) {
+	c := pstest.NewCluster(t, pstest.TCP("a secret"), pstest.Workers(2), pstest.Optimizer(ps.SGD{LR: 0.5}))
+	if c.Net != nil {
+		t.Fatal("TCP cluster has an in-process network")
+	}
+	tc := ps.TrainConfig{Keys: []uint64{0, 1}, Lens: []int{1, 1}, Init: ps.Zeros{}, Clocks: 150}
+	if _, err := c.Train(t.Context(), line{n: 32}, ps.ShardSampler{N: 32, Workers: 2}, tc); err != nil {
+		t.Fatal(err)
+	}
+	p := make([]float32, 2)
+	if err := c.NewClient(t).Pull(t.Context(), tc.Keys, p, tc.Lens); err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(float64(p[0]-2)) > 0.1 || math.Abs(float64(p[1]-1)) > 0.1 {
+		t.Errorf("learned %v, want [2 1]", p)
 	}
 }
