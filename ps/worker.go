@@ -231,6 +231,10 @@ func (w *Worker) Start(ctx context.Context, tr transport.Transport) error {
 	backoff := time.Millisecond
 	for {
 		resp, err = w.coordCall(hctx, w.helloMsg())
+		if err != nil && hctx.Err() != nil && ctx.Err() == nil {
+			// the start deadline passed during the call
+			return fmt.Errorf("%w: %s waiting for coordinator: %s unreachable (%v)", ErrStartTimeout, w.name, w.cfg.Coordinator, err)
+		}
 		if err == nil || !errors.Is(err, ErrCoordinatorUnavailable) {
 			break
 		}
