@@ -25,11 +25,17 @@ import (
 	"github.com/falconml/falcon/transport"
 )
 
-// buildBinary builds this command into a temporary directory.
+// buildBinary builds this command into a temporary directory, with the
+// race detector when the tests run with it (go test -race), so that the
+// multi-process runs are raced too.
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "cluster")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	args := []string{"build", "-o", bin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

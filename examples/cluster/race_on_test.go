@@ -1,0 +1,7 @@
+//go:build race
+
+package main
+
+// raceEnabled reports that the tests run under the race detector: the
+// cluster binary they start is then built with -race too.
+const raceEnabled = true
