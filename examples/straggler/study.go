@@ -66,7 +66,8 @@ type workload struct {
 var studyWorkloads = []workload{
 	{Name: "softmax", Model: "softmax", Duration: 5 * time.Second,
 		Steep: 0.7, High: 0.865, LR: map[family]float64{averagedSync: 1, dampedAsync: 1, undampedAsync: 3}},
-	{Name: "mlp", Model: "mlp", Hidden: 64, Duration: 10 * time.Second},
+	{Name: "mlp", Model: "mlp", Hidden: 64, Duration: 10 * time.Second,
+		Steep: 0.72, High: 0.885, LR: map[family]float64{averagedSync: 0.3, dampedAsync: 0.3, undampedAsync: 0.1}},
 }
 
 func (w workload) selected() bool {
