@@ -75,6 +75,7 @@ type options struct {
 	workloads string
 	seedList  string // -seeds in study mode: "N", "a-b" or "a,b,c"
 	jobs      int
+	from      string // -from: render the tables of recorded runs.csv files
 }
 
 func main() {
@@ -106,6 +107,7 @@ func main() {
 	flag.BoolVar(&o.lrSelect, "lr-select", false, "with -study: run the learning-rate and target selection (PROTOCOL.md §1-2) instead")
 	flag.StringVar(&o.workloads, "workload", "all", "with -study: softmax, mlp or all")
 	flag.IntVar(&o.jobs, "j", 1, "with -study: simulations run at once")
+	flag.StringVar(&o.from, "from", "", "with -study: no simulation; render the tables of these runs.csv files (comma-separated), e.g. of an interrupted or split study")
 	flag.Parse()
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })

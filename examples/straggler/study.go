@@ -66,7 +66,8 @@ type workload struct {
 var studyWorkloads = []workload{
 	{Name: "softmax", Model: "softmax", Duration: 5 * time.Second,
 		Steep: 0.7, High: 0.865, LR: map[family]float64{averagedSync: 1, dampedAsync: 1, undampedAsync: 3}},
-	{Name: "mlp", Model: "mlp", Hidden: 64, Duration: 10 * time.Second},
+	{Name: "mlp", Model: "mlp", Hidden: 64, Duration: 10 * time.Second,
+		Steep: 0.72, High: 0.885, LR: map[family]float64{averagedSync: 0.3, dampedAsync: 0.3, undampedAsync: 0.1}},
 }
 
 func (w workload) selected() bool {
@@ -347,6 +348,12 @@ func targetSeconds(evals []sim.EvalPoint, target float64) float64 {
 // runJobs runs the jobs on o.jobs goroutines, printing one progress line
 // per finished simulation to progress. Results come back in job order.
 func runJobs(o options, data *dataCache, jobs []studyJob, progress io.Writer) ([]*studyRun, error) {
+	return runJobsThen(o, data, jobs, progress, nil)
+}
+
+// runJobsThen is runJobs calling onDone (under a lock, in completion
+// order) with every finished simulation.
+func runJobsThen(o options, data *dataCache, jobs []studyJob, progress io.Writer, onDone func(*studyRun)) ([]*studyRun, error) {
 	out := make([]*studyRun, len(jobs))
 	errs := make([]error, len(jobs))
 	next := make(chan int)
@@ -369,9 +376,16 @@ func runJobs(o options, data *dataCache, jobs []studyJob, progress io.Writer) ([
 					fmt.Fprintf(progress, "[%d/%d] %s %s %s seed=%d lr=%g: ERROR %v\n", done, len(jobs), j.wl.Name, j.scenario, j.spec.Name, j.seed, j.lr, err)
 				} else {
 					out[i] = r
-					fmt.Fprintf(progress, "[%d/%d] %s %s %s seed=%d lr=%g: steep %s high %s steps/s %.0f (%.0f%% of ideal) blocked %.3f, %.1fs cpu, %s elapsed\n",
-						done, len(jobs), j.wl.Name, j.scenario, j.spec.Name, j.seed, j.lr, fmtT(r.TSteep), fmtT(r.THigh),
-						r.stepsPerSec(), r.pctIdeal(), r.Blocked, r.CPU, time.Since(start).Round(time.Second))
+					if onDone != nil {
+						onDone(r)
+					}
+					tt := "targets after the selection"
+					if j.wl.High > 0 {
+						tt = fmt.Sprintf("steep %s high %s", fmtT(r.TSteep), fmtT(r.THigh))
+					}
+					fmt.Fprintf(progress, "[%d/%d] %s %s %s seed=%d lr=%g: %s, steps/s %.0f (%.0f%% of ideal), blocked %.3f, mean acc %.3f, %.1fs cpu, %s elapsed\n",
+						done, len(jobs), j.wl.Name, j.scenario, j.spec.Name, j.seed, j.lr, tt,
+						r.stepsPerSec(), r.pctIdeal(), r.Blocked, r.MeanAcc, r.CPU, time.Since(start).Round(time.Second))
 				}
 				mu.Unlock()
 			}
@@ -421,6 +435,9 @@ func runStudy(o options) error {
 			return err
 		}
 	}
+	if o.from != "" {
+		return renderFrom(o, wls, scs, seeds, specs)
+	}
 	data, err := loadMNIST()
 	if err != nil {
 		return err
@@ -444,7 +461,24 @@ func studyWith(o options, data *dataCache, wls []workload, scs []string, seeds [
 	cpu0 := cputime.Process()
 	t0 := time.Now()
 	fmt.Fprintf(os.Stderr, "study: %d simulations (%d workloads x %d scenarios x %d seeds x %d policies), -j %d\n", len(jobs), len(wls), len(scs), len(seeds), len(specs), o.jobs)
-	runs, err := runJobs(o, data, jobs, os.Stderr)
+	// runs.csv grows as simulations finish, so that an interrupted study
+	// leaves its finished rows (render them with -from); it is rewritten
+	// in job order at the end.
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	pf, pw, err := createIn(o.out, "runs.csv")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(pw, runsHeader)
+	runs, err := runJobsThen(o, data, jobs, os.Stderr, func(r *studyRun) {
+		writeRunRow(pw, r)
+		pw.Flush()
+	})
+	if cerr := closeOut(pf, pw); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return err
 	}
@@ -535,11 +569,15 @@ const runsHeader = "workload,scenario,policy,family,seed,lr,target_steep,target_
 func writeRunsCSV(w io.Writer, runs []*studyRun) {
 	fmt.Fprintln(w, runsHeader)
 	for _, r := range runs {
-		fmt.Fprintf(w, "%s,%s,%s,%s,%d,%s,%s,%s,%s,%s,%d,%s,%s,%s,%s,%d,%d,%d,%d,%d,%s,%s,%s,%s,%s\n",
-			r.Workload, r.Scenario, r.Policy, r.Family, r.Seed, csvF(r.LR), csvF(r.Steep), csvF(r.High), csvF(r.TSteep), csvF(r.THigh),
-			r.Clocks, csvF(r.stepsPerSec()), csvF(r.Ideal), csvF(r.pctIdeal()), csvF(r.Blocked), r.Transfers, r.Moved, r.Moved*sampleBytes,
-			r.Dropped, r.PChanges, csvF(r.FinalAcc), csvF(r.MeanAcc), csvF(r.Duration), csvF(r.Wall), csvF(r.CPU))
+		writeRunRow(w, r)
 	}
+}
+
+func writeRunRow(w io.Writer, r *studyRun) {
+	fmt.Fprintf(w, "%s,%s,%s,%s,%d,%s,%s,%s,%s,%s,%d,%s,%s,%s,%s,%d,%d,%d,%d,%d,%s,%s,%s,%s,%s\n",
+		r.Workload, r.Scenario, r.Policy, r.Family, r.Seed, csvF(r.LR), csvF(r.Steep), csvF(r.High), csvF(r.TSteep), csvF(r.THigh),
+		r.Clocks, csvF(r.stepsPerSec()), csvF(r.Ideal), csvF(r.pctIdeal()), csvF(r.Blocked), r.Transfers, r.Moved, r.Moved*sampleBytes,
+		r.Dropped, r.PChanges, csvF(r.FinalAcc), csvF(r.MeanAcc), csvF(r.Duration), csvF(r.Wall), csvF(r.CPU))
 }
 
 func writeEvalsCSV(w io.Writer, runs []*studyRun) {
@@ -855,4 +893,100 @@ func writeStudyMarkdown(w io.Writer, o options, wls []workload, scs []string, se
 		}
 	}
 	p("Reduction = (T_base − T_cand)/T_base per seed; median over seeds; percentile bootstrap, 10000 resamples, seed 20261201; win/loss only where the interval excludes 0. inf = target not reached within D.\n")
+}
+
+// renderFrom is -from: the tables of the runs recorded in earlier runs.csv
+// files (comma-separated paths), narrowed to the selected subset; no
+// simulation runs. A later row for the same simulation replaces an
+// earlier one.
+func renderFrom(o options, wls []workload, scs []string, seeds []uint64, specs []policySpec) error {
+	keep := map[string]bool{}
+	for _, w := range wls {
+		keep["w/"+w.Name] = true
+	}
+	for _, sc := range scs {
+		keep["s/"+sc] = true
+	}
+	for _, sp := range specs {
+		keep["p/"+sp.Name] = true
+	}
+	byKey := map[string]*studyRun{}
+	var order []string
+	for _, path := range strings.Split(o.from, ",") {
+		rs, err := readRunsCSV(path)
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			if !keep["w/"+r.Workload] || !keep["s/"+r.Scenario] || !keep["p/"+r.Policy] || !slices.Contains(seeds, r.Seed) {
+				continue
+			}
+			k := fmt.Sprintf("%s/%s/%s/%d", r.Workload, r.Scenario, r.Policy, r.Seed)
+			if byKey[k] == nil {
+				order = append(order, k)
+			}
+			byKey[k] = r
+		}
+	}
+	var runs []*studyRun
+	var cpu float64
+	for _, k := range order {
+		runs = append(runs, byKey[k])
+		cpu += byKey[k].CPU
+	}
+	if len(runs) == 0 {
+		return fmt.Errorf("-from %s: no recorded simulation in the selected subset", o.from)
+	}
+	cost := costOf(runs, time.Duration(cpu*float64(time.Second)), 0)
+	subset := subsetLabel(o, wls, scs, seeds, specs)
+	if subset == "" {
+		subset = "none; rendered from " + o.from
+	} else {
+		subset += "; rendered from " + o.from
+	}
+	return writeStudy(o, wls, scs, seeds, specs, runs, cost, subset)
+}
+
+// readRunsCSV reads a runs.csv written by the study.
+func readRunsCSV(path string) ([]*studyRun, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) == 0 || lines[0] != runsHeader {
+		return nil, fmt.Errorf("%s: not a study runs.csv (header %q)", path, lines[0])
+	}
+	num := func(s string) float64 {
+		switch s {
+		case "inf":
+			return math.Inf(1)
+		case "-inf":
+			return math.Inf(-1)
+		}
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return math.NaN()
+		}
+		return v
+	}
+	var out []*studyRun
+	ncol := len(strings.Split(runsHeader, ","))
+	for i, l := range lines[1:] {
+		f := strings.Split(l, ",")
+		if len(f) != ncol {
+			return nil, fmt.Errorf("%s:%d: %d fields, want %d", path, i+2, len(f), ncol)
+		}
+		seed, err := strconv.ParseUint(f[4], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: seed %q", path, i+2, f[4])
+		}
+		r := &studyRun{Workload: f[0], Scenario: f[1], Policy: f[2], Family: family(f[3]), Seed: seed,
+			LR: num(f[5]), Steep: num(f[6]), High: num(f[7]), TSteep: num(f[8]), THigh: num(f[9]),
+			Clocks: int(num(f[10])), Ideal: num(f[12]), Blocked: num(f[14]), Transfers: int(num(f[15])),
+			Moved: int(num(f[16])), Dropped: int(num(f[18])), PChanges: int(num(f[19])),
+			FinalAcc: num(f[20]), MeanAcc: num(f[21]), Duration: num(f[22]), Wall: num(f[23]), CPU: num(f[24])}
+		out = append(out, r)
+	}
+	return out, nil
 }

@@ -239,3 +239,48 @@ func TestLRSelect_Synthetic(t *testing.T) {
 		t.Errorf("lr.csv has %d lines, want %d", n, 1+2*len(lrGrid))
 	}
 }
+
+// A study's runs.csv renders the same comparison again with -from, and
+// a subset of it narrows the tables.
+func TestStudy_RenderFrom(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs four short simulations")
+	}
+	dir := t.TempDir()
+	o := options{out: dir, jobs: 1, stdout: &bytes.Buffer{}, policies: "bsp,epsp-v1"}
+	specs, _ := selectPolicies(o.policies)
+	wl := workload{Name: "softmax", Model: "softmax", Duration: 300 * time.Millisecond, Steep: 0.4, High: 0.6,
+		LR: map[family]float64{averagedSync: 1, dampedAsync: 1, undampedAsync: 1}}
+	if err := studyWith(o, syntheticCache(t), []workload{wl}, []string{"straggler"}, []uint64{1, 2}, specs); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(filepath.Join(dir, "compare.csv"))
+	runs, err := readRunsCSV(filepath.Join(dir, "runs.csv"))
+	if err != nil || len(runs) != 4 {
+		t.Fatalf("readRunsCSV: %d runs, %v", len(runs), err)
+	}
+	saved := studyWorkloads
+	defer func() { studyWorkloads = saved }()
+	studyWorkloads = []workload{wl}
+	dir2 := t.TempDir()
+	o2 := options{study: true, seed: 1, out: dir2, jobs: 1, stdout: &bytes.Buffer{}, policies: "bsp,epsp-v1", scenario: "straggler",
+		seedList: "1,2", from: filepath.Join(dir, "runs.csv")}
+	if err := runStudy(o2); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(filepath.Join(dir2, "compare.csv"))
+	if !bytes.Equal(got, want) {
+		t.Fatalf("rendered compare.csv differs:\n%s\nwant\n%s", got, want)
+	}
+	o2.seedList, o2.out = "1", t.TempDir()
+	if err := runStudy(o2); err != nil {
+		t.Fatal(err)
+	}
+	one, _ := os.ReadFile(filepath.Join(o2.out, "compare.csv"))
+	if !strings.Contains(string(one), ",epsp-v1,bsp,1,") {
+		t.Errorf("subset of one seed:\n%s", one)
+	}
+	if _, err := readRunsCSV(filepath.Join(dir, "compare.csv")); err == nil {
+		t.Error("readRunsCSV accepted a compare.csv")
+	}
+}
