@@ -437,6 +437,7 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 			return coordResp{err: fmt.Errorf("%w: %v", ErrRejected, err)}
 		}
 		c.snapshot()
+		c.lease.admitted(r.push, d)
 		c.opts.emit(Event{Kind: EvPushAdmitted, Node: "coordinator", Worker: r.push.Worker, Owner: r.push.Owner, Clock: r.push.Clock, Samples: r.push.Samples, Push: r.push, Decision: d})
 		return coordResp{dec: d}
 	case opTransferResult:
@@ -448,6 +449,7 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		err := c.step(r.ev, orders)
 		if err == nil && ok && r.ev.Transfer.Accepted {
 			res := r.ev.Transfer
+			c.lease.gave(o.From, o.Clock, res.Lo)
 			c.opts.emit(Event{Kind: EvTransferResult, Node: "coordinator", Worker: o.From, Clock: o.Clock, Lo: res.Lo, Hi: res.Hi, Transfer: o, Result: res})
 			task := transferTask{id: o.ID, owner: o.From, clock: o.Clock, lo: res.Lo, hi: res.Hi, batch: r.batch, version: c.core.View().Version()}
 			e := newMsg(nil, opTransferTask)
@@ -467,6 +469,9 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		}
 		return coordResp{err: err}
 	case opTransferDone:
+		if took, err := c.handedOver(r.ev.Transfer.ID, orders); took {
+			return coordResp{err: err}
+		}
 		err := c.step(r.ev, orders)
 		if err == nil {
 			c.opts.emit(Event{Kind: EvTransferDone, Node: "coordinator", Worker: r.worker, Result: r.ev.Transfer})
@@ -480,6 +485,8 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		return coordResp{err: err}
 	case opProgress:
 		return coordResp{err: c.step(r.ev, orders)}
+	case opLost:
+		return coordResp{err: c.serveLost(r.worker, orders)}
 	case opLeave:
 		err := c.step(r.ev, orders)
 		if err == nil {
