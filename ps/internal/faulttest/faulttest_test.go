@@ -329,3 +329,29 @@ func TestMultiProcess_RestartedWorkerRefused(t *testing.T) {
 		failedNaming(t, c.procs[n], "worker-1", at)
 	}
 }
+
+// TestMultiProcess_LostWorkerContinue: with -lost continue a worker killed
+// with kill -9 in the middle of its clock 2 leaves the run; its
+// unprocessed samples of that clock are computed by a survivor, and each
+// server's count of samples it received is exactly the survivors' 6
+// clocks and the victim's clocks 0 to 2: none lost, none counted twice.
+func TestMultiProcess_LostWorkerContinue(t *testing.T) {
+	const clocks, batch = 6, 8
+	c := newCluster(t, 2, 3, "-lease", lease.String(), "-delay", "20ms", "-clocks", fmt.Sprint(clocks), "-lost", "continue")
+	c.up(nil)
+	victim := c.procs["worker-1"]
+	victim.waitLine(t, "clock 2", 20*time.Second)
+	victim.cmd.Process.Kill()
+	for _, n := range []string{"worker-0", "worker-2"} {
+		c.procs[n].waitLine(t, "final", 30*time.Second)
+	}
+	c.procs["coordinator"].waitLine(t, "flushes", 10*time.Second)
+	want := fmt.Sprintf("applied %d", 2*clocks*batch+3*batch)
+	for i := range 2 {
+		s := c.procs[fmt.Sprintf("server-%d", i)]
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		if got := s.waitLine(t, "applied", 10*time.Second); got != want {
+			t.Errorf("server-%d: %q, want %q", i, got, want)
+		}
+	}
+}

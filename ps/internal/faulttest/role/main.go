@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -81,7 +82,12 @@ func run(o opts) error {
 		if o.dir != "" {
 			cfg.Durable = ps.DurableConfig{Dir: o.dir, Log: true, CheckpointEvery: 2}
 		}
-		s, err := ps.NewServer(o.id, cfg)
+		var applied atomic.Int64 // samples applied or buffered, for the test's count
+		s, err := ps.NewServer(o.id, cfg, ps.WithObserver(ps.ObserverFunc(func(e ps.Event) {
+			if e.Kind == ps.EvApplied {
+				applied.Add(int64(e.Samples))
+			}
+		})))
 		if err != nil {
 			return err
 		}
@@ -93,6 +99,7 @@ func run(o opts) error {
 		defer tr.Close()
 		fmt.Println("ready")
 		<-ctx.Done()
+		fmt.Printf("applied %d\n", applied.Load())
 		return nil
 	case "coordinator":
 		ec := epsp.DefaultConfig()
