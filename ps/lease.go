@@ -454,7 +454,7 @@ const (
 	defaultCoordinatorTimeout = 10 * time.Second
 )
 
-// heartbeats renews the worker's lease until Close, and fails the worker
+// heartbeats renews the worker's lease until it leaves or closes, and fails it
 // when the coordinator has not answered for CoordinatorTimeout, or
 // answers that the run is aborted or this incarnation refused.
 func (w *Worker) heartbeats() {
@@ -468,6 +468,9 @@ func (w *Worker) heartbeats() {
 		case <-t.C:
 		case <-w.quit:
 			return
+		}
+		if w.left.Load() {
+			return // out of the run: its coordinator may go away now
 		}
 		e := newMsg(nil, opHeartbeat)
 		e.u64(w.incarnation)
