@@ -469,7 +469,7 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		}
 		return coordResp{err: err}
 	case opTransferDone:
-		if took, err := c.handedOver(r.ev.Transfer.ID, orders); took {
+		if took, err := c.handedOver(r.ev.Transfer.ID, r.worker, orders); took {
 			return coordResp{err: err}
 		}
 		err := c.step(r.ev, orders)

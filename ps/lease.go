@@ -144,7 +144,7 @@ type leases struct {
 	// for hand-overs (ContinueWithout)
 	ownClock map[epsp.WorkerID]int       // 1 + the last clock whose own push was admitted
 	gaveLo   map[epsp.WorkerID]gaveRange // lowest start given away, per clock
-	handing  map[uint64]epsp.WorkerID    // hand-over task id → lost worker
+	handing  map[uint64]handOver         // hand-over tasks in flight, by id
 	nextHand uint64
 	stop     chan struct{}
 	once     sync.Once
@@ -153,7 +153,7 @@ type leases struct {
 func newLeases(cfg LeaseConfig, workers, servers int) *leases {
 	return &leases{cfg: cfg, inc: make([]uint64, workers), seen: make([]time.Time, workers),
 		done: make([]bool, workers), lost: make([]bool, workers), srv: make([]time.Time, servers), stop: make(chan struct{}),
-		ownClock: map[epsp.WorkerID]int{}, gaveLo: map[epsp.WorkerID]gaveRange{}, handing: map[uint64]epsp.WorkerID{}}
+		ownClock: map[epsp.WorkerID]int{}, gaveLo: map[epsp.WorkerID]gaveRange{}, handing: map[uint64]handOver{}}
 }
 
 // bind checks a worker's incarnation (inc, from a hello or a heartbeat;
@@ -343,6 +343,23 @@ const handOverBase = 1 << 62
 func (c *Coordinator) serveLost(lw epsp.WorkerID, orders map[uint64]epsp.TransferOrder) error {
 	v := c.core.View()
 	l := c.lease
+	// Hand-overs to lw will not finish: their lost workers leave now (it
+	// may have pushed the samples already, so they are not handed again:
+	// lost, never counted twice).
+	l.mu.Lock()
+	var orphans []epsp.WorkerID
+	for id, h := range l.handing {
+		if h.taker == lw {
+			orphans = append(orphans, h.lost)
+			delete(l.handing, id)
+		}
+	}
+	l.mu.Unlock()
+	for _, o := range orphans {
+		if err := c.leaveLost(o, orders); err != nil {
+			return err
+		}
+	}
 	cl := v.Clock(lw)
 	l.mu.Lock()
 	end := v.Batch(lw)
@@ -364,7 +381,7 @@ func (c *Coordinator) serveLost(lw epsp.WorkerID, orders map[uint64]epsp.Transfe
 	l.mu.Lock()
 	l.nextHand++
 	id := handOverBase + l.nextHand
-	l.handing[id] = lw
+	l.handing[id] = handOver{lost: lw, taker: taker}
 	l.mu.Unlock()
 	e := newMsg(nil, opTransferTask)
 	e.u64(id)
@@ -385,16 +402,20 @@ func (c *Coordinator) serveLost(lw epsp.WorkerID, orders map[uint64]epsp.Transfe
 
 // handedOver finishes a hand-over task when id is one: the lost worker
 // leaves now that its samples are stored.
-func (c *Coordinator) handedOver(id uint64, orders map[uint64]epsp.TransferOrder) (bool, error) {
+func (c *Coordinator) handedOver(id uint64, from epsp.WorkerID, orders map[uint64]epsp.TransferOrder) (bool, error) {
 	l := c.lease
 	l.mu.Lock()
-	lw, ok := l.handing[id]
+	h, ok := l.handing[id]
+	if ok && h.taker != from {
+		l.mu.Unlock()
+		return true, fmt.Errorf("%w: worker %d reports hand-over %d given to worker %d", ErrRejected, from, id, h.taker)
+	}
 	delete(l.handing, id)
 	l.mu.Unlock()
 	if !ok {
 		return false, nil
 	}
-	return true, c.leaveLost(lw, orders)
+	return true, c.leaveLost(h.lost, orders)
 }
 
 func (c *Coordinator) leaveLost(lw epsp.WorkerID, orders map[uint64]epsp.TransferOrder) error {
@@ -426,6 +447,9 @@ func (l *leases) gave(w epsp.WorkerID, clock, lo int) {
 }
 
 type gaveRange struct{ clock, lo int }
+
+// handOver is a lost worker's samples handed to a taker.
+type handOver struct{ lost, taker epsp.WorkerID }
 
 // heartbeat answers a worker's heartbeat outside the coordinator's loop
 // (a busy loop must not make live workers look dead).
