@@ -355,3 +355,17 @@ func TestMultiProcess_LostWorkerContinue(t *testing.T) {
 		}
 	}
 }
+
+// TestMultiProcess_LostServer: a server without durable state killed
+// with kill -9 ends the run: the coordinator and the workers exit with an
+// error naming it within the lease bound.
+func TestMultiProcess_LostServer(t *testing.T) {
+	c := newCluster(t, 2, 2, "-lease", lease.String(), "-delay", "20ms", "-clocks", "50")
+	c.up(nil)
+	c.procs["worker-0"].waitLine(t, "clock 2", 20*time.Second)
+	at := time.Now()
+	c.procs["server-1"].cmd.Process.Kill()
+	for _, n := range []string{"coordinator", "worker-0", "worker-1"} {
+		failedNaming(t, c.procs[n], "server-1", at)
+	}
+}
