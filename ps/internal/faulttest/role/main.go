@@ -124,6 +124,10 @@ func run(o opts) error {
 		fmt.Println("ready")
 		for {
 			if err := co.Err(); err != nil {
+				// stay a moment, so every worker hears the abort (its
+				// order or its next heartbeat's answer) rather than
+				// finding the coordinator gone
+				time.Sleep(500 * time.Millisecond)
 				return err
 			}
 			if st := co.Stats(); st.Left == o.workers {
