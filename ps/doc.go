@@ -117,7 +117,8 @@
 // key layout, per-key versions, values, optimizer state, buffered clocks,
 // the last flushed clock and the request-id windows; a versioned format
 // with a CRC-32C over the content, written atomically every
-// CheckpointEvery flushes and by Server.Checkpoint) and, with Log, a log
+// CheckpointEvery flushes, after CheckpointPeriod, and by
+// Server.Checkpoint) and, with Log, a log
 // of every update since (durable.go), and restores both at NewServer. A
 // truncated or bit-flipped checkpoint is refused with ErrCorruptCheckpoint
 // naming the file; a torn last log record (the kill came during its
