@@ -440,6 +440,7 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 			return coordResp{err: fmt.Errorf("%w: %v", ErrRejected, err)}
 		}
 		c.snapshot()
+		c.lease.admitted(r.push, d)
 		c.opts.emit(Event{Kind: EvPushAdmitted, Node: "coordinator", Worker: r.push.Worker, Owner: r.push.Owner, Clock: r.push.Clock, Samples: r.push.Samples, Push: r.push, Decision: d})
 		return coordResp{dec: d}
 	case opTransferResult:
@@ -458,6 +459,7 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		err := c.step(r.ev, orders)
 		if err == nil && ok && r.ev.Transfer.Accepted {
 			res := r.ev.Transfer
+			c.lease.gave(o.From, o.Clock, res.Lo)
 			task := transferTask{id: o.ID, owner: o.From, clock: o.Clock, lo: res.Lo, hi: res.Hi, batch: r.batch, version: c.core.View().Version()}
 			e := newMsg(nil, opTransferTask)
 			e.u64(task.id)
@@ -473,8 +475,15 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 			}
 		}
 		return coordResp{err: err}
-	case opTransferDone, opClock, opProgress, opLeave: // step emits what they report (emitCause)
+	case opTransferDone:
+		if took, err := c.handedOver(r.ev.Transfer.ID, r.worker, orders); took {
+			return coordResp{err: err}
+		}
+		return coordResp{err: c.step(r.ev, orders)} // step emits what it reports (emitCause)
+	case opClock, opProgress, opLeave:
 		return coordResp{err: c.step(r.ev, orders)}
+	case opLost:
+		return coordResp{err: c.serveLost(r.worker, orders)}
 	}
 	return coordResp{err: fmt.Errorf("%w: op %d", ErrMalformed, r.op)}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // Durability. A server with DurableConfig.Dir set keeps its state on disk
@@ -15,7 +16,8 @@ import (
 // stopped:
 //
 //   - a checkpoint (checkpoint.go), written atomically every
-//     CheckpointEvery flushes and on demand (Server.Checkpoint), as
+//     CheckpointEvery flushes, after CheckpointPeriod, and on demand
+//     (Server.Checkpoint), as
 //     <Dir>/<name>.ckpt;
 //   - with Log, a request log <Dir>/<name>.log.<generation>: every
 //     update applied since that checkpoint (init, push, flush), appended
@@ -46,8 +48,13 @@ type DurableConfig struct {
 	// Dir holds the checkpoint and the log; empty means no durability.
 	Dir string
 	// CheckpointEvery is the number of flushes between checkpoints; zero
-	// means only on demand (Server.Checkpoint).
+	// means none counted by flushes.
 	CheckpointEvery int
+	// CheckpointPeriod, when positive, also checkpoints after the first
+	// update applied at least this long after the last checkpoint (for
+	// policies that never flush, ASP and SSP). With neither, checkpoints
+	// are taken only on demand (Server.Checkpoint).
+	CheckpointPeriod time.Duration
 	// Log records every update between checkpoints (see above).
 	Log bool
 	// LogSync fsyncs each log record.
@@ -56,10 +63,10 @@ type DurableConfig struct {
 
 // Validate checks the configuration.
 func (c *DurableConfig) Validate() error {
-	if c.CheckpointEvery < 0 {
-		return errors.New("ps: negative DurableConfig.CheckpointEvery")
+	if c.CheckpointEvery < 0 || c.CheckpointPeriod < 0 {
+		return errors.New("ps: negative DurableConfig.CheckpointEvery or CheckpointPeriod")
 	}
-	if (c.Log || c.CheckpointEvery > 0) && c.Dir == "" {
+	if (c.Log || c.CheckpointEvery > 0 || c.CheckpointPeriod > 0) && c.Dir == "" {
 		return errors.New("ps: DurableConfig needs a Dir")
 	}
 	return nil
@@ -86,6 +93,7 @@ type durable struct {
 	flushes   int
 	replaying bool
 	windows   map[uint64]*ClientWindow
+	lastCk    time.Time // when the last checkpoint was written (or the server started)
 }
 
 func (s *Server) logPath(gen uint64) string {
@@ -95,7 +103,7 @@ func (s *Server) logPath(gen uint64) string {
 // openDurable restores the server's state from its directory and opens
 // the log. It runs in NewServer, before the server serves anything.
 func (s *Server) openDurable(cfg DurableConfig) error {
-	s.dur = &durable{cfg: cfg, flushed: -1, windows: map[uint64]*ClientWindow{}}
+	s.dur = &durable{cfg: cfg, flushed: -1, windows: map[uint64]*ClientWindow{}, lastCk: time.Now()}
 	if cfg.Dir == "" {
 		return nil
 	}
@@ -223,7 +231,14 @@ func (s *Server) applied(rid reqID, req, tail []byte) error {
 			w.Window |= 1 << (w.Max - rid.seq - 1)
 		}
 	}
-	if s.dur.log == nil || s.dur.replaying {
+	if s.dur.replaying {
+		return nil
+	}
+	if p := s.dur.cfg.CheckpointPeriod; p > 0 && time.Since(s.dur.lastCk) >= p {
+		// the checkpoint holds this update: nothing to log
+		return s.checkpointLocked()
+	}
+	if s.dur.log == nil {
 		return nil
 	}
 	n := len(req) + len(tail)
@@ -306,6 +321,7 @@ func (s *Server) checkpointLocked() error {
 	}
 	old := s.dur.gen
 	s.dur.gen++
+	s.dur.lastCk = time.Now()
 	if s.dur.log == nil {
 		return nil
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 )
 
 // idPush encodes a push of one value to key 1 with request id (client, seq).
@@ -108,4 +109,35 @@ func TestServer_TornLogRecordCut(t *testing.T) {
 		t.Fatal("a push applied before the restart was applied again")
 	}
 	s.Close()
+}
+
+// TestServer_CheckpointPeriod: with CheckpointPeriod (for policies that
+// never flush) the first update after the period writes a checkpoint
+// holding it, and a restart from it has the same state.
+func TestServer_CheckpointPeriod(t *testing.T) {
+	dir := t.TempDir()
+	cfg := ServerConfig{Store: StoreConfig{Optimizer: Momentum{LR: 0.1, Mu: 0.9}}, Durable: DurableConfig{Dir: dir, CheckpointPeriod: 20 * time.Millisecond}}
+	s, err := NewServer("s", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.store.InitValues([]uint64{1}, []int{1}, []float32{1}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s.HandleRequest(ctx, "c", idPush(1, 1, 0.5))
+	if _, err := os.Stat(filepath.Join(dir, "s.ckpt")); err == nil {
+		t.Fatal("checkpoint written before its period")
+	}
+	time.Sleep(25 * time.Millisecond)
+	s.HandleRequest(ctx, "c", idPush(1, 2, 0.25))
+	r, err := NewServer("s", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if !slices.Equal(f32Bits(r.store.vals), f32Bits(s.store.vals)) || !slices.Equal(f32Bits(r.store.state), f32Bits(s.store.state)) || r.store.Steps(1) != 2 {
+		t.Fatalf("restored %v %v (%d steps), want %v %v (2)", r.store.vals, r.store.state, r.store.Steps(1), s.store.vals, s.store.state)
+	}
 }

@@ -140,13 +140,20 @@ type leases struct {
 	done  []bool      // worker left or was declared lost: not watched
 	lost  []bool      // worker was declared lost: refused
 	srv   []time.Time // server → last answered ping
-	stop  chan struct{}
-	once  sync.Once
+
+	// for hand-overs (ContinueWithout)
+	ownClock map[epsp.WorkerID]int       // 1 + the last clock whose own push was admitted
+	gaveLo   map[epsp.WorkerID]gaveRange // lowest start given away, per clock
+	handing  map[uint64]handOver         // hand-over tasks in flight, by id
+	nextHand uint64
+	stop     chan struct{}
+	once     sync.Once
 }
 
 func newLeases(cfg LeaseConfig, workers, servers int) *leases {
 	return &leases{cfg: cfg, inc: make([]uint64, workers), seen: make([]time.Time, workers),
-		done: make([]bool, workers), lost: make([]bool, workers), srv: make([]time.Time, servers), stop: make(chan struct{})}
+		done: make([]bool, workers), lost: make([]bool, workers), srv: make([]time.Time, servers), stop: make(chan struct{}),
+		ownClock: map[epsp.WorkerID]int{}, gaveLo: map[epsp.WorkerID]gaveRange{}, handing: map[uint64]handOver{}}
 }
 
 // bind checks a worker's incarnation (inc, from a hello or a heartbeat;
@@ -312,10 +319,137 @@ func (c *Coordinator) workerLost(w epsp.WorkerID, why string) {
 	e.str(err.Error())
 	c.send(w, e.b)
 	select {
-	case c.reqs <- &coordReq{op: opLeave, worker: w, ev: epsp.Event{Kind: epsp.EventLeave, Worker: w}}:
+	case c.reqs <- &coordReq{op: opLost, worker: w}:
 	case <-c.quit:
 	}
 }
+
+// opLost is the loop's internal request: worker declared lost under
+// ContinueWithout. Never on the wire (decode refuses it).
+const opLost op = 68
+
+// handOverBase marks the ids of hand-over tasks (the core's transfer ids
+// count up from 1).
+const handOverBase = 1 << 62
+
+// serveLost (on the loop) hands the lost worker's unprocessed samples of
+// the clock it was computing to a survivor, exactly once, and makes it
+// leave when they are stored; if it had nothing unprocessed (it was
+// waiting, or its own push of the clock was admitted), it leaves now.
+// Its unprocessed samples are its batch's prefix [0, end), end being the
+// lowest start of a range it gave away in that clock (the rest is the
+// takers'). A push admitted but not stored when the worker died is lost,
+// never counted twice.
+func (c *Coordinator) serveLost(lw epsp.WorkerID, orders map[uint64]epsp.TransferOrder) error {
+	v := c.core.View()
+	l := c.lease
+	// Hand-overs to lw will not finish: their lost workers leave now (it
+	// may have pushed the samples already, so they are not handed again:
+	// lost, never counted twice).
+	l.mu.Lock()
+	var orphans []epsp.WorkerID
+	for id, h := range l.handing {
+		if h.taker == lw {
+			orphans = append(orphans, h.lost)
+			delete(l.handing, id)
+		}
+	}
+	l.mu.Unlock()
+	for _, o := range orphans {
+		if err := c.leaveLost(o, orders); err != nil {
+			return err
+		}
+	}
+	cl := v.Clock(lw)
+	l.mu.Lock()
+	end := v.Batch(lw)
+	if g, ok := l.gaveLo[lw]; ok && g.clock == cl {
+		end = g.lo
+	}
+	pushed := l.ownClock[lw] == cl+1
+	taker := epsp.WorkerID(-1)
+	for w := range l.done {
+		if !l.done[w] {
+			taker = epsp.WorkerID(w)
+			break
+		}
+	}
+	l.mu.Unlock()
+	if v.Waiting(lw) || pushed || end <= 0 || taker < 0 {
+		return c.leaveLost(lw, orders)
+	}
+	l.mu.Lock()
+	l.nextHand++
+	id := handOverBase + l.nextHand
+	l.handing[id] = handOver{lost: lw, taker: taker}
+	l.mu.Unlock()
+	e := newMsg(nil, opTransferTask)
+	e.u64(id)
+	e.i64(int64(lw))
+	e.i64(int64(cl))
+	e.i64(0)
+	e.i64(int64(end))
+	e.i64(int64(v.Batch(lw)))
+	e.u64(v.Version())
+	c.opts.emit(Event{Kind: EvTransferOrdered, Node: "coordinator", Worker: lw, Clock: cl, Lo: 0, Hi: end,
+		Transfer: epsp.TransferOrder{ID: id, From: lw, To: taker, Clock: cl, Lo: 0, Hi: end}})
+	if err := c.send(taker, e.b); err != nil {
+		c.setFatal(fmt.Errorf("ps: handing %s's samples of clock %d to %s: %w", c.cfg.Workers[lw], cl, c.cfg.Workers[taker], err))
+		return err
+	}
+	return nil
+}
+
+// handedOver finishes a hand-over task when id is one: the lost worker
+// leaves now that its samples are stored.
+func (c *Coordinator) handedOver(id uint64, from epsp.WorkerID, orders map[uint64]epsp.TransferOrder) (bool, error) {
+	l := c.lease
+	l.mu.Lock()
+	h, ok := l.handing[id]
+	if ok && h.taker != from {
+		l.mu.Unlock()
+		return true, fmt.Errorf("%w: worker %d reports hand-over %d given to worker %d", ErrRejected, from, id, h.taker)
+	}
+	delete(l.handing, id)
+	l.mu.Unlock()
+	if !ok {
+		return false, nil
+	}
+	return true, c.leaveLost(h.lost, orders)
+}
+
+func (c *Coordinator) leaveLost(lw epsp.WorkerID, orders map[uint64]epsp.TransferOrder) error {
+	err := c.step(epsp.Event{Kind: epsp.EventLeave, Worker: lw}, orders)
+	if err == nil {
+		c.opts.emit(Event{Kind: EvLeave, Node: "coordinator", Worker: lw})
+	}
+	return err
+}
+
+// admitted records a worker's admitted push of its own batch.
+func (l *leases) admitted(p epsp.Push, d epsp.PushDecision) {
+	if p.Worker != p.Owner || d.Action == epsp.Drop {
+		return
+	}
+	l.mu.Lock()
+	l.ownClock[p.Worker] = max(l.ownClock[p.Worker], p.Clock+1)
+	l.mu.Unlock()
+}
+
+// gave records a range [lo, …) of clock's batch the worker gave away.
+func (l *leases) gave(w epsp.WorkerID, clock, lo int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if g, ok := l.gaveLo[w]; ok && g.clock == clock {
+		lo = min(lo, g.lo)
+	}
+	l.gaveLo[w] = gaveRange{clock, lo}
+}
+
+type gaveRange struct{ clock, lo int }
+
+// handOver is a lost worker's samples handed to a taker.
+type handOver struct{ lost, taker epsp.WorkerID }
 
 // heartbeat answers a worker's heartbeat outside the coordinator's loop
 // (a busy loop must not make live workers look dead).
@@ -344,7 +478,7 @@ const (
 	defaultCoordinatorTimeout = 10 * time.Second
 )
 
-// heartbeats renews the worker's lease until Close, and fails the worker
+// heartbeats renews the worker's lease until it leaves or closes, and fails it
 // when the coordinator has not answered for CoordinatorTimeout, or
 // answers that the run is aborted or this incarnation refused.
 func (w *Worker) heartbeats() {
@@ -358,6 +492,9 @@ func (w *Worker) heartbeats() {
 		case <-t.C:
 		case <-w.quit:
 			return
+		}
+		if w.left.Load() {
+			return // out of the run: its coordinator may go away now
 		}
 		e := newMsg(nil, opHeartbeat)
 		e.u64(w.incarnation)

@@ -73,6 +73,9 @@ func (k EventKind) String() string {
 	if int(k) < len(names) && k > 0 {
 		return names[k]
 	}
+	if k == EvWorkerLost {
+		return "worker-lost"
+	}
 	return "event?"
 }
 

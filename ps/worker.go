@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/falconml/falcon/epsp"
@@ -167,7 +168,8 @@ type Worker struct {
 	fatal    error
 	closed   bool // set by Close before it waits for wg
 
-	incarnation uint64 // random per process (see lease.go)
+	incarnation uint64      // random per process (see lease.go)
+	left        atomic.Bool // Leave succeeded: the heartbeats stop
 }
 
 var _ transport.Handler = (*Worker)(nil)
@@ -765,6 +767,9 @@ func (w *Worker) PushGradient(ctx context.Context, keys []uint64, grad []float32
 // released; a manual loop calls it after its last Clock.
 func (w *Worker) Leave(ctx context.Context) error {
 	_, err := w.coordCall(ctx, newMsg(nil, opLeave).b)
+	if err == nil {
+		w.left.Store(true)
+	}
 	return err
 }
 
