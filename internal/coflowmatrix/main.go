@@ -25,6 +25,7 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
@@ -75,7 +76,18 @@ func main() {
 	flag.StringVar(&o.protocol, "protocol", "full", "full (every cell) or small (SmallProtocol's subset)")
 	flag.BoolVar(&o.resume, "resume", false, "reuse the runs already saved under -out/runs (each run is saved when it ends)")
 	flag.BoolVar(&o.reportOnly, "report-only", false, "write the report from the saved runs without running the missing ones")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		pf, err := os.Create(*cpuprofile)
+		if err != nil {
+			fail(err)
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			fail(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if settings != "" {
 		for _, s := range strings.Split(settings, ",") {
 			i, err := strconv.Atoi(s)
@@ -274,7 +286,7 @@ func (m *matrix) fabric(set Setting) (*coflow.Fabric, error) {
 }
 
 // scheduler builds a Cell's scheduler (and the FVDF instance, if any).
-func (m *matrix) scheduler(c Cell, probe bool) (coflow.Scheduler, *orderProbe, error) {
+func (m *matrix) scheduler(c Cell, cfs []coflow.Coflow, probe bool) (coflow.Scheduler, *orderProbe, error) {
 	every := c.Resched == "every"
 	var s coflow.Scheduler
 	var err error
@@ -322,11 +334,11 @@ func (m *matrix) scheduler(c Cell, probe bool) (coflow.Scheduler, *orderProbe, e
 	switch c.Comp {
 	case "none":
 	case "lz4":
-		s = &compressor{inner: s, codec: 1}
+		s = &compressor{inner: s, codec: 1, cfs: cfs}
 	case "snappy":
-		s = &compressor{inner: s, codec: 2}
+		s = &compressor{inner: s, codec: 2, cfs: cfs}
 	case "policy":
-		s = &compressor{inner: s, codecs: []transport.Codec{transport.CodecLZ4, transport.CodecSnappy}}
+		s = &compressor{inner: s, codecs: []transport.Codec{transport.CodecLZ4, transport.CodecSnappy}, cfs: cfs}
 	default:
 		return nil, nil, fmt.Errorf("unknown compression %q", c.Comp)
 	}
@@ -340,7 +352,16 @@ func (m *matrix) runOne(c Cell, w *workload, shift time.Duration, probe bool) (*
 	if err != nil {
 		return nil, err
 	}
-	s, pr, err := m.scheduler(c, probe)
+	cfs := w.plan.Coflows
+	if shift != 0 {
+		cfs = append([]coflow.Coflow(nil), cfs...)
+		for i := range cfs {
+			if cfs[i].Parent == 0 {
+				cfs[i].Arrival += shift
+			}
+		}
+	}
+	s, pr, err := m.scheduler(c, cfs, probe)
 	if err != nil {
 		return nil, err
 	}
@@ -352,15 +373,6 @@ func (m *matrix) runOne(c Cell, w *workload, shift time.Duration, probe bool) (*
 	sim, err := coflow.NewSim(cfg, fab, wt)
 	if err != nil {
 		return nil, err
-	}
-	cfs := w.plan.Coflows
-	if shift != 0 {
-		cfs = append([]coflow.Coflow(nil), cfs...)
-		for i := range cfs {
-			if cfs[i].Parent == 0 {
-				cfs[i].Arrival += shift
-			}
-		}
 	}
 	cpu0, t0 := cputime.Process(), time.Now()
 	res, err := sim.Run(cfs)
