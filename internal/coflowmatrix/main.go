@@ -414,6 +414,7 @@ func (m *matrix) run() error {
 	for _, c := range m.cells {
 		for _, w := range m.work {
 			probe := m.o.probe && c.Sched == "fvdf" && c.Resched == "varys" && w.seed == Seeds[0]
+			m.planned++
 			if r, ok := m.load(c, w.seed, 0); ok && (m.o.resume || m.o.reportOnly) {
 				m.results = append(m.results, r)
 				continue
@@ -430,6 +431,7 @@ func (m *matrix) run() error {
 				continue
 			}
 			for _, k := range ShiftPeriods {
+				m.planned++
 				sh := time.Duration(k) * GuardPeriod
 				if r, ok := m.load(c, m.work[0].seed, sh); ok && (m.o.resume || m.o.reportOnly) {
 					r.shiftMaxRel = sh.Seconds()
@@ -443,7 +445,6 @@ func (m *matrix) run() error {
 			}
 		}
 	}
-	m.planned = len(tasks) + len(m.results) + len(m.shifted)
 	// Expensive runs first, so the two workers finish together.
 	cost := func(t task) int {
 		x := 1
