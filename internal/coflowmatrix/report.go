@@ -463,5 +463,14 @@ func plotBins(path, title string, sets []barSet) error {
 		p.Legend.Add(s.name, bc)
 	}
 	p.NominalX("SN", "LN", "SW", "LW")
+	top := 0.0
+	for _, s := range sets {
+		for _, v := range s.v {
+			if !math.IsNaN(v) {
+				top = max(top, v)
+			}
+		}
+	}
+	p.Y.Min, p.Y.Max = 0, 1.35*top // room for the legend above the bars
 	return p.Save(7*vg.Inch, 4.5*vg.Inch, path)
 }
