@@ -208,7 +208,11 @@ func (m *matrix) report(cpu, wall time.Duration) error {
 				}
 			}
 			medMean[c.label()] = median(col[0])
-			fmt.Fprintf(&b, "| %s |", c.label())
+			if len(rs) < m.o.seeds {
+				fmt.Fprintf(&b, "| %s (only %d seeds) |", c.label(), len(rs))
+			} else {
+				fmt.Fprintf(&b, "| %s |", c.label())
+			}
 			for i := 0; i < 12; i++ {
 				fmt.Fprintf(&b, " %s |", bootstrap(col[i]))
 			}
@@ -249,8 +253,11 @@ func (m *matrix) report(cpu, wall time.Duration) error {
 			}
 			rom := bootstrap(p.cctRoM)
 			tag := ""
+			if len(p.cctRoM) < m.o.seeds {
+				tag = fmt.Sprintf(" (only %d paired seeds)", len(p.cctRoM))
+			}
 			if c.label() == always {
-				tag = " (strongest always-compress)"
+				tag += " (strongest always-compress)"
 			}
 			if c.label() == overall {
 				tag += " (strongest overall)"
