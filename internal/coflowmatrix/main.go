@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/coflow"
+	"github.com/falconml/falcon/coflow/coflowtest"
 	"github.com/falconml/falcon/fvdf"
 	"github.com/falconml/falcon/fvdf/codecprof"
 	"github.com/falconml/falcon/internal/cputime"
@@ -61,7 +62,7 @@ type options struct {
 func main() {
 	var o options
 	var settings, resched, only string
-	flag.StringVar(&o.trace, "trace", filepath.Join("/work/shared/data/coflow-benchmark", TraceFile), "FB2010 trace file")
+	flag.StringVar(&o.trace, "trace", "", "FB2010 trace file (empty: shared/data/coflow-benchmark/"+TraceFile+" found as coflowtest.SharedData does, FALCON_SHARED or an ancestor directory)")
 	flag.StringVar(&o.out, "out", "coflowmatrix-out", "output directory")
 	flag.IntVar(&o.workers, "j", 2, "parallel runs")
 	flag.IntVar(&o.seeds, "seeds", len(Seeds), "use the first n protocol seeds")
@@ -111,6 +112,14 @@ func main() {
 	}
 	if o.seeds < 1 || o.seeds > len(Seeds) {
 		fail(fmt.Errorf("-seeds %d not in [1,%d]", o.seeds, len(Seeds)))
+	}
+	if o.trace == "" {
+		dir, err := coflowtest.SharedData("coflow-benchmark")
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "coflowmatrix: FB2010 trace not available (%v); skipping the matrix\n", err)
+			return
+		}
+		o.trace = filepath.Join(dir, TraceFile)
 	}
 	f, err := os.Open(o.trace)
 	if err != nil {
