@@ -25,6 +25,7 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
@@ -33,6 +34,7 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/coflow"
+	"github.com/falconml/falcon/coflow/coflowtest"
 	"github.com/falconml/falcon/fvdf"
 	"github.com/falconml/falcon/fvdf/codecprof"
 	"github.com/falconml/falcon/internal/cputime"
@@ -60,7 +62,7 @@ type options struct {
 func main() {
 	var o options
 	var settings, resched, only string
-	flag.StringVar(&o.trace, "trace", filepath.Join("/work/shared/data/coflow-benchmark", TraceFile), "FB2010 trace file")
+	flag.StringVar(&o.trace, "trace", "", "FB2010 trace file (empty: shared/data/coflow-benchmark/"+TraceFile+" found as coflowtest.SharedData does, FALCON_SHARED or an ancestor directory)")
 	flag.StringVar(&o.out, "out", "coflowmatrix-out", "output directory")
 	flag.IntVar(&o.workers, "j", 2, "parallel runs")
 	flag.IntVar(&o.seeds, "seeds", len(Seeds), "use the first n protocol seeds")
@@ -75,7 +77,18 @@ func main() {
 	flag.StringVar(&o.protocol, "protocol", "full", "full (every cell) or small (SmallProtocol's subset)")
 	flag.BoolVar(&o.resume, "resume", false, "reuse the runs already saved under -out/runs (each run is saved when it ends)")
 	flag.BoolVar(&o.reportOnly, "report-only", false, "write the report from the saved runs without running the missing ones")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		pf, err := os.Create(*cpuprofile)
+		if err != nil {
+			fail(err)
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			fail(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if settings != "" {
 		for _, s := range strings.Split(settings, ",") {
 			i, err := strconv.Atoi(s)
@@ -99,6 +112,14 @@ func main() {
 	}
 	if o.seeds < 1 || o.seeds > len(Seeds) {
 		fail(fmt.Errorf("-seeds %d not in [1,%d]", o.seeds, len(Seeds)))
+	}
+	if o.trace == "" {
+		dir, err := coflowtest.SharedData("coflow-benchmark")
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "coflowmatrix: FB2010 trace not available (%v); skipping the matrix\n", err)
+			return
+		}
+		o.trace = filepath.Join(dir, TraceFile)
 	}
 	f, err := os.Open(o.trace)
 	if err != nil {
@@ -274,7 +295,7 @@ func (m *matrix) fabric(set Setting) (*coflow.Fabric, error) {
 }
 
 // scheduler builds a Cell's scheduler (and the FVDF instance, if any).
-func (m *matrix) scheduler(c Cell, probe bool) (coflow.Scheduler, *orderProbe, error) {
+func (m *matrix) scheduler(c Cell, cfs []coflow.Coflow, probe bool) (coflow.Scheduler, *orderProbe, error) {
 	every := c.Resched == "every"
 	var s coflow.Scheduler
 	var err error
@@ -322,11 +343,11 @@ func (m *matrix) scheduler(c Cell, probe bool) (coflow.Scheduler, *orderProbe, e
 	switch c.Comp {
 	case "none":
 	case "lz4":
-		s = &compressor{inner: s, codec: 1}
+		s = &compressor{inner: s, codec: 1, cfs: cfs}
 	case "snappy":
-		s = &compressor{inner: s, codec: 2}
+		s = &compressor{inner: s, codec: 2, cfs: cfs}
 	case "policy":
-		s = &compressor{inner: s, codecs: []transport.Codec{transport.CodecLZ4, transport.CodecSnappy}}
+		s = &compressor{inner: s, codecs: []transport.Codec{transport.CodecLZ4, transport.CodecSnappy}, cfs: cfs}
 	default:
 		return nil, nil, fmt.Errorf("unknown compression %q", c.Comp)
 	}
@@ -340,7 +361,16 @@ func (m *matrix) runOne(c Cell, w *workload, shift time.Duration, probe bool) (*
 	if err != nil {
 		return nil, err
 	}
-	s, pr, err := m.scheduler(c, probe)
+	cfs := w.plan.Coflows
+	if shift != 0 {
+		cfs = append([]coflow.Coflow(nil), cfs...)
+		for i := range cfs {
+			if cfs[i].Parent == 0 {
+				cfs[i].Arrival += shift
+			}
+		}
+	}
+	s, pr, err := m.scheduler(c, cfs, probe)
 	if err != nil {
 		return nil, err
 	}
@@ -352,15 +382,6 @@ func (m *matrix) runOne(c Cell, w *workload, shift time.Duration, probe bool) (*
 	sim, err := coflow.NewSim(cfg, fab, wt)
 	if err != nil {
 		return nil, err
-	}
-	cfs := w.plan.Coflows
-	if shift != 0 {
-		cfs = append([]coflow.Coflow(nil), cfs...)
-		for i := range cfs {
-			if cfs[i].Parent == 0 {
-				cfs[i].Arrival += shift
-			}
-		}
 	}
 	cpu0, t0 := cputime.Process(), time.Now()
 	res, err := sim.Run(cfs)
@@ -402,6 +423,7 @@ func (m *matrix) run() error {
 	for _, c := range m.cells {
 		for _, w := range m.work {
 			probe := m.o.probe && c.Sched == "fvdf" && c.Resched == "varys" && w.seed == Seeds[0]
+			m.planned++
 			if r, ok := m.load(c, w.seed, 0); ok && (m.o.resume || m.o.reportOnly) {
 				m.results = append(m.results, r)
 				continue
@@ -418,6 +440,7 @@ func (m *matrix) run() error {
 				continue
 			}
 			for _, k := range ShiftPeriods {
+				m.planned++
 				sh := time.Duration(k) * GuardPeriod
 				if r, ok := m.load(c, m.work[0].seed, sh); ok && (m.o.resume || m.o.reportOnly) {
 					r.shiftMaxRel = sh.Seconds()
@@ -431,7 +454,6 @@ func (m *matrix) run() error {
 			}
 		}
 	}
-	m.planned = len(tasks) + len(m.results) + len(m.shifted)
 	// Expensive runs first, so the two workers finish together.
 	cost := func(t task) int {
 		x := 1

@@ -208,7 +208,11 @@ func (m *matrix) report(cpu, wall time.Duration) error {
 				}
 			}
 			medMean[c.label()] = median(col[0])
-			fmt.Fprintf(&b, "| %s |", c.label())
+			if len(rs) < m.o.seeds {
+				fmt.Fprintf(&b, "| %s (only %d seeds) |", c.label(), len(rs))
+			} else {
+				fmt.Fprintf(&b, "| %s |", c.label())
+			}
 			for i := 0; i < 12; i++ {
 				fmt.Fprintf(&b, " %s |", bootstrap(col[i]))
 			}
@@ -249,8 +253,11 @@ func (m *matrix) report(cpu, wall time.Duration) error {
 			}
 			rom := bootstrap(p.cctRoM)
 			tag := ""
+			if len(p.cctRoM) < m.o.seeds {
+				tag = fmt.Sprintf(" (only %d paired seeds)", len(p.cctRoM))
+			}
 			if c.label() == always {
-				tag = " (strongest always-compress)"
+				tag += " (strongest always-compress)"
 			}
 			if c.label() == overall {
 				tag += " (strongest overall)"
@@ -463,5 +470,14 @@ func plotBins(path, title string, sets []barSet) error {
 		p.Legend.Add(s.name, bc)
 	}
 	p.NominalX("SN", "LN", "SW", "LW")
+	top := 0.0
+	for _, s := range sets {
+		for _, v := range s.v {
+			if !math.IsNaN(v) {
+				top = max(top, v)
+			}
+		}
+	}
+	p.Y.Min, p.Y.Max = 0, 1.35*top // room for the legend above the bars
 	return p.Save(7*vg.Inch, 4.5*vg.Inch, path)
 }

@@ -61,11 +61,35 @@ type compressor struct {
 	inner  coflow.Scheduler
 	codec  int // fixed codec (1-based); 0 = policy
 	codecs []transport.Codec
-	pos    []int // coflow index → position in State.Coflows, scratch
+	cfs    []coflow.Coflow // the run's input: flows' ends and classes
+	pos    []int           // coflow index → position in State.Coflows, scratch
 	out    []coflow.Allocation
 	need   []float64
-	flows  []coflow.FlowState
+	flows  []*coflow.Flow
 	est    []predictor.Estimate
+	// per class·codec: ratio and per-core speeds (ports have no
+	// SpeedFactor here, so a class's speeds are the same at every port)
+	nk          int
+	rho, sp, up []float64
+}
+
+// prepare caches the per-(class, codec) profiles of fab.
+func (c *compressor) prepare(fab *coflow.Fabric) {
+	for _, p := range fab.Ports {
+		if p.SpeedFactor != 0 && p.SpeedFactor != 1 {
+			panic("compressor: ports with a SpeedFactor are not supported")
+		}
+	}
+	c.nk = len(fab.Codecs) + 1
+	n := fab.NumClasses() * c.nk
+	c.rho, c.sp, c.up = make([]float64, n), make([]float64, n), make([]float64, n)
+	for cl := range fab.NumClasses() {
+		for k := 1; k < c.nk; k++ {
+			i := cl*c.nk + k
+			c.rho[i] = fab.Profile(cl, k).Ratio
+			c.sp[i], c.up[i] = fab.ClassSpeeds(0, 0, cl, k)
+		}
+	}
 }
 
 func (c *compressor) Name() string { return c.inner.Name() }
@@ -89,12 +113,17 @@ func (c *compressor) flow(s *coflow.State, ref coflow.FlowRef) coflow.FlowState 
 func (c *compressor) Schedule(now time.Duration, s *coflow.State) []coflow.Allocation {
 	al := c.inner.Schedule(now, s)
 	fab := s.Fabric
-	for i := range s.Coflows {
-		idx := s.Coflows[i].Index
-		for len(c.pos) <= idx {
-			c.pos = append(c.pos, -1)
+	if c.rho == nil {
+		c.prepare(fab)
+	}
+	if c.codec == 0 {
+		for i := range s.Coflows {
+			idx := s.Coflows[i].Index
+			for len(c.pos) <= idx {
+				c.pos = append(c.pos, -1)
+			}
+			c.pos[idx] = i
 		}
-		c.pos[idx] = i
 	}
 	if len(c.need) != fab.NumPorts() {
 		c.need = make([]float64, fab.NumPorts())
@@ -104,7 +133,7 @@ func (c *compressor) Schedule(now time.Duration, s *coflow.State) []coflow.Alloc
 	c.flows = c.flows[:0]
 	for i := range c.out {
 		a := &c.out[i]
-		f := c.flow(s, a.Flow)
+		f := &c.cfs[a.Flow.Coflow].Flows[a.Flow.Flow]
 		c.flows = append(c.flows, f)
 		if !(a.Rate > 0) {
 			continue
@@ -113,11 +142,10 @@ func (c *compressor) Schedule(now time.Duration, s *coflow.State) []coflow.Alloc
 		if k == 0 {
 			c.est = c.est[:0]
 			for j := range c.codecs {
-				p := fab.Profile(f.Class, j+1)
-				sp, up := fab.ClassSpeeds(f.Src, f.Dst, f.Class, j+1)
-				c.est = append(c.est, predictor.Estimate{CompressSpeed: sp, DecompressSpeed: up, Ratio: p.Ratio})
+				x := f.Class*c.nk + j + 1
+				c.est = append(c.est, predictor.Estimate{CompressSpeed: c.sp[x], DecompressSpeed: c.up[x], Ratio: c.rho[x]})
 			}
-			n := int(math.Min(f.Remaining, math.MaxInt32))
+			n := int(math.Min(c.flow(s, a.Flow).Remaining, math.MaxInt32))
 			best, _ := fvdf.Decide(n, a.Rate, PolicyOverhead, c.codecs, c.est)
 			k = 0
 			for j, cd := range c.codecs {
@@ -129,10 +157,9 @@ func (c *compressor) Schedule(now time.Duration, s *coflow.State) []coflow.Alloc
 				continue // raw
 			}
 		}
-		p := fab.Profile(f.Class, k)
-		sp, up := fab.ClassSpeeds(f.Src, f.Dst, f.Class, k)
-		d := a.Rate / p.Ratio
-		a.Codec, a.SendCores, a.RecvCores = k, d/sp, d/up
+		x := f.Class*c.nk + k
+		d := a.Rate / c.rho[x]
+		a.Codec, a.SendCores, a.RecvCores = k, d/c.sp[x], d/c.up[x]
 		c.need[f.Src] += a.SendCores
 		c.need[f.Dst] += a.RecvCores
 	}
