@@ -122,15 +122,21 @@ func (s *sim) setRate(f *flow, rate float64, tq int64) {
 	s.catchUp(f, tq)
 	f.rate = rate
 	f.b = s.perQuantum(rate)
+	old, wasQueued := f.end, f.hi >= 0
 	if n := finishBound(f.rem, f.b); n > 0 {
 		f.end, f.exact = tq+n, false
 	} else {
 		s.exactEnd(f)
 	}
-	if f.hi < 0 {
+	switch {
+	case !wasQueued:
 		s.heap.push(f)
-	} else {
-		s.heap.fix(f.hi)
+	case f.end < old:
+		s.heap.up(f.hi)
+	default:
+		// A slower flow: its old key is still a lower bound, and it is
+		// worked out when it reaches the head of the heap.
+		f.end, f.exact = old, false
 	}
 }
 
@@ -246,6 +252,9 @@ type fairState struct {
 	sendDirty, recvDir []bool
 	dirty              []int // ports with sendDirty or recvDir set (each once)
 	mark               []bool
+	// C / n at each sender and receiver port, n its unfinished flows
+	// (kept for the ports with n > 0, updated where n changed).
+	sendShare, recvShare []float64
 }
 
 func (fs *fairState) touch(p int) {
@@ -259,7 +268,8 @@ func (fair) admit(s *sim, j *job, _ int64) {
 	fs := s.fair
 	if fs == nil {
 		fs = &fairState{send: make([][]*flow, s.ports), recv: make([][]*flow, s.ports),
-			sendDirty: make([]bool, s.ports), recvDir: make([]bool, s.ports), mark: make([]bool, s.ports)}
+			sendDirty: make([]bool, s.ports), recvDir: make([]bool, s.ports), mark: make([]bool, s.ports),
+			sendShare: make([]float64, s.ports), recvShare: make([]float64, s.ports)}
 		s.fair = fs
 	}
 	for _, f := range j.flows {
@@ -299,9 +309,15 @@ func (fair) finished(s *sim, f *flow) {
 func (fair) reallocate(s *sim, tq int64) {
 	fs := s.fair
 	C := s.cfg.PortBps
-	rate := func(f *flow) float64 {
-		return math.Min(C/float64(len(fs.send[f.src])), C/float64(len(fs.recv[f.dst])))
+	for _, p := range fs.dirty { // the shares C / n at the ports whose n changed
+		if n := len(fs.send[p]); n > 0 {
+			fs.sendShare[p] = C / float64(n)
+		}
+		if n := len(fs.recv[p]); n > 0 {
+			fs.recvShare[p] = C / float64(n)
+		}
 	}
+	rate := func(f *flow) float64 { return math.Min(fs.sendShare[f.src], fs.recvShare[f.dst]) }
 	for _, p := range fs.dirty {
 		if fs.sendDirty[p] {
 			for _, f := range fs.send[p] {
