@@ -131,7 +131,7 @@ func (s *sim) catchUp(f *flow, tq int64) {
 
 // setRate gives the unfinished flow f the rate bit/s from quantum tq on.
 func (s *sim) setRate(f *flow, rate float64, tq int64) {
-	if rate == f.rate && f.lz.hi >= 0 {
+	if rate == f.rate { // unchanged (a new flow left at 0 stays out of the heap)
 		return
 	}
 	s.catchUp(f, tq)
