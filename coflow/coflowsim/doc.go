@@ -120,7 +120,7 @@
 //     free / n_dst) of what its predecessors left, n counting those flows
 //     of its own, and the coflow's rates are summed per port before they
 //     are taken off, as MADD's are (the fixtures cannot tell this either;
-//     six generated traces of 100 ports and 300 coflows and one of 120
+//     six generated traces of 100 ports and 300 coflows and two of 120
 //     ports and 400 match the reference in every line with both rules,
 //     RESEARCH.md).
 //   - FAIR: each unfinished flow gets min(capacity / flows at its sender,
