@@ -118,7 +118,11 @@
 //     queues, queue-entry order inside one; each coflow gives each of its
 //     flows whose two ports have capacity min(send free / n_src, receive
 //     free / n_dst) of what its predecessors left, n counting those flows
-//     of its own.
+//     of its own, and the coflow's rates are summed per port before they
+//     are taken off, as MADD's are (the fixtures cannot tell this either;
+//     six generated traces of 100 ports and 300 coflows and two of 120
+//     ports and 400 match the reference in every line with both rules,
+//     RESEARCH.md).
 //   - FAIR: each unfinished flow gets min(capacity / flows at its sender,
 //     capacity / flows at its receiver), recomputed whenever a flow
 //     finishes.
@@ -138,7 +142,7 @@
 //
 // The replay does not visit every quantum: between two events all rates are
 // constant, and each flow's per-quantum float64 subtraction is reproduced in
-// closed form binade by binade (and so are DARK's per-quantum sums of bytes
+// closed form binade by binade (and so are DARK's per-coflow counts of bytes
 // sent and each reducer's count of bytes left; the test suite checks the
 // result against a literal quantum
 // loop), so the 526-coflow FB2010 trace replays under SEBF

@@ -18,17 +18,7 @@ type flow struct {
 	rate     float64 // bit per simulated second
 	red      int     // index of the reducer within its job
 	done     bool
-	// Per-flow schedulers' lazy state (runPerFlow): rem holds at quantum
-	// t0, the flow moves b bytes per quantum since then and finishes in
-	// quantum end (math.MaxInt64: not at this rate) or, if !exact, later.
-	owner  *job
-	t0     int64
-	b      float64
-	end    int64
-	exact  bool   // end is exact, else a lower bound (finishBound)
-	hi     int    // index in the finish heap, -1: not in it
-	si, ri int    // FAIR: index in its sender's and its receiver's list
-	gen    uint64 // PFP: the pass that last served it
+	lz       *lazyFlow // per-flow schedulers' state (runPerFlow), nil otherwise
 }
 
 // job is coflowsim's view of a coflow.
@@ -130,7 +120,7 @@ func buildJobs(tr *coflow.Trace, cfg Config, withRandom bool) []*job {
 			per := bytes / float64(nm)
 			for _, m := range mappers {
 				f := &slab[len(j.flows)]
-				*f = flow{src: m, dst: r.Port, rem: per, size: per, red: ri, owner: j, hi: -1}
+				*f = flow{src: m, dst: r.Port, rem: per, size: per, red: ri}
 				j.flows = append(j.flows, f)
 				send[m] += per
 				recv[r.Port] += per

@@ -18,13 +18,28 @@ import (
 // advancing from t0 straight to any later quantum gives the value the
 // reference holds there, whatever events happened in between, as long as
 // the rate did not change: so a flow is brought up to date only when its
-// rate changes, and its finishing quantum (flow.end), computed once per
+// rate changes, and its finishing quantum (lazyFlow.end), computed once per
 // rate, waits in a min-heap. The allocations are the ones allocate
 // computes, bit for bit: FAIR's rates depend only on the flow counts at
 // a flow's two ports, so only the flows at ports whose counts changed are
 // recomputed; PFP's greedy pass is rerun from the lowest receiver at
 // which a flow finished (see pfp.reallocate). TestPerFlowEngine checks
 // the records against run and the literal quantum loop.
+
+// lazyFlow is a flow's state under runPerFlow: its bytes left (flow.rem)
+// hold at quantum t0, it moves b bytes per quantum since then and
+// finishes in quantum end (math.MaxInt64: not at this rate) or, if
+// !exact, later.
+type lazyFlow struct {
+	owner  *job
+	t0     int64
+	b      float64
+	end    int64
+	exact  bool   // end is exact, else a lower bound (finishBound)
+	hi     int    // index in the finish heap, -1: not in it
+	si, ri int    // FAIR: index in its sender's and its receiver's list
+	gen    uint64 // PFP: the pass that last served it
+}
 
 // perFlowPolicy is a per-flow scheduler that runPerFlow can drive.
 type perFlowPolicy interface {
@@ -43,17 +58,17 @@ type perFlowPolicy interface {
 type flowHeap []*flow
 
 func (h *flowHeap) push(f *flow) {
-	f.hi = len(*h)
+	f.lz.hi = len(*h)
 	*h = append(*h, f)
-	h.up(f.hi)
+	h.up(f.lz.hi)
 }
 
-func (h flowHeap) less(a, b int) bool { return h[a].end < h[b].end }
+func (h flowHeap) less(a, b int) bool { return h[a].lz.end < h[b].lz.end }
 
 func (h flowHeap) swap(a, b int) {
 	h[a], h[b] = h[b], h[a]
-	h[a].hi = a
-	h[b].hi = b
+	h[a].lz.hi = a
+	h[b].lz.hi = b
 }
 
 func (h flowHeap) up(i int) {
@@ -101,44 +116,50 @@ func (h *flowHeap) pop() *flow {
 	if n > 0 {
 		h.down(0)
 	}
-	f.hi = -1
+	f.lz.hi = -1
 	return f
 }
 
-// catchUp brings f's bytes left from quantum f.t0 to quantum tq at its
+// catchUp brings f's bytes left from quantum f.lz.t0 to quantum tq at its
 // current rate (f has not finished by then).
 func (s *sim) catchUp(f *flow, tq int64) {
-	if tq > f.t0 && f.b > 0 {
-		f.rem, _ = advance(f.rem, f.b, zeroBytes, tq-f.t0)
+	if tq > f.lz.t0 && f.lz.b > 0 {
+		f.rem, _ = advance(f.rem, f.lz.b, zeroBytes, tq-f.lz.t0)
 	}
-	f.t0 = tq
+	f.lz.t0 = tq
 }
 
 // setRate gives the unfinished flow f the rate bit/s from quantum tq on.
 func (s *sim) setRate(f *flow, rate float64, tq int64) {
-	if rate == f.rate && f.hi >= 0 {
+	if rate == f.rate { // unchanged (a new flow left at 0 stays out of the heap)
 		return
 	}
 	s.catchUp(f, tq)
 	f.rate = rate
-	f.b = s.perQuantum(rate)
-	if n := finishBound(f.rem, f.b); n > 0 {
-		f.end, f.exact = tq+n, false
+	f.lz.b = s.perQuantum(rate)
+	old, wasQueued := f.lz.end, f.lz.hi >= 0
+	if n := finishBound(f.rem, f.lz.b); n > 0 {
+		f.lz.end, f.lz.exact = tq+n, false
 	} else {
 		s.exactEnd(f)
 	}
-	if f.hi < 0 {
+	switch {
+	case !wasQueued:
 		s.heap.push(f)
-	} else {
-		s.heap.fix(f.hi)
+	case f.lz.end < old:
+		s.heap.up(f.lz.hi)
+	default:
+		// A slower flow: its old key is still a lower bound, and it is
+		// worked out when it reaches the head of the heap.
+		f.lz.end, f.lz.exact = old, false
 	}
 }
 
-// exactEnd sets f.end to the quantum in which f finishes at its rate.
+// exactEnd sets f.lz.end to the quantum in which f finishes at its rate.
 func (s *sim) exactEnd(f *flow) {
-	f.end, f.exact = math.MaxInt64, true
-	if _, n := advance(f.rem, f.b, zeroBytes, math.MaxInt64-f.t0); n > 0 {
-		f.end = f.t0 + n
+	f.lz.end, f.lz.exact = math.MaxInt64, true
+	if _, n := advance(f.rem, f.lz.b, zeroBytes, math.MaxInt64-f.lz.t0); n > 0 {
+		f.lz.end = f.lz.t0 + n
 	}
 }
 
@@ -174,8 +195,10 @@ func (s *sim) runPerFlow(p perFlowPolicy) {
 			for next < len(s.jobs) && s.jobs[next].arrival <= epoch+E {
 				j := s.jobs[next]
 				j.start = epoch
-				for _, f := range j.flows {
-					f.t0, f.hi, f.end = t/Q, -1, math.MaxInt64
+				lz := make([]lazyFlow, len(j.flows))
+				for i, f := range j.flows {
+					lz[i] = lazyFlow{owner: j, t0: t / Q, end: math.MaxInt64, hi: -1}
+					f.lz = &lz[i]
 				}
 				p.admit(s, j, t/Q)
 				next++
@@ -193,13 +216,13 @@ func (s *sim) runPerFlow(p perFlowPolicy) {
 		if next < len(s.jobs) {
 			kq = max(admittingEpoch(s.jobs[next].arrival, E), epoch+E) / Q
 		}
-		for len(s.heap) > 0 && s.heap[0].end < kq {
-			if f := s.heap[0]; !f.exact {
+		for len(s.heap) > 0 && s.heap[0].lz.end < kq {
+			if f := s.heap[0]; !f.lz.exact {
 				s.exactEnd(f)
 				s.heap.fix(0)
 				continue
 			}
-			kq = s.heap[0].end
+			kq = s.heap[0].lz.end
 		}
 		if kq == math.MaxInt64 {
 			s.stalled = true
@@ -207,16 +230,16 @@ func (s *sim) runPerFlow(p perFlowPolicy) {
 		}
 		t = kq * Q
 		flowDone := false
-		for len(s.heap) > 0 && s.heap[0].end == kq {
-			if f := s.heap[0]; !f.exact {
+		for len(s.heap) > 0 && s.heap[0].lz.end == kq {
+			if f := s.heap[0]; !f.lz.exact {
 				s.exactEnd(f)
 				s.heap.fix(0)
 				continue
 			}
 			f := s.heap.pop()
 			f.done = true
-			f.rate, f.b = 0, 0
-			j := f.owner
+			f.rate, f.lz.b = 0, 0
+			j := f.lz.owner
 			j.active--
 			j.redActive[f.red]--
 			j.redFinish[f.red] = max(j.redFinish[f.red], t)
@@ -246,6 +269,9 @@ type fairState struct {
 	sendDirty, recvDir []bool
 	dirty              []int // ports with sendDirty or recvDir set (each once)
 	mark               []bool
+	// C / n at each sender and receiver port, n its unfinished flows
+	// (kept for the ports with n > 0, updated where n changed).
+	sendShare, recvShare []float64
 }
 
 func (fs *fairState) touch(p int) {
@@ -259,13 +285,14 @@ func (fair) admit(s *sim, j *job, _ int64) {
 	fs := s.fair
 	if fs == nil {
 		fs = &fairState{send: make([][]*flow, s.ports), recv: make([][]*flow, s.ports),
-			sendDirty: make([]bool, s.ports), recvDir: make([]bool, s.ports), mark: make([]bool, s.ports)}
+			sendDirty: make([]bool, s.ports), recvDir: make([]bool, s.ports), mark: make([]bool, s.ports),
+			sendShare: make([]float64, s.ports), recvShare: make([]float64, s.ports)}
 		s.fair = fs
 	}
 	for _, f := range j.flows {
-		f.si = len(fs.send[f.src])
+		f.lz.si = len(fs.send[f.src])
 		fs.send[f.src] = append(fs.send[f.src], f)
-		f.ri = len(fs.recv[f.dst])
+		f.lz.ri = len(fs.recv[f.dst])
 		fs.recv[f.dst] = append(fs.recv[f.dst], f)
 		fs.sendDirty[f.src], fs.recvDir[f.dst] = true, true
 		fs.touch(f.src)
@@ -287,8 +314,8 @@ func removeAt(l []*flow, i int, idx func(*flow) *int) []*flow {
 
 func (fair) finished(s *sim, f *flow) {
 	fs := s.fair
-	fs.send[f.src] = removeAt(fs.send[f.src], f.si, func(g *flow) *int { return &g.si })
-	fs.recv[f.dst] = removeAt(fs.recv[f.dst], f.ri, func(g *flow) *int { return &g.ri })
+	fs.send[f.src] = removeAt(fs.send[f.src], f.lz.si, func(g *flow) *int { return &g.lz.si })
+	fs.recv[f.dst] = removeAt(fs.recv[f.dst], f.lz.ri, func(g *flow) *int { return &g.lz.ri })
 	fs.sendDirty[f.src], fs.recvDir[f.dst] = true, true
 	fs.touch(f.src)
 	fs.touch(f.dst)
@@ -299,9 +326,15 @@ func (fair) finished(s *sim, f *flow) {
 func (fair) reallocate(s *sim, tq int64) {
 	fs := s.fair
 	C := s.cfg.PortBps
-	rate := func(f *flow) float64 {
-		return math.Min(C/float64(len(fs.send[f.src])), C/float64(len(fs.recv[f.dst])))
+	for _, p := range fs.dirty { // the shares C / n at the ports whose n changed
+		if n := len(fs.send[p]); n > 0 {
+			fs.sendShare[p] = C / float64(n)
+		}
+		if n := len(fs.recv[p]); n > 0 {
+			fs.recvShare[p] = C / float64(n)
+		}
 	}
+	rate := func(f *flow) float64 { return math.Min(fs.sendShare[f.src], fs.recvShare[f.dst]) }
 	for _, p := range fs.dirty {
 		if fs.sendDirty[p] {
 			for _, f := range fs.send[p] {
@@ -386,12 +419,12 @@ func (p *pfp) reallocate(s *sim, tq int64) {
 			s.sendFree[f.src] -= x
 			free -= x
 			if x > 0 {
-				f.gen = p.gen
+				f.lz.gen = p.gen
 				served = append(served, f)
 			}
 		}
 		for _, f := range old {
-			if !f.done && f.gen != p.gen {
+			if !f.done && f.lz.gen != p.gen {
 				s.setRate(f, 0, tq)
 			}
 		}

@@ -48,7 +48,7 @@ func TestFairShareJob(t *testing.T) {
 		{src: 1, dst: 1, rem: 1},
 		{src: 1, dst: 0, done: true},
 	}}
-	fairShareJob(j, sendFree, recvFree, make([]int, 2), make([]int, 2))
+	fairShareJob(j, sendFree, recvFree, make([]int, 2), make([]int, 2), make([]float64, 2), make([]float64, 2))
 	for i, want := range []float64{0.5, 0.5, 0.25, 0} {
 		if !near(j.flows[i].rate, want) {
 			t.Errorf("flow %d: rate %v, want %v", i, j.flows[i].rate, want)
@@ -56,6 +56,26 @@ func TestFairShareJob(t *testing.T) {
 	}
 	if !near(recvFree[1], 0.25) || !near(sendFree[0], 0) || !near(sendFree[1], 0) {
 		t.Errorf("free after: send %v recv %v", sendFree, recvFree)
+	}
+}
+
+// fairShareJob takes its rates off a port summed first: three flows from
+// sender 0 limited by their receivers to 0.1, 0.2 and 0.3 leave
+// 1 − (0.1 + 0.2 + 0.3), which differs in the last bit from
+// ((1 − 0.1) − 0.2) − 0.3.
+func TestFairShareJobTakesOffPerPortSums(t *testing.T) {
+	sendFree := []float64{1, 1, 1, 1}
+	recvFree := []float64{1, 0.1, 0.2, 0.3}
+	j := &job{flows: []*flow{{src: 0, dst: 1, rem: 1}, {src: 0, dst: 2, rem: 1}, {src: 0, dst: 3, rem: 1}}}
+	one, r1, r2, r3 := 1.0, recvFree[1], recvFree[2], recvFree[3] // float64 arithmetic, not constants
+	fairShareJob(j, sendFree, recvFree, make([]int, 4), make([]int, 4), make([]float64, 4), make([]float64, 4))
+	sum := one - (r1 + r2 + r3)
+	seq := ((one - r1) - r2) - r3
+	if sum == seq {
+		t.Fatal("the case does not tell the two apart")
+	}
+	if sendFree[0] != sum {
+		t.Fatalf("sender 0 left %v, want 1 − (0.1 + 0.2 + 0.3) = %v (one subtraction per flow: %v)", sendFree[0], sum, seq)
 	}
 }
 
