@@ -62,8 +62,9 @@
 // own); every scheduler matches every line of both fixtures, and
 // TestFixtures requires it. On the real FB2010 trace the reference's own
 // output equals ours line for line under FIFO, SCF, NCF, LCF and DARK
-// (DARK with the per-flow count of bytes sent used before the ninth
-// session), and in 522 of 526 coflow lines under SEBF (RESEARCH.md).
+// (DARK's rules of the ninth session print the same FB2010 output as the
+// earlier ones that were run against it), and in 522 of 526 coflow lines
+// under SEBF (RESEARCH.md).
 //
 // What the fixtures established (RESEARCH.md in this directory has the
 // derivation, every rule that was tried and lost, with its score, and the
