@@ -1,6 +1,6 @@
 //go:build unix
 
-package ps
+package atomicfile
 
 import (
 	"errors"

@@ -1,5 +1,5 @@
 //go:build !unix
 
-package ps
+package atomicfile
 
 func isEINVAL(error) bool { return false }
