@@ -780,7 +780,11 @@ func writeStudyMarkdown(w io.Writer, o options, wls []workload, scs []string, se
 	if subset != "" {
 		p("**Subset of the full study:** %s.\n\n", subset)
 	}
-	p("Seeds %v, paired by seed. %d simulations, %.0f CPU-seconds (process), %s wall.\n\n", seeds, cost.Sims, cost.ProcessCPU.Seconds(), cost.Wall.Round(time.Second))
+	if cost.Wall > 0 {
+		p("Seeds %v, paired by seed. %d simulations, %.0f CPU-seconds (process), %s wall.\n\n", seeds, cost.Sims, cost.ProcessCPU.Seconds(), cost.Wall.Round(time.Second))
+	} else {
+		p("Seeds %v, paired by seed. %d simulations, %.0f CPU-seconds summed over the simulations (rendered from recorded runs).\n\n", seeds, cost.Sims, cost.ProcessCPU.Seconds())
+	}
 	for _, wl := range wls {
 		p("## Workload %s (D = %v; targets: steep %.3f, high %.3f; lr: ", wl.Name, wl.Duration, wl.Steep, wl.High)
 		for i, f := range families {
