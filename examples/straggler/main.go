@@ -95,7 +95,7 @@ func main() {
 	flag.DurationVar(&o.evalEvery, "eval", 50*time.Millisecond, "virtual time between evaluations")
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of data order, model init and slowdowns")
 	seeds := flag.String("seeds", "", "number of seeds (seed, seed+1, ...; default 1); times are then medians over seeds. With -study also a list or range, e.g. 1-5 or 2,4 (default the study's 1-5)")
-	flag.StringVar(&o.out, "out", ".", "directory for the CSV and PNG files")
+	flag.StringVar(&o.out, "out", "straggler-out", "directory for the CSV and PNG files (created; ignored by git)")
 	flag.BoolVar(&o.live, "live", false, "run with real goroutines and injected slowdowns on the wall clock instead of the simulator")
 	flag.IntVar(&o.repeats, "repeats", 1, "with -live: live runs per policy and seed; with 2 or more the output also judges the agreement on the policies whose live times reproduce")
 	flag.Float64Var(&o.liveScale, "live-scale", 1, "with -live: stretch wall time by this factor (rates divided, periods multiplied); times are reported divided by it")
@@ -423,7 +423,7 @@ func runOne(o options, sc sim.Scenario, spec policySpec, m model.Model, train, t
 	start := time.Now()
 	job := sim.Job{Model: m.Clone(), Train: train, Test: test, Speed: speed, Policy: pol}
 	prefix := fmt.Sprintf("[%d/%d] %-11s %-14s", k, total, sc.Name, spec.Name)
-	if !o.quiet {
+	if !o.quiet && stderrIsTerminal() { // a redrawn bar only on a terminal; log files get the closing line alone
 		lastBar := -1
 		job.OnEval = func(e sim.EvalPoint) {
 			frac := e.Time.Seconds() / o.duration.Seconds()
@@ -443,7 +443,11 @@ func runOne(o options, sc sim.Scenario, spec policySpec, m model.Model, train, t
 		return nil, err
 	}
 	if !o.quiet {
-		fmt.Fprintf(os.Stderr, "\r%s time_to_target=%ss final_acc=%.3f (%.1fs wall)%s\n", prefix, fmtT(res.TimeToTargetSeconds()), res.FinalAccuracy, time.Since(start).Seconds(), strings.Repeat(" ", 20))
+		lead, pad := "", ""
+		if stderrIsTerminal() {
+			lead, pad = "\r", strings.Repeat(" ", 20)
+		}
+		fmt.Fprintf(os.Stderr, "%s%s time_to_target=%ss final_acc=%.3f (%.1fs wall)%s\n", lead, prefix, fmtT(res.TimeToTargetSeconds()), res.FinalAccuracy, time.Since(start).Seconds(), pad)
 	}
 	return res, nil
 }
@@ -467,4 +471,11 @@ func writeOutputs(o options, sc sim.Scenario, suffix string, results []*sim.Resu
 	}
 	fmt.Fprintf(os.Stderr, "wrote %s.csv and %s.png\n", base, base)
 	return nil
+}
+
+// stderrIsTerminal reports whether standard error is a character device
+// (a terminal), where progress may redraw a line with \r.
+func stderrIsTerminal() bool {
+	fi, err := os.Stderr.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
