@@ -47,7 +47,7 @@ func runLive(o options, specs []policySpec) error {
 		if i == 0 {
 			fmt.Fprintf(o.stdout, "live mode: %s on %d rows, %d workers, batch %d/worker, lr %g, target %.3f (mean of %d evaluations every %v), %v per run, time scale %gx, seeds %d..%d\n",
 				m.Name(), train.N, sim.SuiteWorkers, o.batch, o.lr, o.target, o.window, o.evalEvery, o.duration, o.liveScale, o.seed, o.seed+uint64(o.seeds)-1)
-			fmt.Fprintf(o.stdout, "command: %s\n\n", strings.Join(os.Args, " "))
+			fmt.Fprintf(o.stdout, "command: %s\n\n", commandLine())
 		}
 		scenarios, err := scenariosFor(o.scenario, so.seed)
 		if err != nil {

@@ -248,7 +248,7 @@ func run(o options) error {
 		if i == 0 {
 			fmt.Fprintf(o.stdout, "data: %s; model: %s; %d workers, batch %d/worker, lr %g, target acc %.3f (mean of %d evaluations every %v), %v virtual per run, seeds %d..%d\n",
 				dataLabel, m.Name(), sim.SuiteWorkers, o.batch, o.lr, o.target, o.window, o.evalEvery, o.duration, o.seed, o.seed+uint64(o.seeds)-1)
-			fmt.Fprintf(o.stdout, "command: %s\n\n", strings.Join(os.Args, " "))
+			fmt.Fprintf(o.stdout, "command: %s\n\n", commandLine())
 		}
 		scs, err := scenariosFor(o.scenario, so.seed)
 		if err != nil {
@@ -478,4 +478,10 @@ func writeOutputs(o options, sc sim.Scenario, suffix string, results []*sim.Resu
 func stderrIsTerminal() bool {
 	fi, err := os.Stderr.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// commandLine is the command that reproduces this run, as a user types it
+// (not the temporary binary go run builds).
+func commandLine() string {
+	return strings.Join(append([]string{"go run ./examples/straggler"}, os.Args[1:]...), " ")
 }
