@@ -192,6 +192,12 @@ func (c *Coordinator) startLeases() {
 	}
 	l.mu.Lock()
 	l.start = time.Now()
+	for s := range l.srv {
+		// Start has just had every server answer a ping (waitServers):
+		// a server that dies before its first lease ping is then lost
+		// within Timeout, not only after StartTimeout.
+		l.srv[s] = l.start
+	}
 	l.mu.Unlock()
 	for s := range c.cfg.Servers {
 		c.wg.Add(1)
