@@ -87,19 +87,7 @@ func accumulate(x float64, bs []float64, k int64) float64 {
 		if x >= 0x1p-1022 {
 			_, e := math.Frexp(x) // x in [2^(e-1), 2^e)
 			u := math.Ldexp(1, e-53)
-			D, tie := 0.0, false
-			for _, b := range bs {
-				q := b / u // exact: u is a power of two
-				qr := math.Floor(q)
-				switch frac := q - qr; {
-				case frac < 0.5:
-					D += qr
-				case frac > 0.5:
-					D += qr + 1
-				default:
-					tie = true
-				}
-			}
+			D, tie := ulpSteps(bs, u)
 			if D == 0 && !tie {
 				return x // every b is below half an ulp: x never changes
 			}
@@ -120,6 +108,26 @@ func accumulate(x float64, bs []float64, k int64) float64 {
 	return x
 }
 
+// ulpSteps rounds each b to the nearest multiple of u (a power of two, so
+// b/u is exact) and returns the sum of the multiples, D, and whether some
+// b lies exactly half-way (a tie, rounded to even by the float64 add or
+// subtract, which the caller then steps one operation at a time).
+func ulpSteps(bs []float64, u float64) (D float64, tie bool) {
+	for _, b := range bs {
+		q := b / u
+		qr := math.Floor(q)
+		switch frac := q - qr; {
+		case frac < 0.5:
+			D += qr
+		case frac > 0.5:
+			D += qr + 1
+		default:
+			tie = true
+		}
+	}
+	return D, tie
+}
+
 // drain applies k quanta of the reference simulator's bookkeeping of a
 // reducer's bytes left,
 //
@@ -138,19 +146,7 @@ func drain(acc float64, bs []float64, k int64) float64 {
 		if acc > 0x1p-1022 {
 			_, e := math.Frexp(acc) // acc in [2^(e-1), 2^e)
 			u := math.Ldexp(1, e-53)
-			D, tie := 0.0, false
-			for _, b := range bs {
-				q := b / u // exact: u is a power of two
-				qr := math.Floor(q)
-				switch frac := q - qr; {
-				case frac < 0.5:
-					D += qr
-				case frac > 0.5:
-					D += qr + 1
-				default:
-					tie = true
-				}
-			}
+			D, tie := ulpSteps(bs, u)
 			if D == 0 && !tie {
 				return acc // every b is below half an ulp: acc never changes
 			}
