@@ -127,30 +127,8 @@ func rawTCPCeiling(b *testing.B, workers, n int) func() {
 }
 
 func runPaired(b *testing.B, env benchEnv, n int, ceil func()) {
-	ctx := context.Background()
-	keys, rng := initBench(ctx, b, env, n)
 	w := len(env.clients)
-	grads := make([][]float32, w)
-	outs := make([][]float32, w)
-	for i := range env.clients {
-		grads[i] = make([]float32, n)
-		for j := range grads[i] {
-			grads[i][j] = float32(rng.NormFloat64() * 1e-3)
-		}
-		outs[i] = make([]float32, n)
-		if err := env.clients[i].Pull(ctx, keys, outs[i], nil); err != nil {
-			b.Fatal(err)
-		}
-	}
-	round := func(i int) error {
-		cl := env.clients[i]
-		if err := cl.Push(ctx, keys, grads[i], nil); err != nil {
-			return err
-		}
-		return cl.Pull(ctx, keys, outs[i], nil)
-	}
-	errs := make([]error, w)
-	pushPull := func() { fanOut(b, errs, round) }
+	pushPull := pushPullRound(b, env, n)
 	pushPull() // warm up buffers and pools
 	ceil()
 	var tPP, tCeil time.Duration
