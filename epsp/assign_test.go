@@ -141,3 +141,49 @@ func TestEPSPv2_PlansFromBusySpeed(t *testing.T) {
 		t.Fatalf("straggler: %+v", out.Assign)
 	}
 }
+
+// TestEPSPv2_TinyPushDoesNotSetSpeed: a worker's speed is one sample per
+// clock, the samples it pushed over the busy time they took, so a
+// one-sample piece that took almost nothing (a residual transfer that ran
+// while the worker's pacing caught up, a cached gradient) does not make it
+// the fastest worker and the next plan does not give it everyone's tail.
+// Live, a push of 1 sample in 22 µs after a clock of 9 samples in 11 ms
+// set worker 0's estimate to 45,000 samples/s; the next release assigned
+// it 477 samples of 11 workers and the clock took 528 ms instead of 25.
+func TestEPSPv2_TinyPushDoesNotSetSpeed(t *testing.T) {
+	cfg := epsp.DefaultEPSPv2Config()
+	cfg.NoResidual = true
+	p, err := epsp.NewEPSPv2(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := epsp.NewCoordinator(epsp.Config{NumWorkers: 3, Batch: 60}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out epsp.Output
+	for range 3 { // three clocks, every worker at 60 samples/s
+		for w := range 3 {
+			v := c.View()
+			clk := v.Clock(epsp.WorkerID(w))
+			if _, err := c.Admit(0, epsp.Push{Worker: epsp.WorkerID(w), Owner: epsp.WorkerID(w), Clock: clk, BaseVersion: v.Version(),
+				Samples: 60, BatchSamples: 60, Busy: time.Second}); err != nil {
+				t.Fatal(err)
+			}
+			if w == 0 {
+				// a transferred sample of worker 1's clock, pushed in 22 µs
+				// (the policy sees it as the coordinator would pass it on)
+				p.Admit(0, c.View(), epsp.Push{Worker: 0, Owner: 1, Clock: clk, BaseVersion: v.Version(),
+					Samples: 1, BatchSamples: 60, Busy: 22 * time.Microsecond})
+			}
+			out = step(t, c, clockEvent(w, clk))
+		}
+		if len(out.Release) != 3 || len(out.Assign) != 0 {
+			t.Fatalf("equal speeds, one tiny push: release %v, assign %+v (speeds %.0f %.0f %.0f)",
+				out.Release, out.Assign, p.Speed(0), p.Speed(1), p.Speed(2))
+		}
+	}
+	if s := p.Speed(0); s < 55 || s > 65 {
+		t.Fatalf("worker 0's speed %.1f, want 61/1.000022 ≈ 61 samples/s", s)
+	}
+}

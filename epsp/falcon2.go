@@ -75,10 +75,14 @@ func (c *EPSPv2Config) Validate() error {
 // stays available as "epsp-v1"]. Enforced synchronization only (a barrier
 // each clock, one sample-weighted update per clock, as [Barrier]):
 //
-//   - Speed: each worker's speed is the EWMA (Alpha) of
-//     Push.Samples / Push.Busy, samples per busy compute second, carried
-//     on its push (so push latency and waits do not bias it), kept per
-//     parallelism by the speed-up curve.
+//   - Speed: each worker's speed is the EWMA (Alpha) of one sample per
+//     clock, Σ Push.Samples / Σ Push.Busy over the pushes it made since
+//     its previous clock (its own batch, assigned and transferred
+//     pieces): samples per busy compute second, carried on its pushes
+//     (so push latency and waits do not bias it), kept per parallelism
+//     by the speed-up curve. Summing before dividing weights each push
+//     by the work it covers, so a one-sample piece that took almost
+//     nothing cannot set the estimate.
 //   - Clock-start planning: at each barrier release, with every released
 //     worker's speed known, [straggler.PlanClock] computes the balanced
 //     clock time T* = ΣB/Σr; a worker projected past (1+margin)·T* keeps
@@ -112,6 +116,7 @@ type EPSPv2 struct {
 	hosts   []int
 	cores   []int
 	stats   EPSPStats
+	acc     []busyAcc // each worker's pushes since its last clock
 
 	// residual transfers
 	st      polState
@@ -194,6 +199,7 @@ func (p *EPSPv2) init(v View) {
 		p.tracker.SetParallelism(w, v.Parallelism(WorkerID(w)))
 		p.slow.SetParallelism(w, v.Parallelism(WorkerID(w)))
 	}
+	p.acc = make([]busyAcc, p.n)
 	p.keep = make([]int, p.n)
 	for w := range p.n {
 		p.keep[w] = v.Batch(WorkerID(w))
@@ -208,30 +214,61 @@ func (p *EPSPv2) init(v View) {
 	p.st.canGive = func(w WorkerID) bool { return p.st.last[w].Extra == 0 || p.st.last[w].Clock != v.Clock(w) }
 }
 
-// Admit accumulates every push into its clock's buffer and folds the
-// push's busy speed into the worker's estimate.
+// busyAcc sums a worker's pushes since its last clock: the samples, the
+// busy time they took and the parallelism they were computed with.
+type busyAcc struct {
+	samples int
+	busy    time.Duration
+	p       int
+}
+
+// Admit accumulates every push into its clock's buffer and adds the
+// push's samples and busy time to the worker's sum for its clock (folded
+// into the speed estimate when the worker clocks).
 func (p *EPSPv2) Admit(_ time.Duration, v View, x Push) PushDecision {
 	p.init(v)
 	if x.Busy > 0 && x.Samples > 0 {
 		w := int(x.Worker)
-		r := float64(x.Samples) / x.Busy.Seconds()
 		par := v.Parallelism(x.Worker)
-		p.tracker.SetParallelism(w, par)
-		if est := p.tracker.Speed(w); p.tracker.Known(w) && (r < (1-p.cfg.Transient)*est || r > est/(1-p.cfg.Transient)) {
-			// a change of speed (a slowdown starting or ending), not
-			// noise: the estimate jumps to the new speed instead of
-			// averaging it in over several clocks
-			p.tracker.Reset(w)
+		if a := &p.acc[w]; a.samples > 0 && a.p != par {
+			p.foldBusy(w) // computed at another parallelism: a sample of its own
 		}
-		_ = p.tracker.ObserveRate(w, r, par)
-		_ = p.slow.ObserveRate(w, r, par)
+		a := &p.acc[w]
+		a.samples += x.Samples
+		a.busy += x.Busy
+		a.p = par
 	}
 	return PushDecision{Action: Accumulate, Clock: x.Clock}
+}
+
+// foldBusy folds worker w's accumulated pushes into its speed estimate as
+// one sample, Σsamples/Σbusy, and empties the sum. One sample per clock,
+// weighted by the work it covers: a push of one transferred sample that
+// took almost nothing must not read as the worker's speed.
+func (p *EPSPv2) foldBusy(w int) {
+	a := p.acc[w]
+	if a.samples == 0 || a.busy <= 0 {
+		return
+	}
+	p.acc[w] = busyAcc{}
+	r := float64(a.samples) / a.busy.Seconds()
+	p.tracker.SetParallelism(w, a.p)
+	if est := p.tracker.Speed(w); p.tracker.Known(w) && (r < (1-p.cfg.Transient)*est || r > est/(1-p.cfg.Transient)) {
+		// a change of speed (a slowdown starting or ending), not
+		// noise: the estimate jumps to the new speed instead of
+		// averaging it in over several clocks
+		p.tracker.Reset(w)
+	}
+	_ = p.tracker.ObserveRate(w, r, a.p)
+	_ = p.slow.ObserveRate(w, r, a.p)
 }
 
 // Step implements [Policy].
 func (p *EPSPv2) Step(now time.Duration, v View, e Event) Output {
 	p.init(v)
+	if e.Kind == EventClock {
+		p.foldBusy(int(e.Worker))
+	}
 	p.st.observe(now, v, e)
 	if e.Kind == EventTransferResult && !e.Transfer.Accepted {
 		p.stats.TransfersRefused++
