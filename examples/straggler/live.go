@@ -404,6 +404,11 @@ func (s *slowModel) Gradient(params []float32, samples []int, grad []float32) fl
 //     next calls (from any of its goroutines, which claim chunks from one
 //     queue), so that over a run the worker computes at the model's rate
 //     rather than losing the scheduler's wake-up latency on every chunk.
+//     The debt is dropped when the worker starts a clock ([pacer.newClock]):
+//     a clock that overslept (a loaded machine) must not be repaid by the
+//     next one running faster than the model, which the policy would
+//     read as a burst of speed (19 samples in 235 µs, live, then a plan
+//     that gave that worker 541 samples of the others).
 type pacer struct {
 	mu     sync.Mutex
 	free   *sync.Cond
@@ -434,6 +439,13 @@ func (p *pacer) release() {
 	p.free.Broadcast()
 }
 
+// newClock drops the debt: the worker starts a clock.
+func (p *pacer) newClock() {
+	p.mu.Lock()
+	p.debt = 0
+	p.mu.Unlock()
+}
+
 func (p *pacer) pace(t0 time.Time, want time.Duration) {
 	owe := want - time.Since(t0)
 	p.mu.Lock()
@@ -458,8 +470,9 @@ func (p *pacer) pace(t0 time.Time, want time.Duration) {
 // its EvRelease into c+1 (the two come from different goroutines and may
 // be observed in either order, hence the pairing by clock).
 type liveObserver struct {
-	start time.Time
-	par   []atomic.Int32
+	start  time.Time
+	par    []atomic.Int32
+	pacers []*pacer // each worker's, told of its clock starts
 
 	mu        sync.Mutex
 	doneAt    map[[2]int]time.Duration // (worker, clock) -> clock done
@@ -471,6 +484,10 @@ type liveObserver struct {
 func (l *liveObserver) Observe(e ps.Event) {
 	now := time.Since(l.start)
 	switch e.Kind {
+	case ps.EvClockStart:
+		if int(e.Worker) < len(l.pacers) {
+			l.pacers[e.Worker].newClock()
+		}
 	case ps.EvParallelism:
 		if int(e.Worker) < len(l.par) && e.P > 0 {
 			l.par[e.Worker].Store(int32(e.P))
@@ -561,6 +578,7 @@ func liveOne(o options, sc sim.Scenario, spec policySpec, m model.Model, train, 
 	obs := &liveObserver{par: make([]atomic.Int32, nw), clocks: make([]int, nw), doneAt: map[[2]int]time.Duration{}, releaseAt: map[[2]int]time.Duration{}}
 	for w := range nw {
 		obs.par[w].Store(int32(sc.Parallelism))
+		obs.pacers = append(obs.pacers, newPacer())
 	}
 	tick := time.Duration(float64(sim.DefaultConfig().TickPeriod) * o.liveScale)
 	ctx := context.Background()
@@ -615,7 +633,7 @@ func liveOne(o options, sc sim.Scenario, spec policySpec, m model.Model, train, 
 	}()
 	models := make([]ps.Model, nw)
 	for w := range nw {
-		models[w] = &slowModel{w: w, grad: grad, speed: speed, par: obs.par, start: start, scale: o.liveScale, pacer: newPacer()}
+		models[w] = &slowModel{w: w, grad: grad, speed: speed, par: obs.par, start: start, scale: o.liveScale, pacer: obs.pacers[w]}
 	}
 	// Clocks only bounds the run (the deadline ends it); Train
 	// preallocates per clock, so it must not be huge.
