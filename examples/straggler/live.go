@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/internal/study"
 	"github.com/falconml/falcon/model"
 	"github.com/falconml/falcon/ps"
 	"github.com/falconml/falcon/ps/sim"
@@ -117,6 +118,11 @@ func runLive(o options, specs []policySpec) error {
 		if o.seeds > 1 || o.repeats > 1 {
 			fmt.Fprintf(o.stdout, "(times are medians over %d seeds, live over all %d runs; accuracy, blocked, transfers and clocks are means)\n", o.seeds, o.seeds*o.repeats)
 		}
+		for i, r := range pr {
+			if err := printStepsRatio(o.stdout, name, specs[i].Name, r.sim, r.live); err != nil {
+				return err
+			}
+		}
 		inv, sep := inversions(simT, liveT, rankTolerance)
 		fmt.Fprintf(o.stdout, "Spearman rank correlation sim vs live (%s): %.3f\n", name, spearman(sRank, lRank))
 		fmt.Fprintf(o.stdout, "pairs ordered oppositely by more than %.2fs in both (%s): %d of %d the simulator separates", rankTolerance, name, len(inv), sep)
@@ -144,6 +150,41 @@ func runLive(o options, specs []policySpec) error {
 			printPairs(o.stdout, specs, a.opposite)
 		}
 	}
+	return nil
+}
+
+// stepsPerSecond is a run's clocks completed by all workers per second of
+// (virtual) time.
+func stepsPerSecond(r *sim.Result) float64 { return float64(totalClocks(r)) / r.End.Seconds() }
+
+// printStepsRatio prints, for one scenario and policy, the ratio of live
+// to simulated steps/s per seed (each live repeat paired with its seed's
+// simulation), their median and its percentile-bootstrap 95 % interval
+// (PROTOCOL.md §9 and amendment 3: within 10 % when the interval lies in
+// [0.9, 1.1]).
+func printStepsRatio(w io.Writer, scenario, policy string, simRuns []*sim.Result, live [][]*sim.Result) error {
+	var ratios []float64
+	for _, runs := range live {
+		for i, lr := range runs {
+			ratios = append(ratios, stepsPerSecond(lr)/stepsPerSecond(simRuns[i]))
+		}
+	}
+	iv, err := study.BootstrapMedian(ratios, study.DefaultBootstrapConfig())
+	if err != nil {
+		return fmt.Errorf("steps/s ratio %s/%s: %w", scenario, policy, err)
+	}
+	fmt.Fprintf(w, "steps/s live/sim (%s, %s): median %.3f [%.3f, %.3f] over %d runs, per run", scenario, policy, iv.Median, iv.Lo, iv.Hi, len(ratios))
+	for _, x := range ratios {
+		fmt.Fprintf(w, " %.3f", x)
+	}
+	verdict := "within 10 %"
+	if iv.Lo < 0.9 || iv.Hi > 1.1 {
+		verdict = "not within 10 %"
+	}
+	if len(simRuns) < 5 {
+		verdict += fmt.Sprintf(" (%d seeds: fewer than the protocol's 5)", len(simRuns))
+	}
+	fmt.Fprintf(w, "; %s\n", verdict)
 	return nil
 }
 

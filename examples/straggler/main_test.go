@@ -166,6 +166,10 @@ func TestRun_LiveShort(t *testing.T) {
 	if len(lines) != 8 {
 		t.Fatalf("%d live policy lines, want 8 (2 policies x 2 seeds x 2 repeats):\n%s", len(lines), text)
 	}
+	ratios := regexp.MustCompile(`(?m)^steps/s live/sim \(straggler, (\S+)\): median \S+ \[\S+, \S+\] over 4 runs, per run( \d+\.\d+){4}; (not )?within 10 % \(2 seeds: fewer than the protocol's 5\)$`).FindAllStringSubmatch(text, -1)
+	if len(ratios) != 2 || ratios[0][1] != "bsp" || ratios[1][1] != "epsp-v1" {
+		t.Errorf("steps/s ratio lines %q, want one per policy over 2 seeds x 2 repeats:\n%s", ratios, text)
+	}
 	for _, want := range []string{"Spearman rank correlation sim vs live (straggler)", "the simulator separates", "medians over 2 seeds", "live repeat 1 vs repeat 2", "reproducible live (straggler)", "agreement (straggler)"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
