@@ -887,9 +887,9 @@ func (s *Sim) offer(o epsp.TransferOrder) {
 		tk = &task{transfer: true, id: o.ID, owner: g.id, clock: o.Clock, batch: g.batch,
 			idx: slices.Clone(g.batchIdx[res.Lo:res.Hi]), lo: res.Lo, hi: res.Hi}
 	}
-	rec := s.transferRecord(o.ID)
 	s.q.After(s.cfg.Network.Latency, func() {
-		if rec != nil {
+		// looked up now: orders placed meanwhile may have moved the slice
+		if rec := s.transferRecord(o.ID); rec != nil {
 			rec.Answered, rec.Accepted, rec.Lo, rec.Hi = s.q.Now(), res.Accepted, res.Lo, res.Hi
 		}
 		s.step(epsp.Event{Kind: epsp.EventTransferResult, Transfer: res})
