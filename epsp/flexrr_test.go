@@ -127,3 +127,29 @@ func TestFlexRR_Loop(t *testing.T) {
 		t.Fatalf("flexrr: %d transfers accepted, end %v; ssp(1) end %v", got.Stats.TransfersAccepted, got.End, ssp.End)
 	}
 }
+
+// TestFlexRR_HelpBehind: under s = 1 a straggler two clocks behind blocks
+// the helpers; the reproduction's rule (same clock only) leaves it alone,
+// so the helpers wait, while HelpBehind takes from its tail.
+func TestFlexRR_HelpBehind(t *testing.T) {
+	for _, behind := range []bool{false, true} {
+		p := polFlexRR(t, func(c *epsp.FlexRRConfig) { c.HelpBehind = behind })
+		v := epsptest.NewFakeView(3, 100)
+		v.SetClock(0, 1)
+		v.SetClock(2, 2).SetWaiting(2, true) // done with clocks 0 and 1, waiting to start 2
+		p.Step(0, v, polProgress(v, 1, 20))
+		p.Step(0, v, polProgress(v, 0, 10))
+		out := p.Step(0, v, v.Finish(0)) // worker 0 done with clock 1 too: both wait on worker 1 at clock 0
+		if behind {
+			// one helper takes 0.5 of the tail; a giver has one
+			// pending transfer at a time (offer, then confirm or cancel)
+			if len(out.Transfers) != 1 || out.Transfers[0].From != 1 || out.Transfers[0].Clock != 0 || len(out.Release) != 0 {
+				t.Fatalf("behind: %+v, want one transfer from worker 1's clock 0 and no release", out)
+			}
+			continue
+		}
+		if len(out.Transfers) != 0 || len(out.Release) != 0 {
+			t.Fatalf("reproduction: %+v, want no transfer (other clock) and no release (s = 1)", out)
+		}
+	}
+}
