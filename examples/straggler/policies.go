@@ -78,6 +78,11 @@ func allPolicies() []policySpec {
 		{"flexrr", "s=1, phi=0.5 of tail, helpee <=0.9 done (flexps reproduction)", func(straggler.Model, int) (epsp.Policy, error) {
 			return epsp.NewFlexRR(epsp.DefaultFlexRRConfig())
 		}, undampedAsync, false},
+		{"flexrr-behind", "flexrr, but a waiting helper also helps a helpee clocks behind (epsp.FlexRRConfig.HelpBehind; ours, amendment 4)", func(straggler.Model, int) (epsp.Policy, error) {
+			c := epsp.DefaultFlexRRConfig()
+			c.HelpBehind = true
+			return epsp.NewFlexRR(c)
+		}, undampedAsync, false},
 		{"sync-opt", "b=max(1,round(0.04*M)) backup workers, drop stale (Chen et al. 96+4)", func(straggler.Model, int) (epsp.Policy, error) {
 			return epsp.NewSyncOpt(epsp.DefaultSyncOptConfig())
 		}, averagedSync, false},
