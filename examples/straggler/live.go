@@ -46,8 +46,8 @@ func runLive(o options, specs []policySpec) error {
 			return err
 		}
 		if i == 0 {
-			fmt.Fprintf(o.stdout, "live mode: %s on %d rows, %d workers, batch %d/worker, lr %g, target %.3f (mean of %d evaluations every %v), %v per run, time scale %gx, seeds %d..%d\n",
-				m.Name(), train.N, sim.SuiteWorkers, o.batch, o.lr, o.target, o.window, o.evalEvery, o.duration, o.liveScale, o.seed, o.seed+uint64(o.seeds)-1)
+			fmt.Fprintf(o.stdout, "live mode: %s on %d rows, %s workers, batch %d/worker, lr %g, target %.3f (mean of %d evaluations every %v), %v per run, time scale %gx, seeds %d..%d\n",
+				m.Name(), train.N, liveWorkers(o, so.seed), o.batch, o.lr, o.target, o.window, o.evalEvery, o.duration, o.liveScale, o.seed, o.seed+uint64(o.seeds)-1)
 			fmt.Fprintf(o.stdout, "command: %s\n\n", commandLine())
 		}
 		scenarios, err := scenariosFor(o.scenario, so.seed)
@@ -398,6 +398,29 @@ func (s liveSampler) Batch(owner epsp.WorkerID, clock, size int) []int {
 	return ids
 }
 
+// rateModel is a scenario's speed model with core contention: what the
+// simulator uses (straggler.Hetero, and sim.Foreign for a foreign job).
+type rateModel interface {
+	straggler.Model
+	RateAll(ps []int, now time.Duration, dst []float64) []float64
+}
+
+// liveWorkers names the worker counts of o's scenarios, e.g. "12" or
+// "12 or 36".
+func liveWorkers(o options, seed uint64) string {
+	scs, err := scenariosFor(o.scenario, seed)
+	if err != nil {
+		return "?"
+	}
+	var ns []string
+	for _, sc := range scs {
+		if n := fmt.Sprint(sc.NumWorkers()); !slices.Contains(ns, n) {
+			ns = append(ns, n)
+		}
+	}
+	return strings.Join(ns, " or ")
+}
+
 // slowModel adapts a model.Model to ps.Model and injects the scenario's
 // compute time on the wall clock: a call over n samples by one of the p
 // goroutines of worker w takes n·p/Rate(w) seconds (times the time scale),
@@ -406,7 +429,7 @@ func (s liveSampler) Batch(owner epsp.WorkerID, clock, size int) []int {
 type slowModel struct {
 	w     int
 	grad  ps.Model // ps.FromModel: one model copy per computing goroutine
-	speed *straggler.Hetero
+	speed rateModel
 	par   []atomic.Int32 // current parallelism of every worker
 	start time.Time
 	scale float64
@@ -597,15 +620,19 @@ func (v liveInit) Init(key uint64, off int, vals []float32) {
 
 // liveOne trains one policy live for o.duration·o.liveScale of wall time.
 func liveOne(o options, sc sim.Scenario, spec policySpec, m model.Model, train, test *model.Dataset) (*sim.Result, error) {
-	speed, err := sc.Speed()
+	m0, err := sc.Model()
 	if err != nil {
 		return nil, err
 	}
-	pol, err := spec.New(speed, sim.SuiteWorkers)
+	speed, ok := m0.(rateModel)
+	if !ok {
+		return nil, fmt.Errorf("scenario %s: its speed model %T cannot price core contention (RateAll)", sc.Name, m0)
+	}
+	nw := sc.NumWorkers()
+	pol, err := spec.New(speed, nw)
 	if err != nil {
 		return nil, err
 	}
-	nw := sim.SuiteWorkers
 	n := m.NumParams()
 	var keys []uint64
 	var lens []int
