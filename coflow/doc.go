@@ -63,6 +63,14 @@
 // its free cores. The scheduler must not keep or modify the State. Two
 // optional interfaces refine when it is called: EventDriven and Timer.
 //
+// Allocator holds the allocation rules the built-in schedulers are made of,
+// on the capacity still free: MADD (Varys: every flow of a coflow gets
+// remaining/Γ, Γ = max over its ports of remaining bytes / free rate, so
+// its flows finish together), MaxMin (weighted max-min fair sharing by
+// progressive filling), Backfill (greedy work conservation) and Bottleneck
+// (Γ on full capacity, SEBF's key). A scheduler that orders coflows its own
+// way is a sort plus a loop over them (see ExampleAllocator).
+//
 // # Built-in schedulers
 //
 // FIFO, SCF, NCF, LCF and SEBF (Ordered: an order plus Varys' MADD and
