@@ -61,7 +61,7 @@ func allocCases() []allocCase {
 // after checking that allocs respect every port's capacity.
 func rates(t *testing.T, st *coflow.State, allocs []coflow.Allocation) map[coflow.FlowRef]float64 {
 	t.Helper()
-	if err := coflowtest.CheckAllocation(st, allocs); err != nil {
+	if err := coflowtest.CheckAllocation(0, st, allocs); err != nil {
 		t.Fatalf("capacity exceeded: %v", err)
 	}
 	r := make(map[coflow.FlowRef]float64)
@@ -256,7 +256,7 @@ func TestAllocator_MADD(t *testing.T) {
 			for i := range st.Coflows {
 				a.Backfill(i)
 			}
-			if err := coflowtest.CheckAllocation(st, a.Allocations(), coflowtest.WorkConserving); err != nil {
+			if err := coflowtest.Checker(coflowtest.WorkConserving)(0, st, a.Allocations()); err != nil {
 				t.Fatal(err)
 			}
 		})

@@ -46,7 +46,7 @@
 //	fmt.Println(coflow.Summarize(res).Mean)
 //
 // A custom scheduler is any value with Name and Schedule; test it with
-// package coflowtest (CheckAllocation, Driver, the RunSuite conformance
+// package coflowtest (CheckAllocation and Checker, Driver, the RunSuite conformance
 // suite).
 //
 // # Writing a scheduler

@@ -39,12 +39,15 @@ type Config struct {
 	// a scheduler that wants them resampled asks for a Timer.
 	CodecSpeed func(port, codec int, now time.Duration) (compress, decompress float64)
 	// Check, if not nil, is called after every scheduling decision has been
-	// validated, with the state the scheduler saw and its allocation. A
-	// non-nil error stops the run and is returned (wrapped). Tests use it to
-	// assert invariants (see coflowtest.CheckAllocation).
-	Check func(now time.Duration, s *State, allocs []Allocation) error
+	// validated (by the rules of Config.CheckAllocation), with the state the
+	// scheduler saw and its allocation. A non-nil error stops the run and is
+	// returned (wrapped). Tests use it to assert invariants (see
+	// coflowtest.CheckAllocation and coflowtest.Checker, which have this
+	// shape).
+	Check CheckFunc
 	// Tolerance is the relative slack when checking port capacities and
-	// cores (sum ≤ capacity·(1+Tolerance)). Zero means 1e-9.
+	// cores (sum ≤ capacity·(1+Tolerance)). Zero means DefaultTolerance
+	// (1e-9).
 	Tolerance float64
 	// MaxCalls bounds the number of Schedule calls. Zero means no bound.
 	MaxCalls int
@@ -338,7 +341,7 @@ func NewSim(cfg Config, fabric *Fabric, sched Scheduler) (*Sim, error) {
 	}
 	tol := cfg.Tolerance
 	if tol == 0 {
-		tol = 1e-9
+		tol = DefaultTolerance
 	}
 	return &Sim{cfg: cfg, fabric: fabric, sched: sched, tol: tol}, nil
 }
