@@ -97,7 +97,8 @@
 // Times are kept relative to the earliest arrival, so shifting a trace in
 // time (by whole nanoseconds, and a scheduler's timers with it) does not
 // change any result; the event heap holds at most 2·running + 1024
-// entries.
+// entries. A Sim can be Run again (one run at a time): every run starts
+// afresh and, with the built-in schedulers, equals a run on a new Sim.
 //
 // # Performance
 //

@@ -141,6 +141,17 @@ type CoflowResult struct {
 // Sim is not safe for concurrent use; it runs no goroutines and reads no
 // clock, so a run is deterministic.
 //
+// A Sim may be Run any number of times, one run at a time, on the same or
+// other coflows: each Run starts from nothing but the configuration, the
+// fabric and the scheduler, returns a new Result and leaves earlier Results
+// untouched, also after a run that stopped with an error. The scheduler is
+// reused as it is: the built-in ones keep only scratch space between
+// Schedule calls, so a second run equals a run on a fresh Sim with a fresh
+// scheduler. A scheduler that carries state from one call to the next
+// (estimates, incremental structures keyed by FlowRef) gives that
+// guarantee only if it resets itself; otherwise build a new Sim and
+// scheduler per run.
+//
 // Cost: with A active coflows, R running flows and P ports, one scheduling
 // step costs O(A + R + P + len(allocation)) in the simulator (settling the
 // running flows, building the State from persistent per-coflow slices,
