@@ -14,8 +14,10 @@
 // traffic, such as FVDF (package fvdf), can be simulated.
 //
 // Traces in the public coflow-benchmark format are read and written by
-// ReadTrace and WriteTrace; Synthetic generates traces of the same shape from
-// a seed.
+// ReadTrace and WriteTrace; coflow weights, which that format lacks, come
+// from an optional side file of "<coflow id> <weight>" lines
+// (Trace.ReadWeights, Trace.WriteWeights) and reach Coflow.Weight through
+// ToCoflows. Synthetic generates traces of the same shape from a seed.
 //
 // A Scheduler maps a State (active coflows, their unfinished flows with
 // remaining bytes, the fabric) to a list of Allocations (per-flow wire rate,
