@@ -560,7 +560,8 @@ func (b *rateBook) waterFill(sel, src, dst []int32, w []float64) {
 // (Codec Raw, no cores).
 //
 // Reset binds the Allocator to s until the next Reset; s must not change
-// meanwhile. The zero value is ready to use; reusing one Allocator across
+// meanwhile, and Reset comes before any other method. The zero value is
+// ready to use; reusing one Allocator across
 // calls avoids allocation once its scratch space has grown. Not safe for
 // concurrent use.
 type Allocator struct {

@@ -48,8 +48,8 @@
 //	fmt.Println(coflow.Summarize(res).Mean)
 //
 // A custom scheduler is any value with Name and Schedule; test it with
-// package coflowtest (CheckAllocation and Checker, Driver, the RunSuite conformance
-// suite).
+// package coflowtest (CheckAllocation and Checker, which have the shape of
+// Config.Check; Driver; the RunSuite conformance suite).
 //
 // # Writing a scheduler
 //
