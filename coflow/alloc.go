@@ -534,3 +534,151 @@ func (b *rateBook) waterFill(sel, src, dst []int32, w []float64) {
 		fs.wIn[p], fs.wOut[p], fs.cIn[p], fs.cOut[p] = 0, 0, 0, 0
 	}
 }
+
+// Allocator is the rate book a scheduler fills during one Schedule call:
+// it tracks each port's free ingress and egress capacity and the wire rate
+// given to each unfinished flow of a State, and offers the two allocation
+// rules the coflow literature builds on, MADD and max-min fair sharing,
+// plus greedy backfilling. The built-in Fair, the ordering schedulers
+// (FIFO, SCF, NCF, LCF, SEBF) and Sincronia are written with it, so a user
+// scheduler built on it allocates exactly as they do:
+//
+//	a.Reset(s)                      // all capacity free, no rates
+//	for _, i := range order {       // coflow positions in s.Coflows
+//		a.MADD(i)                   // Varys' MADD on the capacity left
+//	}
+//	for _, i := range order {
+//		a.Backfill(i)               // work conservation
+//	}
+//	return a.Allocations()
+//
+// Coflows are named by their position i in s.Coflows and flows by their
+// position j in s.Coflows[i].Flows. Rates only ever grow and capacity only
+// shrinks between Resets, so each call allocates on what earlier calls
+// left. Every rate respects the ports' capacities (up to floating-point
+// rounding, far below the simulator's tolerance). Allocations are raw
+// (Codec Raw, no cores).
+//
+// Reset binds the Allocator to s until the next Reset; s must not change
+// meanwhile, and Reset comes before any other method. The zero value is
+// ready to use; reusing one Allocator across
+// calls avoids allocation once its scratch space has grown. Not safe for
+// concurrent use.
+type Allocator struct {
+	b             rateBook
+	s             *State
+	sel, src, dst []int32
+	w             []float64
+	seen          []bool
+}
+
+// Reset binds a to s with every port's full capacity free and no rate
+// given. Cost O(ports + flows).
+func (a *Allocator) Reset(s *State) {
+	a.s = s
+	a.b.reset(s)
+}
+
+// Free returns the capacity of port p not yet given away, in bytes/s, on
+// its ingress (send) and egress (receive) side.
+func (a *Allocator) Free(p int) (ingress, egress float64) {
+	return a.b.freeIn[p], a.b.freeOut[p]
+}
+
+// Rate returns the wire rate given so far to flow j of coflow i.
+func (a *Allocator) Rate(i, j int) float64 { return a.b.rates[a.b.off[i]+j] }
+
+// Bottleneck returns coflow i's effective bottleneck Γ on the ports' full
+// capacities (Varys, Chowdhury, Zhong, Stoica, SIGCOMM 2014, §5.1):
+//
+//	Γ = max( max_p Send_p / B_p^in, max_p Recv_p / B_p^out )
+//
+// where Send_p and Recv_p are the coflow's remaining raw bytes leaving and
+// entering port p: the coflow's completion time were it alone on the
+// fabric. It is SEBF's key. Zero means no bytes remain. Cost O(ports of the
+// coflow) when the State carries per-port loads (Send, Recv), O(its flows)
+// otherwise.
+func (a *Allocator) Bottleneck(i int) float64 {
+	g, _ := a.b.bottleneck(&a.s.Coflows[i], false)
+	return g
+}
+
+// MADD gives every unfinished flow of coflow i the rate
+//
+//	r_j = Remaining_j / Γ',   Γ' = max( max_p Send_p / F_p^in, max_p Recv_p / F_p^out )
+//
+// where F is the capacity still free (Minimum Allocation for Desired
+// Duration; Varys, SIGCOMM 2014, §5.2, Pseudocode 1). Every flow of the
+// coflow then finishes at the same time Γ', the earliest the free capacity
+// allows for the coflow as a whole, and the coflow's most loaded port side
+// is used to capacity; capacity a faster flow could have used stays free
+// for others (or for Backfill). It reports false, giving nothing, when a
+// port the coflow needs has no free capacity. Cost as Bottleneck plus
+// O(flows of the coflow).
+func (a *Allocator) MADD(i int) bool { return a.b.madd(a.s, i) }
+
+// Backfill gives each unfinished flow of coflow i, in flow order, all the
+// capacity still free on its path, min(F_src^in, F_dst^out) (greedy
+// work-conserving backfilling, Varys §5.3 step 2A; with coflows visited in
+// priority order it is also per-flow strict priority). After Backfill of
+// every coflow, every flow has a full port on its path.
+func (a *Allocator) Backfill(i int) { a.b.greedy(a.s, i) }
+
+// MaxMin shares the free capacity weighted max-min fairly among the
+// unfinished flows of the coflows at positions coflows (every coflow of the
+// State when coflows is nil), by progressive filling (Bertsekas and
+// Gallager, Data Networks, 2nd ed., §6.5.2): all rates rise together, flow
+// (i, j) at speed weight(i, j), until a port side saturates; the flows
+// through it freeze; repeat until every flow is frozen. The result is the
+// weighted max-min fair allocation: no flow's rate can grow without
+// shrinking the rate of a flow whose rate/weight is not larger, and every
+// flow has a saturated port side on its path at which its rate/weight is
+// the largest (its bottleneck).
+//
+// weight nil means weight 1 for every flow (per-flow fairness, as Fair). A
+// flow whose weight is not a positive finite number gets nothing. A coflow
+// listed twice has its flows shared once. Cost O(F + I·T) for F flows
+// touching T ports, I ≤ 2T filling rounds; no allocation once the scratch
+// space has grown.
+func (a *Allocator) MaxMin(coflows []int, weight func(i, j int) float64) {
+	a.sel, a.src, a.dst, a.w = a.sel[:0], a.src[:0], a.dst[:0], a.w[:0]
+	add := func(i int) {
+		c := &a.s.Coflows[i]
+		for j := range c.Flows {
+			w := 1.0
+			if weight != nil {
+				if w = weight(i, j); !(w > 0) || math.IsInf(w, 1) {
+					continue
+				}
+			}
+			a.sel = append(a.sel, int32(a.b.off[i]+j))
+			a.src = append(a.src, int32(c.Flows[j].Src))
+			a.dst = append(a.dst, int32(c.Flows[j].Dst))
+			a.w = append(a.w, w)
+		}
+	}
+	if coflows == nil {
+		for i := range a.s.Coflows {
+			add(i)
+		}
+	} else {
+		// A coflow listed twice would enter progressive filling twice.
+		if len(a.seen) < len(a.s.Coflows) {
+			a.seen = make([]bool, len(a.s.Coflows))
+		}
+		for _, i := range coflows {
+			if !a.seen[i] {
+				a.seen[i] = true
+				add(i)
+			}
+		}
+		for _, i := range coflows {
+			a.seen[i] = false
+		}
+	}
+	a.b.waterFill(a.sel, a.src, a.dst, a.w)
+}
+
+// Allocations returns one raw Allocation per flow given a positive rate, in
+// the order rates were first given. The slice is reused by the next Reset.
+func (a *Allocator) Allocations() []Allocation { return a.b.emit(a.s) }

@@ -44,7 +44,7 @@ func TestBackfill_GroupedEqualsPlain(t *testing.T) {
 		if !reflect.DeepEqual(ag, ap) {
 			t.Fatalf("%s: grouped and plain backfill differ:\n%v\n%v", step, ag, ap)
 		}
-		if err := coflowtest.CheckAllocation(grouped, ag, coflowtest.WorkConserving); err != nil {
+		if err := coflowtest.Checker(coflowtest.WorkConserving)(0, grouped, ag); err != nil {
 			t.Fatalf("%s: %v", step, err)
 		}
 	}

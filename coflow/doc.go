@@ -14,8 +14,10 @@
 // traffic, such as FVDF (package fvdf), can be simulated.
 //
 // Traces in the public coflow-benchmark format are read and written by
-// ReadTrace and WriteTrace; Synthetic generates traces of the same shape from
-// a seed.
+// ReadTrace and WriteTrace; coflow weights, which that format lacks, come
+// from an optional side file of "<coflow id> <weight>" lines
+// (Trace.ReadWeights, Trace.WriteWeights) and reach Coflow.Weight through
+// ToCoflows. Synthetic generates traces of the same shape from a seed.
 //
 // A Scheduler maps a State (active coflows, their unfinished flows with
 // remaining bytes, the fabric) to a list of Allocations (per-flow wire rate,
@@ -46,8 +48,8 @@
 //	fmt.Println(coflow.Summarize(res).Mean)
 //
 // A custom scheduler is any value with Name and Schedule; test it with
-// package coflowtest (CheckAllocation, Driver, the RunSuite conformance
-// suite).
+// package coflowtest (CheckAllocation and Checker, which have the shape of
+// Config.Check; Driver; the RunSuite conformance suite).
 //
 // # Writing a scheduler
 //
@@ -62,6 +64,14 @@
 // rejects any decision that exceeds a port's ingress or egress capacity or
 // its free cores. The scheduler must not keep or modify the State. Two
 // optional interfaces refine when it is called: EventDriven and Timer.
+//
+// Allocator holds the allocation rules the built-in schedulers are made of,
+// on the capacity still free: MADD (Varys: every flow of a coflow gets
+// remaining/Γ, Γ = max over its ports of remaining bytes / free rate, so
+// its flows finish together), MaxMin (weighted max-min fair sharing by
+// progressive filling), Backfill (greedy work conservation) and Bottleneck
+// (Γ on full capacity, SEBF's key). A scheduler that orders coflows its own
+// way is a sort plus a loop over them (see ExampleAllocator).
 //
 // # Built-in schedulers
 //
@@ -89,7 +99,8 @@
 // Times are kept relative to the earliest arrival, so shifting a trace in
 // time (by whole nanoseconds, and a scheduler's timers with it) does not
 // change any result; the event heap holds at most 2·running + 1024
-// entries.
+// entries. A Sim can be Run again (one run at a time): every run starts
+// afresh and, with the built-in schedulers, equals a run on a new Sim.
 //
 // # Performance
 //

@@ -15,10 +15,10 @@ import (
 // filling rounds. Being called on every flow completion, a replay costs
 // O(flows × F); it suits synthetic traces of moderate size, not the 706k
 // flows of FB2010.
+//
+// It is Allocator.MaxMin over every flow with weight 1.
 type Fair struct {
-	book          rateBook
-	sel, src, dst []int32
-	w             []float64
+	alloc Allocator
 }
 
 var _ Scheduler = (*Fair)(nil)
@@ -31,20 +31,9 @@ func (f *Fair) Name() string { return "fair" }
 
 // Schedule implements Scheduler.
 func (f *Fair) Schedule(now time.Duration, s *State) []Allocation {
-	b := &f.book
-	b.reset(s)
-	f.sel, f.src, f.dst, f.w = f.sel[:0], f.src[:0], f.dst[:0], f.w[:0]
-	for i := range s.Coflows {
-		c := &s.Coflows[i]
-		for j := range c.Flows {
-			f.sel = append(f.sel, int32(b.off[i]+j))
-			f.src = append(f.src, int32(c.Flows[j].Src))
-			f.dst = append(f.dst, int32(c.Flows[j].Dst))
-			f.w = append(f.w, 1)
-		}
-	}
-	b.waterFill(f.sel, f.src, f.dst, f.w)
-	return b.emit(s)
+	f.alloc.Reset(s)
+	f.alloc.MaxMin(nil, nil)
+	return f.alloc.Allocations()
 }
 
 // PFP is per-flow prioritisation, shortest remaining flow first (SRTF over

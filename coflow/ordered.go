@@ -61,14 +61,14 @@ func (c *OrderedConfig) Validate() error {
 // destination is rebuilt in O(F_c) when its flow list changed). SCF's key
 // adds O(F_c) per coflow.
 type Ordered struct {
-	name string
-	cfg  OrderedConfig
-	key  func(b *rateBook, c *CoflowState) float64
-	book rateBook
-	idx  []int
-	keys []float64
-	fair Fair
-	now  time.Duration
+	name  string
+	cfg   OrderedConfig
+	key   func(b *rateBook, c *CoflowState) float64
+	alloc Allocator
+	idx   []int
+	keys  []float64
+	fair  Fair
+	now   time.Duration
 }
 
 var (
@@ -174,8 +174,9 @@ func (o *Ordered) Schedule(now time.Duration, s *State) []Allocation {
 	if T := o.cfg.StarvationPeriod; T > 0 && now%T < o.cfg.StarvationWindow {
 		return o.fair.Schedule(now, s)
 	}
-	b := &o.book
-	b.reset(s)
+	a := &o.alloc
+	a.Reset(s)
+	b := &a.b
 	o.idx = o.idx[:0]
 	o.keys = o.keys[:0]
 	for i := range s.Coflows {
@@ -184,14 +185,14 @@ func (o *Ordered) Schedule(now time.Duration, s *State) []Allocation {
 	}
 	sortByKey(o.idx, o.keys, s)
 	for _, i := range o.idx {
-		b.madd(s, i)
+		a.MADD(i)
 	}
 	if !o.cfg.NoBackfill {
 		for _, i := range o.idx {
-			b.greedy(s, i)
+			a.Backfill(i)
 		}
 	}
-	return b.emit(s)
+	return a.Allocations()
 }
 
 // sortByKey sorts coflow positions by key, then arrival, then index.

@@ -93,7 +93,7 @@ func TestSEBF_MADDRates(t *testing.T) {
 		Coflow(1, 0, coflowtest.F(0, 2, 30), coflowtest.F(1, 2, 10), coflowtest.F(0, 1, 20)).State()
 	s := mustSched(t, "sebf")
 	allocs := s.Schedule(0, st)
-	if err := coflowtest.CheckAllocation(st, allocs); err != nil {
+	if err := coflowtest.CheckAllocation(0, st, allocs); err != nil {
 		t.Fatal(err)
 	}
 	// Γ = max(ingress 0: 50/10, egress 2: 40/10, ...) = 5 s.
@@ -182,7 +182,7 @@ func TestFair_MaxMin(t *testing.T) {
 		Coflow(1, 0, coflowtest.F(0, 1, 10), coflowtest.F(0, 2, 10)).
 		Coflow(2, 0, coflowtest.F(3, 2, 10), coflowtest.F(4, 2, 10)).State()
 	allocs := coflow.NewFair().Schedule(0, st)
-	if err := coflowtest.CheckAllocation(st, allocs, coflowtest.WorkConserving); err != nil {
+	if err := coflowtest.Checker(coflowtest.WorkConserving)(0, st, allocs); err != nil {
 		t.Fatal(err)
 	}
 	want := map[coflow.FlowRef]float64{{0, 0}: 2.0 / 3, {0, 1}: 1.0 / 3, {1, 0}: 1.0 / 3, {1, 1}: 1.0 / 3}

@@ -39,12 +39,15 @@ type Config struct {
 	// a scheduler that wants them resampled asks for a Timer.
 	CodecSpeed func(port, codec int, now time.Duration) (compress, decompress float64)
 	// Check, if not nil, is called after every scheduling decision has been
-	// validated, with the state the scheduler saw and its allocation. A
-	// non-nil error stops the run and is returned (wrapped). Tests use it to
-	// assert invariants (see coflowtest.CheckAllocation).
-	Check func(now time.Duration, s *State, allocs []Allocation) error
+	// validated (by the rules of Config.CheckAllocation), with the state the
+	// scheduler saw and its allocation. A non-nil error stops the run and is
+	// returned (wrapped). Tests use it to assert invariants (see
+	// coflowtest.CheckAllocation and coflowtest.Checker, which have this
+	// shape).
+	Check CheckFunc
 	// Tolerance is the relative slack when checking port capacities and
-	// cores (sum ≤ capacity·(1+Tolerance)). Zero means 1e-9.
+	// cores (sum ≤ capacity·(1+Tolerance)). Zero means DefaultTolerance
+	// (1e-9).
 	Tolerance float64
 	// MaxCalls bounds the number of Schedule calls. Zero means no bound.
 	MaxCalls int
@@ -137,6 +140,17 @@ type CoflowResult struct {
 //
 // Sim is not safe for concurrent use; it runs no goroutines and reads no
 // clock, so a run is deterministic.
+//
+// A Sim may be Run any number of times, one run at a time, on the same or
+// other coflows: each Run starts from nothing but the configuration, the
+// fabric and the scheduler, returns a new Result and leaves earlier Results
+// untouched, also after a run that stopped with an error. The scheduler is
+// reused as it is: the built-in ones keep only scratch space between
+// Schedule calls, so a second run equals a run on a fresh Sim with a fresh
+// scheduler. A scheduler that carries state from one call to the next
+// (estimates, incremental structures keyed by FlowRef) gives that
+// guarantee only if it resets itself; otherwise build a new Sim and
+// scheduler per run.
 //
 // Cost: with A active coflows, R running flows and P ports, one scheduling
 // step costs O(A + R + P + len(allocation)) in the simulator (settling the
@@ -338,7 +352,7 @@ func NewSim(cfg Config, fabric *Fabric, sched Scheduler) (*Sim, error) {
 	}
 	tol := cfg.Tolerance
 	if tol == 0 {
-		tol = 1e-9
+		tol = DefaultTolerance
 	}
 	return &Sim{cfg: cfg, fabric: fabric, sched: sched, tol: tol}, nil
 }

@@ -44,7 +44,7 @@ func DefaultSincroniaConfig() SincroniaConfig { return SincroniaConfig{} }
 // Cost of one Schedule call: O(F + A·(A + P)) time and O(A·P) memory.
 type Sincronia struct {
 	cfg   SincroniaConfig
-	book  rateBook
+	alloc Allocator
 	load  []float64 // A × 2P
 	tot   []float64
 	w     []float64
@@ -79,8 +79,8 @@ func (x *Sincronia) OnlyOnArrivalsAndCompletions() bool { return !x.cfg.OnFlowCo
 func (x *Sincronia) Order(s *State) []int {
 	n := len(s.Coflows)
 	P := s.Fabric.NumPorts()
-	if len(x.book.mark) != P {
-		x.book.reset(s)
+	if len(x.alloc.b.mark) != P {
+		x.alloc.b.reset(s)
 	}
 	W := 2 * P
 	if cap(x.load) < n*W {
@@ -93,7 +93,7 @@ func (x *Sincronia) Order(s *State) []int {
 	for i := range s.Coflows {
 		c := &s.Coflows[i]
 		row := x.load[i*W : (i+1)*W]
-		send, recv := x.book.loads(c)
+		send, recv := x.alloc.b.loads(c)
 		for _, pl := range send {
 			if pl.Flows > 0 {
 				row[pl.Port] += pl.Bytes / s.Fabric.Ports[pl.Port].Ingress
@@ -161,16 +161,16 @@ func (x *Sincronia) Order(s *State) []int {
 
 // Schedule implements Scheduler.
 func (x *Sincronia) Schedule(now time.Duration, s *State) []Allocation {
-	b := &x.book
-	b.reset(s)
+	a := &x.alloc
+	a.Reset(s)
 	order := x.Order(s)
 	if !x.cfg.Greedy {
 		for _, i := range order {
-			b.madd(s, i)
+			a.MADD(i)
 		}
 	}
 	for _, i := range order {
-		b.greedy(s, i)
+		a.Backfill(i)
 	}
-	return b.emit(s)
+	return a.Allocations()
 }

@@ -21,6 +21,17 @@ import (
 //
 //	Line 1: <ports> <coflows>
 //	Line i: <id> <arrival ms> <#mappers> <mapper port>... <#reducers> <port:MB>...
+//
+// Coflow weights, which the format has no room for, live in an optional
+// side file next to the trace (read by ReadWeights, written by
+// WriteWeights), so the trace itself stays readable by coflowsim and the
+// other tools of the benchmark:
+//
+//	# comment lines and blank lines are ignored
+//	<coflow id> <weight>
+//
+// one coflow per line, each at most once, weights positive and finite.
+// Coflows the side file does not list have weight 1.
 type Trace struct {
 	Ports   int
 	Coflows []TraceCoflow
@@ -35,6 +46,9 @@ type TraceCoflow struct {
 	Mappers []int
 	// Reducers lists the reducers with their total shuffle MiB.
 	Reducers []TraceReducer
+	// Weight is the coflow's weight from the weights side file
+	// (ReadWeights); zero means none given, weight 1.
+	Weight float64
 }
 
 // TraceReducer is a reducer's port and the MiB it receives in total.
@@ -54,7 +68,8 @@ const maxLineBytes = 16 << 20
 // every count matches its list, that ports are in [0, ports), arrivals are
 // non-negative integers, sizes are finite and non-negative and coflow ids
 // are unique (results are keyed by id). Errors wrap ErrSyntax and name the
-// line. It never panics on bad input.
+// line. It never panics on bad input. The format carries no weights: they
+// come from an optional side file, read by Trace.ReadWeights (see Trace).
 func ReadTrace(r io.Reader) (*Trace, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxLineBytes)
@@ -257,6 +272,9 @@ func (t *Trace) Validate() error {
 		bad := func(format string, a ...any) error {
 			return fmt.Errorf("%w: coflow %d (index %d): %s", ErrSyntax, c.ID, i, fmt.Sprintf(format, a...))
 		}
+		if c.Weight != 0 && !validWeight(c.Weight) {
+			return bad("weight %v is not positive and finite", c.Weight)
+		}
 		if c.ArrivalMS < 0 {
 			return bad("negative arrival %d", c.ArrivalMS)
 		}
@@ -292,8 +310,9 @@ var ErrEmptyCoflow = errors.New("coflow: coflow has no bytes")
 // MB·1048576 bytes are split equally over the mappers, one flow per
 // (mapper, reducer) pair, numbered reducer-major (flow ID = r·#mappers + m).
 // Reducers with zero bytes get no flows; a coflow left without flows is an
-// error wrapping ErrEmptyCoflow. Weight is 1. No rounding is applied (see
-// package coflowsim for coflowsim's).
+// error wrapping ErrEmptyCoflow. Weight is the TraceCoflow's Weight (from
+// the weights side file, see ReadWeights), 1 when none was given. No
+// rounding is applied (see package coflowsim for coflowsim's).
 func (t *Trace) ToCoflows() ([]Coflow, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
@@ -305,7 +324,7 @@ func (t *Trace) ToCoflows() ([]Coflow, error) {
 		c := Coflow{
 			ID:        tc.ID,
 			Arrival:   tc.Arrival(),
-			Weight:    1,
+			Weight:    tc.EffectiveWeight(),
 			Mappers:   append([]int(nil), tc.Mappers...),
 			Reducers:  make([]int, len(tc.Reducers)),
 			ReducerMB: make([]float64, len(tc.Reducers)),
@@ -328,4 +347,102 @@ func (t *Trace) ToCoflows() ([]Coflow, error) {
 		out[i] = c
 	}
 	return out, nil
+}
+
+// EffectiveWeight returns Weight, or 1 when no weight was given.
+func (c *TraceCoflow) EffectiveWeight() float64 {
+	if c.Weight == 0 {
+		return 1
+	}
+	return c.Weight
+}
+
+func validWeight(w float64) bool { return w > 0 && !math.IsInf(w, 1) }
+
+// maxWeightLineBytes bounds one line of a weights side file.
+const maxWeightLineBytes = 64 << 10
+
+// ReadWeights reads a weights side file for t (format in Trace's doc:
+// "<coflow id> <weight>" per line, '#' comments and blank lines ignored)
+// and sets the listed coflows' Weight; the others keep theirs. It refuses,
+// naming the line, a line that is not two fields, an id that is not an
+// integer or not a coflow of t, an id listed twice, and a weight that is
+// not a positive finite number (negative, zero, NaN, Inf). On error t is
+// unchanged. Errors wrap ErrSyntax. It never panics on bad input and
+// keeps at most one entry per coflow of t.
+func (t *Trace) ReadWeights(r io.Reader) error {
+	index := make(map[int]int, len(t.Coflows)) // coflow id → index
+	for i := range t.Coflows {
+		index[t.Coflows[i].ID] = i
+	}
+	type entry struct {
+		i int
+		w float64
+	}
+	var got []entry
+	seen := make(map[int]int) // coflow id → its line
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 4<<10), maxWeightLineBytes)
+	lineNo := 0
+	for sc.Scan() {
+		lineNo++
+		s := strings.TrimSpace(sc.Text())
+		if s == "" || s[0] == '#' {
+			continue
+		}
+		f := strings.Fields(s)
+		if len(f) != 2 {
+			return fmt.Errorf("%w: weights line %d: %d fields, want \"<coflow id> <weight>\"", ErrSyntax, lineNo, len(f))
+		}
+		id, err := strconv.Atoi(f[0])
+		if err != nil {
+			return fmt.Errorf("%w: weights line %d: coflow id %q is not an integer", ErrSyntax, lineNo, f[0])
+		}
+		i, ok := index[id]
+		if !ok {
+			return fmt.Errorf("%w: weights line %d: coflow id %d is not in the trace", ErrSyntax, lineNo, id)
+		}
+		if prev, dup := seen[id]; dup {
+			return fmt.Errorf("%w: weights line %d: coflow id %d listed twice (first on line %d)", ErrSyntax, lineNo, id, prev)
+		}
+		seen[id] = lineNo
+		w, err := strconv.ParseFloat(f[1], 64)
+		if err != nil || !validWeight(w) {
+			return fmt.Errorf("%w: weights line %d: weight %q of coflow %d is not a positive finite number", ErrSyntax, lineNo, f[1], id)
+		}
+		got = append(got, entry{i, w})
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%w: weights line %d: %v", ErrSyntax, lineNo+1, err)
+	}
+	for _, e := range got {
+		t.Coflows[e.i].Weight = e.w
+	}
+	return nil
+}
+
+// WriteWeights writes the weights side file of t: one "<coflow id>
+// <weight>" line per coflow with a Weight given (non-zero), in trace
+// order, weights in the shortest form that reads back exactly. A trace
+// without weights gives an empty file.
+func (t *Trace) WriteWeights(w io.Writer) error {
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(w)
+	var buf []byte
+	for i := range t.Coflows {
+		c := &t.Coflows[i]
+		if c.Weight == 0 {
+			continue
+		}
+		buf = strconv.AppendInt(buf[:0], int64(c.ID), 10)
+		buf = append(buf, ' ')
+		buf = strconv.AppendFloat(buf, c.Weight, 'g', -1, 64)
+		buf = append(buf, '\n')
+		if _, err := bw.Write(buf); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
 }

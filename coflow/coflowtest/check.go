@@ -3,15 +3,15 @@ package coflowtest
 import (
 	"errors"
 	"fmt"
-	"math"
+	"time"
 
 	"github.com/falconml/falcon/coflow"
 )
 
-// ErrCheck marks an allocation that fails CheckAllocation.
+// ErrCheck marks an allocation that fails CheckAllocation or a Checker.
 var ErrCheck = errors.New("coflowtest: allocation check failed")
 
-// Check selects optional checks for CheckAllocation.
+// Check selects an optional check for Checker (and Driver.Checks).
 type Check int
 
 const (
@@ -25,58 +25,54 @@ const (
 // Tolerance is the relative slack of every capacity comparison.
 const Tolerance = 1e-6
 
-// CheckAllocation validates allocs against s the way coflow.Sim does —
-// known unfinished flows, no duplicates, finite non-negative rates and
-// cores, valid codecs, port ingress/egress within capacity, cores within
-// each port's free cores — plus the optional checks. Errors wrap ErrCheck
-// and name the flow or port.
-func CheckAllocation(s *coflow.State, allocs []coflow.Allocation, checks ...Check) error {
+// CheckAllocation is a coflow.CheckFunc: it validates allocs against s by
+// the rules coflow.Sim applies to every decision (coflow.Config's
+// CheckAllocation, with relative slack Tolerance): known unfinished flows,
+// no duplicates, finite non-negative rates and cores, valid codecs, raw
+// flows without cores and compressed ones with cores at both ends, port
+// ingress/egress within capacity, cores within each port's free cores.
+// Errors wrap both ErrCheck and coflow.ErrBadAllocation and name the flow
+// or port. It can be set as coflow.Config.Check directly; Checker adds the
+// optional checks.
+func CheckAllocation(now time.Duration, s *coflow.State, allocs []coflow.Allocation) error {
+	cfg := coflow.Config{Tolerance: Tolerance}
+	if err := cfg.CheckAllocation(now, s, allocs); err != nil {
+		return fmt.Errorf("%w: %w", ErrCheck, err)
+	}
+	return nil
+}
+
+// Checker returns the coflow.CheckFunc that applies CheckAllocation and
+// then the optional checks, in order. An unknown Check fails every call.
+func Checker(checks ...Check) coflow.CheckFunc {
+	checks = append([]Check(nil), checks...)
+	return func(now time.Duration, s *coflow.State, allocs []coflow.Allocation) error {
+		if err := CheckAllocation(now, s, allocs); err != nil {
+			return err
+		}
+		return optional(s, allocs, checks)
+	}
+}
+
+// optional applies the optional checks to an allocation that passed
+// CheckAllocation.
+func optional(s *coflow.State, allocs []coflow.Allocation, checks []Check) error {
+	if len(checks) == 0 {
+		return nil
+	}
 	n := s.Fabric.NumPorts()
-	type key = coflow.FlowRef
-	flows := make(map[key]*coflow.FlowState)
+	in, out := make([]float64, n), make([]float64, n)
+	rate := make(map[coflow.FlowRef]coflow.Allocation, len(allocs))
+	for _, a := range allocs {
+		rate[a.Flow] = a
+	}
 	for i := range s.Coflows {
 		for j := range s.Coflows[i].Flows {
 			f := &s.Coflows[i].Flows[j]
-			flows[f.Ref] = f
-		}
-	}
-	in, out, cpu := make([]float64, n), make([]float64, n), make([]float64, n)
-	rate := make(map[key]coflow.Allocation, len(allocs))
-	for _, a := range allocs {
-		f, ok := flows[a.Flow]
-		if !ok {
-			return fmt.Errorf("%w: flow %v is not an unfinished flow of the state", ErrCheck, a.Flow)
-		}
-		if _, dup := rate[a.Flow]; dup {
-			return fmt.Errorf("%w: flow %v allocated twice", ErrCheck, a.Flow)
-		}
-		rate[a.Flow] = a
-		if !(a.Rate >= 0) || math.IsInf(a.Rate, 0) {
-			return fmt.Errorf("%w: flow %v: rate %v", ErrCheck, a.Flow, a.Rate)
-		}
-		if a.Codec < 0 || a.Codec > len(s.Fabric.Codecs) {
-			return fmt.Errorf("%w: flow %v: codec %d", ErrCheck, a.Flow, a.Codec)
-		}
-		if !(a.SendCores >= 0) || !(a.RecvCores >= 0) || math.IsInf(a.SendCores+a.RecvCores, 0) {
-			return fmt.Errorf("%w: flow %v: cores %v/%v", ErrCheck, a.Flow, a.SendCores, a.RecvCores)
-		}
-		if a.Codec == coflow.Raw && a.SendCores+a.RecvCores != 0 {
-			return fmt.Errorf("%w: flow %v: raw flow reserves cores", ErrCheck, a.Flow)
-		}
-		in[f.Src] += a.Rate
-		out[f.Dst] += a.Rate
-		cpu[f.Src] += a.SendCores
-		cpu[f.Dst] += a.RecvCores
-	}
-	for p, pt := range s.Fabric.Ports {
-		if in[p] > pt.Ingress*(1+Tolerance) {
-			return fmt.Errorf("%w: port %d ingress %.6g > capacity %.6g", ErrCheck, p, in[p], pt.Ingress)
-		}
-		if out[p] > pt.Egress*(1+Tolerance) {
-			return fmt.Errorf("%w: port %d egress %.6g > capacity %.6g", ErrCheck, p, out[p], pt.Egress)
-		}
-		if cpu[p] > pt.FreeCores()*(1+Tolerance)+1e-12 {
-			return fmt.Errorf("%w: port %d cores %.6g > free %.6g", ErrCheck, p, cpu[p], pt.FreeCores())
+			if a, ok := rate[f.Ref]; ok {
+				in[f.Src] += a.Rate
+				out[f.Dst] += a.Rate
+			}
 		}
 	}
 	for _, c := range checks {

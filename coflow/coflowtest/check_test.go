@@ -32,15 +32,26 @@ func TestCheckAllocation(t *testing.T) {
 		{"duplicate", []coflow.Allocation{a(0, 0, 1), a(0, 0, 1)}, nil, false},
 		{"cores over", []coflow.Allocation{{Flow: coflow.FlowRef{}, Rate: 1, Codec: 1, SendCores: 2, RecvCores: 1}}, nil, false},
 		{"compressed ok", []coflow.Allocation{{Flow: coflow.FlowRef{}, Rate: 1, Codec: 1, SendCores: 1, RecvCores: 1}}, nil, true},
+		// coflow.Sim rejects this; CheckAllocation used to accept it.
+		{"compressed without cores", []coflow.Allocation{{Flow: coflow.FlowRef{}, Rate: 1, Codec: 1}}, nil, false},
+		{"unknown check", []coflow.Allocation{a(0, 0, 5)}, []coflowtest.Check{99}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := coflowtest.CheckAllocation(st, tc.allocs, tc.checks...)
+			err := coflowtest.Checker(tc.checks...)(0, st, tc.allocs)
 			if tc.ok && err != nil {
 				t.Fatalf("unexpected error: %v", err)
 			}
 			if !tc.ok && !errors.Is(err, coflowtest.ErrCheck) {
 				t.Fatalf("err = %v, want ErrCheck", err)
+			}
+			if len(tc.checks) == 0 {
+				// Without optional checks Checker is CheckAllocation, whose
+				// errors also carry the simulator's sentinel.
+				err2 := coflowtest.CheckAllocation(0, st, tc.allocs)
+				if (err == nil) != (err2 == nil) || err2 != nil && !errors.Is(err2, coflow.ErrBadAllocation) {
+					t.Fatalf("Checker() = %v, CheckAllocation = %v", err, err2)
+				}
 			}
 		})
 	}

@@ -8,7 +8,7 @@ import (
 )
 
 // Driver runs a scheduler end to end in virtual time on coflow.Sim and
-// checks every decision with CheckAllocation. It is a fake network for
+// checks every decision with Checker(Checks...). It is a fake network for
 // scheduler tests: configure it through its fields, run it, then inspect
 // the counters. Not safe for concurrent use.
 type Driver struct {
@@ -20,7 +20,7 @@ type Driver struct {
 	// Checks are the optional checks applied at every decision.
 	Checks []Check
 	// OnSchedule, if set, sees every state and allocation after the checks.
-	OnSchedule func(now time.Duration, s *coflow.State, allocs []coflow.Allocation) error
+	OnSchedule coflow.CheckFunc
 
 	// Calls counts Schedule calls made by the last Run; Allocations counts
 	// the allocations returned.
@@ -40,10 +40,11 @@ func (d *Driver) Run(sched coflow.Scheduler, coflows []coflow.Coflow) (*coflow.R
 	}
 	d.Calls, d.Allocations = 0, 0
 	user := cfg.Check
+	check := Checker(d.Checks...)
 	cfg.Check = func(now time.Duration, s *coflow.State, allocs []coflow.Allocation) error {
 		d.Calls++
 		d.Allocations += len(allocs)
-		if err := CheckAllocation(s, allocs, d.Checks...); err != nil {
+		if err := check(now, s, allocs); err != nil {
 			return fmt.Errorf("call %d: %w", d.Calls, err)
 		}
 		if user != nil {

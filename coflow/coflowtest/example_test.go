@@ -39,8 +39,8 @@ func Example() {
 		Coflow(1, 0, coflowtest.F(0, 1, 50)).
 		State()
 	allocs := halfRate{}.Schedule(0, st)
-	fmt.Println("capacity:", coflowtest.CheckAllocation(st, allocs))
-	fmt.Println("work conservation:", coflowtest.CheckAllocation(st, allocs, coflowtest.WorkConserving) != nil)
+	fmt.Println("capacity:", coflowtest.CheckAllocation(0, st, allocs))
+	fmt.Println("work conservation:", coflowtest.Checker(coflowtest.WorkConserving)(0, st, allocs) != nil)
 
 	d := coflowtest.Driver{Fabric: coflow.NewFabric(2, 100)}
 	res, err := d.Run(halfRate{}, []coflow.Coflow{{ID: 1, Flows: []coflow.Flow{{Src: 0, Dst: 1, Bytes: 50}}}})

@@ -7,6 +7,12 @@
 //	go run ./examples/coflow -trace FB2010-1Hr-150-0.txt -sched sebf,fifo,dclas
 //	go run ./examples/coflow -trace t.txt -sched sebf -format coflowsim > sebf.out
 //	go run ./examples/coflow -trace t.txt -sched sebf -mode coflowsim
+//	go run ./examples/coflow -trace t.txt -weights t.weights -sched sincronia
+//
+// -weights names an optional side file of coflow weights, one
+// "<coflow id> <weight>" per line ('#' comments allowed; unlisted coflows
+// weigh 1), read by coflow.Trace.ReadWeights; the trace file keeps the
+// coflow-benchmark format. Weighted schedulers (sincronia) use them.
 //
 // With -sched fvdf (or sebf-guard, fvdf-raw), or any of -bandwidth, -cores,
 // -data, -predictor, the replay models compression (package fvdf: per-machine
@@ -47,18 +53,19 @@ import (
 )
 
 type options struct {
-	trace, scheds, mode, csv, format string
-	portBits                         float64
-	synthPorts, synthCoflows         int
-	synthGap                         time.Duration
-	seed                             uint64
-	comp                             compressionOptions
-	set                              map[string]bool // flags given on the command line
+	trace, weights, scheds, mode, csv, format string
+	portBits                                  float64
+	synthPorts, synthCoflows                  int
+	synthGap                                  time.Duration
+	seed                                      uint64
+	comp                                      compressionOptions
+	set                                       map[string]bool // flags given on the command line
 }
 
 func main() {
 	var o options
 	flag.StringVar(&o.trace, "trace", "", "coflow-benchmark trace file (default: a built-in synthetic trace)")
+	flag.StringVar(&o.weights, "weights", "", "optional weights side file for the trace: lines \"<coflow id> <weight>\" (default: every weight 1)")
 	flag.StringVar(&o.scheds, "sched", "sebf,fifo,dclas", "comma-separated schedulers: "+strings.Join(coflow.SchedulerNames(), ",")+", or all")
 	flag.StringVar(&o.mode, "mode", "exact", "simulator: exact or coflowsim")
 	flag.StringVar(&o.csv, "csv", "", "write per-coflow results to this CSV file (one block per scheduler, with a sched column)")
@@ -82,6 +89,22 @@ func main() {
 }
 
 func loadTrace(o options) (*coflow.Trace, string, error) {
+	tr, label, err := readTrace(o)
+	if err != nil || o.weights == "" {
+		return tr, label, err
+	}
+	f, err := os.Open(o.weights)
+	if err != nil {
+		return nil, "", err
+	}
+	defer f.Close()
+	if err := tr.ReadWeights(f); err != nil {
+		return nil, "", fmt.Errorf("%s: %w", o.weights, err)
+	}
+	return tr, label + " weights=" + o.weights, nil
+}
+
+func readTrace(o options) (*coflow.Trace, string, error) {
 	if o.trace == "" {
 		cfg := coflow.DefaultSynthConfig()
 		cfg.Ports, cfg.Coflows, cfg.MeanInterArrival = o.synthPorts, o.synthCoflows, o.synthGap

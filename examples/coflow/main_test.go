@@ -177,3 +177,50 @@ func TestRun_CompressionNeedsExactMode(t *testing.T) {
 		t.Fatalf("run = %v, want an error naming dclas", err)
 	}
 }
+
+// TestRun_Weights checks -weights: a side file changes the weighted
+// scheduler's result, and a bad one is refused naming the file and line.
+func TestRun_Weights(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "t.txt")
+	// Two coflows on the same ports; Sincronia serves the heavier first.
+	if err := os.WriteFile(trace, []byte("2 2\n1 0 1 0 1 1:4.0\n2 0 1 0 1 1:1.0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runWith := func(weights string) (string, error) {
+		o := testOptions()
+		o.trace, o.scheds, o.format = trace, "sincronia", "coflowsim"
+		if weights != "" {
+			o.weights = filepath.Join(dir, "w.txt")
+			if err := os.WriteFile(o.weights, []byte(weights), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var out bytes.Buffer
+		err := run(o, &out)
+		return out.String(), err
+	}
+	plain, err := runWith("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	heavy, err := runWith("# coflow 1 first\n1 100\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	job1 := func(out string) string {
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "JOB-1 ") {
+				return l
+			}
+		}
+		t.Fatalf("no JOB-1 line in\n%s", out)
+		return ""
+	}
+	if job1(plain) == job1(heavy) {
+		t.Fatalf("weight 100 on coflow 1 changed nothing: %s", job1(plain))
+	}
+	if _, err := runWith("1 100\n2 -3\n"); err == nil || !strings.Contains(err.Error(), "w.txt") || !strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("bad weights: err = %v, want the file and line 2 named", err)
+	}
+}

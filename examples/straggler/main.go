@@ -19,9 +19,11 @@
 //
 //	policy=<name> scenario=<name> time_to_target_s=<s|inf> final_acc=<0..1> blocked_frac=<0..1> transfers=<n>
 //
-// plus a table, and writes <out>/straggler_<scenario>.csv (every result in
-// ps/sim's CSV form) and <out>/straggler_<scenario>.png (test accuracy
-// against time).
+// plus a table, and writes one CSV per kind of row,
+// <out>/straggler_<scenario>_<kind>.csv for the kinds evals, workers,
+// parallelism, transfers, staleness and summary (ps/sim.CSVTables: named
+// columns, policy first, every policy's rows in one file), and
+// <out>/straggler_<scenario>.png (test accuracy against time).
 package main
 
 import (
@@ -454,22 +456,27 @@ func runOne(o options, sc sim.Scenario, spec policySpec, m model.Model, train, t
 
 func writeOutputs(o options, sc sim.Scenario, suffix string, results []*sim.Result) error {
 	base := filepath.Join(o.out, "straggler_"+sc.Name+suffix)
-	f, err := os.Create(base + ".csv")
-	if err != nil {
-		return err
-	}
-	if err := sim.WriteCSV(f, results...); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
+	var names []string
+	for _, tab := range sim.CSVTables() {
+		name := base + "_" + tab.Name + ".csv"
+		f, err := os.Create(name)
+		if err != nil {
+			return err
+		}
+		if err := tab.Write(f, results...); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		names = append(names, filepath.Base(name))
 	}
 	title := fmt.Sprintf("scenario %s: test accuracy vs virtual time", sc.Name)
 	if err := plotAccuracy(base+".png", title, o.target, o.window, results); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "wrote %s.csv and %s.png\n", base, base)
+	fmt.Fprintf(os.Stderr, "wrote %s.png and, in %s, %s\n", base, filepath.Dir(base), strings.Join(names, " "))
 	return nil
 }
 

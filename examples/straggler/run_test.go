@@ -52,7 +52,8 @@ func TestRun_Synthetic(t *testing.T) {
 	if transfers["bsp"] != "0" || transfers["epsp-v1"] == "0" {
 		t.Errorf("transfers = %v: want none for bsp and some for epsp-v1", transfers)
 	}
-	for _, f := range []string{"straggler_straggler.csv", "straggler_straggler.png"} {
+	for _, f := range []string{"straggler_straggler_evals.csv", "straggler_straggler_workers.csv", "straggler_straggler_parallelism.csv",
+		"straggler_straggler_transfers.csv", "straggler_straggler_staleness.csv", "straggler_straggler_summary.csv", "straggler_straggler.png"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v (size %v)", f, err, st)
 		}

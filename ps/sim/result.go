@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bufio"
+	"encoding/csv"
 	"fmt"
 	"io"
 	"math"
@@ -153,6 +154,97 @@ func secs(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', 6, 64)
 }
 
+// CSVTable is one kind of row of a Result (evaluations, per-worker
+// statistics, parallelism changes, transfers, the staleness histogram,
+// the summary), written as its own CSV file with named columns. Every
+// table's first column is the policy, so the rows of several results
+// share one file. Times are seconds with 6 decimals, other reals in the
+// shortest form that reads back exactly, +Inf for a target never reached.
+type CSVTable struct {
+	// Name names the kind of row, in the plural ("evals", "workers",
+	// "parallelism", "transfers", "staleness", "summary"); programs use it
+	// as a file-name suffix.
+	Name string
+	// Header lists the column names, "policy" first.
+	Header []string
+	kind   string // row kind in the combined WriteCSV
+	rows   func(r *Result, emit func(...string))
+}
+
+func itoa[T ~int | ~int64 | ~uint64](v T) string { return fmt.Sprint(v) }
+
+// csvTables are the tables in the order CSVTables returns them.
+var csvTables = []CSVTable{
+	{Name: "evals", kind: "eval",
+		Header: []string{"policy", "time_s", "loss", "accuracy", "version", "min_clock", "max_clock"},
+		rows: func(r *Result, emit func(...string)) {
+			for _, e := range r.Evals {
+				emit(secs(e.Time), ftoa(e.Loss), ftoa(e.Accuracy), itoa(e.Version), itoa(e.MinClock), itoa(e.MaxClock))
+			}
+		}},
+	{Name: "workers", kind: "worker",
+		Header: []string{"policy", "worker", "busy_s", "blocked_s", "network_s", "clocks", "samples", "given", "taken", "final_p"},
+		rows: func(r *Result, emit func(...string)) {
+			for _, s := range r.Workers {
+				emit(itoa(s.Worker), secs(s.Busy), secs(s.Blocked), secs(s.Network), itoa(s.Clocks), itoa(s.Samples), itoa(s.Given), itoa(s.Taken), itoa(s.FinalP))
+			}
+		}},
+	{Name: "parallelism", kind: "parallelism",
+		Header: []string{"policy", "time_s", "worker", "parallelism"},
+		rows: func(r *Result, emit func(...string)) {
+			for _, x := range r.Parallelism {
+				emit(secs(x.Time), itoa(x.Worker), itoa(x.P))
+			}
+		}},
+	{Name: "transfers", kind: "transfer",
+		Header: []string{"policy", "id", "from", "to", "clock", "lo", "hi", "ordered_s", "answered_s", "accepted", "done_s"},
+		rows: func(r *Result, emit func(...string)) {
+			for _, t := range r.Transfers {
+				emit(itoa(t.ID), itoa(t.From), itoa(t.To), itoa(t.Clock), itoa(t.Lo), itoa(t.Hi), secs(t.Ordered), secs(t.Answered), strconv.FormatBool(t.Accepted), secs(t.Done))
+			}
+		}},
+	{Name: "staleness", kind: "staleness",
+		Header: []string{"policy", "updates_behind", "pushes"},
+		rows: func(r *Result, emit func(...string)) {
+			for d, n := range r.Stats.Staleness {
+				emit(itoa(d), itoa(n))
+			}
+		}},
+	{Name: "summary", kind: "summary",
+		Header: []string{"policy", "time_to_target_s", "first_crossing_s", "final_acc", "final_loss", "blocked_frac", "transfers", "dropped"},
+		rows: func(r *Result, emit func(...string)) {
+			fc := math.Inf(1)
+			if r.Crossed {
+				fc = r.FirstCrossing.Seconds()
+			}
+			emit(ftoa(r.TimeToTargetSeconds()), ftoa(fc), ftoa(r.FinalAccuracy), ftoa(r.FinalLoss), ftoa(r.BlockedFraction()), itoa(r.AcceptedTransfers()), itoa(r.Dropped))
+		}},
+}
+
+// CSVTables returns the tables of a Result, each to be written to its own
+// file (for example <base>_<Name>.csv): evals, workers, parallelism,
+// transfers, staleness, summary.
+func CSVTables() []CSVTable { return append([]CSVTable(nil), csvTables...) }
+
+// Write writes the table's header and then its rows for each result in
+// turn, quoted as RFC 4180 requires (a policy name with a comma stays one
+// field). Equal results give equal bytes.
+func (t CSVTable) Write(w io.Writer, results ...*Result) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(t.Header); err != nil {
+		return err
+	}
+	var rec []string
+	for _, r := range results {
+		t.rows(r, func(f ...string) {
+			rec = append(append(rec[:0], r.Policy), f...)
+			cw.Write(rec) // errors are sticky: reported by Error below
+		})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
 // csvHeader documents the columns of each row kind of WriteCSV.
 const csvHeader = `kind,policy,a,b,c,d,e,f,g,h
 # eval: time_s,loss,accuracy,version,min_clock,max_clock
@@ -167,41 +259,33 @@ const csvHeader = `kind,policy,a,b,c,d,e,f,g,h
 // (eval, worker, parallelism, transfer, staleness and summary rows; the
 // header's comment lines give each kind's columns). Equal results give
 // equal bytes.
+//
+// Deprecated: the kinds of row share columns named a..h; write each of
+// CSVTables to its own file instead. Kept for existing readers.
 func (r *Result) WriteCSV(w io.Writer) error { return WriteCSV(w, r) }
 
 // WriteCSV writes several results as one CSV table: one header, then the
 // rows of each result in turn (see [Result.WriteCSV]).
+//
+// Deprecated: write each of CSVTables to its own file instead.
 func WriteCSV(w io.Writer, results ...*Result) error {
 	bw := bufio.NewWriter(w)
 	bw.WriteString(csvHeader)
 	for _, r := range results {
-		r.writeRows(bw)
+		for _, t := range csvTables {
+			t.rows(r, func(f ...string) {
+				bw.WriteString(t.kind)
+				bw.WriteByte(',')
+				bw.WriteString(r.Policy)
+				for _, v := range f {
+					bw.WriteByte(',')
+					bw.WriteString(v)
+				}
+				bw.WriteByte('\n')
+			})
+		}
 	}
 	return bw.Flush()
-}
-
-func (r *Result) writeRows(bw *bufio.Writer) {
-	p := func(format string, a ...any) { fmt.Fprintf(bw, format, a...) }
-	for _, e := range r.Evals {
-		p("eval,%s,%s,%s,%s,%d,%d,%d\n", r.Policy, secs(e.Time), ftoa(e.Loss), ftoa(e.Accuracy), e.Version, e.MinClock, e.MaxClock)
-	}
-	for _, s := range r.Workers {
-		p("worker,%s,%d,%s,%s,%s,%d,%d,%d,%d,%d\n", r.Policy, s.Worker, secs(s.Busy), secs(s.Blocked), secs(s.Network), s.Clocks, s.Samples, s.Given, s.Taken, s.FinalP)
-	}
-	for _, x := range r.Parallelism {
-		p("parallelism,%s,%s,%d,%d\n", r.Policy, secs(x.Time), x.Worker, x.P)
-	}
-	for _, t := range r.Transfers {
-		p("transfer,%s,%d,%d,%d,%d,%d,%d,%s,%s,%t,%s\n", r.Policy, t.ID, t.From, t.To, t.Clock, t.Lo, t.Hi, secs(t.Ordered), secs(t.Answered), t.Accepted, secs(t.Done))
-	}
-	for d, n := range r.Stats.Staleness {
-		p("staleness,%s,%d,%d\n", r.Policy, d, n)
-	}
-	fc := math.Inf(1)
-	if r.Crossed {
-		fc = r.FirstCrossing.Seconds()
-	}
-	p("summary,%s,%s,%s,%s,%s,%s,%d,%d\n", r.Policy, ftoa(r.TimeToTargetSeconds()), ftoa(fc), ftoa(r.FinalAccuracy), ftoa(r.FinalLoss), ftoa(r.BlockedFraction()), r.AcceptedTransfers(), r.Dropped)
 }
 
 // WriteEvalCSV writes only the evaluation series with a header:
