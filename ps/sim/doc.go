@@ -96,5 +96,9 @@
 //		Speed: sp, Policy: epsp.NewBSP(),
 //	})
 //	fmt.Println(res.TimeToTargetSeconds(), res.BlockedFraction())
-//	res.WriteCSV(os.Stdout)
+//	for _, t := range sim.CSVTables() { // one CSV per kind of row
+//		f, _ := os.Create("run_" + t.Name + ".csv")
+//		t.Write(f, res)
+//		f.Close()
+//	}
 package sim
