@@ -231,7 +231,7 @@ func (p *EPSPv2) Admit(_ time.Duration, v View, x Push) PushDecision {
 		w := int(x.Worker)
 		par := v.Parallelism(x.Worker)
 		if a := &p.acc[w]; a.samples > 0 && a.p != par {
-			p.foldBusy(w) // computed at another parallelism: a sample of its own
+			p.foldBusy(w, par) // computed at another parallelism: a sample of its own
 		}
 		a := &p.acc[w]
 		a.samples += x.Samples
@@ -242,10 +242,11 @@ func (p *EPSPv2) Admit(_ time.Duration, v View, x Push) PushDecision {
 }
 
 // foldBusy folds worker w's accumulated pushes into its speed estimate as
-// one sample, Σsamples/Σbusy, and empties the sum. One sample per clock,
-// weighted by the work it covers: a push of one transferred sample that
-// took almost nothing must not read as the worker's speed.
-func (p *EPSPv2) foldBusy(w int) {
+// one sample, Σsamples/Σbusy, and empties the sum; the estimate is then
+// kept at w's current parallelism cur. One sample per clock, weighted by
+// the work it covers: a push of one transferred sample that took almost
+// nothing must not read as the worker's speed.
+func (p *EPSPv2) foldBusy(w, cur int) {
 	a := p.acc[w]
 	if a.samples == 0 || a.busy <= 0 {
 		return
@@ -261,13 +262,15 @@ func (p *EPSPv2) foldBusy(w int) {
 	}
 	_ = p.tracker.ObserveRate(w, r, a.p)
 	_ = p.slow.ObserveRate(w, r, a.p)
+	p.tracker.SetParallelism(w, cur)
+	p.slow.SetParallelism(w, cur)
 }
 
 // Step implements [Policy].
 func (p *EPSPv2) Step(now time.Duration, v View, e Event) Output {
 	p.init(v)
 	if e.Kind == EventClock {
-		p.foldBusy(int(e.Worker))
+		p.foldBusy(int(e.Worker), v.Parallelism(e.Worker))
 	}
 	p.st.observe(now, v, e)
 	if e.Kind == EventTransferResult && !e.Transfer.Accepted {
