@@ -161,6 +161,21 @@ func (c *ClusterConfig) Validate() error {
 	return nil
 }
 
+// serverConfig is every server's config. With workers, servers check
+// roles (ClusterAccess); a servers-only cluster (key-value use with
+// Client, no coordinator) has no flush to guard and checks none.
+func (c *ClusterConfig) serverConfig() ServerConfig {
+	sc := ServerConfig{Store: c.Store, Durable: c.Durable}
+	if c.Workers > 0 {
+		sc.Access = ClusterAccess(c.Servers, c.Workers)
+	}
+	return sc
+}
+
+// ServerConfig is the config the cluster gives every server (for a
+// server restarted by hand under its name).
+func (c *Cluster) ServerConfig() ServerConfig { return c.cfg.serverConfig() }
+
 func (c *ClusterConfig) local(n transport.NodeID) bool {
 	return c.Local == nil || slices.Contains(c.Local, n)
 }
@@ -277,7 +292,7 @@ func NewCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error) 
 		var h *ctlHandler
 		switch role {
 		case RoleServer:
-			s, err := NewServer(string(n), ServerConfig{Store: cfg.Store, Durable: cfg.Durable}, ro...)
+			s, err := NewServer(string(n), cfg.serverConfig(), ro...)
 			if err != nil {
 				return nil, err
 			}

@@ -339,7 +339,7 @@ func (c *Coordinator) decode(from transport.NodeID, b []byte) (*coordReq, error)
 	}
 	w, ok := c.names[from]
 	if !ok {
-		return nil, fmt.Errorf("%w: %q is not a worker of this cluster", ErrRejected, from)
+		return nil, fmt.Errorf("%w: op %d from %q refused by the coordinator: not a worker of this cluster", ErrForbidden, o, from)
 	}
 	d := decoder{b: body}
 	r := &coordReq{op: o, worker: w}

@@ -194,6 +194,22 @@
 // FuzzClientResponse and FuzzCheckpointDecode cover every decoder; they fail on a recovered panic
 // too, and CI fuzzes each under a memory limit (.ci/fuzz).
 //
+// # Role checks
+//
+// A server of a Cluster with workers checks the role of every request's
+// sender (ServerConfig.Access, ClusterAccess): pings, layouts and pulls
+// come from anyone (evaluation and monitoring clients read), inits, pushes
+// and pushpulls only from workers and the coordinator, flushes only from
+// the coordinator; anything else is answered with an ErrForbidden error
+// naming the op, the sender and the server, and changes nothing. The
+// coordinator serves workers only (hello, admit, clock, progress,
+// transfers, leave, heartbeat: ErrForbidden for any other sender), and a
+// worker and a Cluster's control handler take orders and the end of a run
+// from the coordinator only. The sender is the name the connection proved
+// with the shared secret over TCP (unproved without one) and the joined
+// name in process. A servers-only Cluster (Workers 0) and a Server built
+// with a zero Access check nothing.
+//
 // # Wire format
 //
 // One binary format for every ps message: a version byte, an op byte, then

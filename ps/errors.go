@@ -64,6 +64,7 @@ const (
 	codeNonFinite
 	codeRestarted
 	codePeerLost
+	codeForbidden
 )
 
 var codeErrors = [...]error{
@@ -82,6 +83,7 @@ var codeErrors = [...]error{
 	codeNonFinite:         ErrNonFinite,
 	codeRestarted:         ErrRestarted,
 	codePeerLost:          ErrPeerLost,
+	codeForbidden:         ErrForbidden,
 }
 
 // codeOf maps an error to its wire code.

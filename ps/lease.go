@@ -462,7 +462,7 @@ type handOver struct{ lost, taker epsp.WorkerID }
 func (c *Coordinator) heartbeat(from transport.NodeID, body []byte) []byte {
 	w, ok := c.names[from]
 	if !ok {
-		return errResponse(fmt.Errorf("%w: %q is not a worker of this cluster", ErrRejected, from))
+		return errResponse(fmt.Errorf("%w: heartbeat from %q refused by the coordinator: not a worker of this cluster", ErrForbidden, from))
 	}
 	d := decoder{b: body}
 	inc := d.u64()

@@ -188,7 +188,7 @@ func NewCluster(t testing.TB, opts ...Option) *Cluster {
 	if cfg.obs != nil {
 		ro = append(ro, ps.WithObserver(cfg.obs))
 	}
-	c.srvCfg, c.srvOpts = ps.ServerConfig{Store: cfg.store, Durable: cfg.durable}, ro
+	c.srvCfg, c.srvOpts = pc.ServerConfig(), ro
 	t.Cleanup(func() {
 		if err := pc.Close(); err != nil {
 			t.Errorf("pstest: close: %v", err)
