@@ -65,6 +65,9 @@ const (
 	codeRestarted
 	codePeerLost
 	codeForbidden
+	codeJoinRefused
+	codeRejoinTooSoon
+	codeBelowMinimum
 )
 
 var codeErrors = [...]error{
@@ -84,6 +87,9 @@ var codeErrors = [...]error{
 	codeRestarted:         ErrRestarted,
 	codePeerLost:          ErrPeerLost,
 	codeForbidden:         ErrForbidden,
+	codeJoinRefused:       ErrJoinRefused,
+	codeRejoinTooSoon:     ErrRejoinTooSoon,
+	codeBelowMinimum:      ErrBelowMinimum,
 }
 
 // codeOf maps an error to its wire code.
