@@ -316,9 +316,6 @@ func (c *Coordinator) HandleRequest(ctx context.Context, from transport.NodeID, 
 	if res.err != nil {
 		return errResponse(res.err), nil
 	}
-	if r.op == opLeave {
-		c.lease.leave(r.worker)
-	}
 	e := encoder{okResponse(nil)}
 	switch r.op {
 	case opHello:
@@ -461,6 +458,10 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		if !c.isMember(r.worker) {
 			return c.serveJoin(r, orders)
 		}
+		if c.lease.departed(r.worker) {
+			// lost, and still leaving: its samples are being handed over
+			return coordResp{err: fmt.Errorf("%w: %s is still leaving the run (its unprocessed samples are being handed over); retry", ErrRejoinTooSoon, c.cfg.Workers[r.worker])}
+		}
 		c.mu.Lock()
 		c.joined[r.worker] = true
 		c.mu.Unlock()
@@ -520,6 +521,7 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		old, clock := len(c.core.Members()), c.core.View().Clock(r.worker)
 		err := c.step(r.ev, orders)
 		if err == nil {
+			c.lease.leave(r.worker)
 			k := Finished
 			if r.ev.Quit {
 				k = Quit

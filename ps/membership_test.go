@@ -353,3 +353,58 @@ func TestElastic_JoinRefusedByPolicy(t *testing.T) {
 		t.Fatalf("join under EPSP v2: %v, want ErrJoinRefused naming the policy", err)
 	}
 }
+
+// TestElastic_LostWorkerRejoinsAfterCooldown: worker 2 is lost in clock 2
+// under ContinueWithout (its samples handed over); a new process under
+// its name is refused with ErrRejoinTooSoon until RejoinAfter has passed
+// since it left, then admitted at the next clock; every sample counts once.
+func TestElastic_LostWorkerRejoinsAfterCooldown(t *testing.T) {
+	const clocks, cooldown = 6, 300 * time.Millisecond
+	l := newLedger()
+	c := elasticCluster(t, l, 3, pstest.Elastic(3, 0, cooldown),
+		pstest.Lease(ps.LeaseConfig{Timeout: testLease, Interval: testInterval, OnWorkerLost: ps.ContinueWithout}),
+		pstest.Heartbeat(testHeartbeat, 5*time.Second))
+	release, free := releaser(t)
+	var early, late error
+	var jw *ps.Worker
+	var joiner chan trained
+	hook := func() {
+		// worker 0 computes clock 3: worker 2 was lost in clock 2 and has left
+		_, early = c.PS.AddWorker(context.Background(), 2)
+		time.Sleep(cooldown + 50*time.Millisecond)
+		jw, late = c.PS.AddWorker(context.Background(), 2)
+		if late == nil {
+			joiner = train(jw, holdModel{}, tcfg(clocks))
+		}
+	}
+	res := []chan trained{
+		train(c.Workers[0], holdModel{worker: 0, at: 0, clock: 3, hook: hook, once: new(sync.Once)}, tcfg(clocks)),
+		train(c.Workers[1], holdModel{}, tcfg(clocks)),
+		train(c.Workers[2], &hangModel{victim: 2, hangAt: 2, onHang: func() { c.Net.Kill("worker-2") }, release: release, worker: 2}, tcfg(clocks)),
+	}
+	for i, r := range res[:2] {
+		if got := <-r; got.err != nil {
+			t.Fatalf("worker-%d: %v", i, got.err)
+		}
+	}
+	if !errors.Is(early, ps.ErrRejoinTooSoon) || !strings.Contains(early.Error(), "worker-2") {
+		t.Errorf("rejoin before the cooldown: %v, want ErrRejoinTooSoon naming worker-2", early)
+	}
+	if late != nil {
+		t.Fatalf("rejoin after the cooldown: %v", late)
+	}
+	if r := <-joiner; r.err != nil || jw.JoinClock() != 4 || len(r.st.Loss) != clocks-4 {
+		t.Fatalf("rejoined worker: %v, joined at %d, %d clocks", r.err, jw.JoinClock(), len(r.st.Loss))
+	}
+	free()
+	<-res[2]
+	l.checkFlushed(t, []int{12, 12, 12, 8, 12, 12})
+	if err := c.Coordinator.Err(); err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.changes) < 2 || l.changes[0].Kind != ps.Lost || l.changes[1].Kind != ps.Joined || l.changes[1].Node != "worker-2" {
+		t.Errorf("changes %+v, want worker-2 lost, then joined", l.changes)
+	}
+}
