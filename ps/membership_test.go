@@ -90,6 +90,22 @@ func (l *ledger) checkFlushed(t *testing.T, want []int) {
 	}
 }
 
+// checkApplied: every clock's samples were applied once (ApplyNow
+// policies: no flushes).
+func (l *ledger) checkApplied(t *testing.T, want []int) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k, n := range want {
+		if l.flushed[k] != n {
+			t.Errorf("clock %d: the server applied %d samples, want %d", k, l.flushed[k], n)
+		}
+	}
+	if len(l.flushed) != len(want) || len(l.flushes) != 0 {
+		t.Errorf("server applied clocks %v and flushed %v, want %d clocks and no flush", l.flushed, l.flushes, len(want))
+	}
+}
+
 func (l *ledger) sizes() [][2]int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -126,61 +142,91 @@ func elasticCluster(t *testing.T, l *ledger, workers int, opts ...pstest.Option)
 	return pstest.NewCluster(t, opts...)
 }
 
-// TestElastic_ScaleUp: 2 → 3 under BSP. A worker that joins while clock 3
-// is computed is admitted at clock 4 (the next barrier), pulls then, runs
-// clocks 4..7 only, and every clock's samples are flushed once: 2·4 per
-// clock before, 3·4 after. The hook sees 2→3, then the three finishing
-// leaves.
+// TestElastic_ScaleUp: 2 → 3. A worker that joins while worker 0 computes
+// clock 3 is admitted at the join clock J — under BSP exactly 4 (the next
+// barrier), under SSP(1) and ASP the clock after the highest one a member
+// started — pulls then, runs clocks J..7 only, and every clock's samples
+// count once: 2·4 per clock before J, 3·4 from J on (asserted from the
+// server's counts). The hook sees 2→3 first.
 func TestElastic_ScaleUp(t *testing.T) {
 	const clocks = 8
-	l := newLedger()
-	c := elasticCluster(t, l, 2, pstest.Elastic(3, 0, 0))
-	var joiner chan trained
-	var joinErr error
-	var jw *ps.Worker
-	once := new(sync.Once)
-	hook := func() {
-		jw, joinErr = c.PS.AddWorker(context.Background(), 2)
-		if joinErr == nil {
-			joiner = train(jw, holdModel{worker: 2}, tcfg(clocks))
-		}
-	}
-	res := []chan trained{
-		train(c.Workers[0], holdModel{worker: 0, at: 0, clock: 3, hook: hook, once: once}, tcfg(clocks)),
-		train(c.Workers[1], holdModel{worker: 1}, tcfg(clocks)),
-	}
-	for i, r := range res {
-		if got := <-r; got.err != nil || len(got.st.Loss) != clocks {
-			t.Fatalf("worker-%d: %v, %d clocks", i, got.err, len(got.st.Loss))
-		}
-	}
-	if joinErr != nil {
-		t.Fatalf("join: %v", joinErr)
-	}
-	got := <-joiner
-	if got.err != nil {
-		t.Fatalf("joiner: %v", got.err)
-	}
-	if jw.JoinClock() != 4 || len(got.st.Loss) != clocks-4 || got.st.Samples != 4*(clocks-4) {
-		t.Errorf("joiner: joined at %d, ran %d clocks, %d samples; want 4, %d, %d", jw.JoinClock(), len(got.st.Loss), got.st.Samples, clocks-4, 4*(clocks-4))
-	}
-	l.mu.Lock()
-	if s := l.starts[2]; !slices.Equal(s, []int{4, 5, 6, 7}) {
-		t.Errorf("joiner started clocks %v, want 4..7", s)
-	}
-	l.mu.Unlock()
-	l.checkFlushed(t, []int{8, 8, 8, 8, 12, 12, 12, 12})
-	if s := l.sizes(); !slices.Equal(s, [][2]int{{2, 3}, {3, 2}, {2, 1}, {1, 0}}) {
-		t.Errorf("membership changes %v, want 2→3 then three leaves", s)
-	}
-	if ch := l.changes[0]; ch.Kind != ps.Joined || ch.Node != "worker-2" || ch.Clock != 4 {
-		t.Errorf("first change %+v, want worker-2 joined at 4", ch)
-	}
-	if err := c.Coordinator.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if st := c.Coordinator.Stats(); st.Flushes != clocks || st.Joined != 1 {
-		t.Errorf("stats: %d flushes, %d joined", st.Flushes, st.Joined)
+	for _, tc := range []struct {
+		policy func() epsp.Policy
+		wantJ  int // -1: whatever the race between the members gives
+	}{
+		{func() epsp.Policy { return epsp.NewBSP() }, 4},
+		{func() epsp.Policy { return epsp.NewSSP(1) }, -1},
+		{func() epsp.Policy { return epsp.NewASP() }, -1},
+	} {
+		pol := tc.policy()
+		t.Run(pol.Name(), func(t *testing.T) {
+			l := newLedger()
+			c := elasticCluster(t, l, 2, pstest.Elastic(3, 0, 0), pstest.Policy(pol))
+			var joiner chan trained
+			var joinErr error
+			var jw *ps.Worker
+			hook := func() {
+				jw, joinErr = c.PS.AddWorker(context.Background(), 2)
+				if joinErr == nil {
+					joiner = train(jw, holdModel{worker: 2}, tcfg(clocks))
+				}
+			}
+			res := []chan trained{
+				train(c.Workers[0], holdModel{worker: 0, at: 0, clock: 3, hook: hook, once: new(sync.Once)}, tcfg(clocks)),
+				train(c.Workers[1], holdModel{worker: 1}, tcfg(clocks)),
+			}
+			for i, r := range res {
+				if got := <-r; got.err != nil || len(got.st.Loss) != clocks {
+					t.Fatalf("worker-%d: %v, %d clocks", i, got.err, len(got.st.Loss))
+				}
+			}
+			if joinErr != nil {
+				t.Fatalf("join: %v", joinErr)
+			}
+			got := <-joiner
+			if got.err != nil {
+				t.Fatalf("joiner: %v", got.err)
+			}
+			j := jw.JoinClock()
+			if (tc.wantJ >= 0 && j != tc.wantJ) || j < 4 || len(got.st.Loss) != clocks-j || got.st.Samples != 4*(clocks-j) {
+				t.Errorf("joiner: joined at %d, ran %d clocks, %d samples; want J=%d (>= 4), %d clocks, %d samples",
+					j, len(got.st.Loss), got.st.Samples, tc.wantJ, clocks-j, 4*(clocks-j))
+			}
+			want := make([]int, clocks)
+			var starts []int
+			for k := range want {
+				want[k] = 8
+				if k >= j {
+					want[k] = 12
+					starts = append(starts, k)
+				}
+			}
+			l.mu.Lock()
+			if s := l.starts[2]; !slices.Equal(s, starts) {
+				t.Errorf("joiner started clocks %v, want %v", s, starts)
+			}
+			l.mu.Unlock()
+			if _, ok := pol.(*epsp.BSP); ok {
+				l.checkFlushed(t, want)
+			} else {
+				l.checkApplied(t, want)
+			}
+			if s := l.sizes(); tc.wantJ >= 0 && !slices.Equal(s, [][2]int{{2, 3}, {3, 2}, {2, 1}, {1, 0}}) {
+				t.Errorf("membership changes %v, want 2→3 then three leaves", s)
+			}
+			l.mu.Lock()
+			i := slices.IndexFunc(l.changes, func(ch ps.MembershipChange) bool { return ch.Kind == ps.Joined })
+			if i < 0 || l.changes[i].Node != "worker-2" || l.changes[i].Clock != j || l.changes[i].New != l.changes[i].Old+1 || len(l.changes) != 4 {
+				t.Errorf("changes %+v, want worker-2 joined at %d (one more member) among 4", l.changes, j)
+			}
+			l.mu.Unlock()
+			if err := c.Coordinator.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if st := c.Coordinator.Stats(); st.Joined != 1 {
+				t.Errorf("stats: %d joined", st.Joined)
+			}
+		})
 	}
 }
 
