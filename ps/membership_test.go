@@ -12,6 +12,7 @@ import (
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps"
 	"github.com/falconml/falcon/ps/pstest"
+	"github.com/falconml/falcon/transport"
 )
 
 // holdModel's gradient is the sample count; the first time worker `at`
@@ -453,4 +454,74 @@ func TestElastic_LostWorkerRejoinsAfterCooldown(t *testing.T) {
 	if len(l.changes) < 2 || l.changes[0].Kind != ps.Lost || l.changes[1].Kind != ps.Joined || l.changes[1].Node != "worker-2" {
 		t.Errorf("changes %+v, want worker-2 lost, then joined", l.changes)
 	}
+}
+
+// TestElastic_JoinOverTCP: over TCP with a secret, a joiner is a process
+// like any worker: worker-2 (a slot of MaxWorkers 3) joins at the next
+// barrier and its pushes pass the servers' role checks; worker-3 (no such
+// slot) is refused by the coordinator and its pushes by the server, with
+// ErrForbidden naming it.
+func TestElastic_JoinOverTCP(t *testing.T) {
+	const clocks = 8
+	const secret = "elastic-secret"
+	l := newLedger()
+	c := elasticCluster(t, l, 2, pstest.Elastic(3, 0, 0), pstest.TCP(secret))
+	join := func(i int) (*ps.Worker, *transport.TCP) {
+		id := ps.WorkerNode(i)
+		w, err := ps.NewWorker(string(id), ps.WorkerConfig{ID: epsp.WorkerID(i), Coordinator: ps.CoordinatorNode, Client: c.ClientCfg,
+			StartTimeout: 2 * time.Second}, ps.WithObserver(l))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := transport.NewTCP(transport.TCPConfig{ID: id, Secret: []byte(secret)}, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { w.Close(); tr.Close() })
+		for _, p := range append([]transport.NodeID{ps.CoordinatorNode}, c.ServerIDs...) {
+			tr.AddPeer(p, c.PS.Addr(p))
+		}
+		c.PS.Transport(ps.CoordinatorNode).(*transport.TCP).AddPeer(id, tr.Addr().String())
+		return w, tr
+	}
+	var jw *ps.Worker
+	var joinErr, outsider, outsiderPush error
+	var joiner chan trained
+	hook := func() {
+		var tr *transport.TCP
+		jw, tr = join(2)
+		if joinErr = jw.Start(context.Background(), tr); joinErr == nil {
+			joiner = train(jw, holdModel{}, tcfg(clocks))
+		}
+		w3, tr3 := join(3)
+		outsider = w3.Start(context.Background(), tr3)
+		cl, err := ps.NewClient(tr3, c.ClientCfg)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		outsiderPush = cl.Push(context.Background(), []uint64{0}, []float32{1, 1, 1, 1}, []int{4})
+	}
+	res := []chan trained{
+		train(c.Workers[0], holdModel{worker: 0, at: 0, clock: 3, hook: hook, once: new(sync.Once)}, tcfg(clocks)),
+		train(c.Workers[1], holdModel{}, tcfg(clocks)),
+	}
+	for i, r := range res {
+		if got := <-r; got.err != nil {
+			t.Fatalf("worker-%d: %v", i, got.err)
+		}
+	}
+	if joinErr != nil {
+		t.Fatalf("join over TCP: %v", joinErr)
+	}
+	if r := <-joiner; r.err != nil || jw.JoinClock() != 4 || len(r.st.Loss) != clocks-4 {
+		t.Fatalf("joiner: %v, joined at %d, %d clocks", r.err, jw.JoinClock(), len(r.st.Loss))
+	}
+	if !errors.Is(outsider, ps.ErrForbidden) || !strings.Contains(outsider.Error(), "worker-3") {
+		t.Errorf("worker-3's hello: %v, want ErrForbidden naming it", outsider)
+	}
+	if !errors.Is(outsiderPush, ps.ErrForbidden) || !strings.Contains(outsiderPush.Error(), "worker-3") {
+		t.Errorf("worker-3's push: %v, want ErrForbidden naming it", outsiderPush)
+	}
+	l.checkFlushed(t, []int{8, 8, 8, 8, 12, 12, 12, 12})
 }
