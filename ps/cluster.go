@@ -140,7 +140,7 @@ func (c *ClusterConfig) Validate() error {
 	}
 	seen := map[transport.NodeID]bool{}
 	for _, n := range c.Local {
-		if _, _, err := ParseNode(n, c.Servers, c.Workers); err != nil || (n == CoordinatorNode && c.Workers == 0) {
+		if _, _, err := ParseNode(n, c.Servers, c.slots()); err != nil || (n == CoordinatorNode && c.Workers == 0) {
 			return fmt.Errorf("ps: ClusterConfig.Local: %w", errors.Join(err, ErrBadNodeName))
 		}
 		if seen[n] {
@@ -191,9 +191,19 @@ func (c *ClusterConfig) local(n transport.NodeID) bool {
 	return c.Local == nil || slices.Contains(c.Local, n)
 }
 
+// localNodes lists the nodes this process runs: every node of the
+// cluster with Local nil; else those Local names, which may include
+// worker slots beyond Workers (a process joining an elastic run).
 func (c *ClusterConfig) localNodes() []transport.NodeID {
 	var out []transport.NodeID
-	for _, n := range clusterNodes(c.Servers, c.Workers) {
+	all := clusterNodes(c.Servers, c.Workers)
+	if c.Local != nil {
+		all = clusterNodes(c.Servers, c.slots())
+		if c.Workers == 0 {
+			all = all[:c.Servers] // no coordinator, no workers
+		}
+	}
+	for _, n := range all {
 		if c.local(n) {
 			out = append(out, n)
 		}
@@ -278,7 +288,7 @@ func NewCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error) 
 	defer func() { c.ro = ro }()
 	var obs []Observer
 	if cfg.Workers > 0 && cfg.local(CoordinatorNode) {
-		c.states = newStateTracker(cfg.Workers, cfg.EPSP.Batch, cfg.EPSP.Parallelism)
+		c.states = newStateTracker(cfg.slots(), cfg.EPSP.Batch, cfg.EPSP.Parallelism)
 		obs = append(obs, c.states)
 	}
 	if cfg.Observer != nil {
@@ -302,7 +312,7 @@ func NewCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error) 
 	// Build every local role and its handler.
 	handlers := map[transport.NodeID]transport.Handler{}
 	for _, n := range cfg.localNodes() {
-		role, rank, _ := ParseNode(n, cfg.Servers, cfg.Workers)
+		role, rank, _ := ParseNode(n, cfg.Servers, cfg.slots())
 		var h *ctlHandler
 		switch role {
 		case RoleServer:
@@ -398,7 +408,7 @@ func NewCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error) 
 			return nil, fmt.Errorf("ps: start coordinator: %w", err)
 		}
 	}
-	for i := range cfg.Workers {
+	for i := range cfg.slots() { // a worker beyond Workers joins a running job
 		if w := c.wrks[i]; w != nil {
 			if err := w.Start(ctx, c.trs[WorkerNode(i)]); err != nil {
 				return nil, fmt.Errorf("ps: start %s: %w", WorkerNode(i), err)
@@ -529,7 +539,7 @@ func (c *Cluster) Workers() []*Worker {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var ws []*Worker
-	for i := range c.cfg.Workers {
+	for i := range c.cfg.slots() {
 		if w := c.wrks[i]; w != nil {
 			ws = append(ws, w)
 		}
@@ -679,6 +689,17 @@ func (c *Cluster) startWatch() {
 		}
 	} else {
 		from = CoordinatorNode
+		if c.cfg.EPSP.MaxWorkers > c.cfg.Workers || c.cfg.EPSP.MinWorkers > 0 || c.cfg.Lease.OnWorkerLost == ContinueWithout {
+			// Workers may leave (and their processes exit) while the run
+			// goes on: the leases watch them, not this watch.
+			peers = slices.DeleteFunc(slices.Clone(peers), func(n transport.NodeID) bool {
+				r, _, _ := ParseNode(n, c.cfg.Servers, c.cfg.slots())
+				return r == RoleWorker
+			})
+			if len(peers) == 0 {
+				return
+			}
+		}
 	}
 	tr := c.trs[from]
 	c.watchWG.Add(1)
@@ -772,7 +793,9 @@ func (c *Cluster) WaitTrained(ctx context.Context) error {
 		if err := c.coord.Err(); err != nil {
 			return err
 		}
-		if c.coord.Stats().Left == c.cfg.Workers {
+		// every member has left: the initial workers and the joiners
+		// (each membership ends in one leave), and no pause waits for more
+		if st := c.coord.Stats(); st.Left >= c.cfg.Workers+st.Joined && !c.coord.Paused() {
 			return nil
 		}
 		select {

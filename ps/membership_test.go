@@ -3,6 +3,7 @@ package ps_test
 import (
 	"context"
 	"errors"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -55,7 +56,7 @@ func (l *ledger) Observe(e ps.Event) {
 	case ps.EvApplied:
 		l.flushed[e.Clock] += e.Samples
 		l.log = append(l.log, e)
-	case ps.EvPushAdmitted, ps.EvRelease, ps.EvClockDone, ps.EvLeave:
+	case ps.EvPushAdmitted, ps.EvRelease, ps.EvClockDone, ps.EvLeave, ps.EvWorkerLost, ps.EvTransferOrdered, ps.EvTransferDone:
 		l.log = append(l.log, e)
 	case ps.EvFlushed:
 		l.flushes[e.Clock]++
@@ -269,7 +270,7 @@ func TestElastic_PauseBelowMinimumAndResume(t *testing.T) {
 			const pause = 400 * time.Millisecond
 			c := elasticCluster(t, l, 3, pstest.Elastic(4, 3, 0),
 				pstest.Membership(ps.MembershipConfig{OnChange: l.hook, PauseTimeout: pause}),
-				pstest.Lease(ps.LeaseConfig{Timeout: testLease, Interval: testInterval, OnWorkerLost: ps.ContinueWithout}),
+				pstest.Lease(elasticLease),
 				pstest.Heartbeat(testHeartbeat, 5*time.Second))
 			release, free := releaser(t)
 			res := trainAll(c, func(w int) ps.Model {
@@ -277,8 +278,14 @@ func TestElastic_PauseBelowMinimumAndResume(t *testing.T) {
 			}, clocks)
 			deadline := time.Now().Add(10 * time.Second)
 			for !c.Coordinator.Paused() {
-				if time.Now().After(deadline) {
-					t.Fatal("the run never paused")
+				if time.Now().After(deadline) || (c.Coordinator.Err() != nil && !c.Coordinator.Paused()) {
+					l.mu.Lock()
+					for _, e := range l.log {
+						t.Logf("%v %s w%d clock %d samples %d", e.Kind, e.Node, e.Worker, e.Clock, e.Samples)
+					}
+					t.Logf("changes %+v", l.changes)
+					l.mu.Unlock()
+					t.Fatalf("the run never paused: coordinator %v, stats %+v", c.Coordinator.Err(), c.Coordinator.Stats())
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
@@ -409,7 +416,7 @@ func TestElastic_LostWorkerRejoinsAfterCooldown(t *testing.T) {
 	const clocks, cooldown = 6, 300 * time.Millisecond
 	l := newLedger()
 	c := elasticCluster(t, l, 3, pstest.Elastic(3, 0, cooldown),
-		pstest.Lease(ps.LeaseConfig{Timeout: testLease, Interval: testInterval, OnWorkerLost: ps.ContinueWithout}),
+		pstest.Lease(elasticLease),
 		pstest.Heartbeat(testHeartbeat, 5*time.Second))
 	release, free := releaser(t)
 	var early, late error
@@ -488,11 +495,29 @@ func TestElastic_JoinOverTCP(t *testing.T) {
 	var joinErr, outsider, outsiderPush error
 	var joiner chan trained
 	hook := func() {
-		var tr *transport.TCP
-		jw, tr = join(2)
-		if joinErr = jw.Start(context.Background(), tr); joinErr == nil {
-			joiner = train(jw, holdModel{}, tcfg(clocks))
+		// worker-2 is a process of its own: a Cluster running only it.
+		// Its address is known to the coordinator beforehand, as a
+		// Peers template would give it.
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Error(err)
+			return
 		}
+		addr := ln.Addr().String()
+		ln.Close()
+		c.PS.Transport(ps.CoordinatorNode).(*transport.TCP).AddPeer("worker-2", addr)
+		peers := map[transport.NodeID]string{}
+		for _, n := range []transport.NodeID{ps.CoordinatorNode, "server-0", "worker-0", "worker-1"} {
+			peers[n] = c.PS.Addr(n)
+		}
+		jc, err := ps.NewCluster(context.Background(), ps.ClusterConfig{Servers: 1, Workers: 2, EPSP: epsp.Config{Batch: 4, MaxWorkers: 3},
+			Local: []transport.NodeID{"worker-2"}, TCP: true, Listen: addr, Peers: peers, Secret: []byte(secret), Observer: l, StartTimeout: 2 * time.Second})
+		if joinErr = err; err != nil {
+			return
+		}
+		t.Cleanup(func() { jc.Close() })
+		jw = jc.Worker(2)
+		joiner = train(jw, holdModel{}, tcfg(clocks))
 		w3, tr3 := join(3)
 		outsider = w3.Start(context.Background(), tr3)
 		cl, err := ps.NewClient(tr3, c.ClientCfg)
@@ -525,3 +550,8 @@ func TestElastic_JoinOverTCP(t *testing.T) {
 	}
 	l.checkFlushed(t, []int{8, 8, 8, 8, 12, 12, 12, 12})
 }
+
+// elasticLease loses workers within testLease; the server (never killed
+// here) only after 2 s, so a ping a loaded machine delays does not end
+// the run.
+var elasticLease = ps.LeaseConfig{Timeout: testLease, Interval: testInterval, OnWorkerLost: ps.ContinueWithout, ServerRestart: 2 * time.Second}
