@@ -140,7 +140,7 @@ func tcfg(clocks int) ps.TrainConfig {
 
 func elasticCluster(t *testing.T, l *ledger, workers int, opts ...pstest.Option) *pstest.Cluster {
 	opts = append([]pstest.Option{pstest.Servers(1), pstest.Workers(workers), pstest.Batch(4), pstest.Policy(epsp.NewBSP()),
-		pstest.NoLeakCheck(), pstest.Observer(l), pstest.Membership(ps.MembershipConfig{OnChange: l.hook})}, opts...)
+		pstest.Observer(l), pstest.Membership(ps.MembershipConfig{OnChange: l.hook})}, opts...)
 	return pstest.NewCluster(t, opts...)
 }
 
