@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/falconml/falcon/epsp"
@@ -90,9 +91,10 @@ type Coordinator struct {
 
 	lease *leases
 
-	paused     bool        // guarded by mu: the core is paused below MinWorkers
-	pauseTimer *time.Timer // loop-owned: the pause's deadline
-	pauseSince time.Time   // loop-owned
+	lrScale    atomic.Uint64 // float64 bits of SetLRScale's factor; 0 means 1
+	paused     bool          // guarded by mu: the core is paused below MinWorkers
+	pauseTimer *time.Timer   // loop-owned: the pause's deadline
+	pauseSince time.Time     // loop-owned
 }
 
 var _ transport.Handler = (*Coordinator)(nil)
@@ -472,6 +474,9 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		if err != nil {
 			return coordResp{err: fmt.Errorf("%w: %v", ErrRejected, err)}
 		}
+		if d.Action == epsp.ApplyNow {
+			d.Scale = d.EffectiveScale() * c.LRScale()
+		}
 		c.snapshot()
 		c.lease.admitted(r.push, d)
 		c.lease.started(r.worker)
@@ -581,7 +586,7 @@ func (c *Coordinator) step(ev epsp.Event, orders map[uint64]epsp.TransferOrder) 
 func (c *Coordinator) execute(out epsp.Output, orders map[uint64]epsp.TransferOrder) error {
 	for _, f := range out.Flush {
 		ctx, cancel := c.orderCtx()
-		err := c.client.Flush(ctx, f.Clock, epsp.PushDecision{Scale: f.Scale}.EffectiveScale())
+		err := c.client.Flush(ctx, f.Clock, epsp.PushDecision{Scale: f.Scale}.EffectiveScale()*c.LRScale())
 		cancel()
 		if err != nil {
 			err = fmt.Errorf("ps: flush of clock %d: %w", f.Clock, err)

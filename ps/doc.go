@@ -172,7 +172,10 @@
 // and ASP accept them; EPSP v2 and the other policies size per-worker
 // state at the start and refuse). MembershipConfig.OnChange sees every
 // change (kind, who, old and new size, clock, paused) so a program can
-// rescale its learning rate, e.g. by New/Old under a fixed global batch.
+// rescale its learning rate: Coordinator.SetLRScale multiplies the scale
+// of every update ordered from then on (flushes, ApplyNow pushes), e.g.
+// by members/initial under the linear scaling rule
+// (TestElastic_HookRescalesLR).
 // Cluster.AddWorker starts a joiner in process; over TCP a joiner is a
 // process like any worker, whose address the coordinator's Peers must
 // hold. A hand-over of a lost worker's samples never goes to a joiner that

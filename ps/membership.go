@@ -3,6 +3,7 @@ package ps
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -209,6 +210,30 @@ func (c *Coordinator) pauseExpired() {
 	c.setFatal(fmt.Errorf("%w: paused for %v with %d members (%s), below the minimum of %d; departed: %s",
 		ErrBelowMinimum, time.Since(c.pauseSince).Round(time.Millisecond), len(in), strings.Join(in, ", "),
 		c.cfg.EPSP.MinWorkers, strings.Join(out, ", ")))
+}
+
+// SetLRScale multiplies the scale of every update ordered from now on —
+// each flush, and each push the policy applies at once — by f (> 0,
+// finite; 1 undoes it). With SGD or momentum that is the learning rate
+// times f; with Adam it scales the gradient, which Adam's normalisation
+// mostly cancels. Call it from MembershipConfig.OnChange to follow the
+// linear scaling rule when the global batch changes with the members
+// (f = members / initial members): an update already sent keeps its
+// scale. Safe to call from any goroutine, the hook included.
+func (c *Coordinator) SetLRScale(f float64) error {
+	if !(f > 0) || math.IsInf(f, 0) {
+		return fmt.Errorf("ps: SetLRScale(%v): want a finite factor > 0", f)
+	}
+	c.lrScale.Store(math.Float64bits(f))
+	return nil
+}
+
+// LRScale returns SetLRScale's factor (1 if never set).
+func (c *Coordinator) LRScale() float64 {
+	if b := c.lrScale.Load(); b != 0 {
+		return math.Float64frombits(b)
+	}
+	return 1
 }
 
 // Paused reports whether the run is paused below epsp.Config.MinWorkers.

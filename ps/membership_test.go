@@ -555,3 +555,59 @@ func TestElastic_JoinOverTCP(t *testing.T) {
 // here) only after 2 s, so a ping a loaded machine delays does not end
 // the run.
 var elasticLease = ps.LeaseConfig{Timeout: testLease, Interval: testInterval, OnWorkerLost: ps.ContinueWithout, ServerRestart: 2 * time.Second}
+
+// TestElastic_HookRescalesLR: the hook follows the linear scaling rule —
+// on worker-2's join (2→3) it sets the coordinator's LR scale to 3/2 — and
+// every flush from then on is scaled: with SGD(lr=1) and a mean gradient
+// of 1, clocks 0..2 move the parameter by 1 each and clocks 3..7 (flushed
+// after the join) by 1.5: -3 - 5·1.5 = -10.5.
+func TestElastic_HookRescalesLR(t *testing.T) {
+	const clocks = 8
+	l := newLedger()
+	var coord *ps.Coordinator
+	hook := func(ch ps.MembershipChange) {
+		l.hook(ch)
+		if ch.Kind == ps.Joined {
+			if err := coord.SetLRScale(float64(ch.New) / 2); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	c := elasticCluster(t, l, 2, pstest.Elastic(3, 0, 0), pstest.Optimizer(ps.SGD{LR: 1}), pstest.Membership(ps.MembershipConfig{OnChange: hook}))
+	coord = c.Coordinator
+	var joiner chan trained
+	var joinErr error
+	res := []chan trained{
+		train(c.Workers[0], holdModel{worker: 0, at: 0, clock: 3, once: new(sync.Once), hook: func() {
+			var jw *ps.Worker
+			if jw, joinErr = c.PS.AddWorker(context.Background(), 2); joinErr == nil {
+				joiner = train(jw, holdModel{}, tcfg(clocks))
+			}
+		}}, tcfg(clocks)),
+		train(c.Workers[1], holdModel{}, tcfg(clocks)),
+	}
+	for i, r := range res {
+		if got := <-r; got.err != nil {
+			t.Fatalf("worker-%d: %v", i, got.err)
+		}
+	}
+	if joinErr != nil {
+		t.Fatal(joinErr)
+	}
+	if r := <-joiner; r.err != nil {
+		t.Fatal(r.err)
+	}
+	got := make([]float32, 4)
+	if err := c.NewClient(t).Pull(context.Background(), []uint64{0}, got, []int{4}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []float32{-10.5, -10.5, -10.5, -10.5}; !slices.Equal(got, want) {
+		t.Errorf("parameters %v, want %v", got, want)
+	}
+	if s := coord.LRScale(); s != 1.5 {
+		t.Errorf("LR scale %v, want 1.5", s)
+	}
+	if err := coord.SetLRScale(0); err == nil {
+		t.Error("SetLRScale(0) accepted")
+	}
+}
