@@ -451,12 +451,12 @@ func (c *Coordinator) Step(now time.Duration, e Event) (Output, error) {
 		if err := c.checkWorker(e.Worker); err != nil {
 			return Output{}, fmt.Errorf("%w: leave: %v", ErrBadEvent, err)
 		}
-		if c.left[e.Worker] {
-			return Output{}, fmt.Errorf("%w: worker %d left twice", ErrBadEvent, e.Worker)
-		}
 		w := e.Worker
 		if !c.joined[w] {
 			return Output{}, fmt.Errorf("%w: worker %d left without having joined", ErrBadEvent, w)
+		}
+		if c.left[w] {
+			return Output{}, fmt.Errorf("%w: worker %d left twice", ErrBadEvent, w)
 		}
 		c.left[w], c.quit[w], c.leftAt[w], c.held[w] = true, e.Quit, now, false
 		c.finished = c.finished || !e.Quit

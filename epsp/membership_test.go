@@ -315,3 +315,25 @@ func TestBSP_ElasticProperty(t *testing.T) {
 		}
 	}
 }
+
+// TestMembership_FreeSlotIsOutside: a slot that has not joined cannot
+// clock, leave or push its own batch, and counts in no barrier.
+func TestMembership_FreeSlotIsOutside(t *testing.T) {
+	c := elasticCoord(t, epsp.Config{NumWorkers: 2, MaxWorkers: 3}, epsp.NewBSP())
+	if _, err := c.Step(0, clockEvent(2, 0)); !errors.Is(err, epsp.ErrBadEvent) {
+		t.Errorf("clock of a free slot: %v, want ErrBadEvent", err)
+	}
+	if _, err := c.Step(0, quit(2)); !errors.Is(err, epsp.ErrBadEvent) {
+		t.Errorf("leave of a free slot: %v, want ErrBadEvent", err)
+	}
+	if _, err := c.Admit(0, epsp.Push{Worker: 2, Owner: 2, Samples: 1, BatchSamples: 1}); !errors.Is(err, epsp.ErrBadPush) {
+		t.Errorf("push of a free slot: %v, want ErrBadPush", err)
+	}
+	step(t, c, clockEvent(0, 0))
+	if out := step(t, c, clockEvent(1, 0)); len(out.Flush) != 1 || len(out.Release) != 2 {
+		t.Errorf("the barrier waits for a free slot: %+v", out)
+	}
+	if m := c.Members(); !slices.Equal(m, ids(0, 1)) {
+		t.Errorf("members %v", m)
+	}
+}

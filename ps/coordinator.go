@@ -22,7 +22,8 @@ type CoordinatorConfig struct {
 	Servers []transport.NodeID
 	// Workers names worker i's node: EPSP.NumWorkers names, or
 	// EPSP.Slots() of them for an elastic run (the first NumWorkers start
-	// the run; the others may join it, see Membership).
+	// the run; the others may join it, see Membership). With NumWorkers
+	// names only, no new slot can join (departed workers may rejoin).
 	Workers []transport.NodeID
 	// StartTimeout bounds the wait for servers at Start and for workers in
 	// WaitWorkers; zero means 10 s.
