@@ -200,7 +200,7 @@ func NewCoordinator(cfg Config, p Policy) (*Coordinator, error) {
 		cfg.Parallelism = 1
 	}
 	if el, ok := p.(Elastic); cfg.elastic() && (!ok || !el.AcceptsJoins()) {
-		return nil, fmt.Errorf("%w: policy %s does not accept joins (epsp.Elastic), so MaxWorkers, MinWorkers and RejoinAfter cannot be used with it", ErrBadConfig, p.Name())
+		return nil, fmt.Errorf("%w: policy %s does not accept joins (epsp.Elastic: %s), so MaxWorkers, MinWorkers and RejoinAfter cannot be used with it", ErrBadConfig, p.Name(), whyNoJoins)
 	}
 	n := cfg.Slots()
 	c := &Coordinator{
@@ -751,7 +751,7 @@ func (c *Coordinator) join(now time.Duration, w WorkerID) error {
 		return fmt.Errorf("%w: %w: %v", ErrBadEvent, ErrJoinRefused, err)
 	}
 	if el, ok := c.policy.(Elastic); !ok || !el.AcceptsJoins() {
-		return fmt.Errorf("%w: %w: policy %s does not accept joins (epsp.Elastic)", ErrBadEvent, ErrJoinRefused, c.policy.Name())
+		return fmt.Errorf("%w: %w: policy %s does not accept joins (epsp.Elastic: %s)", ErrBadEvent, ErrJoinRefused, c.policy.Name(), whyNoJoins)
 	}
 	if !c.left[w] {
 		return fmt.Errorf("%w: %w: worker %d is a member already", ErrBadEvent, ErrJoinRefused, w)
@@ -776,6 +776,9 @@ func (c *Coordinator) join(now time.Duration, w WorkerID) error {
 	c.stats.Joined++
 	return nil
 }
+
+// whyNoJoins says why a policy may not accept joins.
+const whyNoJoins = "it sizes per-worker state — speed estimates, ledgers, tiers, step counts — from NumWorkers at its first step; BSP, SSP and ASP accept joins"
 
 // JoinClock is the clock a worker joining now is released into: the clock
 // after the highest one a member has started,
