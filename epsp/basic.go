@@ -33,6 +33,10 @@ func (*BSP) Admit(_ time.Duration, _ View, p Push) PushDecision {
 	return PushDecision{Action: Accumulate, Clock: p.Clock}
 }
 
+// AcceptsJoins reports true: a joiner waits at its join clock, and the
+// barrier (MinClock over the members) counts it from that clock on.
+func (*BSP) AcceptsJoins() bool { return true }
+
 // Step flushes each clock whose barrier is complete and releases waiting
 // workers whose previous clock is flushed.
 func (b *BSP) Step(_ time.Duration, v View, _ Event) Output {
@@ -77,9 +81,13 @@ func (ASP) Name() string { return "asp" }
 // Admit applies every push now.
 func (ASP) Admit(time.Duration, View, Push) PushDecision { return PushDecision{} }
 
-// Step releases a worker as soon as it finishes a clock.
+// AcceptsJoins reports true: a joiner is released at once.
+func (ASP) AcceptsJoins() bool { return true }
+
+// Step releases a worker as soon as it finishes a clock, and a joiner as
+// soon as it joins.
 func (ASP) Step(_ time.Duration, v View, e Event) Output {
-	if e.Kind == EventClock && v.Waiting(e.Worker) {
+	if (e.Kind == EventClock || e.Kind == EventJoin) && v.Waiting(e.Worker) {
 		return Output{Release: []WorkerID{e.Worker}}
 	}
 	return Output{}
@@ -127,6 +135,10 @@ func (p *SSP) Name() string {
 
 // Admit applies every push now.
 func (*SSP) Admit(time.Duration, View, Push) PushDecision { return PushDecision{} }
+
+// AcceptsJoins reports true: a joiner waits at its join clock until the
+// gate lets it through.
+func (*SSP) AcceptsJoins() bool { return true }
 
 // Step releases every waiting worker the staleness gate lets through.
 func (p *SSP) Step(_ time.Duration, v View, _ Event) Output {

@@ -19,6 +19,13 @@ var (
 	// waiting for a release no event can bring (returned wrapped together
 	// with ErrPolicyOutput, naming the policy).
 	ErrStalled = errors.New("epsp: policy stalled every worker")
+	// ErrJoinRefused: an EventJoin the coordinator cannot admit (the
+	// policy does not accept joins, the worker is a member already, or it
+	// still owes transferred work); the message says which.
+	ErrJoinRefused = errors.New("epsp: join refused")
+	// ErrRejoinTooSoon: a worker that left mid-run asked to join again
+	// before Config.RejoinAfter had passed; the message says how long is left.
+	ErrRejoinTooSoon = errors.New("epsp: rejoin before the cooldown")
 )
 
 // Config describes the cluster a Coordinator tracks.
@@ -38,6 +45,32 @@ type Config struct {
 	// is reported at once; with ticks zero means max(100·TickPeriod, 2 s)
 	// (ours: far beyond any policy's control period).
 	StallAfter time.Duration
+
+	// Elastic membership (see the package doc, "Membership"); it needs a
+	// policy that accepts joins (Elastic).
+	//
+	// MaxWorkers is the number of worker slots: ids NumWorkers ..
+	// MaxWorkers-1 start outside the run and may join it (EventJoin).
+	// Zero means NumWorkers (no new ids; a departed worker may rejoin).
+	MaxWorkers int
+	// MinWorkers pauses the run while fewer workers are members (and none
+	// has finished its schedule, see Event.Quit): releases are held, so no
+	// worker starts a clock, until joins bring the count back. Flushes of
+	// clocks every member has finished still happen. Zero means none.
+	MinWorkers int
+	// RejoinAfter is the cooldown of a worker that departed mid-run
+	// (Event.Quit: it quit or was lost): it may join again only
+	// RejoinAfter after its leave; earlier joins fail with
+	// ErrRejoinTooSoon. Zero means at once.
+	RejoinAfter time.Duration
+}
+
+// Slots is the number of worker slots: MaxWorkers, or NumWorkers.
+func (c *Config) Slots() int { return max(c.MaxWorkers, c.NumWorkers) }
+
+// elastic reports whether the config asks for elastic membership.
+func (c *Config) elastic() bool {
+	return c.MaxWorkers > c.NumWorkers || c.MinWorkers > 0 || c.RejoinAfter > 0
 }
 
 // DefaultConfig returns a config for 4 workers with batch 32, one goroutine
@@ -59,6 +92,14 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: TickPeriod = %v, want >= 0", ErrBadConfig, c.TickPeriod)
 	case c.StallAfter < 0:
 		return fmt.Errorf("%w: StallAfter = %v, want >= 0", ErrBadConfig, c.StallAfter)
+	case c.MaxWorkers != 0 && c.MaxWorkers < c.NumWorkers:
+		return fmt.Errorf("%w: MaxWorkers = %d below NumWorkers = %d", ErrBadConfig, c.MaxWorkers, c.NumWorkers)
+	case c.MaxWorkers > 1<<20:
+		return fmt.Errorf("%w: MaxWorkers = %d, want <= 2^20", ErrBadConfig, c.MaxWorkers)
+	case c.MinWorkers < 0 || c.MinWorkers > c.NumWorkers:
+		return fmt.Errorf("%w: MinWorkers = %d, want 0..NumWorkers (%d): the run would start paused", ErrBadConfig, c.MinWorkers, c.NumWorkers)
+	case c.RejoinAfter < 0:
+		return fmt.Errorf("%w: RejoinAfter = %v, want >= 0", ErrBadConfig, c.RejoinAfter)
 	}
 	return nil
 }
@@ -78,6 +119,7 @@ type Stats struct {
 	Assignments                   int // assignments at release (Output.Assign)
 	SamplesAssigned               int // samples they moved
 	Left                          int // workers that left (EventLeave)
+	Joined                        int // workers admitted mid-run (EventJoin)
 	// MaxLead is the largest Clock(w)-MinClock() of a worker at the moment
 	// it was released: how far ahead of the slowest any worker ran.
 	MaxLead int
@@ -135,6 +177,13 @@ type Coordinator struct {
 
 	buffers map[int]int // accumulated pushes per buffer not yet flushed
 
+	// membership: a slot is a member when joined and not left
+	joined   []bool          // the slot has been a member
+	quit     []bool          // its last leave was mid-run (Event.Quit)
+	leftAt   []time.Duration // when it left
+	held     []bool          // a release held by the pause (MinWorkers)
+	finished bool            // some worker left having finished its schedule
+
 	stalled    bool          // every worker still training waits
 	stallSince time.Duration // since when
 }
@@ -150,7 +199,10 @@ func NewCoordinator(cfg Config, p Policy) (*Coordinator, error) {
 	if cfg.Parallelism == 0 {
 		cfg.Parallelism = 1
 	}
-	n := cfg.NumWorkers
+	if el, ok := p.(Elastic); cfg.elastic() && (!ok || !el.AcceptsJoins()) {
+		return nil, fmt.Errorf("%w: policy %s does not accept joins (epsp.Elastic: %s), so MaxWorkers, MinWorkers and RejoinAfter cannot be used with it", ErrBadConfig, p.Name(), whyNoJoins)
+	}
+	n := cfg.Slots()
 	c := &Coordinator{
 		cfg:       cfg,
 		policy:    p,
@@ -164,11 +216,17 @@ func NewCoordinator(cfg Config, p Policy) (*Coordinator, error) {
 		pending:   make(map[int]int),
 		owed:      make(map[[3]int]int),
 		buffers:   make(map[int]int),
+		joined:    make([]bool, n),
+		quit:      make([]bool, n),
+		leftAt:    make([]time.Duration, n),
+		held:      make([]bool, n),
 	}
 	for w := range n {
 		c.batch[w] = cfg.Batch
 		c.par[w] = cfg.Parallelism
 		c.progress[w] = ProgressReport{Worker: WorkerID(w), Assigned: cfg.Batch, Parallelism: cfg.Parallelism}
+		c.joined[w] = w < cfg.NumWorkers
+		c.left[w] = w >= cfg.NumWorkers // a free slot is outside the run
 	}
 	return c, nil
 }
@@ -393,16 +451,29 @@ func (c *Coordinator) Step(now time.Duration, e Event) (Output, error) {
 		if err := c.checkWorker(e.Worker); err != nil {
 			return Output{}, fmt.Errorf("%w: leave: %v", ErrBadEvent, err)
 		}
-		if c.left[e.Worker] {
-			return Output{}, fmt.Errorf("%w: worker %d left twice", ErrBadEvent, e.Worker)
+		w := e.Worker
+		if !c.joined[w] {
+			return Output{}, fmt.Errorf("%w: worker %d left without having joined", ErrBadEvent, w)
 		}
-		c.left[e.Worker] = true
+		if c.left[w] {
+			return Output{}, fmt.Errorf("%w: worker %d left twice", ErrBadEvent, w)
+		}
+		c.left[w], c.quit[w], c.leftAt[w], c.held[w] = true, e.Quit, now, false
+		c.finished = c.finished || !e.Quit
 		c.stats.Left++
-		e.Clock = c.clock[e.Worker] - 1
+		e.Clock = c.clock[w] - 1
+	case EventJoin:
+		if err := c.join(now, e.Worker); err != nil {
+			return Output{}, err
+		}
+		e.Clock = c.clock[e.Worker]
 	default:
 		return Output{}, fmt.Errorf("%w: unknown kind %v", ErrBadEvent, e.Kind)
 	}
 	out := c.policy.Step(now, c.View(), e)
+	if len(out.Assign) > 0 && c.Paused() {
+		out.Assign = nil // they ride on releases the pause holds
+	}
 	if err := c.checkStall(now, out); err != nil {
 		return Output{}, err
 	}
@@ -430,6 +501,10 @@ func (c *Coordinator) checkStall(now time.Duration, out Output) error {
 	released := make(map[WorkerID]bool, len(out.Release))
 	for _, w := range out.Release {
 		released[w] = true
+	}
+	if c.Paused() {
+		c.stalled = false // waiting for members, not for the policy
+		return nil
 	}
 	var waiting []string
 	for w := range c.clock {
@@ -519,6 +594,21 @@ func (c *Coordinator) record(out Output) (Output, error) {
 		delete(c.buffers, f.Clock)
 		c.version++
 		c.stats.Flushes++
+	}
+	if c.Paused() {
+		for _, w := range out.Release {
+			if c.waiting[w] && !c.left[w] {
+				c.held[w] = true
+			}
+		}
+		out.Release = nil
+	} else {
+		for w, h := range c.held {
+			if h {
+				out.Release = append(out.Release, WorkerID(w))
+				c.held[w] = false
+			}
+		}
 	}
 	if len(out.Release) > 0 {
 		kept := out.Release[:0:0]
@@ -628,18 +718,20 @@ func (c *Coordinator) checkAssign(out Output) error {
 }
 
 func (c *Coordinator) checkWorker(w WorkerID) error {
-	if w < 0 || int(w) >= c.cfg.NumWorkers {
-		return fmt.Errorf("worker %d out of range [0,%d)", w, c.cfg.NumWorkers)
+	if w < 0 || int(w) >= len(c.clock) {
+		return fmt.Errorf("worker %d out of range [0,%d)", w, len(c.clock))
 	}
 	return nil
 }
 
 // minClock is the smallest clock of the workers still training (of all
-// workers once every one has left).
+// workers that ever were members once every one has left).
 func (c *Coordinator) minClock() int {
 	m, all := math.MaxInt, math.MaxInt
 	for w, k := range c.clock {
-		all = min(all, k)
+		if c.joined[w] {
+			all = min(all, k)
+		}
 		if !c.left[w] {
 			m = min(m, k)
 		}
@@ -650,12 +742,111 @@ func (c *Coordinator) minClock() int {
 	return m
 }
 
+// join admits worker w (EventJoin) at the join clock: it waits to be
+// released into JoinClock(), as if it had just finished the clock before,
+// so a barrier counts it from that clock on and a staleness gate measures
+// it from there.
+func (c *Coordinator) join(now time.Duration, w WorkerID) error {
+	if err := c.checkWorker(w); err != nil {
+		return fmt.Errorf("%w: %w: %v", ErrBadEvent, ErrJoinRefused, err)
+	}
+	if el, ok := c.policy.(Elastic); !ok || !el.AcceptsJoins() {
+		return fmt.Errorf("%w: %w: policy %s does not accept joins (epsp.Elastic: %s)", ErrBadEvent, ErrJoinRefused, c.policy.Name(), whyNoJoins)
+	}
+	if !c.left[w] {
+		return fmt.Errorf("%w: %w: worker %d is a member already", ErrBadEvent, ErrJoinRefused, w)
+	}
+	if c.joined[w] && c.quit[w] && now-c.leftAt[w] < c.cfg.RejoinAfter {
+		return fmt.Errorf("%w: %w: worker %d left %v ago; it may rejoin after %v (%v from now)", ErrBadEvent, ErrRejoinTooSoon,
+			w, now-c.leftAt[w], c.cfg.RejoinAfter, c.cfg.RejoinAfter-(now-c.leftAt[w]))
+	}
+	for _, t := range c.transfers {
+		if t.order.To == w || t.order.From == w {
+			return fmt.Errorf("%w: %w: worker %d still has transfer %d outstanding", ErrBadEvent, ErrJoinRefused, w, t.order.ID)
+		}
+	}
+	for k := range c.owed {
+		if k[0] == int(w) || k[1] == int(w) {
+			return fmt.Errorf("%w: %w: worker %d still has assigned samples of clock %d outstanding", ErrBadEvent, ErrJoinRefused, w, k[2])
+		}
+	}
+	j := c.JoinClock()
+	c.clock[w], c.waiting[w], c.left[w], c.joined[w], c.quit[w], c.held[w] = j, true, false, true, false, false
+	c.progress[w] = ProgressReport{Worker: w, Clock: j, Assigned: c.batch[w], Parallelism: c.par[w]}
+	c.stats.Joined++
+	return nil
+}
+
+// whyNoJoins says why a policy may not accept joins.
+const whyNoJoins = "it sizes per-worker state — speed estimates, ledgers, tiers, step counts — from NumWorkers at its first step; BSP, SSP and ASP accept joins"
+
+// JoinClock is the clock a worker joining now is released into: the clock
+// after the highest one a member has started,
+//
+//	J = max over members m of Clock(m) + (0 if Waiting(m) else 1),
+//
+// so under a barrier it joins at the next clock (the one the waiting
+// members will be released into), never the clock in progress. With no
+// member left it is the highest clock a former member had reached
+// (unfinished clocks are computed again by the joiner).
+func (c *Coordinator) JoinClock() int {
+	j, any := 0, false
+	for w, k := range c.clock {
+		if c.left[w] {
+			continue
+		}
+		any = true
+		if !c.waiting[w] {
+			k++
+		}
+		j = max(j, k)
+	}
+	if any {
+		return j
+	}
+	for w, k := range c.clock {
+		if c.joined[w] {
+			j = max(j, k)
+		}
+	}
+	return j
+}
+
+// Members lists the workers in the run (joined and not left), in order.
+func (c *Coordinator) Members() []WorkerID {
+	var m []WorkerID
+	for w, l := range c.left {
+		if !l {
+			m = append(m, WorkerID(w))
+		}
+	}
+	return m
+}
+
+// Paused reports whether the run is paused below Config.MinWorkers:
+// fewer members than the minimum, and no worker has finished its
+// schedule. While paused no release is delivered (they are held and
+// delivered when joins end the pause).
+func (c *Coordinator) Paused() bool {
+	if c.cfg.MinWorkers == 0 || c.finished {
+		return false
+	}
+	n := 0
+	for _, l := range c.left {
+		if !l {
+			n++
+		}
+	}
+	return n < c.cfg.MinWorkers
+}
+
 // coordView is the View of a Coordinator.
 type coordView struct{ c *Coordinator }
 
 var _ View = coordView{}
 
-func (v coordView) NumWorkers() int            { return v.c.cfg.NumWorkers }
+func (v coordView) NumWorkers() int            { return len(v.c.clock) }
+func (v coordView) Member(w WorkerID) bool     { return !v.c.left[w] }
 func (v coordView) Clock(w WorkerID) int       { return v.c.clock[w] }
 func (v coordView) MinClock() int              { return v.c.minClock() }
 func (v coordView) Version() uint64            { return v.c.version }
@@ -688,6 +879,14 @@ func (v coordView) OldestPendingTransferClock() (int, bool) {
 		}
 	}
 	return m, !first
+}
+
+// Membership is an optional View capability of elastic runs: which
+// worker slots are in the run. The Coordinator's View has it.
+type Membership interface {
+	// Member reports whether worker w is in the run: it has joined (at
+	// the start or by EventJoin) and not left.
+	Member(w WorkerID) bool
 }
 
 // PendingTransferClocks is an optional View capability: the lowest clock

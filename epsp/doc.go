@@ -46,6 +46,40 @@
 // a batch split by a transfer add up to the update its owner would have
 // pushed alone.
 //
+// # Membership
+//
+// The set of workers may change while a run goes on. Config.MaxWorkers
+// gives the worker slots (ids NumWorkers .. MaxWorkers-1 start outside the
+// run); EventJoin admits a slot that is not a member — a new one, or a
+// worker that left — and EventLeave takes one out, either finished
+// (Event.Quit false: its schedule is done) or departed mid-run (Quit true:
+// it quit, or the runtime lost it). A joiner becomes a member at the join
+// clock J = max over members of Clock + (1 if computing, 0 if waiting) —
+// the clock the next release goes into — waiting to be released into J as
+// if it had just finished J-1: a barrier counts it from J on, never in the
+// clock in progress, and a staleness gate measures it from J. A barrier
+// never waits for a departed worker (MinClock and the stall check skip
+// non-members). Config.MinWorkers pauses the run while fewer workers are
+// members and none has finished: the policy still runs and completed
+// clocks are still flushed, but releases are held (no worker starts a
+// clock, so no clock advances, and no ErrStalled is reported) until joins
+// bring the count back; then the held releases go out with the policy's.
+// Paused and Members report the state, JoinClock the clock a joiner would
+// get. A worker that departed mid-run may rejoin only Config.RejoinAfter
+// after its leave (ErrRejoinTooSoon before); a join of a member, or of a
+// worker with transferred or assigned work outstanding, is ErrJoinRefused.
+// The View of an elastic run has the Membership capability.
+//
+// Only policies that implement Elastic accept joins (and an elastic
+// Config): BSP, SSP and ASP. The others size per-worker state at their
+// first Step from NumWorkers — EPSPv2's speed trackers, kept-batch ledger
+// and tiers, Falcon's straggler model, FlexRR's and LB-BSP's speed
+// estimates, Sync-opt's and DSSP's per-step counts — and would have to
+// grow it and decide what a newcomer's speed is before its first clock;
+// they refuse joins with ErrJoinRefused (ErrBadConfig for an elastic
+// Config at NewCoordinator). They still see EventLeave as before. The
+// ps/sim simulator does not model membership changes.
+//
 // # Usage
 //
 //	c, err := epsp.NewCoordinator(epsp.Config{NumWorkers: 4, Batch: 32}, epsp.NewSSP(2))

@@ -127,6 +127,14 @@ const (
 	// it in MinClock and drops releases of it; a policy that waits for a
 	// number of pushes per step must stop counting it too.
 	EventLeave
+	// EventJoin: Worker joins the run mid-run (a new slot, see
+	// Config.MaxWorkers, or a worker that left, after Config.RejoinAfter).
+	// Before the policy sees it the Coordinator has made it a member at
+	// Clock = JoinClock(), waiting to be released into that clock, as if it
+	// had just finished the one before: barrier policies count it from
+	// that clock on, staleness gates measure it from there. Only policies
+	// that accept joins (Elastic) see it.
+	EventJoin
 )
 
 func (k EventKind) String() string {
@@ -143,6 +151,8 @@ func (k EventKind) String() string {
 		return "transfer-done"
 	case EventLeave:
 		return "leave"
+	case EventJoin:
+		return "join"
 	}
 	return fmt.Sprintf("EventKind(%d)", uint8(k))
 }
@@ -154,6 +164,12 @@ type Event struct {
 	Clock    int
 	Progress ProgressReport
 	Transfer TransferResult
+	// Quit, for EventLeave, says the worker departs before the end of its
+	// schedule (it quit, or the runtime lost it): it counts against
+	// Config.MinWorkers and may rejoin after Config.RejoinAfter. A leave
+	// without Quit is a worker that finished: the run is ending, and the
+	// minimum no longer holds the others.
+	Quit bool
 }
 
 // ProgressReport is what a worker says about its current clock.
@@ -316,6 +332,18 @@ type View interface {
 	// PendingTransfers counts transfers of clock c ordered but not yet
 	// done (neither refused nor pushed by the taker).
 	PendingTransfers(clock int) int
+}
+
+// Elastic is implemented by policies that accept workers joining mid-run
+// (EventJoin) and leaving it: their state does not depend on the set of
+// workers fixed at the start. AcceptsJoins reports whether this instance
+// does (a wrapper forwards its inner policy's answer). BSP, SSP and ASP
+// do; the EPSP policies (Falcon, Falcon2) and the load-balancing and
+// step-counting ones do not: they size per-worker estimates, tiers and
+// ledgers at the first Step (see the package doc, "Membership").
+type Elastic interface {
+	Policy
+	AcceptsJoins() bool
 }
 
 // Policy is a synchronization policy: a pure, deterministic state machine.

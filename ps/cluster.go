@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -68,8 +69,15 @@ type ClusterConfig struct {
 	// worker is local (see Cluster.Policy) and a warning otherwise.
 	Policy epsp.Policy
 	// EPSP sets the initial batch and parallelism and the control tick;
-	// NumWorkers is taken from Workers. Zero Batch means 32.
+	// NumWorkers is taken from Workers. Zero Batch means 32. Its
+	// MaxWorkers, MinWorkers and RejoinAfter make the run elastic (see
+	// Membership): workers worker-<i>, Workers <= i < MaxWorkers, may join
+	// it later (Cluster.AddWorker in process; over TCP their addresses
+	// must be in Peers).
 	EPSP epsp.Config
+	// Membership is the coordinator's pause bound and change hook
+	// (CoordinatorConfig.Membership).
+	Membership MembershipConfig
 	// Store configures every server's store; a zero Optimizer means SGD
 	// with rate 0.01.
 	Store StoreConfig
@@ -132,7 +140,7 @@ func (c *ClusterConfig) Validate() error {
 	}
 	seen := map[transport.NodeID]bool{}
 	for _, n := range c.Local {
-		if _, _, err := ParseNode(n, c.Servers, c.Workers); err != nil || (n == CoordinatorNode && c.Workers == 0) {
+		if _, _, err := ParseNode(n, c.Servers, c.slots()); err != nil || (n == CoordinatorNode && c.Workers == 0) {
 			return fmt.Errorf("ps: ClusterConfig.Local: %w", errors.Join(err, ErrBadNodeName))
 		}
 		if seen[n] {
@@ -161,13 +169,41 @@ func (c *ClusterConfig) Validate() error {
 	return nil
 }
 
+// serverConfig is every server's config. With workers, servers check
+// roles (ClusterAccess); a servers-only cluster (key-value use with
+// Client, no coordinator) has no flush to guard and checks none.
+func (c *ClusterConfig) serverConfig() ServerConfig {
+	sc := ServerConfig{Store: c.Store, Durable: c.Durable}
+	if c.Workers > 0 {
+		sc.Access = ClusterAccess(c.Servers, c.slots())
+	}
+	return sc
+}
+
+// ServerConfig is the config the cluster gives every server (for a
+// server restarted by hand under its name).
+func (c *Cluster) ServerConfig() ServerConfig { return c.cfg.serverConfig() }
+
+// slots is the number of worker names: Workers, or EPSP.MaxWorkers.
+func (c *ClusterConfig) slots() int { return max(c.Workers, c.EPSP.MaxWorkers) }
+
 func (c *ClusterConfig) local(n transport.NodeID) bool {
 	return c.Local == nil || slices.Contains(c.Local, n)
 }
 
+// localNodes lists the nodes this process runs: every node of the
+// cluster with Local nil; else those Local names, which may include
+// worker slots beyond Workers (a process joining an elastic run).
 func (c *ClusterConfig) localNodes() []transport.NodeID {
 	var out []transport.NodeID
-	for _, n := range clusterNodes(c.Servers, c.Workers) {
+	all := clusterNodes(c.Servers, c.Workers)
+	if c.Local != nil {
+		all = clusterNodes(c.Servers, c.slots())
+		if c.Workers == 0 {
+			all = all[:c.Servers] // no coordinator, no workers
+		}
+	}
+	for _, n := range all {
 		if c.local(n) {
 			out = append(out, n)
 		}
@@ -199,8 +235,10 @@ type Cluster struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	mu   sync.Mutex
-	told bool // the coordinator told the remote nodes the run is over
+	mu      sync.Mutex
+	told    bool      // the coordinator told the remote nodes the run is over
+	retired []*Worker // workers AddWorker replaced: Close closes them
+	ro      []Option  // the roles' options (AddWorker)
 }
 
 // NewCluster builds the local nodes of cfg, joins them to their
@@ -247,9 +285,10 @@ func NewCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error) 
 	}()
 	start := time.Now()
 	ro := []Option{WithLogger(c.log), WithClock(func() time.Duration { return time.Since(start) })}
+	defer func() { c.ro = ro }()
 	var obs []Observer
 	if cfg.Workers > 0 && cfg.local(CoordinatorNode) {
-		c.states = newStateTracker(cfg.Workers, cfg.EPSP.Batch, cfg.EPSP.Parallelism)
+		c.states = newStateTracker(cfg.slots(), cfg.EPSP.Batch, cfg.EPSP.Parallelism)
 		obs = append(obs, c.states)
 	}
 	if cfg.Observer != nil {
@@ -273,11 +312,11 @@ func NewCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error) 
 	// Build every local role and its handler.
 	handlers := map[transport.NodeID]transport.Handler{}
 	for _, n := range cfg.localNodes() {
-		role, rank, _ := ParseNode(n, cfg.Servers, cfg.Workers)
+		role, rank, _ := ParseNode(n, cfg.Servers, cfg.slots())
 		var h *ctlHandler
 		switch role {
 		case RoleServer:
-			s, err := NewServer(string(n), ServerConfig{Store: cfg.Store, Durable: cfg.Durable}, ro...)
+			s, err := NewServer(string(n), cfg.serverConfig(), ro...)
 			if err != nil {
 				return nil, err
 			}
@@ -297,7 +336,8 @@ func NewCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error) 
 			c.policy = pol
 			ec := cfg.EPSP
 			ec.NumWorkers = cfg.Workers
-			co, err := NewCoordinator(CoordinatorConfig{EPSP: ec, Servers: c.cc.Servers, Workers: workerNodes(cfg.Workers), StartTimeout: cfg.StartTimeout, Lease: cfg.Lease}, pol, ro...)
+			co, err := NewCoordinator(CoordinatorConfig{EPSP: ec, Servers: c.cc.Servers, Workers: workerNodes(cfg.slots()), StartTimeout: cfg.StartTimeout,
+				Lease: cfg.Lease, Membership: cfg.Membership}, pol, ro...)
 			if err != nil {
 				return nil, err
 			}
@@ -305,9 +345,7 @@ func NewCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error) 
 			h = newCtlHandler(co)
 			handlers[n] = h
 		case RoleWorker:
-			w, err := NewWorker(string(n), WorkerConfig{ID: epsp.WorkerID(rank), Coordinator: CoordinatorNode, Client: c.cc,
-				StartTimeout: cfg.StartTimeout, Chunk: cfg.Chunk, ProgressEvery: cfg.ProgressEvery,
-				Heartbeat: cfg.Heartbeat, CoordinatorTimeout: cfg.CoordinatorTimeout}, ro...)
+			w, err := NewWorker(string(n), c.workerConfig(rank), ro...)
 			if err != nil {
 				return nil, err
 			}
@@ -370,7 +408,7 @@ func NewCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error) 
 			return nil, fmt.Errorf("ps: start coordinator: %w", err)
 		}
 	}
-	for i := range cfg.Workers {
+	for i := range cfg.slots() { // a worker beyond Workers joins a running job
 		if w := c.wrks[i]; w != nil {
 			if err := w.Start(ctx, c.trs[WorkerNode(i)]); err != nil {
 				return nil, fmt.Errorf("ps: start %s: %w", WorkerNode(i), err)
@@ -442,12 +480,66 @@ func (c *Cluster) Policy() epsp.Policy { return c.policy }
 func (c *Cluster) Server(i int) *Server { return c.srvs[i] }
 
 // Worker returns local worker i, or nil.
-func (c *Cluster) Worker(i int) *Worker { return c.wrks[i] }
+func (c *Cluster) Worker(i int) *Worker {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.wrks[i]
+}
+
+func (c *Cluster) workerConfig(rank int) WorkerConfig {
+	return WorkerConfig{ID: epsp.WorkerID(rank), Coordinator: CoordinatorNode, Client: c.cc,
+		StartTimeout: c.cfg.StartTimeout, Chunk: c.cfg.Chunk, ProgressEvery: c.cfg.ProgressEvery,
+		Heartbeat: c.cfg.Heartbeat, CoordinatorTimeout: c.cfg.CoordinatorTimeout}
+}
+
+// AddWorker starts worker-<i> in this process and has it say hello to the
+// coordinator: a worker joining an elastic run (i below
+// EPSP.MaxWorkers; see Membership), or one that left coming back as a new
+// process. In-process clusters only. A node of that name still on the
+// network (a departed worker's) is removed first, as if its process had
+// exited. The worker's Start error is returned (ErrRejoinTooSoon before
+// the cooldown, ErrRestarted while the name is still a member,
+// ErrJoinRefused); on success Worker(i) returns the new worker, which
+// Close closes.
+func (c *Cluster) AddWorker(ctx context.Context, i int) (*Worker, error) {
+	if c.net == nil {
+		return nil, errors.New("ps: AddWorker needs an in-process cluster")
+	}
+	if i < 0 || i >= c.cfg.slots() {
+		return nil, fmt.Errorf("%w: worker-%d (the cluster has %d worker slots)", ErrBadNodeName, i, c.cfg.slots())
+	}
+	n := WorkerNode(i)
+	w, err := NewWorker(string(n), c.workerConfig(i), c.ro...)
+	if err != nil {
+		return nil, err
+	}
+	if c.net.Node(n) != nil {
+		_ = c.net.Kill(n)
+	}
+	tr, err := c.net.Join(n, newCtlHandler(w))
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Start(ctx, tr); err != nil {
+		w.Close()
+		_ = tr.Close()
+		return nil, err
+	}
+	c.mu.Lock()
+	if old := c.wrks[i]; old != nil {
+		c.retired = append(c.retired, old)
+	}
+	c.wrks[i] = w
+	c.mu.Unlock()
+	return w, nil
+}
 
 // Workers returns the local workers in rank order.
 func (c *Cluster) Workers() []*Worker {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	var ws []*Worker
-	for i := range c.cfg.Workers {
+	for i := range c.cfg.slots() {
 		if w := c.wrks[i]; w != nil {
 			ws = append(ws, w)
 		}
@@ -597,6 +689,17 @@ func (c *Cluster) startWatch() {
 		}
 	} else {
 		from = CoordinatorNode
+		if c.cfg.EPSP.MaxWorkers > c.cfg.Workers || c.cfg.EPSP.MinWorkers > 0 || c.cfg.Lease.OnWorkerLost == ContinueWithout {
+			// Workers may leave (and their processes exit) while the run
+			// goes on: the leases watch them, not this watch.
+			peers = slices.DeleteFunc(slices.Clone(peers), func(n transport.NodeID) bool {
+				r, _, _ := ParseNode(n, c.cfg.Servers, c.cfg.slots())
+				return r == RoleWorker
+			})
+			if len(peers) == 0 {
+				return
+			}
+		}
 	}
 	tr := c.trs[from]
 	c.watchWG.Add(1)
@@ -662,7 +765,10 @@ func (c *Cluster) Wait(ctx context.Context) error {
 		case <-ctx.Done():
 			werr = ctx.Err()
 		case <-tick.C:
-			for _, w := range c.wrks {
+			c.mu.Lock()
+			ws := slices.Collect(maps.Values(c.wrks))
+			c.mu.Unlock()
+			for _, w := range ws {
 				if err := w.Err(); err != nil {
 					werr = err
 				}
@@ -687,7 +793,9 @@ func (c *Cluster) WaitTrained(ctx context.Context) error {
 		if err := c.coord.Err(); err != nil {
 			return err
 		}
-		if c.coord.Stats().Left == c.cfg.Workers {
+		// every member has left: the initial workers and the joiners
+		// (each membership ends in one leave), and no pause waits for more
+		if st := c.coord.Stats(); st.Left >= c.cfg.Workers+st.Joined && !c.coord.Paused() {
 			return nil
 		}
 		select {
@@ -830,7 +938,11 @@ func (c *Cluster) close() error {
 		default:
 		}
 	}
-	for _, w := range c.wrks {
+	c.mu.Lock()
+	ws := slices.Collect(maps.Values(c.wrks))
+	ws = append(ws, c.retired...)
+	c.mu.Unlock()
+	for _, w := range ws {
 		w.Close()
 	}
 	if c.coord != nil {

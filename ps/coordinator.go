@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/falconml/falcon/epsp"
@@ -19,8 +20,10 @@ type CoordinatorConfig struct {
 	EPSP epsp.Config
 	// Servers names the server nodes, in partitioner order. Required.
 	Servers []transport.NodeID
-	// Workers names worker i's node. len(Workers) must equal
-	// EPSP.NumWorkers.
+	// Workers names worker i's node: EPSP.NumWorkers names, or
+	// EPSP.Slots() of them for an elastic run (the first NumWorkers start
+	// the run; the others may join it, see Membership). With NumWorkers
+	// names only, no new slot can join (departed workers may rejoin).
 	Workers []transport.NodeID
 	// StartTimeout bounds the wait for servers at Start and for workers in
 	// WaitWorkers; zero means 10 s.
@@ -30,6 +33,9 @@ type CoordinatorConfig struct {
 	OrderTimeout time.Duration
 	// Lease configures failure detection (see LeaseConfig).
 	Lease LeaseConfig
+	// Membership configures elastic membership's pause bound and change
+	// hook (see MembershipConfig; the rules are in EPSP).
+	Membership MembershipConfig
 }
 
 // DefaultCoordinatorConfig returns epsp.DefaultConfig with the default
@@ -46,8 +52,11 @@ func (c *CoordinatorConfig) Validate() error {
 	if len(c.Servers) == 0 {
 		return errors.New("ps: CoordinatorConfig.Servers is empty")
 	}
-	if len(c.Workers) != c.EPSP.NumWorkers {
-		return fmt.Errorf("ps: %d worker names for %d workers", len(c.Workers), c.EPSP.NumWorkers)
+	if len(c.Workers) != c.EPSP.NumWorkers && len(c.Workers) != c.EPSP.Slots() {
+		return fmt.Errorf("ps: %d worker names for %d workers (%d slots)", len(c.Workers), c.EPSP.NumWorkers, c.EPSP.Slots())
+	}
+	if err := c.Membership.Validate(); err != nil {
+		return err
 	}
 	if c.StartTimeout < 0 || c.OrderTimeout < 0 {
 		return errors.New("ps: negative timeout")
@@ -82,6 +91,11 @@ type Coordinator struct {
 	started bool
 
 	lease *leases
+
+	lrScale    atomic.Uint64 // float64 bits of SetLRScale's factor; 0 means 1
+	paused     bool          // guarded by mu: the core is paused below MinWorkers
+	pauseTimer *time.Timer   // loop-owned: the pause's deadline
+	pauseSince time.Time     // loop-owned
 }
 
 var _ transport.Handler = (*Coordinator)(nil)
@@ -112,8 +126,15 @@ func NewCoordinator(cfg CoordinatorConfig, policy epsp.Policy, opts ...Option) (
 		cfg.OrderTimeout = 30 * time.Second
 	}
 	cfg.Lease = cfg.Lease.withDefaults()
+	cfg.Membership = cfg.Membership.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	slots := cfg.EPSP.Slots()
+	if len(cfg.Workers) < slots {
+		// names for the initial workers only: no other slot can join
+		cfg.EPSP.MaxWorkers = 0
+		slots = cfg.EPSP.NumWorkers
 	}
 	core, err := epsp.NewCoordinator(cfg.EPSP, policy)
 	if err != nil {
@@ -126,8 +147,8 @@ func NewCoordinator(cfg CoordinatorConfig, policy epsp.Policy, opts ...Option) (
 		names:  make(map[transport.NodeID]epsp.WorkerID),
 		reqs:   make(chan *coordReq, 256),
 		quit:   make(chan struct{}),
-		joined: make([]bool, cfg.EPSP.NumWorkers),
-		lease:  newLeases(cfg.Lease, cfg.EPSP.NumWorkers, len(cfg.Servers)),
+		joined: make([]bool, slots),
+		lease:  newLeases(cfg.Lease, cfg.EPSP.NumWorkers, slots, len(cfg.Servers)),
 	}
 	c.runCtx, c.runCancel = context.WithCancel(context.Background())
 	for i, n := range cfg.Workers {
@@ -186,8 +207,9 @@ func (c *Coordinator) Err() error {
 	return c.fatal
 }
 
-// WaitWorkers waits until every worker has said hello, up to StartTimeout;
-// on timeout the ErrStartTimeout error lists the missing workers.
+// WaitWorkers waits until every initial worker (EPSP.NumWorkers) has said
+// hello, up to StartTimeout; on timeout the ErrStartTimeout error lists the
+// missing workers.
 func (c *Coordinator) WaitWorkers(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.StartTimeout)
 	defer cancel()
@@ -196,7 +218,7 @@ func (c *Coordinator) WaitWorkers(ctx context.Context) error {
 	for {
 		c.mu.Lock()
 		var missing []string
-		for i, j := range c.joined {
+		for i, j := range c.joined[:c.cfg.EPSP.NumWorkers] {
 			if !j {
 				missing = append(missing, string(c.cfg.Workers[i]))
 			}
@@ -208,7 +230,7 @@ func (c *Coordinator) WaitWorkers(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%w: waiting for %d/%d workers: %s not joined", ErrStartTimeout,
-				len(missing), len(c.joined), strings.Join(missing, ", "))
+				len(missing), c.cfg.EPSP.NumWorkers, strings.Join(missing, ", "))
 		case <-tick.C:
 		}
 	}
@@ -277,7 +299,7 @@ func (c *Coordinator) HandleRequest(ctx context.Context, from transport.NodeID, 
 	if err != nil {
 		return errResponse(err), nil
 	}
-	if err := c.lease.bind(c, r.worker, r.inc); err != nil {
+	if err := c.lease.bind(c, r.worker, r.inc, r.op == opHello); err != nil {
 		return errResponse(err), nil
 	}
 	r.reply = make(chan coordResp, 1)
@@ -297,9 +319,6 @@ func (c *Coordinator) HandleRequest(ctx context.Context, from transport.NodeID, 
 	if res.err != nil {
 		return errResponse(res.err), nil
 	}
-	if r.op == opLeave {
-		c.lease.leave(r.worker)
-	}
 	e := encoder{okResponse(nil)}
 	switch r.op {
 	case opHello:
@@ -307,6 +326,11 @@ func (c *Coordinator) HandleRequest(ctx context.Context, from transport.NodeID, 
 		e.u64(res.hello.version)
 		e.i64(int64(res.hello.batch))
 		e.i64(int64(res.hello.par))
+		if res.hello.join {
+			e.u8(1)
+		} else {
+			e.u8(0)
+		}
 	case opAdmit:
 		e.u8(uint8(res.dec.Action))
 		e.f64(res.dec.Scale)
@@ -339,7 +363,7 @@ func (c *Coordinator) decode(from transport.NodeID, b []byte) (*coordReq, error)
 	}
 	w, ok := c.names[from]
 	if !ok {
-		return nil, fmt.Errorf("%w: %q is not a worker of this cluster", ErrRejected, from)
+		return nil, fmt.Errorf("%w: op %d from %q refused by the coordinator: not a worker of this cluster", ErrForbidden, o, from)
 	}
 	d := decoder{b: body}
 	r := &coordReq{op: o, worker: w}
@@ -371,6 +395,9 @@ func (c *Coordinator) decode(from transport.NodeID, b []byte) (*coordReq, error)
 		r.ev = epsp.Event{Kind: epsp.EventTransferDone, Worker: w, Transfer: epsp.TransferResult{ID: d.u64()}}
 	case opLeave:
 		r.ev = epsp.Event{Kind: epsp.EventLeave, Worker: w}
+		if len(d.b) > 0 { // quit mid-run (Worker.Quit); empty: finished
+			r.ev.Quit = d.u8() != 0
+		}
 	case opFail:
 		r.reason = d.str()
 	default:
@@ -400,6 +427,8 @@ func (c *Coordinator) loop() {
 			if c.Err() == nil {
 				c.step(epsp.Event{Kind: epsp.EventTick}, orders)
 			}
+		case <-c.pauseC():
+			c.pauseExpired()
 		case r := <-c.reqs:
 			res := c.serveReq(r, orders)
 			if r.reply != nil {
@@ -429,6 +458,13 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 	now := c.opts.clock()
 	switch r.op {
 	case opHello:
+		if !c.isMember(r.worker) {
+			return c.serveJoin(r, orders)
+		}
+		if c.lease.departed(r.worker) {
+			// lost, and still leaving: its samples are being handed over
+			return coordResp{err: fmt.Errorf("%w: %s is still leaving the run (its unprocessed samples are being handed over); retry", ErrRejoinTooSoon, c.cfg.Workers[r.worker])}
+		}
 		c.mu.Lock()
 		c.joined[r.worker] = true
 		c.mu.Unlock()
@@ -439,8 +475,12 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		if err != nil {
 			return coordResp{err: fmt.Errorf("%w: %v", ErrRejected, err)}
 		}
+		if d.Action == epsp.ApplyNow {
+			d.Scale = d.EffectiveScale() * c.LRScale()
+		}
 		c.snapshot()
 		c.lease.admitted(r.push, d)
+		c.lease.started(r.worker)
 		c.opts.emit(Event{Kind: EvPushAdmitted, Node: "coordinator", Worker: r.push.Worker, Owner: r.push.Owner, Clock: r.push.Clock, Samples: r.push.Samples, Push: r.push, Decision: d})
 		return coordResp{dec: d}
 	case opTransferResult:
@@ -480,8 +520,21 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 			return coordResp{err: err}
 		}
 		return coordResp{err: c.step(r.ev, orders)} // step emits what it reports (emitCause)
-	case opClock, opProgress, opLeave:
+	case opClock, opProgress:
+		c.lease.started(r.worker)
 		return coordResp{err: c.step(r.ev, orders)}
+	case opLeave:
+		old, clock := len(c.core.Members()), c.core.View().Clock(r.worker)
+		err := c.step(r.ev, orders)
+		if err == nil {
+			c.lease.leave(r.worker)
+			k := Finished
+			if r.ev.Quit {
+				k = Quit
+			}
+			c.changed(k, r.worker, old, clock)
+		}
+		return coordResp{err: err}
 	case opLost:
 		return coordResp{err: c.serveLost(r.worker, orders)}
 	}
@@ -534,7 +587,7 @@ func (c *Coordinator) step(ev epsp.Event, orders map[uint64]epsp.TransferOrder) 
 func (c *Coordinator) execute(out epsp.Output, orders map[uint64]epsp.TransferOrder) error {
 	for _, f := range out.Flush {
 		ctx, cancel := c.orderCtx()
-		err := c.client.Flush(ctx, f.Clock, epsp.PushDecision{Scale: f.Scale}.EffectiveScale())
+		err := c.client.Flush(ctx, f.Clock, epsp.PushDecision{Scale: f.Scale}.EffectiveScale()*c.LRScale())
 		cancel()
 		if err != nil {
 			err = fmt.Errorf("ps: flush of clock %d: %w", f.Clock, err)

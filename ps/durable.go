@@ -149,10 +149,11 @@ func (s *Server) replay(path string) error {
 	if err != nil {
 		return err
 	}
-	obs := s.opts.obs
-	s.opts.obs = nil // the replayed updates were observed before
+	obs, access := s.opts.obs, s.access
+	s.opts.obs = nil    // the replayed updates were observed before
+	s.access = Access{} // and passed the role checks before
 	s.dur.replaying = true
-	defer func() { s.opts.obs, s.dur.replaying = obs, false }()
+	defer func() { s.opts.obs, s.access, s.dur.replaying = obs, access, false }()
 	off := 0
 	for off < len(b) {
 		if len(b)-off < 8 {
@@ -173,7 +174,7 @@ func (s *Server) replay(path string) error {
 			}
 			return fmt.Errorf("%w: %s: record at offset %d fails its checksum", ErrCorruptCheckpoint, path, off)
 		}
-		if _, err := s.serve(rec, nil, nil); err != nil {
+		if _, err := s.serve("", rec, nil, nil); err != nil {
 			return fmt.Errorf("%w: %s: record at offset %d: %v", ErrCorruptCheckpoint, path, off, err)
 		}
 		off += 8 + n

@@ -64,6 +64,10 @@ const (
 	codeNonFinite
 	codeRestarted
 	codePeerLost
+	codeForbidden
+	codeJoinRefused
+	codeRejoinTooSoon
+	codeBelowMinimum
 )
 
 var codeErrors = [...]error{
@@ -82,6 +86,10 @@ var codeErrors = [...]error{
 	codeNonFinite:         ErrNonFinite,
 	codeRestarted:         ErrRestarted,
 	codePeerLost:          ErrPeerLost,
+	codeForbidden:         ErrForbidden,
+	codeJoinRefused:       ErrJoinRefused,
+	codeRejoinTooSoon:     ErrRejoinTooSoon,
+	codeBelowMinimum:      ErrBelowMinimum,
 }
 
 // codeOf maps an error to its wire code.

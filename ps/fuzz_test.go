@@ -170,6 +170,7 @@ func seedCoordinatorMessages() [][]byte {
 	e.u64(1)
 	seeds = append(seeds, e.b)
 	seeds = append(seeds, []byte{wireVersion, byte(opLeave)})
+	seeds = append(seeds, []byte{wireVersion, byte(opLeave), 1}) // quit mid-run
 	e = newMsg(nil, opFail)
 	e.str("boom")
 	seeds = append(seeds, e.b)
@@ -328,7 +329,8 @@ func FuzzClientResponse(f *testing.F) {
 	h.u64(0)
 	h.i64(8)
 	h.i64(1)
-	f.Add(h.b)
+	f.Add(append(h.b, 0)) // started with the run
+	f.Add(append(h.b, 1)) // joined mid-run
 	f.Add(errResponse(ErrUnknownKey))
 	f.Add([]byte{wireVersion, byte(codeOK), 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, resp []byte) {

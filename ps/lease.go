@@ -27,10 +27,11 @@ import (
 // of its last sign of life. Then the policy of LeaseConfig.OnWorkerLost
 // decides for a worker: AbortRun stops the run and every worker returns an
 // ErrAborted error that names the lost one; ContinueWithout lets the run
-// go on as if the worker had left (epsp.EventLeave), the pushes it made
-// kept and the samples it had not pushed of its current clock dropped (a
-// sample is never counted twice; transfer of the lost samples is not
-// implemented). A lost server always aborts the run, naming it. A worker
+// go on as if the worker had quit (epsp.EventLeave with Quit), the pushes
+// it made kept and the samples it had not processed of its current clock
+// handed to a survivor first (serveLost; a sample is never counted
+// twice); it may rejoin after the cooldown (membership.go). A lost server
+// always aborts the run, naming it. A worker
 // that hears nothing from the coordinator for its CoordinatorTimeout
 // fails with ErrCoordinatorUnavailable naming it, so no role waits
 // forever for a dead peer.
@@ -139,6 +140,7 @@ type leases struct {
 	seen  []time.Time // worker → last heartbeat or request
 	done  []bool      // worker left or was declared lost: not watched
 	lost  []bool      // worker was declared lost: refused
+	fresh []bool      // worker joined mid-run and has not started a clock
 	srv   []time.Time // server → last answered ping
 
 	// for hand-overs (ContinueWithout)
@@ -150,18 +152,30 @@ type leases struct {
 	once     sync.Once
 }
 
-func newLeases(cfg LeaseConfig, workers, servers int) *leases {
-	return &leases{cfg: cfg, inc: make([]uint64, workers), seen: make([]time.Time, workers),
-		done: make([]bool, workers), lost: make([]bool, workers), srv: make([]time.Time, servers), stop: make(chan struct{}),
+// newLeases watches the first workers of slots (the others are free
+// slots: not watched until they join) and servers servers.
+func newLeases(cfg LeaseConfig, workers, slots, servers int) *leases {
+	l := &leases{cfg: cfg, inc: make([]uint64, slots), seen: make([]time.Time, slots),
+		done: make([]bool, slots), lost: make([]bool, slots), fresh: make([]bool, slots), srv: make([]time.Time, servers), stop: make(chan struct{}),
 		ownClock: map[epsp.WorkerID]int{}, gaveLo: map[epsp.WorkerID]gaveRange{}, handing: map[uint64]handOver{}}
+	for w := workers; w < slots; w++ {
+		l.done[w] = true
+	}
+	return l
 }
 
 // bind checks a worker's incarnation (inc, from a hello or a heartbeat;
 // 0 for other requests): the first one is bound; another is a restart,
-// refused. A worker declared lost is refused. It renews the lease.
-func (l *leases) bind(c *Coordinator, w epsp.WorkerID, inc uint64) error {
+// refused. A worker declared lost is refused. It renews the lease. A
+// hello from a worker out of the run (a free slot, or one that left or
+// was lost) is a join: it passes, unless it is the lost incarnation
+// itself, and the loop rebinds the lease if the join is admitted (rejoin).
+func (l *leases) bind(c *Coordinator, w epsp.WorkerID, inc uint64, hello bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if hello && l.done[w] && (inc != l.inc[w] || !l.lost[w]) {
+		return nil
+	}
 	switch {
 	case inc == 0:
 	case l.inc[w] == 0:
@@ -182,6 +196,30 @@ func (l *leases) leave(w epsp.WorkerID) {
 	l.mu.Lock()
 	l.done[w] = true
 	l.mu.Unlock()
+}
+
+// rejoin watches worker w again, under incarnation inc: it joined.
+func (l *leases) rejoin(w epsp.WorkerID, inc uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.inc[w], l.done[w], l.lost[w], l.fresh[w], l.seen[w] = inc, false, false, true, time.Now()
+	delete(l.ownClock, w)
+	delete(l.gaveLo, w)
+}
+
+// started records that worker w computes (it pushed or clocked): a
+// joiner can take hand-overs from then on.
+func (l *leases) started(w epsp.WorkerID) {
+	l.mu.Lock()
+	l.fresh[w] = false
+	l.mu.Unlock()
+}
+
+// departed reports whether worker w was in the run and is no more.
+func (l *leases) departed(w epsp.WorkerID) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.done[w] && l.inc[w] != 0
 }
 
 // startLeases begins failure detection (from Coordinator.Start).
@@ -286,7 +324,7 @@ func (c *Coordinator) watchLeases() {
 				}
 			}
 		}
-		if active == 0 {
+		if active == 0 && !c.Paused() {
 			l.mu.Unlock()
 			l.close() // every worker left: the run is over
 			return
@@ -375,7 +413,9 @@ func (c *Coordinator) serveLost(lw epsp.WorkerID, orders map[uint64]epsp.Transfe
 	pushed := l.ownClock[lw] == cl+1
 	taker := epsp.WorkerID(-1)
 	for w := range l.done {
-		if !l.done[w] {
+		// not a joiner that has not started: it may be waiting at its
+		// join clock behind the barrier this hand-over holds
+		if !l.done[w] && !l.fresh[w] {
 			taker = epsp.WorkerID(w)
 			break
 		}
@@ -425,9 +465,11 @@ func (c *Coordinator) handedOver(id uint64, from epsp.WorkerID, orders map[uint6
 }
 
 func (c *Coordinator) leaveLost(lw epsp.WorkerID, orders map[uint64]epsp.TransferOrder) error {
-	err := c.step(epsp.Event{Kind: epsp.EventLeave, Worker: lw}, orders)
+	old, clock := len(c.core.Members()), c.core.View().Clock(lw)
+	err := c.step(epsp.Event{Kind: epsp.EventLeave, Worker: lw, Quit: true}, orders)
 	if err == nil {
 		c.opts.emit(Event{Kind: EvLeave, Node: "coordinator", Worker: lw})
+		c.changed(Lost, lw, old, clock)
 	}
 	return err
 }
@@ -462,14 +504,14 @@ type handOver struct{ lost, taker epsp.WorkerID }
 func (c *Coordinator) heartbeat(from transport.NodeID, body []byte) []byte {
 	w, ok := c.names[from]
 	if !ok {
-		return errResponse(fmt.Errorf("%w: %q is not a worker of this cluster", ErrRejected, from))
+		return errResponse(fmt.Errorf("%w: heartbeat from %q refused by the coordinator: not a worker of this cluster", ErrForbidden, from))
 	}
 	d := decoder{b: body}
 	inc := d.u64()
 	if err := d.end(); err != nil {
 		return errResponse(err)
 	}
-	if err := c.lease.bind(c, w, inc); err != nil {
+	if err := c.lease.bind(c, w, inc, false); err != nil {
 		return errResponse(err)
 	}
 	if err := c.Err(); err != nil {

@@ -76,6 +76,9 @@ func (k EventKind) String() string {
 	if k == EvWorkerLost {
 		return "worker-lost"
 	}
+	if k == EvJoin {
+		return "join"
+	}
 	return "event?"
 }
 

@@ -17,6 +17,7 @@ type helloInfo struct {
 	version uint64
 	batch   int
 	par     int
+	join    bool // admitted mid-run: wait for the release into clock
 }
 
 // encodePush appends a push (an admit's body):
@@ -83,6 +84,15 @@ func decodePush(d *decoder) epsp.Push {
 func decodeHello(resp []byte) (helloInfo, error) {
 	d := decoder{b: resp}
 	h := helloInfo{clock: d.int(0, 1<<62, "clock"), version: d.u64(), batch: d.int(1, maxWireBatch, "batch"), par: d.int(1, maxInt32, "parallelism")}
+	switch d.u8() {
+	case 0:
+	case 1:
+		h.join = true
+	default:
+		if d.err == nil {
+			d.err = fmt.Errorf("%w: hello join flag", ErrMalformed)
+		}
+	}
 	return h, d.end()
 }
 

@@ -17,6 +17,9 @@ type ServerConfig struct {
 	Store StoreConfig
 	// Durable keeps the server's state on disk (see durable.go).
 	Durable DurableConfig
+	// Access is the server's role checks (see Access); the zero value
+	// has none. A Cluster sets ClusterAccess.
+	Access Access
 }
 
 // DefaultServerConfig returns the default: SGD with learning rate 0.01.
@@ -36,12 +39,13 @@ func (c *ServerConfig) Validate() error {
 // share a read lock, updates take the write lock, and each request is
 // validated completely before anything is applied.
 type Server struct {
-	opts  options
-	name  string
-	mu    sync.RWMutex
-	store *Store
-	pool  sync.Pool // *scratch
-	dur   *durable  // guarded by mu
+	opts   options
+	name   string
+	access Access
+	mu     sync.RWMutex
+	store  *Store
+	pool   sync.Pool // *scratch
+	dur    *durable  // guarded by mu
 }
 
 var _ transport.VectorHandler = (*Server)(nil)
@@ -62,7 +66,7 @@ func NewServer(name string, cfg ServerConfig, opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: buildOptions(opts), name: name, store: st}
+	s := &Server{opts: buildOptions(opts), name: name, store: st, access: cfg.Access}
 	s.pool.New = func() any { return new(scratch) }
 	if err := s.openDurable(cfg.Durable); err != nil {
 		return nil, err
@@ -99,7 +103,7 @@ func (s *Server) HandleRequestAppend(_ context.Context, from transport.NodeID, r
 			resp, err = answer(req, nil, s.opts.recovered(s.name, from, r))
 		}
 	}()
-	resp, err = s.serve(req, nil, dst[:0])
+	resp, err = s.serve(from, req, nil, dst[:0])
 	return answer(req, resp, err)
 }
 
@@ -114,7 +118,7 @@ func (s *Server) HandleRequestV(ctx context.Context, from transport.NodeID, reqs
 				resp, err = answer(reqs[0], nil, s.opts.recovered(s.name, from, r))
 			}
 		}()
-		resp, err := s.serve(reqs[0], reqs[1], dst[:0])
+		resp, err := s.serve(from, reqs[0], reqs[1], dst[:0])
 		// A malformed header may just be a different split: the joined
 		// request decides (nothing was applied, serve validates first).
 		if !errors.Is(err, errSplit) && !errors.Is(err, ErrMalformed) {
@@ -158,10 +162,15 @@ func values(d *decoder, req, tail []byte, total int) []byte {
 
 // serve answers req with a response appended to dst (empty). tail, when
 // not nil, is the value block of a push or init sent as a piece of its
-// own: the request is req followed by tail.
-func (s *Server) serve(req, tail, dst []byte) ([]byte, error) {
+// own: the request is req followed by tail. Role checks (s.access) come
+// first: a request from from that its role may not send is refused before
+// anything else is read.
+func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, error) {
 	o, body, err := header(req)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.access.check(s.name, from, o); err != nil {
 		return nil, err
 	}
 	if tail != nil && o != opInit && o != opPush && o != opPushPull && o != opPushID && o != opPushPullID {

@@ -120,8 +120,14 @@ type TrainConfig struct {
 	// Init, if not nil, initialises the keys first (every worker may do it:
 	// Init keeps existing keys).
 	Init Initializer
-	// Clocks is the number of clocks (iterations) to run.
+	// Clocks is the number of clocks (iterations) of the run: the worker
+	// computes the clocks from the one it starts at (0, or its join clock
+	// when it joined mid-run, see Membership) to Clocks-1.
 	Clocks int
+	// Quit makes the worker leave after its last clock as departing
+	// mid-run (Worker.Quit: it counts against epsp.Config.MinWorkers and
+	// may rejoin after the cooldown) instead of as finished (Worker.Leave).
+	Quit bool
 }
 
 // TrainStats summarises one worker's Train.
@@ -168,6 +174,9 @@ type Worker struct {
 	fatal    error
 	closed   bool // set by Close before it waits for wg
 
+	joinClock   int         // the clock it joined at mid-run, or -1
+	helloed     bool        // the hello's answer is applied (batch, parallelism)
+	early       *early      // a release that overtook the hello's answer
 	incarnation uint64      // random per process (see lease.go)
 	left        atomic.Bool // Leave succeeded: the heartbeats stop
 }
@@ -198,7 +207,7 @@ func NewWorker(name string, cfg WorkerConfig, opts ...Option) (*Worker, error) {
 		return nil, err
 	}
 	w := &Worker{cfg: cfg, opts: buildOptions(opts), name: name, quit: make(chan struct{}), changed: make(chan struct{}), released: -1,
-		incarnation: newIncarnation()}
+		joinClock: -1, incarnation: newIncarnation()}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	return w, nil
 }
@@ -259,10 +268,33 @@ func (w *Worker) Start(ctx context.Context, tr transport.Transport) error {
 	}
 	w.mu.Lock()
 	w.batch, w.par = h.batch, h.par
-	w.setReleasedLocked(h.clock, h.version)
+	w.helloed = true
+	if h.join {
+		// Admitted mid-run at clock h.clock: it starts there once the
+		// coordinator releases it (its first pull reads the parameters
+		// of then). The release may have come before this answer.
+		w.joinClock = h.clock
+		if e := w.early; e != nil {
+			w.early = nil
+			err = w.setReleasedAssignLocked(e.clock, e.version, e.ra)
+		}
+	} else {
+		w.setReleasedLocked(h.clock, h.version)
+	}
 	w.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("%s: release: %w", w.name, err)
+	}
 	w.startHeartbeats()
 	return nil
+}
+
+// JoinClock returns the clock the worker was admitted at when it joined a
+// running job (see Membership), or -1 when it started with the run.
+func (w *Worker) JoinClock() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.joinClock
 }
 
 // Close stops the worker's goroutines and waits for them; a running Train
@@ -395,6 +427,14 @@ func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
 			return
 		}
 		w.mu.Lock()
+		if !w.helloed {
+			// A joiner's release can overtake the hello's answer (it is
+			// sent before the answer, on another path): its job needs the
+			// batch the answer carries, so Start applies it.
+			w.early = &early{c, v, ra}
+			w.mu.Unlock()
+			return
+		}
 		err = w.setReleasedAssignLocked(c, v, ra)
 		w.mu.Unlock()
 		if err != nil {
@@ -447,6 +487,13 @@ func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
 		}
 		w.goBackground(func() { w.takeOver(t) })
 	}
+}
+
+// early is a release received before the hello's answer.
+type early struct {
+	clock   int
+	version uint64
+	ra      *releaseAssign
 }
 
 // track adds one goroutine to the set Close waits for, unless Close has
@@ -665,10 +712,17 @@ func (w *Worker) run(ctx context.Context, tc TrainConfig, total int) (TrainStats
 		}
 	}
 	loss := make([]float64, 0, tc.Clocks)
-	for range tc.Clocks {
+	// A joiner waits for its first release (into its join clock).
+	if err := w.waitFor(ctx, func() bool { return w.released >= 0 }); err != nil {
+		return w.statsWith(loss), err
+	}
+	for {
 		w.mu.Lock()
 		c, j, version := w.released, w.cur, w.version
 		w.mu.Unlock()
+		if c >= tc.Clocks {
+			break
+		}
 		w.opts.emit(Event{Kind: EvClockStart, Node: w.name, Worker: w.cfg.ID, Clock: c})
 		params := make([]float32, total)
 		if err := w.client.Pull(ctx, tc.Keys, params, tc.Lens); err != nil {
@@ -713,6 +767,9 @@ func (w *Worker) run(ctx context.Context, tc TrainConfig, total int) (TrainStats
 		if _, err := w.Clock(ctx); err != nil {
 			return w.statsWith(loss), err
 		}
+	}
+	if tc.Quit {
+		return w.statsWith(loss), w.Quit(ctx)
 	}
 	return w.statsWith(loss), w.Leave(ctx)
 }
@@ -767,6 +824,22 @@ func (w *Worker) PushGradient(ctx context.Context, keys []uint64, grad []float32
 // released; a manual loop calls it after its last Clock.
 func (w *Worker) Leave(ctx context.Context) error {
 	_, err := w.coordCall(ctx, newMsg(nil, opLeave).b)
+	if err == nil {
+		w.left.Store(true)
+	}
+	return err
+}
+
+// Quit takes the worker out of a running job before the end of its
+// schedule (a voluntary scale-down): like Leave, but it counts against
+// epsp.Config.MinWorkers, and the worker (or a new process under its
+// name) may join again after epsp.Config.RejoinAfter. Call it between
+// clocks: the clock in progress is not waited for by any barrier, and its
+// samples not yet pushed are not computed by anyone.
+func (w *Worker) Quit(ctx context.Context) error {
+	e := newMsg(nil, opLeave)
+	e.u8(1)
+	_, err := w.coordCall(ctx, e.b)
 	if err == nil {
 		w.left.Store(true)
 	}

@@ -39,7 +39,19 @@ type config struct {
 	coordTimeout     time.Duration
 	durable          ps.DurableConfig
 	retry            time.Duration
+	membership       ps.MembershipConfig
 }
+
+// Elastic makes the run elastic (epsp.Config's MaxWorkers, MinWorkers and
+// RejoinAfter; see ps.Cluster.AddWorker).
+func Elastic(maxWorkers, minWorkers int, rejoinAfter time.Duration) Option {
+	return func(c *config) {
+		c.epsp.MaxWorkers, c.epsp.MinWorkers, c.epsp.RejoinAfter = maxWorkers, minWorkers, rejoinAfter
+	}
+}
+
+// Membership sets the coordinator's pause bound and membership hook.
+func Membership(m ps.MembershipConfig) Option { return func(c *config) { c.membership = m } }
 
 // Lease sets the coordinator's failure detection.
 func Lease(l ps.LeaseConfig) Option { return func(c *config) { c.lease = l } }
@@ -176,6 +188,7 @@ func NewCluster(t testing.TB, opts ...Option) *Cluster {
 		Chunk: cfg.chunk, ProgressEvery: cfg.progress, Observer: cfg.obs, StartTimeout: cfg.startTimeout,
 		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)),
 		Lease:  cfg.lease, Heartbeat: cfg.heartbeat, CoordinatorTimeout: cfg.coordTimeout, Durable: cfg.durable, Retry: cfg.retry,
+		Membership: cfg.membership,
 	})
 	if err != nil {
 		if !cfg.noLeakCheck {
@@ -188,7 +201,7 @@ func NewCluster(t testing.TB, opts ...Option) *Cluster {
 	if cfg.obs != nil {
 		ro = append(ro, ps.WithObserver(cfg.obs))
 	}
-	c.srvCfg, c.srvOpts = ps.ServerConfig{Store: cfg.store, Durable: cfg.durable}, ro
+	c.srvCfg, c.srvOpts = pc.ServerConfig(), ro
 	t.Cleanup(func() {
 		if err := pc.Close(); err != nil {
 			t.Errorf("pstest: close: %v", err)

@@ -1,0 +1,99 @@
+package ps
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/falconml/falcon/transport"
+)
+
+// ErrForbidden: a node sent a request its role may not send (a worker's
+// flush, a write from a node that is not a member of the cluster). The
+// request changed nothing; the message names the operation and the sender.
+var ErrForbidden = errors.New("ps: forbidden")
+
+// Access is a server's role checks: which senders may send which requests.
+// The sender is the transport's `from`: over TCP with a secret, the name
+// the connection proved in its handshake; in process, the name the node
+// joined under. Without a secret a TCP peer's name is only claimed, so
+// role checks there guard against mistakes, not attackers.
+//
+// With RoleOf set, a server serves
+//
+//	ping, layout, pull          any sender (evaluation and monitoring clients read)
+//	init, push, pushpull        workers and the coordinator (the coordinator initialises)
+//	flush                       the coordinator only (it closes clocks, see Coordinator)
+//
+// and refuses anything else with an ErrForbidden error, before it decodes
+// the request further: the store is unchanged.
+type Access struct {
+	// RoleOf returns the role of a sender; ok false means the sender is
+	// not a member of the cluster. Nil turns role checks off: any sender
+	// may send anything (a server used on its own, with Clients of any
+	// name, as a key-value store).
+	RoleOf func(transport.NodeID) (role Role, ok bool)
+}
+
+// Enabled reports whether role checks are on.
+func (a Access) Enabled() bool { return a.RoleOf != nil }
+
+// check returns nil when from may send o, else an ErrForbidden error.
+func (a Access) check(server string, from transport.NodeID, o op) error {
+	if a.RoleOf == nil {
+		return nil
+	}
+	var need string
+	role, member := a.RoleOf(from)
+	switch o {
+	case opPing, opLayout, opPull:
+		return nil
+	case opInit, opPush, opPushPull, opPushID, opPushPullID:
+		if member && (role == RoleWorker || role == RoleCoordinator) {
+			return nil
+		}
+		need = "only workers and the coordinator write"
+	case opFlush:
+		if member && role == RoleCoordinator {
+			return nil
+		}
+		need = "only the coordinator flushes"
+	default:
+		return nil // an unknown op is refused as malformed by serve
+	}
+	who := "a node that is not a member of the cluster"
+	if member {
+		who = "a " + string(role)
+	}
+	return fmt.Errorf("%w: %s from %q (%s) refused by %s: %s", ErrForbidden, opName(o), from, who, server, need)
+}
+
+// ClusterAccess is the Access of a cluster whose nodes are named as
+// ParseNode reads them: coordinator, server-<i> for i < servers,
+// worker-<i> for i < workers.
+func ClusterAccess(servers, workers int) Access {
+	return Access{RoleOf: func(n transport.NodeID) (Role, bool) {
+		r, _, err := ParseNode(n, servers, workers)
+		return r, err == nil
+	}}
+}
+
+// opName names a server op in messages.
+func opName(o op) string {
+	switch o {
+	case opPing:
+		return "ping"
+	case opInit:
+		return "init"
+	case opPush, opPushID:
+		return "push"
+	case opPull:
+		return "pull"
+	case opPushPull, opPushPullID:
+		return "pushpull"
+	case opFlush:
+		return "flush"
+	case opLayout:
+		return "layout"
+	}
+	return fmt.Sprintf("op %d", o)
+}
