@@ -1,8 +1,11 @@
 package fvdf
 
 import (
+	"container/heap"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -190,4 +193,156 @@ func TestIncremental_FB2010(t *testing.T) {
 	}
 	calls := runBoth(t, cfs, fab, coflow.DefaultConfig(), Config{}, func() Estimator { return Nominal{} })
 	t.Logf("%d calls identical", calls)
+}
+
+// containerHeap is tHeap under container/heap, the implementation greedy
+// used before.
+type containerHeap struct{ tHeap }
+
+func (h containerHeap) Swap(i, j int) { h.tHeap[i], h.tHeap[j] = h.tHeap[j], h.tHeap[i] }
+func (h *containerHeap) Push(x any)   { h.tHeap = append(h.tHeap, x.(tEntry)) }
+func (h *containerHeap) Pop() any {
+	x := h.tHeap[len(h.tHeap)-1]
+	h.tHeap = h.tHeap[:len(h.tHeap)-1]
+	return x
+}
+
+// TestTHeap_SameAsContainerHeap: the typed heap pops the same sequence as
+// container/heap for random interleavings of pushes and pops with many
+// ties in t (and in (t, p)).
+func TestTHeap_SameAsContainerHeap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(20, 7))
+	for trial := range 200 {
+		var a tHeap
+		b := &containerHeap{}
+		n := 1 + rng.IntN(40)
+		for range n {
+			e := tEntry{t: float64(rng.IntN(5)), p: rng.IntN(8)}
+			a = append(a, e)
+			b.tHeap = append(b.tHeap, e)
+		}
+		a.init()
+		heap.Init(b)
+		for step := 0; a.Len() > 0 || step < 60; step++ {
+			if a.Len() > 0 && rng.IntN(3) > 0 {
+				x, y := a.pop(), heap.Pop(b).(tEntry)
+				if x != y {
+					t.Fatalf("trial %d step %d: pop %+v, container/heap %+v", trial, step, x, y)
+				}
+				continue
+			}
+			if step >= 60 {
+				continue
+			}
+			e := tEntry{t: float64(rng.IntN(5)), p: rng.IntN(8)}
+			a.push(e)
+			heap.Push(b, e)
+		}
+	}
+}
+
+// TestWaits_AgreesWithPlan: whenever planner.waits says a coflow must
+// wait, plan returns Γ' = +Inf on the same resources — on random coflows
+// whose driver loads may lag their flows (the simulator's per-port sums
+// and per-flow remainders round independently) and random partly full
+// ports; and waits says false where compressing the flow at a full port
+// clears it (a load below the flow's remaining bytes).
+func TestWaits_AgreesWithPlan(t *testing.T) {
+	fab := coflow.NewFabric(6, 100).SetCores(2)
+	fab.Codecs = []coflow.CodecProfile{{Name: "z", CompressSpeed: 50, DecompressSpeed: 80, Ratio: 0.36}}
+	s, err := New(Config{StarvationPeriod: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := &s.pl
+	pl.reset(fab, s.cfg, s.codecProfiles(0, fab))
+
+	// The constructed case: port 0's ingress is full, the flow there has
+	// 100 B left but the driver's load says 10 B.
+	c := coflow.CoflowState{Flows: []coflow.FlowState{{Src: 0, Dst: 1, Bytes: 100, Remaining: 100}}}
+	c.ComputePortLoads()
+	c.Send[0].Bytes = 10
+	in, out, cores := []float64{0, 100, 100, 100, 100, 100}, slices.Clone(pl.capOut), slices.Clone(pl.capCores)
+	g, _ := pl.plan(&c, in, out, cores, nil)
+	if pl.waits(&c, in, out, cores) || math.IsInf(g, 1) {
+		t.Fatalf("constructed case: waits %v, plan Γ' %v (want false, finite)", pl.waits(&c, in, out, cores), g)
+	}
+
+	rng := rand.New(rand.NewPCG(20, 1))
+	yes, no := 0, 0
+	for trial := range 3000 {
+		c := coflow.CoflowState{}
+		for range 1 + rng.IntN(6) {
+			v := float64(1 + rng.IntN(100))
+			c.Flows = append(c.Flows, coflow.FlowState{Src: rng.IntN(6), Dst: rng.IntN(6), Bytes: v, Remaining: v})
+		}
+		c.ComputePortLoads()
+		for k := range c.Send {
+			if rng.IntN(4) == 0 {
+				c.Send[k].Bytes *= rng.Float64()
+			}
+		}
+		in, out, cores := slices.Clone(pl.capIn), slices.Clone(pl.capOut), slices.Clone(pl.capCores)
+		for p := range in {
+			switch rng.IntN(4) {
+			case 0:
+				in[p] = 0
+			case 1:
+				out[p] = 0
+			case 2:
+				cores[p] = 0
+			}
+		}
+		w := pl.waits(&c, in, out, cores)
+		g, _ := pl.plan(&c, in, out, cores, nil)
+		if w && !math.IsInf(g, 1) {
+			t.Fatalf("trial %d: waits but plan Γ' = %v: %+v in %v out %v cores %v", trial, g, c, in, out, cores)
+		}
+		if w {
+			yes++
+		} else {
+			no++
+		}
+	}
+	if yes == 0 || no == 0 {
+		t.Fatalf("waits true %d, false %d times: the cases do not cover both", yes, no)
+	}
+}
+
+// TestBounds_BracketPlan: planner.bounds brackets the Γ' plan computes
+// on the full resources, on random coflows, fabrics with uneven ports and
+// speed factors, both stage modes and a class that does not compress.
+func TestBounds_BracketPlan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(20, 2))
+	for trial := range 2000 {
+		fab := coflow.NewFabric(5, 100).SetCores(float64(rng.IntN(3)))
+		for p := range fab.Ports {
+			fab.Ports[p].Ingress *= 0.5 + rng.Float64()
+			fab.Ports[p].SpeedFactor = 0.5 + rng.Float64()
+		}
+		fab.Codecs = []coflow.CodecProfile{{Name: "a", CompressSpeed: 20 + 200*rng.Float64(), DecompressSpeed: 100, Ratio: 0.2 + 0.7*rng.Float64()},
+			{Name: "b", CompressSpeed: 60, DecompressSpeed: 30 + 300*rng.Float64(), Ratio: 0.5}}
+		fab.Classes = []coflow.DataClass{{Name: "x", Codecs: fab.Codecs}, {Name: "y", Codecs: []coflow.CodecProfile{{Name: "a", CompressSpeed: 900, DecompressSpeed: 900, Ratio: 1}, fab.Codecs[1]}}}
+		s, err := New(Config{StarvationPeriod: -1, SequentialStages: trial%3 == 0}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl := &s.pl
+		pl.reset(fab, s.cfg, s.codecProfiles(0, fab))
+		pl.boundSetup()
+		c := coflow.CoflowState{}
+		for range 1 + rng.IntN(8) {
+			v := float64(1 + rng.IntN(1000))
+			c.Flows = append(c.Flows, coflow.FlowState{Src: rng.IntN(5), Dst: rng.IntN(5), Bytes: v, Remaining: v, Class: rng.IntN(2)})
+		}
+		c.ComputePortLoads()
+		var lo, hi float64
+		if !pl.bounds(&c, &lo, &hi) {
+			t.Fatal("bounds refused driver loads")
+		}
+		g, _ := pl.plan(&c, pl.capIn, pl.capOut, pl.capCores, nil)
+		if !(lo <= g && g <= hi) {
+			t.Fatalf("trial %d: Γ' %v outside [%v, %v]", trial, g, lo, hi)
+		}
+	}
 }

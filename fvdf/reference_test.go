@@ -156,7 +156,7 @@ func (s *refScheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Al
 		}
 	}
 	if !s.cfg.NoCoreHeadroom && !s.cfg.WholeCores && len(pl.codecs) > 0 {
-		pl.coreHeadroom(st, al, base, cores)
+		pl.coreHeadroom(st, al, base, cores, nil)
 	}
 	// Emit in the order flows first got a rate (priority order), as package
 	// coflow's ordering schedulers do, so the driver sees identical input.
