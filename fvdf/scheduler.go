@@ -363,7 +363,7 @@ func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Alloc
 
 	// Step 1–2: order by Γ' on the full free resources. A coflow's Γ'
 	// is remembered from the previous call if it did not run (memo), or
-	// else bracketed in O(P_c) (planner.bounds); it is planned only when
+	// else bracketed in O(P_c) (planner.bounds); it is planned only while
 	// its bracket overlaps another coflow's, since otherwise the bracket
 	// alone places it. The plan's per-flow choice is kept for step 3.
 	s.gamma = growF(s.gamma, n)
@@ -404,27 +404,55 @@ func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Alloc
 		m.seen, m.ran = s.calls, false
 		s.byLo = append(s.byLo, i)
 	}
-	// Brackets that overlap (touching counts) form groups; every coflow
-	// of a group of two or more is planned. A lone bracket is disjoint from
-	// every other, so its lower end orders it exactly.
-	slices.SortFunc(s.byLo, func(a, b int) int { return cmpF(lo[a], lo[b]) })
-	for x := 0; x < len(s.byLo); {
-		y, top := x+1, hi[s.byLo[x]]
-		for y < len(s.byLo) && lo[s.byLo[y]] <= top {
-			top = max(top, hi[s.byLo[y]])
-			y++
-		}
-		for _, i := range s.byLo[x:y] {
-			if s.exact[i] {
-				continue
+	// Brackets that overlap (touching counts) form groups. In each group
+	// of two or more, the widest bracket (by hi/lo) is planned, which
+	// turns it into a point and may split the group; this repeats until
+	// every group is a single bracket or only points. A lone bracket is
+	// disjoint from every other, so its lower end orders it exactly.
+	for {
+		slices.SortFunc(s.byLo, func(a, b int) int {
+			if c := cmpF(lo[a], lo[b]); c != 0 {
+				return c
+			}
+			return cmpF(hi[a], hi[b])
+		})
+		planned := false
+		for x := 0; x < len(s.byLo); {
+			y, top := x+1, hi[s.byLo[x]]
+			for y < len(s.byLo) && lo[s.byLo[y]] <= top {
+				top = max(top, hi[s.byLo[y]])
+				y++
 			}
 			if y-x > 1 {
-				planAt(i)
-			} else {
-				gamma[i] = lo[i]
+				w, wi := 0.0, -1
+				for _, i := range s.byLo[x:y] {
+					if s.exact[i] {
+						continue
+					}
+					r := math.Inf(1)
+					if lo[i] > 0 {
+						r = hi[i] / lo[i]
+					}
+					if wi < 0 || r > w {
+						w, wi = r, i
+					}
+				}
+				if wi >= 0 {
+					planAt(wi)
+					lo[wi], hi[wi] = gamma[wi], gamma[wi]
+					planned = true
+				}
 			}
+			x = y
 		}
-		x = y
+		if !planned {
+			break
+		}
+	}
+	for i := range st.Coflows {
+		if !s.exact[i] {
+			gamma[i] = lo[i]
+		}
 	}
 	order := s.order
 	slices.SortFunc(order, func(ca, cb int) int {
@@ -669,8 +697,9 @@ type planner struct {
 
 	kv []remKey
 
-	// bounds' parameters for the call
+	// bounds' parameters for the call, and its per-port sums
 	rhoMin, sMax, uMax float64
+	vin, vout          []float64
 }
 
 func (pl *planner) reset(f *coflow.Fabric, cfg Config, prof []coflow.CodecProfile) {
@@ -712,6 +741,7 @@ func (pl *planner) reset(f *coflow.Fabric, cfg Config, prof []coflow.CodecProfil
 		}
 	}
 	if len(pl.stamp) != n {
+		pl.vin, pl.vout = make([]float64, n), make([]float64, n)
 		pl.stamp = make([]int, n)
 		pl.win = make([]float64, n)
 		pl.wout = make([]float64, n)
@@ -927,43 +957,66 @@ func (pl *planner) boundSetup() {
 }
 
 // bounds brackets plan(c, capIn, capOut, capCores)'s Γ' from c's per-port
-// loads in O(P_c), without planning: *hi is the raw bottleneck
+// loads, without planning: *hi is the raw bottleneck
 // max_p max(W_p/In_p, W'_p/Out_p) (the greedy only lowers it), and *lo the
-// largest, over ports and directions, of the least time compressing any
-// amount x of the W bytes there can reach: with a = 1 − m·ρ_min and
-// b = m/s_max (s_max the fastest per-core speed at the port),
+// largest, over ports and directions, of the least time compressing some
+// x ≤ V of the bytes there can reach, V the remaining bytes of the flows
+// at that port side: with a = 1 − m·ρ_min and b = m/s_max (s_max the
+// fastest per-core speed at the port),
 //
-//	min_x max((W − a·x)/In, b·x/K) = b·W/(a·K + b·In),
+//	min_{0≤x≤V} max((W − a·x)/In, b·x/K) = b·W/(a·K + b·In) if that x ≤ V,
+//	                                      (W − a·V)/In otherwise,
 //
 // or W/In when a ≤ 0 or K = 0 (no compression can help). Both are widened
-// by boundSlack. It returns false without per-port loads from the driver.
+// by boundSlack. Cost O(P_c + F_c) with two additions per flow. It returns
+// false without per-port loads from the driver.
 func (pl *planner) bounds(c *coflow.CoflowState, lo, hi *float64) bool {
 	if c.Send == nil && c.Recv == nil {
 		return false
 	}
+	a := 1 - pl.m*pl.rhoMin
+	compress := a > 0
+	if compress {
+		for _, x := range c.Send {
+			pl.vin[x.Port] = 0
+		}
+		for _, x := range c.Recv {
+			pl.vout[x.Port] = 0
+		}
+		for j := range c.Flows {
+			if f := &c.Flows[j]; f.Remaining > 0 {
+				pl.vin[f.Src] += f.Remaining
+				pl.vout[f.Dst] += f.Remaining
+			}
+		}
+	}
 	l, h := 0.0, 0.0
-	one := func(w, capa, speed float64, p int) {
+	one := func(w, v, capa, speed float64, p int) {
 		bw := pl.eff(capa, capa)
 		raw := div(w, bw)
 		h = max(h, raw)
 		k := pl.eff(pl.capCores[p], pl.capCores[p])
-		a := 1 - pl.m*pl.rhoMin
 		sp := speed * speedFactor(pl.fab.Ports[p])
-		if a <= 0 || !(k > 0) || !(sp > 0) {
+		if !compress || !(k > 0) || !(sp > 0) {
 			l = max(l, raw)
 			return
 		}
 		b := pl.m / sp
-		l = max(l, b*w/(a*k+b*bw))
+		den := a*k + b*bw
+		if xs := w * k / den; xs <= v {
+			l = max(l, b*w/den)
+		} else {
+			l = max(l, div(w-a*v, bw))
+		}
 	}
 	for _, x := range c.Send {
 		if x.Flows > 0 && x.Bytes > 0 {
-			one(x.Bytes, pl.capIn[x.Port], pl.sMax, x.Port)
+			one(x.Bytes, pl.vin[x.Port], pl.capIn[x.Port], pl.sMax, x.Port)
 		}
 	}
 	for _, x := range c.Recv {
 		if x.Flows > 0 && x.Bytes > 0 {
-			one(x.Bytes, pl.capOut[x.Port], pl.uMax, x.Port)
+			one(x.Bytes, pl.vout[x.Port], pl.capOut[x.Port], pl.uMax, x.Port)
 		}
 	}
 	*lo, *hi = l*(1-boundSlack), h*(1+boundSlack)
