@@ -9,8 +9,13 @@ import (
 )
 
 // refScheduler is the non-incremental FVDF: every call re-plans every
-// coflow from scratch. It shares the planner with Scheduler (unchanged)
-// and exists only to check that Scheduler returns the same allocations.
+// coflow from scratch. It shares the planner (plan, greedy, backfilling)
+// with Scheduler and exists only to check that Scheduler's incremental
+// Schedule returns the same allocations. The planner's own changes since
+// 315c584 keep its results by construction: the typed heap pops in the
+// order container/heap did (Less is a total order on distinct entries;
+// TestTHeap_SameAsContainerHeap), and the per-port sort uses the same total
+// order on (remaining, slot).
 type refScheduler struct {
 	*Scheduler // cfg, est, fair, NextWakeup, OnlyOnArrivalsAndCompletions
 
@@ -30,7 +35,8 @@ func newRef(tb interface{ Fatal(...any) }, cfg Config, est Estimator) *refSchedu
 }
 
 // Schedule is FVDF's Schedule as it was before the incremental version
-// (commit 315c584), kept verbatim as the reference of the differential tests.
+// (commit 315c584), kept verbatim (coreHeadroom now takes a nil "all
+// coflows" mask) as the reference of the differential tests.
 func (s *refScheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Allocation {
 	s.allocs = s.allocs[:0]
 	s.order = s.order[:0]
