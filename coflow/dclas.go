@@ -51,9 +51,14 @@ func (c *DCLASConfig) Validate() error {
 // max-min is Aalo's intra-coflow rule). It asks for a timer at the next
 // time a running coflow will cross its queue's upper threshold.
 //
-// Cost of one Schedule call: O(A·log A + Σ_c (P_c + F_c + I_c·T_c)) in
-// strict mode (one progressive filling per coflow that is not blocked, with
-// T_c ports and I_c ≤ 2·T_c rounds), O(F + I·P) weighted.
+// Cost of one Schedule call: O(A·log A + Σ_c P_c) for the queues and the
+// checks that skip blocked coflows, plus, in strict mode, for each coflow
+// that is not blocked, an O(F_c) scan with two comparisons per flow and one
+// progressive filling over only its flows with both ports open (and the
+// first flow at each of its ports, which keeps the order of the result):
+// O(G_c + T_c + I_c·T_c) for G_c such flows on T_c ports, I_c ≤ 2·T_c
+// rounds; weighted, one filling over all such flows, O(F + G + I·P). The
+// rates and their order are those of filling over every flow.
 type DCLAS struct {
 	cfg           DCLASConfig
 	book          rateBook
@@ -64,6 +69,17 @@ type DCLAS struct {
 	rate          []float64
 	wake          time.Duration
 	hasWake       bool
+	stamp         []uint32 // per port: d.gen when collect last met it
+	gen           uint32
+}
+
+// nextGen starts a new pass of collect (every port unmet).
+func (d *DCLAS) nextGen() {
+	d.gen++
+	if d.gen == 0 {
+		clear(d.stamp)
+		d.gen = 1
+	}
 }
 
 var (
@@ -128,8 +144,12 @@ func (d *DCLAS) Schedule(now time.Duration, s *State) []Allocation {
 	// State order is arrival order, so a stable sort by queue is FIFO
 	// within each queue.
 	sort.SliceStable(d.idx, func(a, c int) bool { return d.q[d.idx[a]] < d.q[d.idx[c]] })
+	if n := s.Fabric.NumPorts(); len(d.stamp) != n {
+		d.stamp, d.gen = make([]uint32, n), 0
+	}
 	if d.cfg.Weighted {
 		d.sel, d.src, d.dst, d.w = d.sel[:0], d.src[:0], d.dst[:0], d.w[:0]
+		d.nextGen()
 		for _, i := range d.idx {
 			d.collect(s, i, float64(d.cfg.Queues-d.q[i]))
 		}
@@ -140,6 +160,7 @@ func (d *DCLAS) Schedule(now time.Duration, s *State) []Allocation {
 				continue // every flow already has a full port: nothing to give
 			}
 			d.sel, d.src, d.dst, d.w = d.sel[:0], d.src[:0], d.dst[:0], d.w[:0]
+			d.nextGen()
 			d.collect(s, i, 1)
 			b.waterFill(d.sel, d.src, d.dst, d.w)
 		}
@@ -147,7 +168,10 @@ func (d *DCLAS) Schedule(now time.Duration, s *State) []Allocation {
 	// Timer: earliest threshold crossing among coflows with a positive rate.
 	d.hasWake = false
 	best := math.Inf(1)
-	d.rate = append(d.rate[:0], make([]float64, len(s.Coflows))...)
+	d.rate = d.rate[:0]
+	for range s.Coflows {
+		d.rate = append(d.rate, 0)
+	}
 	for x, k := range b.given {
 		d.rate[b.givenCo[x]] += b.rates[k]
 	}
@@ -166,12 +190,38 @@ func (d *DCLAS) Schedule(now time.Duration, s *State) []Allocation {
 	return b.emit(s)
 }
 
+// collect appends to the fill lists the flows of coflow i that waterFill
+// needs to reproduce the full list's result: those whose source ingress
+// and destination egress are both open, and the flow at which each port
+// first appears in the list (since the last d.gen++).
+//
+// A flow with a full port is frozen at rate 0 by waterFill's first sweep,
+// before any capacity is shared, and adds nothing; its only trace is the
+// order in which waterFill first meets each port, which decides ties
+// between ports and the order rates are emitted in. Keeping the first
+// appearances keeps that order (a subsequence that contains every first
+// appearance meets the ports in the same order), and the weight sums it
+// forms are sums of small integers, exact in any order. So the rates and
+// their order are those of the full list (TestDCLAS_IncrementalSameAsReference),
+// for O(F_c) cheap checks instead of waterFill's O(F_c) bookkeeping.
 func (d *DCLAS) collect(s *State, i int, w float64) {
+	b := &d.book
 	c := &s.Coflows[i]
 	for j := range c.Flows {
-		d.sel = append(d.sel, int32(d.book.off[i]+j))
-		d.src = append(d.src, int32(c.Flows[j].Src))
-		d.dst = append(d.dst, int32(c.Flows[j].Dst))
+		f := &c.Flows[j]
+		first := false
+		if d.stamp[f.Src] != d.gen {
+			d.stamp[f.Src], first = d.gen, true
+		}
+		if d.stamp[f.Dst] != d.gen {
+			d.stamp[f.Dst], first = d.gen, true
+		}
+		if !first && b.spare(f.Src, f.Dst) <= 0 {
+			continue
+		}
+		d.sel = append(d.sel, int32(b.off[i]+j))
+		d.src = append(d.src, int32(f.Src))
+		d.dst = append(d.dst, int32(f.Dst))
 		d.w = append(d.w, w)
 	}
 }

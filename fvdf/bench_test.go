@@ -71,3 +71,119 @@ func BenchmarkSchedule(b *testing.B) {
 		})
 	}
 }
+
+// ladderTrace returns BenchmarkSynthetic's trace of size k (package coflow's
+// ladder: 150 ports, 100·k coflows, 0.5 s mean inter-arrival, seed (1, 1));
+// k = 1, 4, 16 give 41,848, 144,380 and 500,235 flows.
+func ladderTrace(tb testing.TB, k int) (*coflow.Trace, []coflow.Coflow) {
+	tb.Helper()
+	cfg := coflow.DefaultSynthConfig()
+	cfg.Ports, cfg.Coflows, cfg.MeanInterArrival = 150, 100*k, 500*time.Millisecond
+	tr, err := coflow.Synthetic(cfg, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfs, err := tr.ToCoflows()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tr, cfs
+}
+
+// ladderScheduler builds one of the ladder's schedulers: "fvdf" (the
+// defaults: compression on, T/δ guard 10 s / 200 ms), "fvdf-noguard"
+// (StarvationPeriod < 0), "dclas" and "sebf" (package coflow's defaults).
+func ladderScheduler(tb testing.TB, name string) coflow.Scheduler {
+	tb.Helper()
+	var (
+		s   coflow.Scheduler
+		err error
+	)
+	switch name {
+	case "fvdf":
+		s, err = New(Config{}, nil)
+	case "fvdf-noguard":
+		s, err = New(Config{StarvationPeriod: -1}, nil)
+	default:
+		s, err = coflow.NewScheduler(name)
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// ladderFabric is the replay fabric: 1 Gbit/s ports, 4 cores, lz4 and
+// snappy with the shuffle mix's nominal profiles (static speeds).
+func ladderFabric(tb testing.TB, ports int) *coflow.Fabric {
+	tb.Helper()
+	rc := ReplayConfig{Static: true}
+	fab, err := rc.Fabric(ports)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return fab
+}
+
+// counting forwards to a scheduler and sums the unfinished flows it was
+// shown over its calls.
+type counting struct {
+	coflow.Scheduler
+	calls, flows int
+}
+
+func (c *counting) Schedule(now time.Duration, s *coflow.State) []coflow.Allocation {
+	c.calls++
+	c.flows += s.NumFlows()
+	return c.Scheduler.Schedule(now, s)
+}
+
+func (c *counting) OnlyOnArrivalsAndCompletions() bool {
+	e, ok := c.Scheduler.(coflow.EventDriven)
+	return ok && e.OnlyOnArrivalsAndCompletions()
+}
+
+func (c *counting) NextWakeup(now time.Duration) (time.Duration, bool) {
+	if t, ok := c.Scheduler.(coflow.Timer); ok {
+		return t.NextWakeup(now)
+	}
+	return 0, false
+}
+
+// BenchmarkCostLadder is the cost ladder of issue 20 item 7: one whole
+// simulation per op of package coflow's synthetic ladder (size=1x, 4x,
+// 16x) under FVDF, D-CLAS and SEBF, on the replay fabric (1 Gbit/s, 4
+// cores, lz4 and snappy). ns/op is the CPU time of one replay (one
+// goroutine); ns/flowcall is ns/op divided by the sum, over Schedule
+// calls, of the unfinished flows in the State (simulator included).
+//
+//	go test ./fvdf -run '^$' -bench CostLadder -benchtime 1x -count 3
+func BenchmarkCostLadder(b *testing.B) {
+	for _, k := range []int{1, 4, 16} {
+		tr, cfs := ladderTrace(b, k)
+		flows := 0
+		for i := range cfs {
+			flows += len(cfs[i].Flows)
+		}
+		for _, name := range []string{"fvdf", "fvdf-noguard", "dclas", "sebf"} {
+			b.Run(fmt.Sprintf("sched=%s/size=%dx", name, k), func(b *testing.B) {
+				b.ReportAllocs()
+				var c *counting
+				for b.Loop() {
+					c = &counting{Scheduler: ladderScheduler(b, name)}
+					sim, err := coflow.NewSim(coflow.DefaultConfig(), ladderFabric(b, tr.Ports), c)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := sim.Run(cfs); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(flows), "flows")
+				b.ReportMetric(float64(c.calls), "calls")
+				b.ReportMetric(float64(c.flows)/float64(c.calls), "flows/call")
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(c.flows), "ns/flowcall")
+			})
+		}
+	}
+}

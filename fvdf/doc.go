@@ -43,6 +43,18 @@
 // Predicted does) makes the scheduler plan with the pessimistic speed
 // predicted/(1 + error).
 //
+// Incremental work: a call re-plans (the greedy) only the coflows whose
+// Γ' it needs and cannot get otherwise — not a coflow that did not run
+// since the last call (its Γ' is remembered), nor one whose bracket of Γ'
+// from its per-port loads (O(P_c + F_c) additions) is disjoint from every
+// other coflow's, nor, in step 3, one that waits for a full port; bandwidth
+// backfilling visits only coflows with open ports and the core steps only
+// coflows given a rate. Allocations are exactly those of re-planning
+// everything (a lockstep test against the previous implementation). A
+// running coflow whose bracket overlaps another's is still re-planned in
+// O(F_c log F_c) per call: its Γ' depends on every flow's remaining bytes.
+// The cost ladder before and after is in STUDY.md §7.
+//
 // Per-flow data classes: with coflow.Fabric.Classes, every ρ, s and u
 // above is the flow's own class's (coflow.Fabric.Profile), so FVDF orders
 // and compresses per flow; [Scheduler.Order] exposes the priority order of

@@ -1,10 +1,8 @@
 package fvdf
 
 import (
-	"container/heap"
 	"math"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/falconml/falcon/coflow"
@@ -82,6 +80,23 @@ func (Nominal) Estimate(_ time.Duration, f *coflow.Fabric, k int) coflow.CodecPr
 // With compression disabled, or no codec with ratio < 1, steps 1–4 are
 // SEBF + MADD + backfilling.
 //
+// Cost of one call, with A active coflows, P_c ports and F_c unfinished
+// flows of coflow c: O(A·log A + P + Σ_c P_c) for the order, plus one plan
+// (the greedy, O(F_c·log F_c + F_c·log P_c)) for each coflow whose Γ' is
+// needed and not remembered. Γ' is remembered from the previous call for
+// a coflow none of whose flows got a rate there (same Sent, WireSent,
+// Bytes and flow list, same fabric view); otherwise it is first bracketed
+// from the per-port loads, and planned only when its bracket overlaps
+// another's. Step 3 plans only coflows that can get capacity (a coflow
+// that needs a full port is recognised in O(P_c + F_c) without planning)
+// and reuses step 1's plan for a coflow whose ports nothing above it
+// touched; step 4 visits coflows with an open source and destination port,
+// the core steps only coflows given a rate. The allocation is exactly the
+// one re-planning everything gives (TestIncremental_SameAsReference).
+// What still grows with every active flow: each running coflow is
+// re-planned when its bracket overlaps another's, because its Γ' depends on
+// every one of its flows' remaining bytes, and all of them moved.
+//
 // It is a pure, single-goroutine value: no clocks, no goroutines.
 type Scheduler struct {
 	cfg Config
@@ -94,6 +109,159 @@ type Scheduler struct {
 	scratch []int
 	al      []coflow.Allocation
 	order   []int // positions in State.Coflows, priority order of the last call
+	prof    []coflow.CodecProfile
+	gamma   []float64
+	base    []int
+	given   []int
+	init    []bool // per position: al entries initialised this call
+	planned []bool // per position: step 1 planned it this call
+	exact   []bool // per position: gamma is Γ' (not a bracket's end)
+	lo, hi  []float64
+	byLo    []int
+	choice1 []int  // step 1's choice per flow slot (base-indexed)
+	has     []bool // per position: some flow got a rate this call
+	remIn   []float64
+	remOut  []float64
+	cores   []float64
+
+	// incremental state: Γ' per coflow Index, valid while the fabric
+	// view (epoch) is unchanged and the coflow did not run.
+	memo  []memo
+	spare memo // for an Index outside memo's range: never valid
+	calls uint64
+	epoch uint64
+	view  fabricView
+}
+
+// memo is a coflow's Γ' on the full free resources, with what it was
+// computed from.
+type memo struct {
+	ok      bool
+	ran     bool   // some flow of it got a rate in the call seen
+	seen    uint64 // the last call it was present in
+	epoch   uint64
+	gamma   float64
+	sent    float64
+	wire    float64
+	bytes   float64
+	n       int
+	id      int
+	arrival time.Duration
+	first   *coflow.FlowState
+}
+
+// valid reports whether m still holds c's Γ': computed under this fabric
+// view, present in the previous call and given no rate there (so, with a
+// driver that pauses the flows it got no allocation for, as coflow.Sim
+// does, none of its flows moved), and with the same counters and flow list.
+func (m *memo) valid(c *coflow.CoflowState, epoch, calls uint64) bool {
+	if !m.ok || m.epoch != epoch || m.seen+1 != calls || m.ran {
+		return false
+	}
+	if m.sent != c.Sent || m.wire != c.WireSent || m.bytes != c.Bytes || m.n != len(c.Flows) ||
+		m.id != c.ID || m.arrival != c.Arrival {
+		return false
+	}
+	return len(c.Flows) == 0 || m.first == &c.Flows[0]
+}
+
+func (m *memo) set(c *coflow.CoflowState, epoch uint64, gamma float64) {
+	*m = memo{ok: true, epoch: epoch, gamma: gamma, sent: c.Sent, wire: c.WireSent, bytes: c.Bytes,
+		n: len(c.Flows), id: c.ID, arrival: c.Arrival}
+	if len(c.Flows) > 0 {
+		m.first = &c.Flows[0]
+	}
+}
+
+// maxMemo bounds the coflow indices whose Γ' is remembered.
+const maxMemo = 1 << 16
+
+func (s *Scheduler) memoFor(index int) *memo {
+	if index < 0 || index >= maxMemo {
+		s.spare = memo{}
+		return &s.spare
+	}
+	if index >= len(s.memo) {
+		s.memo = append(s.memo, make([]memo, index+1-len(s.memo))...)
+	}
+	return &s.memo[index]
+}
+
+// fabricView is what every Γ' depends on besides the coflow itself.
+type fabricView struct {
+	fab                  *coflow.Fabric
+	capIn, capOut, cores []float64
+	speed                []float64
+	ratio, s, u          []float64
+	codecs               []int
+	nk                   int
+}
+
+// checkEpoch starts a new epoch (dropping every remembered Γ') when the
+// fabric, its capacities, free cores, speed factors or the predicted codec
+// profiles differ from the previous call's. Cost O(P + classes·codecs).
+func (s *Scheduler) checkEpoch(f *coflow.Fabric) {
+	pl, v := &s.pl, &s.view
+	same := v.fab == f && v.nk == pl.nk && slices.Equal(v.capIn, pl.capIn) && slices.Equal(v.capOut, pl.capOut) &&
+		slices.Equal(v.cores, pl.capCores) && slices.Equal(v.ratio, pl.ratio) && slices.Equal(v.s, pl.s) &&
+		slices.Equal(v.u, pl.u) && slices.Equal(v.codecs, pl.codecs) && len(v.speed) == len(f.Ports)
+	if same {
+		for p := range f.Ports {
+			if v.speed[p] != speedFactor(f.Ports[p]) {
+				same = false
+				break
+			}
+		}
+	}
+	if same {
+		return
+	}
+	s.epoch++
+	v.fab, v.nk = f, pl.nk
+	v.capIn = append(v.capIn[:0], pl.capIn...)
+	v.capOut = append(v.capOut[:0], pl.capOut...)
+	v.cores = append(v.cores[:0], pl.capCores...)
+	v.ratio = append(v.ratio[:0], pl.ratio...)
+	v.s = append(v.s[:0], pl.s...)
+	v.u = append(v.u[:0], pl.u...)
+	v.codecs = append(v.codecs[:0], pl.codecs...)
+	v.speed = v.speed[:0]
+	for p := range f.Ports {
+		v.speed = append(v.speed, speedFactor(f.Ports[p]))
+	}
+}
+
+func growF(x []float64, n int) []float64 {
+	if cap(x) < n {
+		return make([]float64, n)
+	}
+	return x[:n]
+}
+
+func growI(x []int, n int) []int {
+	if cap(x) < n {
+		return make([]int, n)
+	}
+	x = x[:n]
+	x[0] = 0
+	return x
+}
+
+// appendRaw appends n coflow.Raw entries to x.
+func appendRaw(x []int, n int) []int {
+	for range n {
+		x = append(x, coflow.Raw)
+	}
+	return x
+}
+
+func growB(x []bool, n int) []bool {
+	if cap(x) < n {
+		return make([]bool, n)
+	}
+	x = x[:n]
+	clear(x)
+	return x
 }
 
 // Order returns the priority order of the last Schedule call as positions
@@ -155,70 +323,199 @@ func (s *Scheduler) inFairSlice(now time.Duration) bool {
 }
 
 // Schedule implements coflow.Scheduler.
+//
+// The work is incremental (see the Scheduler doc, "Cost"): a coflow's Γ'
+// on the full free resources (steps 1–2) is kept from the previous call
+// when none of its flows got a rate there and its counters are unchanged;
+// in step 3 a coflow that needs a port another coflow already filled is
+// recognised as waiting from its per-port loads and the flows at that
+// port; backfilling (step 4) visits only coflows with an open source and an
+// open destination port, and the core steps only coflows given a rate.
+// The allocation is the one the full recomputation returns, bit for bit
+// (TestIncremental_SameAsReference).
 func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Allocation {
 	s.allocs = s.allocs[:0]
 	s.order = s.order[:0]
+	s.calls++
 	if len(st.Coflows) == 0 {
+		s.epoch++ // nothing to remember
 		return s.allocs
 	}
 	if s.inFairSlice(now) {
 		// Step 5: the starvation guard's fair slice: per-flow max-min
-		// sharing, raw (package coflow's Fair, as in its SEBF guard).
+		// sharing, raw (package coflow's Fair, as in its SEBF guard). Every
+		// flow may run, so no cached plan survives it.
+		s.epoch++
 		return s.fair.Schedule(now, st)
 	}
 	pl := &s.pl
-	pl.reset(st.Fabric, s.cfg, s.codecProfiles(now, st.Fabric))
+	s.prof = s.codecProfilesInto(now, st.Fabric, s.prof)
+	pl.reset(st.Fabric, s.cfg, s.prof)
+	s.checkEpoch(st.Fabric)
 
-	// Step 1–2: order by Γ' on the full free resources.
+	// Flattened per-flow slots, indexed by (coflow position, flow slot).
 	n := len(st.Coflows)
-	order := make([]int, n)
-	gamma := make([]float64, n)
-	for i := range st.Coflows {
-		order[i] = i
-		gamma[i], s.scratch = pl.plan(&st.Coflows[i], pl.capIn, pl.capOut, pl.capCores, s.scratch[:0])
-	}
-	sort.Slice(order, func(a, b int) bool {
-		ca, cb := order[a], order[b]
-		if gamma[ca] != gamma[cb] {
-			return gamma[ca] < gamma[cb]
-		}
-		if x, y := st.Coflows[ca].Arrival, st.Coflows[cb].Arrival; x != y {
-			return x < y
-		}
-		return st.Coflows[ca].Index < st.Coflows[cb].Index
-	})
-	s.order = append(s.order, order...)
-
-	// Flattened per-flow allocations, indexed by (coflow slot, flow slot).
-	base := make([]int, n+1)
+	s.base = growI(s.base, n+1)
+	base := s.base
 	for i := range st.Coflows {
 		base[i+1] = base[i] + len(st.Coflows[i].Flows)
 	}
+
+	// Step 1–2: order by Γ' on the full free resources. A coflow's Γ'
+	// is remembered from the previous call if it did not run (memo), or
+	// else bracketed in O(P_c) (planner.bounds); it is planned only while
+	// its bracket overlaps another coflow's, since otherwise the bracket
+	// alone places it. The plan's per-flow choice is kept for step 3.
+	s.gamma = growF(s.gamma, n)
+	s.lo = growF(s.lo, n)
+	s.hi = growF(s.hi, n)
+	gamma, lo, hi := s.gamma, s.lo, s.hi
+	s.planned = growB(s.planned, n)
+	s.exact = growB(s.exact, n)
+	if cap(s.choice1) < base[n] {
+		s.choice1 = make([]int, base[n])
+	}
+	s.choice1 = s.choice1[:base[n]]
+	pl.boundSetup()
+	planAt := func(i int) {
+		c := &st.Coflows[i]
+		gamma[i], s.scratch = pl.plan(c, pl.capIn, pl.capOut, pl.capCores, s.scratch[:0])
+		s.memoFor(c.Index).set(c, s.epoch, gamma[i])
+		s.exact[i] = true
+		if len(s.scratch) == len(c.Flows) {
+			s.planned[i] = true
+			copy(s.choice1[base[i]:base[i+1]], s.scratch)
+		}
+	}
+	s.byLo = s.byLo[:0]
+	for i := range st.Coflows {
+		c := &st.Coflows[i]
+		s.order = append(s.order, i)
+		m := s.memoFor(c.Index)
+		switch {
+		case m.valid(c, s.epoch, s.calls):
+			gamma[i], lo[i], hi[i], s.exact[i] = m.gamma, m.gamma, m.gamma, true
+		case pl.bounds(c, &lo[i], &hi[i]):
+			m.ok = false // until planned
+		default:
+			planAt(i)
+			lo[i], hi[i] = gamma[i], gamma[i]
+		}
+		m.seen, m.ran = s.calls, false
+		s.byLo = append(s.byLo, i)
+	}
+	// Brackets that overlap (touching counts) form groups. In each group
+	// of two or more, the widest bracket (by hi/lo) is planned, which
+	// turns it into a point and may split the group; this repeats until
+	// every group is a single bracket or only points. A lone bracket is
+	// disjoint from every other, so its lower end orders it exactly.
+	for {
+		slices.SortFunc(s.byLo, func(a, b int) int {
+			if c := cmpF(lo[a], lo[b]); c != 0 {
+				return c
+			}
+			return cmpF(hi[a], hi[b])
+		})
+		planned := false
+		for x := 0; x < len(s.byLo); {
+			y, top := x+1, hi[s.byLo[x]]
+			for y < len(s.byLo) && lo[s.byLo[y]] <= top {
+				top = max(top, hi[s.byLo[y]])
+				y++
+			}
+			if y-x > 1 {
+				w, wi := 0.0, -1
+				for _, i := range s.byLo[x:y] {
+					if s.exact[i] {
+						continue
+					}
+					r := math.Inf(1)
+					if lo[i] > 0 {
+						r = hi[i] / lo[i]
+					}
+					if wi < 0 || r > w {
+						w, wi = r, i
+					}
+				}
+				if wi >= 0 {
+					planAt(wi)
+					lo[wi], hi[wi] = gamma[wi], gamma[wi]
+					planned = true
+				}
+			}
+			x = y
+		}
+		if !planned {
+			break
+		}
+	}
+	for i := range st.Coflows {
+		if !s.exact[i] {
+			gamma[i] = lo[i]
+		}
+	}
+	order := s.order
+	slices.SortFunc(order, func(ca, cb int) int {
+		if gamma[ca] != gamma[cb] {
+			if gamma[ca] < gamma[cb] {
+				return -1
+			}
+			return 1
+		}
+		if x, y := st.Coflows[ca].Arrival, st.Coflows[cb].Arrival; x != y {
+			if x < y {
+				return -1
+			}
+			return 1
+		}
+		return st.Coflows[ca].Index - st.Coflows[cb].Index
+	})
+
+	// Per-flow allocations; a coflow's entries are initialised only when
+	// it may get something.
 	if cap(s.al) < base[n] {
 		s.al = make([]coflow.Allocation, base[n])
 	}
 	al := s.al[:base[n]]
-	clear(al)
-	for i := range st.Coflows {
-		for j, f := range st.Coflows[i].Flows {
-			al[base[i]+j].Flow = f.Ref
+	s.init = growB(s.init, n)
+	s.has = growB(s.has, n)
+	initAl := func(ci int) {
+		if s.init[ci] {
+			return
+		}
+		s.init[ci] = true
+		row := al[base[ci]:base[ci+1]]
+		for j := range st.Coflows[ci].Flows {
+			row[j] = coflow.Allocation{Flow: st.Coflows[ci].Flows[j].Ref}
 		}
 	}
-	given := make([]int, 0, len(al))
-	remIn := append([]float64(nil), pl.capIn...)
-	remOut := append([]float64(nil), pl.capOut...)
-	cores := append([]float64(nil), pl.capCores...)
+	given := s.given[:0]
+	s.remIn = append(s.remIn[:0], pl.capIn...)
+	s.remOut = append(s.remOut[:0], pl.capOut...)
+	s.cores = append(s.cores[:0], pl.capCores...)
+	remIn, remOut, cores := s.remIn, s.remOut, s.cores
 
 	{
 		// Step 3: MADD in FVDF order on what is left.
 		choice := s.scratch[:0]
 		for _, ci := range order {
 			c := &st.Coflows[ci]
-			g, ch := pl.plan(c, remIn, remOut, cores, choice[:0])
-			choice = ch
+			var g float64
+			var use []int
+			if s.planned[ci] && pl.untouched(c, remIn, remOut, cores) {
+				// Its resources are the full ones of step 1: same plan.
+				g, use = gamma[ci], s.choice1[base[ci]:base[ci+1]]
+			} else {
+				if pl.waits(c, remIn, remOut, cores) {
+					continue // Γ = +Inf: a port it needs is full
+				}
+				g, choice = pl.plan(c, remIn, remOut, cores, choice[:0])
+				use = choice
+			}
 			if !(g > 0) || math.IsInf(g, 0) {
 				continue
 			}
+			initAl(ci)
 			for j, f := range c.Flows {
 				a := &al[base[ci]+j]
 				v := f.Remaining
@@ -226,8 +523,8 @@ func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Alloc
 					continue
 				}
 				k := coflow.Raw
-				if choice != nil {
-					k = choice[j]
+				if use != nil {
+					k = use[j]
 				}
 				if k == coflow.Raw {
 					a.Rate = math.Min(v/g, math.Min(remIn[f.Src], remOut[f.Dst]))
@@ -254,33 +551,67 @@ func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Alloc
 				}
 				take(a, f, remIn, remOut, cores)
 				given = append(given, base[ci]+j)
+				s.has[ci] = true
 			}
 		}
 	}
-	// Step 4: backfill bandwidth, then cores, in the same order.
+	// Step 4: backfill bandwidth, then cores, in the same order. A flow
+	// gets extra bandwidth only if its source and destination both have
+	// capacity left, and ports only fill up: a coflow whose source ports,
+	// or whose destination ports, are all full gets nothing, nor does any
+	// coflow once every ingress or every egress is full.
+	openIn, openOut := 0, 0
+	for p := range remIn {
+		if pl.eff(remIn[p], pl.capIn[p]) > 0 {
+			openIn++
+		}
+		if pl.eff(remOut[p], pl.capOut[p]) > 0 {
+			openOut++
+		}
+	}
 	for _, ci := range order {
+		if openIn == 0 || openOut == 0 {
+			break
+		}
 		c := &st.Coflows[ci]
+		if pl.closed(c, remIn, remOut) {
+			continue
+		}
+		initAl(ci)
 		for j, f := range c.Flows {
 			if f.Remaining > 0 {
 				a := &al[base[ci]+j]
 				was := a.Rate
+				inOpen, outOpen := pl.eff(remIn[f.Src], pl.capIn[f.Src]) > 0, pl.eff(remOut[f.Dst], pl.capOut[f.Dst]) > 0
 				pl.backfillBandwidth(a, f, remIn, remOut, cores)
 				if was == 0 && a.Rate > 0 {
 					given = append(given, base[ci]+j)
+					s.has[ci] = true
+				}
+				if inOpen && !(pl.eff(remIn[f.Src], pl.capIn[f.Src]) > 0) {
+					openIn--
+				}
+				if outOpen && !(pl.eff(remOut[f.Dst], pl.capOut[f.Dst]) > 0) {
+					openOut--
 				}
 			}
 		}
 	}
-	for _, ci := range order {
-		c := &st.Coflows[ci]
-		for j, f := range c.Flows {
-			if f.Remaining > 0 {
-				pl.backfillCores(&al[base[ci]+j], f, cores)
+	if len(pl.codecs) > 0 && pl.m == 1 {
+		for _, ci := range order {
+			if !s.has[ci] {
+				continue // no flow of it has a rate: nothing to switch
+			}
+			c := &st.Coflows[ci]
+			for j, f := range c.Flows {
+				if f.Remaining > 0 {
+					pl.backfillCores(&al[base[ci]+j], f, cores)
+				}
 			}
 		}
 	}
 	if !s.cfg.NoCoreHeadroom && !s.cfg.WholeCores && len(pl.codecs) > 0 {
-		pl.coreHeadroom(st, al, base, cores)
+		pl.coreHeadroom(st, al, base, cores, s.has)
 	}
 	// Emit in the order flows first got a rate (priority order), as package
 	// coflow's ordering schedulers do, so the driver sees identical input.
@@ -289,6 +620,14 @@ func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Alloc
 			s.allocs = append(s.allocs, al[k])
 		}
 	}
+	for ci := range st.Coflows {
+		if s.has[ci] {
+			s.memoFor(st.Coflows[ci].Index).ran = true
+		}
+	}
+	clear(s.init)
+	clear(s.has)
+	s.given = given
 	return s.allocs
 }
 
@@ -303,10 +642,18 @@ func take(a *coflow.Allocation, f coflow.FlowState, remIn, remOut, cores []float
 // codecProfiles returns the estimated profile of every fabric codec
 // (index k, k ≥ 1; entry 0 unused), or nil when compression is off.
 func (s *Scheduler) codecProfiles(now time.Duration, f *coflow.Fabric) []coflow.CodecProfile {
+	return s.codecProfilesInto(now, f, nil)
+}
+
+// codecProfilesInto is codecProfiles reusing buf's backing array.
+func (s *Scheduler) codecProfilesInto(now time.Duration, f *coflow.Fabric, buf []coflow.CodecProfile) []coflow.CodecProfile {
 	if s.cfg.DisableCompression || len(f.Codecs) == 0 {
 		return nil
 	}
-	out := make([]coflow.CodecProfile, len(f.Codecs)+1)
+	out := buf[:0]
+	for range len(f.Codecs) + 1 {
+		out = append(out, coflow.CodecProfile{})
+	}
 	unc, derate := s.est.(Uncertain)
 	derate = derate && !s.cfg.NoDerate
 	for k := 1; k <= len(f.Codecs); k++ {
@@ -347,6 +694,12 @@ type planner struct {
 	reserved        []float64
 	tried, compress []bool
 	h               tHeap
+
+	kv []remKey
+
+	// bounds' parameters for the call, and its per-port sums
+	rhoMin, sMax, uMax float64
+	vin, vout          []float64
 }
 
 func (pl *planner) reset(f *coflow.Fabric, cfg Config, prof []coflow.CodecProfile) {
@@ -388,6 +741,7 @@ func (pl *planner) reset(f *coflow.Fabric, cfg Config, prof []coflow.CodecProfil
 		}
 	}
 	if len(pl.stamp) != n {
+		pl.vin, pl.vout = make([]float64, n), make([]float64, n)
 		pl.stamp = make([]int, n)
 		pl.win = make([]float64, n)
 		pl.wout = make([]float64, n)
@@ -519,6 +873,222 @@ func (pl *planner) plan(c *coflow.CoflowState, in, out, cores []float64, choice 
 	return g, choice
 }
 
+// waits reports that plan(c, in, out, cores) would return Γ' = +Inf (c
+// must wait) without planning: some port c needs is full and, as in
+// plan's first greedy step at the first such port (the heap's top: largest
+// t, lowest port), no codec for any candidate flow there makes its time
+// finite. It answers false whenever it cannot tell cheaply (no per-port
+// loads from the driver, a candidate flow's other end outside them). Cost
+// O(P_c) for a coflow that is not blocked, O(P_c + F_c) for one that is.
+func (pl *planner) waits(c *coflow.CoflowState, in, out, cores []float64) bool {
+	if c.Send == nil && c.Recv == nil {
+		return false
+	}
+	pl.gen++
+	pl.touched = pl.touched[:0]
+	touch := func(p int) {
+		if pl.stamp[p] != pl.gen {
+			pl.stamp[p] = pl.gen
+			pl.win[p], pl.wout[p], pl.cpu[p] = 0, 0, 0
+			pl.ncomp[p] = 0
+			pl.byPort[p] = pl.byPort[p][:0]
+			pl.cursor[p] = 0
+			pl.touched = append(pl.touched, p)
+		}
+	}
+	for _, l := range c.Send {
+		if l.Flows > 0 && l.Bytes > 0 {
+			touch(l.Port)
+			pl.win[l.Port] = l.Bytes
+		}
+	}
+	for _, l := range c.Recv {
+		if l.Flows > 0 && l.Bytes > 0 {
+			touch(l.Port)
+			pl.wout[l.Port] = l.Bytes
+		}
+	}
+	ps := -1
+	for _, p := range pl.touched {
+		if math.IsInf(pl.t(p, in, out, cores), 1) && (ps < 0 || p < ps) {
+			ps = p
+		}
+	}
+	if ps < 0 {
+		return false
+	}
+	if len(pl.codecs) == 0 {
+		return true
+	}
+	for _, f := range c.Flows {
+		if f.Remaining <= 0 || f.Src != ps && f.Dst != ps || !(cores[f.Src] > 0 && cores[f.Dst] > 0) {
+			continue
+		}
+		if pl.stamp[f.Src] != pl.gen || pl.stamp[f.Dst] != pl.gen {
+			return false
+		}
+		for _, k := range pl.codecs {
+			if !math.IsInf(pl.tryCodec(f, k, in, out, cores), 1) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// boundSlack widens the brackets of bounds, far beyond the rounding of
+// the greedy's sums (relative error ~F·2⁻⁵³).
+const boundSlack = 1e-9
+
+// boundSetup prepares bounds for this call: the smallest ratio and the
+// largest per-core speeds of any (class, codec) the greedy may use.
+func (pl *planner) boundSetup() {
+	pl.rhoMin, pl.sMax, pl.uMax = 1, 0, 0
+	for _, k := range pl.codecs {
+		for cl := 0; cl*pl.nk+k < len(pl.ratio); cl++ {
+			if !pl.shrinks(cl, k) {
+				continue
+			}
+			i := cl*pl.nk + k
+			pl.rhoMin = min(pl.rhoMin, pl.ratio[i])
+			pl.sMax, pl.uMax = max(pl.sMax, pl.s[i]), max(pl.uMax, pl.u[i])
+		}
+	}
+}
+
+// bounds brackets plan(c, capIn, capOut, capCores)'s Γ' from c's per-port
+// loads, without planning: *hi is the raw bottleneck
+// max_p max(W_p/In_p, W'_p/Out_p) (the greedy only lowers it), and *lo the
+// largest, over ports and directions, of the least time compressing some
+// x ≤ V of the bytes there can reach, V the remaining bytes of the flows
+// at that port side: with a = 1 − m·ρ_min and b = m/s_max (s_max the
+// fastest per-core speed at the port),
+//
+//	min_{0≤x≤V} max((W − a·x)/In, b·x/K) = b·W/(a·K + b·In) if that x ≤ V,
+//	                                      (W − a·V)/In otherwise,
+//
+// or W/In when a ≤ 0 or K = 0 (no compression can help). Both are widened
+// by boundSlack. Cost O(P_c + F_c) with two additions per flow. It returns
+// false without per-port loads from the driver.
+func (pl *planner) bounds(c *coflow.CoflowState, lo, hi *float64) bool {
+	if c.Send == nil && c.Recv == nil {
+		return false
+	}
+	a := 1 - pl.m*pl.rhoMin
+	compress := a > 0
+	if compress {
+		for _, x := range c.Send {
+			pl.vin[x.Port] = 0
+		}
+		for _, x := range c.Recv {
+			pl.vout[x.Port] = 0
+		}
+		for j := range c.Flows {
+			if f := &c.Flows[j]; f.Remaining > 0 {
+				pl.vin[f.Src] += f.Remaining
+				pl.vout[f.Dst] += f.Remaining
+			}
+		}
+	}
+	l, h := 0.0, 0.0
+	one := func(w, v, capa, speed float64, p int) {
+		bw := pl.eff(capa, capa)
+		raw := div(w, bw)
+		h = max(h, raw)
+		k := pl.eff(pl.capCores[p], pl.capCores[p])
+		sp := speed * speedFactor(pl.fab.Ports[p])
+		if !compress || !(k > 0) || !(sp > 0) {
+			l = max(l, raw)
+			return
+		}
+		b := pl.m / sp
+		den := a*k + b*bw
+		if xs := w * k / den; xs <= v {
+			l = max(l, b*w/den)
+		} else {
+			l = max(l, div(w-a*v, bw))
+		}
+	}
+	for _, x := range c.Send {
+		if x.Flows > 0 && x.Bytes > 0 {
+			one(x.Bytes, pl.vin[x.Port], pl.capIn[x.Port], pl.sMax, x.Port)
+		}
+	}
+	for _, x := range c.Recv {
+		if x.Flows > 0 && x.Bytes > 0 {
+			one(x.Bytes, pl.vout[x.Port], pl.capOut[x.Port], pl.uMax, x.Port)
+		}
+	}
+	*lo, *hi = l*(1-boundSlack), h*(1+boundSlack)
+	return true
+}
+
+func cmpF(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// untouched reports that plan(c, in, out, cores) reads the same
+// resources as plan(c, capIn, capOut, capCores): every port c's loads name
+// still has its full ingress, egress and free cores, and those ports hold
+// all of c's flows at both ends. False without per-port loads.
+func (pl *planner) untouched(c *coflow.CoflowState, in, out, cores []float64) bool {
+	if c.Send == nil && c.Recv == nil {
+		return false
+	}
+	full := func(p int) bool {
+		return in[p] == pl.capIn[p] && out[p] == pl.capOut[p] && cores[p] == pl.capCores[p]
+	}
+	ns, nr := 0, 0
+	for _, l := range c.Send {
+		if l.Flows > 0 && l.Bytes > 0 {
+			if !full(l.Port) {
+				return false
+			}
+			ns += l.Flows
+		}
+	}
+	for _, l := range c.Recv {
+		if l.Flows > 0 && l.Bytes > 0 {
+			if !full(l.Port) {
+				return false
+			}
+			nr += l.Flows
+		}
+	}
+	return ns == len(c.Flows) && nr == len(c.Flows)
+}
+
+// closed reports that no flow of c can get more bandwidth: all its source
+// ports have no ingress left, or all its destination ports no egress.
+// False without per-port loads from the driver.
+func (pl *planner) closed(c *coflow.CoflowState, in, out []float64) bool {
+	if c.Send == nil && c.Recv == nil {
+		return false
+	}
+	open := false
+	for _, l := range c.Send {
+		if l.Flows > 0 && pl.eff(in[l.Port], pl.capIn[l.Port]) > 0 {
+			open = true
+			break
+		}
+	}
+	if !open {
+		return true
+	}
+	for _, l := range c.Recv {
+		if l.Flows > 0 && pl.eff(out[l.Port], pl.capOut[l.Port]) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // greedy compresses flows at the bottleneck machine while that lowers its
 // time (see Scheduler, step 1).
 func (pl *planner) greedy(c *coflow.CoflowState, in, out, cores []float64, choice []int) {
@@ -551,10 +1121,10 @@ func (pl *planner) greedy(c *coflow.CoflowState, in, out, cores []float64, choic
 	for _, p := range pl.touched {
 		pl.h = append(pl.h, tEntry{pl.t(p, in, out, cores), p})
 	}
-	heap.Init(&pl.h)
+	pl.h.init()
 	gain := 1 - pl.cfg.MinGain
 	for pl.h.Len() > 0 {
-		top := heap.Pop(&pl.h).(tEntry)
+		top := pl.h.pop()
 		p := top.p
 		if cur := pl.t(p, in, out, cores); cur != top.t {
 			continue // stale
@@ -568,15 +1138,26 @@ func (pl *planner) greedy(c *coflow.CoflowState, in, out, cores []float64, choic
 		if !pl.sorted[p] {
 			// Sorted lazily: most machines never become the bottleneck.
 			pl.sorted[p] = true
-			slices.SortFunc(lst, func(a, b int) int {
-				if ra, rb := c.Flows[a].Remaining, c.Flows[b].Remaining; ra != rb {
-					if ra > rb {
+			// Largest remaining first, ties by slot: a total order, so the
+			// result does not depend on the sort algorithm. Sorted on
+			// (key, slot) pairs to keep the comparisons in cache.
+			kv := pl.kv[:0]
+			for _, j := range lst {
+				kv = append(kv, remKey{c.Flows[j].Remaining, j})
+			}
+			slices.SortFunc(kv, func(a, b remKey) int {
+				if a.r != b.r {
+					if a.r > b.r {
 						return -1
 					}
 					return 1
 				}
-				return a - b
+				return a.j - b.j
 			})
+			for x := range kv {
+				lst[x] = kv[x].j
+			}
+			pl.kv = kv
 		}
 		for pl.cursor[p] < len(lst) {
 			j := lst[pl.cursor[p]]
@@ -596,9 +1177,9 @@ func (pl *planner) greedy(c *coflow.CoflowState, in, out, cores []float64, choic
 				pl.apply(f, bestK)
 				choice[j] = bestK
 				pl.cursor[p]++
-				heap.Push(&pl.h, tEntry{pl.t(f.Src, in, out, cores), f.Src})
+				pl.h.push(tEntry{pl.t(f.Src, in, out, cores), f.Src})
 				if f.Dst != f.Src {
-					heap.Push(&pl.h, tEntry{pl.t(f.Dst, in, out, cores), f.Dst})
+					pl.h.push(tEntry{pl.t(f.Dst, in, out, cores), f.Dst})
 				}
 				accepted = true
 				break
@@ -719,7 +1300,10 @@ func (pl *planner) backfillBandwidth(a *coflow.Allocation, f coflow.FlowState, r
 // no more CPU-seconds (the bytes to compress are the same); the extra
 // cores only keep its codec stages ahead of the wire when the true codec
 // speed is below the prediction. Parameter-free; off with NoCoreHeadroom.
-func (pl *planner) coreHeadroom(st *coflow.State, al []coflow.Allocation, base []int, cores []float64) {
+//
+// has, if not nil, marks the coflow positions with a flow given a rate;
+// the others are skipped (their entries of al need not be set).
+func (pl *planner) coreHeadroom(st *coflow.State, al []coflow.Allocation, base []int, cores []float64, has []bool) {
 	reserved := pl.reserved[:0]
 	for range cores {
 		reserved = append(reserved, 0)
@@ -727,6 +1311,9 @@ func (pl *planner) coreHeadroom(st *coflow.State, al []coflow.Allocation, base [
 	pl.reserved = reserved
 	found := false
 	for i := range st.Coflows {
+		if has != nil && !has[i] {
+			continue
+		}
 		for j, f := range st.Coflows[i].Flows {
 			a := &al[base[i]+j]
 			if a.Codec != coflow.Raw && a.Rate > 0 {
@@ -746,6 +1333,9 @@ func (pl *planner) coreHeadroom(st *coflow.State, al []coflow.Allocation, base [
 		return 1 + cores[p]/reserved[p]
 	}
 	for i := range st.Coflows {
+		if has != nil && !has[i] {
+			continue
+		}
 		for j, f := range st.Coflows[i].Flows {
 			a := &al[base[i]+j]
 			if a.Codec == coflow.Raw || !(a.Rate > 0) {
@@ -820,12 +1410,20 @@ func (pl *planner) backfillCores(a *coflow.Allocation, f coflow.FlowState, cores
 	cores[f.Dst] = math.Max(0, cores[f.Dst]-bestKr)
 }
 
+// remKey is a flow slot with its remaining bytes, for sorting.
+type remKey struct {
+	r float64
+	j int
+}
+
 type tEntry struct {
 	t float64
 	p int
 }
 
-// tHeap is a max-heap on t, ties to the lower port.
+// tHeap is a max-heap on t, ties to the lower port. Less is a strict
+// total order on distinct entries, so the sequence of pops does not depend
+// on the heap's internal layout (TestTHeap_SameAsContainerHeap).
 type tHeap []tEntry
 
 func (h tHeap) Len() int { return len(h) }
@@ -835,11 +1433,51 @@ func (h tHeap) Less(i, j int) bool {
 	}
 	return h[i].p < h[j].p
 }
-func (h tHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *tHeap) Push(x any)   { *h = append(*h, x.(tEntry)) }
-func (h *tHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+func (h tHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h *tHeap) push(e tEntry) {
+	*h = append(*h, e)
+	x := *h
+	for j := len(x) - 1; j > 0; {
+		i := (j - 1) / 2
+		if !x.Less(j, i) {
+			break
+		}
+		x[i], x[j] = x[j], x[i]
+		j = i
+	}
+}
+
+func (h *tHeap) pop() tEntry {
+	x := *h
+	n := len(x) - 1
+	top := x[0]
+	x[0] = x[n]
+	*h = x[:n]
+	h.down(0)
+	return top
+}
+
+func (h tHeap) down(i int) {
+	n := len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		j := l
+		if r := l + 1; r < n && h.Less(r, l) {
+			j = r
+		}
+		if !h.Less(j, i) {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
 }

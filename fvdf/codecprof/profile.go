@@ -138,7 +138,6 @@ func ShuffleMix() Mix {
 func Only(k Class) Mix { return Mix{k: 1} }
 
 func (m Mix) normalized() (map[Class]float64, error) {
-	var sum float64
 	for k, w := range m {
 		if k < 0 || k >= numClasses {
 			return nil, fmt.Errorf("%w: %v", ErrUnknownClass, k)
@@ -146,7 +145,12 @@ func (m Mix) normalized() (map[Class]float64, error) {
 		if w < 0 || math.IsNaN(w) || math.IsInf(w, 0) {
 			return nil, fmt.Errorf("%w: weight %v for %s", ErrBadMix, w, k)
 		}
-		sum += w
+	}
+	// Summed in class order, not map order, so the result is the same on
+	// every call.
+	var sum float64
+	for _, k := range Classes() {
+		sum += m[k]
 	}
 	if sum <= 0 {
 		return nil, fmt.Errorf("%w: weights sum to zero", ErrBadMix)
