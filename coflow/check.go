@@ -59,20 +59,8 @@ func (c *Config) CheckAllocation(now time.Duration, s *State, allocs []Allocatio
 			return fmt.Errorf("%w: flow %v allocated twice", ErrBadAllocation, a.Flow)
 		}
 		seen[a.Flow] = true
-		if !(a.Rate >= 0) || math.IsInf(a.Rate, 0) {
-			return fmt.Errorf("%w: flow %v: rate %v must be finite and non-negative", ErrBadAllocation, a.Flow, a.Rate)
-		}
-		if a.Codec < 0 || a.Codec > nc {
-			return fmt.Errorf("%w: flow %v: codec %d not in [0,%d]", ErrBadAllocation, a.Flow, a.Codec, nc)
-		}
-		if !(a.SendCores >= 0) || !(a.RecvCores >= 0) || math.IsInf(a.SendCores, 0) || math.IsInf(a.RecvCores, 0) {
-			return fmt.Errorf("%w: flow %v: cores %v/%v must be finite and non-negative", ErrBadAllocation, a.Flow, a.SendCores, a.RecvCores)
-		}
-		if a.Codec == Raw && (a.SendCores != 0 || a.RecvCores != 0) {
-			return fmt.Errorf("%w: flow %v: raw flow reserves cores %v/%v", ErrBadAllocation, a.Flow, a.SendCores, a.RecvCores)
-		}
-		if a.Codec != Raw && a.Rate > 0 && (a.SendCores == 0 || a.RecvCores == 0) {
-			return fmt.Errorf("%w: flow %v: compressed flow needs cores at both ends (got %v/%v)", ErrBadAllocation, a.Flow, a.SendCores, a.RecvCores)
+		if err := checkAllocationFields(a, nc); err != nil {
+			return err
 		}
 		in[f.Src] += a.Rate
 		out[f.Dst] += a.Rate
@@ -90,6 +78,29 @@ func (c *Config) CheckAllocation(now time.Duration, s *State, allocs []Allocatio
 		if cpu[p] > pt.FreeCores()*(1+tol)+1e-12 {
 			return fmt.Errorf("%w: port %d uses %.6g cores, %.6g free", ErrBadAllocation, p, cpu[p], pt.FreeCores())
 		}
+	}
+	return nil
+}
+
+// checkAllocationFields checks one allocation's own fields: a finite,
+// non-negative rate, a codec of the configuration (0..nc), finite,
+// non-negative cores, none for a raw flow and some at both ends for a
+// compressed flow that moves.
+func checkAllocationFields(a *Allocation, nc int) error {
+	if !(a.Rate >= 0) || math.IsInf(a.Rate, 0) {
+		return fmt.Errorf("%w: flow %v: rate %v must be finite and non-negative", ErrBadAllocation, a.Flow, a.Rate)
+	}
+	if a.Codec < 0 || a.Codec > nc {
+		return fmt.Errorf("%w: flow %v: codec %d not in [0,%d]", ErrBadAllocation, a.Flow, a.Codec, nc)
+	}
+	if !(a.SendCores >= 0) || !(a.RecvCores >= 0) || math.IsInf(a.SendCores, 0) || math.IsInf(a.RecvCores, 0) {
+		return fmt.Errorf("%w: flow %v: cores %v/%v must be finite and non-negative", ErrBadAllocation, a.Flow, a.SendCores, a.RecvCores)
+	}
+	if a.Codec == Raw && (a.SendCores != 0 || a.RecvCores != 0) {
+		return fmt.Errorf("%w: flow %v: raw flow reserves cores %v/%v", ErrBadAllocation, a.Flow, a.SendCores, a.RecvCores)
+	}
+	if a.Codec != Raw && a.Rate > 0 && (a.SendCores == 0 || a.RecvCores == 0) {
+		return fmt.Errorf("%w: flow %v: compressed flow needs cores at both ends (got %v/%v)", ErrBadAllocation, a.Flow, a.SendCores, a.RecvCores)
 	}
 	return nil
 }

@@ -848,20 +848,8 @@ func (s *Sim) validate(allocs []Allocation) error {
 			return fmt.Errorf("%w: flow %v allocated twice", ErrBadAllocation, a.Flow)
 		}
 		s.seen[g] = s.seenGen
-		if !(a.Rate >= 0) || math.IsInf(a.Rate, 0) {
-			return fmt.Errorf("%w: flow %v: rate %v must be finite and non-negative", ErrBadAllocation, a.Flow, a.Rate)
-		}
-		if a.Codec < 0 || a.Codec > nc {
-			return fmt.Errorf("%w: flow %v: codec %d not in [0,%d]", ErrBadAllocation, a.Flow, a.Codec, nc)
-		}
-		if !(a.SendCores >= 0) || !(a.RecvCores >= 0) || math.IsInf(a.SendCores, 0) || math.IsInf(a.RecvCores, 0) {
-			return fmt.Errorf("%w: flow %v: cores %v/%v must be finite and non-negative", ErrBadAllocation, a.Flow, a.SendCores, a.RecvCores)
-		}
-		if a.Codec == Raw && (a.SendCores != 0 || a.RecvCores != 0) {
-			return fmt.Errorf("%w: flow %v: raw flow reserves cores %v/%v", ErrBadAllocation, a.Flow, a.SendCores, a.RecvCores)
-		}
-		if a.Codec != Raw && a.Rate > 0 && (a.SendCores == 0 || a.RecvCores == 0) {
-			return fmt.Errorf("%w: flow %v: compressed flow needs cores at both ends (got %v/%v)", ErrBadAllocation, a.Flow, a.SendCores, a.RecvCores)
+		if err := checkAllocationFields(a, nc); err != nil {
+			return err
 		}
 		s.portIn[f.src] += a.Rate
 		s.portOut[f.dst] += a.Rate
