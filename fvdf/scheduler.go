@@ -814,34 +814,37 @@ func (pl *planner) eff(free, capacity float64) float64 {
 	return free
 }
 
+// touch clears port p's scratch the first time this generation (pl.gen)
+// uses it, and lists it in pl.touched.
+func (pl *planner) touch(p int) {
+	if pl.stamp[p] != pl.gen {
+		pl.stamp[p] = pl.gen
+		pl.win[p], pl.wout[p], pl.cpu[p] = 0, 0, 0
+		pl.ncomp[p] = 0
+		pl.byPort[p] = pl.byPort[p][:0]
+		pl.cursor[p] = 0
+		pl.touched = append(pl.touched, p)
+	}
+}
+
 // plan chooses raw/codec per flow of c on resources (in, out, cores) and
 // returns Γ'_C and the choice per flow slot (appended to choice[:0]; nil
 // choice is allowed when only Γ' is needed). See Scheduler for the rule.
 func (pl *planner) plan(c *coflow.CoflowState, in, out, cores []float64, choice []int) (float64, []int) {
 	pl.gen++
 	pl.touched = pl.touched[:0]
-	touch := func(p int) {
-		if pl.stamp[p] != pl.gen {
-			pl.stamp[p] = pl.gen
-			pl.win[p], pl.wout[p], pl.cpu[p] = 0, 0, 0
-			pl.ncomp[p] = 0
-			pl.byPort[p] = pl.byPort[p][:0]
-			pl.cursor[p] = 0
-			pl.touched = append(pl.touched, p)
-		}
-	}
 	if c.Send != nil || c.Recv != nil {
 		// Per-port loads aggregated by the driver: use them as they are, so
 		// that Γ is bit-for-bit the one package coflow's SEBF computes.
 		for _, l := range c.Send {
 			if l.Flows > 0 && l.Bytes > 0 {
-				touch(l.Port)
+				pl.touch(l.Port)
 				pl.win[l.Port] = l.Bytes
 			}
 		}
 		for _, l := range c.Recv {
 			if l.Flows > 0 && l.Bytes > 0 {
-				touch(l.Port)
+				pl.touch(l.Port)
 				pl.wout[l.Port] = l.Bytes
 			}
 		}
@@ -850,8 +853,8 @@ func (pl *planner) plan(c *coflow.CoflowState, in, out, cores []float64, choice 
 			if f.Remaining <= 0 {
 				continue
 			}
-			touch(f.Src)
-			touch(f.Dst)
+			pl.touch(f.Src)
+			pl.touch(f.Dst)
 			pl.win[f.Src] += f.Remaining
 			pl.wout[f.Dst] += f.Remaining
 		}
@@ -886,25 +889,15 @@ func (pl *planner) waits(c *coflow.CoflowState, in, out, cores []float64) bool {
 	}
 	pl.gen++
 	pl.touched = pl.touched[:0]
-	touch := func(p int) {
-		if pl.stamp[p] != pl.gen {
-			pl.stamp[p] = pl.gen
-			pl.win[p], pl.wout[p], pl.cpu[p] = 0, 0, 0
-			pl.ncomp[p] = 0
-			pl.byPort[p] = pl.byPort[p][:0]
-			pl.cursor[p] = 0
-			pl.touched = append(pl.touched, p)
-		}
-	}
 	for _, l := range c.Send {
 		if l.Flows > 0 && l.Bytes > 0 {
-			touch(l.Port)
+			pl.touch(l.Port)
 			pl.win[l.Port] = l.Bytes
 		}
 	}
 	for _, l := range c.Recv {
 		if l.Flows > 0 && l.Bytes > 0 {
-			touch(l.Port)
+			pl.touch(l.Port)
 			pl.wout[l.Port] = l.Bytes
 		}
 	}
