@@ -827,28 +827,37 @@ func (pl *planner) touch(p int) {
 	}
 }
 
+// startLoads starts a generation (pl.gen) of the port scratch and sets
+// each of c's ports with bytes left to the load the driver aggregated
+// (CoflowState.Send, Recv).
+func (pl *planner) startLoads(c *coflow.CoflowState) {
+	pl.gen++
+	pl.touched = pl.touched[:0]
+	for _, l := range c.Send {
+		if l.Flows > 0 && l.Bytes > 0 {
+			pl.touch(l.Port)
+			pl.win[l.Port] = l.Bytes
+		}
+	}
+	for _, l := range c.Recv {
+		if l.Flows > 0 && l.Bytes > 0 {
+			pl.touch(l.Port)
+			pl.wout[l.Port] = l.Bytes
+		}
+	}
+}
+
 // plan chooses raw/codec per flow of c on resources (in, out, cores) and
 // returns Γ'_C and the choice per flow slot (appended to choice[:0]; nil
 // choice is allowed when only Γ' is needed). See Scheduler for the rule.
 func (pl *planner) plan(c *coflow.CoflowState, in, out, cores []float64, choice []int) (float64, []int) {
-	pl.gen++
-	pl.touched = pl.touched[:0]
 	if c.Send != nil || c.Recv != nil {
 		// Per-port loads aggregated by the driver: use them as they are, so
 		// that Γ is bit-for-bit the one package coflow's SEBF computes.
-		for _, l := range c.Send {
-			if l.Flows > 0 && l.Bytes > 0 {
-				pl.touch(l.Port)
-				pl.win[l.Port] = l.Bytes
-			}
-		}
-		for _, l := range c.Recv {
-			if l.Flows > 0 && l.Bytes > 0 {
-				pl.touch(l.Port)
-				pl.wout[l.Port] = l.Bytes
-			}
-		}
+		pl.startLoads(c)
 	} else {
+		pl.gen++
+		pl.touched = pl.touched[:0]
 		for _, f := range c.Flows {
 			if f.Remaining <= 0 {
 				continue
@@ -887,20 +896,7 @@ func (pl *planner) waits(c *coflow.CoflowState, in, out, cores []float64) bool {
 	if c.Send == nil && c.Recv == nil {
 		return false
 	}
-	pl.gen++
-	pl.touched = pl.touched[:0]
-	for _, l := range c.Send {
-		if l.Flows > 0 && l.Bytes > 0 {
-			pl.touch(l.Port)
-			pl.win[l.Port] = l.Bytes
-		}
-	}
-	for _, l := range c.Recv {
-		if l.Flows > 0 && l.Bytes > 0 {
-			pl.touch(l.Port)
-			pl.wout[l.Port] = l.Bytes
-		}
-	}
+	pl.startLoads(c)
 	ps := -1
 	for _, p := range pl.touched {
 		if math.IsInf(pl.t(p, in, out, cores), 1) && (ps < 0 || p < ps) {
