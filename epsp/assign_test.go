@@ -103,11 +103,13 @@ func TestCoordinator_AssignLedger(t *testing.T) {
 	}
 }
 
-// TestEPSPv2_PlansFromBusySpeed: the plan at release follows the busy
-// speeds carried on the pushes; with equal speeds nothing is planned.
-func TestEPSPv2_PlansFromBusySpeed(t *testing.T) {
+// v2Coord is a coordinator of 3 workers (batch 60) driven by EPSP v2
+// without residual transfers: the tests' pushes arrive at once, with
+// nobody computing.
+func v2Coord(t *testing.T) (*epsp.EPSPv2, *epsp.Coordinator) {
+	t.Helper()
 	cfg := epsp.DefaultEPSPv2Config()
-	cfg.NoResidual = true // the pushes here arrive at once, with nobody computing
+	cfg.NoResidual = true
 	p, err := epsp.NewEPSPv2(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -116,6 +118,13 @@ func TestEPSPv2_PlansFromBusySpeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p, c
+}
+
+// TestEPSPv2_PlansFromBusySpeed: the plan at release follows the busy
+// speeds carried on the pushes; with equal speeds nothing is planned.
+func TestEPSPv2_PlansFromBusySpeed(t *testing.T) {
+	_, c := v2Coord(t)
 	run := func(busy [3]time.Duration) epsp.Output {
 		var out epsp.Output
 		for w := range 3 {
@@ -151,16 +160,7 @@ func TestEPSPv2_PlansFromBusySpeed(t *testing.T) {
 // set worker 0's estimate to 45,000 samples/s; the next release assigned
 // it 477 samples of 11 workers and the clock took 528 ms instead of 25.
 func TestEPSPv2_TinyPushDoesNotSetSpeed(t *testing.T) {
-	cfg := epsp.DefaultEPSPv2Config()
-	cfg.NoResidual = true
-	p, err := epsp.NewEPSPv2(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := epsp.NewCoordinator(epsp.Config{NumWorkers: 3, Batch: 60}, p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, c := v2Coord(t)
 	var out epsp.Output
 	for range 3 { // three clocks, every worker at 60 samples/s
 		for w := range 3 {
