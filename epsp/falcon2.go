@@ -83,6 +83,7 @@ func (c *EPSPv2Config) Validate() error {
 //     by the speed-up curve. Summing before dividing weights each push
 //     by the work it covers, so a one-sample piece that took almost
 //     nothing cannot set the estimate.
+//
 //   - Clock-start planning: at each barrier release, with every released
 //     worker's speed known, [straggler.PlanClock] computes the balanced
 //     clock time T* = ΣB/Σr; a worker projected past (1+margin)·T* keeps
@@ -90,19 +91,25 @@ func (c *EPSPv2Config) Validate() error {
 //     as Output.Assign: the pieces ride on the releases (no message is
 //     added) and each taker pushes its own and its assigned samples in one
 //     push.
+//
 //   - Elastic parallelism (Elastic, with a Topology): every ControlEvery
 //     ticks the [straggler.ThroughputController] moves each host's cores
 //     to where they add the most samples/s and fills idle cores, with a
 //     minimum gain and rounds of agreement; a host is left alone while
 //     one of its workers is in a transient slowdown (its speed estimate
 //     off its long-term EWMA, weight 0.05, by more than Transient).
+//
 //   - Changes of speed: a busy-speed sample off the estimate by more
 //     than Transient replaces the estimate instead of being averaged in,
 //     so planning follows a slowdown from the next clock on.
 //
+//   - Residual transfers (unless NoResidual): once a worker blocks at the
+//     barrier while others still compute, the rest of their own prefix is
+//     split among them and the blocked workers, for slowdowns that begin
+//     after the clock was planned.
+//
 // With all workers equally fast, nothing exceeds the margin: EPSPv2 orders
-// exactly what BSP orders. Not built (issue 17 items 2 and 5): residual
-// transfers for slowdowns that start mid-clock, and a slack mode.
+// exactly what BSP orders. It has no slack mode (see the package doc).
 type EPSPv2 struct {
 	cfg     EPSPv2Config
 	name    string
