@@ -74,6 +74,8 @@ type options struct {
 	// the study v2 (study.go, PROTOCOL.md)
 	study     bool
 	lrSelect  bool
+	lrTune    bool   // -lr-tune: amendment 7's selection
+	lrFrom    string // -lr-from: the tuned rates of an lrtune.csv
 	workloads string
 	seedList  string // -seeds in study mode: "N", "a-b" or "a,b,c"
 	jobs      int
@@ -108,6 +110,8 @@ func main() {
 	flag.BoolVar(&o.study, "study", false, "run the convergence study v2 of PROTOCOL.md (all workloads, scenarios, policies and seeds 1-5 unless narrowed); writes CSV and Markdown into -out (default study-out)")
 	flag.BoolVar(&o.lrSelect, "lr-select", false, "with -study: run the learning-rate and target selection (PROTOCOL.md §1-2) instead")
 	flag.StringVar(&o.workloads, "workload", "all", "with -study: softmax, mlp or all")
+	flag.BoolVar(&o.lrTune, "lr-tune", false, "with -study: choose a learning rate per policy and scenario on seed 0 (PROTOCOL.md amendment 7); writes lrtune.csv")
+	flag.StringVar(&o.lrFrom, "lr-from", "", "with -study: run every policy at its rate per scenario from this lrtune.csv instead of its family's")
 	flag.IntVar(&o.jobs, "j", 1, "with -study: simulations run at once")
 	flag.StringVar(&o.from, "from", "", "with -study: no simulation; render the tables of these runs.csv files (comma-separated), e.g. of an interrupted or split study")
 	flag.Parse()

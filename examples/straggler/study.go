@@ -59,6 +59,9 @@ type workload struct {
 	Steep    float64
 	High     float64
 	LR       map[family]float64
+	// Tuned, when not nil, holds a learning rate per (scenario, policy)
+	// that replaces the family's (-lr-from, PROTOCOL.md amendment 7).
+	Tuned map[tuneKey]float64
 }
 
 // studyWorkloads are the study's workloads (PROTOCOL.md §1). Steep, High
@@ -429,6 +432,18 @@ func runStudy(o options) error {
 	if err != nil {
 		return err
 	}
+	if o.lrTune {
+		data, err := loadMNIST()
+		if err != nil {
+			return err
+		}
+		return tuneLRWith(o, data, wls, scs, specs)
+	}
+	if o.lrFrom != "" {
+		if err := readTuned(o.lrFrom, wls, scs, specs); err != nil {
+			return err
+		}
+	}
 	seeds := studySeeds
 	if o.seedList != "" {
 		if seeds, err = parseSeeds(o.seedList, o.seed); err != nil {
@@ -453,7 +468,7 @@ func studyWith(o options, data *dataCache, wls []workload, scs []string, seeds [
 		for _, sc := range scs {
 			for _, seed := range seeds {
 				for _, spec := range specs {
-					jobs = append(jobs, studyJob{wl: wl, scenario: sc, spec: spec, seed: seed, lr: wl.LR[spec.Family]})
+					jobs = append(jobs, studyJob{wl: wl, scenario: sc, spec: spec, seed: seed, lr: wl.lrFor(sc, spec)})
 				}
 			}
 		}
@@ -737,7 +752,7 @@ func writeStudy(o options, wls []workload, scs []string, seeds []uint64, specs [
 				for _, x := range cpus {
 					cpuMean += x / float64(len(cpus))
 				}
-				fmt.Fprintf(bw, "%s,%s,%s,%s,%s,%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", wl.Name, sc, sp.Name, sp.Family, csvF(wl.LR[sp.Family]), len(cpus),
+				fmt.Fprintf(bw, "%s,%s,%s,%s,%s,%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", wl.Name, sc, sp.Name, sp.Family, csvF(wl.lrFor(sc, sp)), len(cpus),
 					med(tSteep), med(tHigh), med((*studyRun).stepsPerSec), med((*studyRun).pctIdeal), med(func(r *studyRun) float64 { return r.Blocked }),
 					med(func(r *studyRun) float64 { return float64(r.Transfers) }), med(func(r *studyRun) float64 { return float64(r.Moved * sampleBytes) }),
 					med(func(r *studyRun) float64 { return float64(r.Dropped) }), med(func(r *studyRun) float64 { return float64(r.PChanges) }),
@@ -792,6 +807,9 @@ func writeStudyMarkdown(w io.Writer, o options, wls []workload, scs []string, se
 				p(", ")
 			}
 			p("%s %g", f, wl.LR[f])
+		}
+		if wl.Tuned != nil {
+			p("; **every policy at its own rate per scenario** instead, chosen by amendment 7 (%s)", o.lrFrom)
 		}
 		p(")\n\nCPU per simulation: %.1f s (mean over %d).\n\n", cost.perSim(wl.Name), cost.SimCount[wl.Name])
 		head := func(first string) {

@@ -284,3 +284,87 @@ func TestStudy_RenderFrom(t *testing.T) {
 		t.Error("readRunsCSV accepted a compare.csv")
 	}
 }
+
+// The per-policy, per-scenario selection (amendment 7) writes one chosen
+// rate per pair, the fastest of its runs, and a study run with -lr-from
+// uses exactly those rates.
+func TestLRTune_Synthetic(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs fourteen short simulations")
+	}
+	dir := t.TempDir()
+	o := options{out: dir, jobs: 2, stdout: &bytes.Buffer{}}
+	specs, _ := selectPolicies("bsp,dynsgd")
+	wl := workload{Name: "softmax", Model: "softmax", Duration: 300 * time.Millisecond, Steep: 0.6, High: 0.85,
+		LR: map[family]float64{averagedSync: 1, dampedAsync: 1, undampedAsync: 1}}
+	data := syntheticCache(t)
+	if err := tuneLRWith(o, data, []workload{wl}, []string{"straggler"}, specs); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := readRunsCSV(filepath.Join(dir, "lrtune_runs.csv"))
+	if err != nil || len(runs) != 2*len(tuneGrid) {
+		t.Fatalf("lrtune_runs.csv: %d runs, %v", len(runs), err)
+	}
+	wls := []workload{wl}
+	if err := readTuned(filepath.Join(dir, "lrtune.csv"), wls, []string{"straggler"}, specs); err != nil {
+		t.Fatal(err)
+	}
+	for _, sp := range specs {
+		lr, ok := wls[0].Tuned[tuneKey{"straggler", sp.Name}]
+		if !ok {
+			t.Fatalf("no tuned rate for %s", sp.Name)
+		}
+		var best *studyRun
+		for _, r := range runs {
+			if r.Policy != sp.Name {
+				continue
+			}
+			if r.LR == lr {
+				best = r
+			}
+		}
+		for _, r := range runs {
+			if r.Policy == sp.Name && (r.THigh < best.THigh || (r.THigh == best.THigh && r.TSteep < best.TSteep)) {
+				t.Errorf("%s: chose lr %g (high %v, steep %v), but lr %g reached high %v, steep %v", sp.Name, lr, best.THigh, best.TSteep, r.LR, r.THigh, r.TSteep)
+			}
+		}
+	}
+	dir2 := t.TempDir()
+	o.out = dir2
+	if err := studyWith(o, data, wls, []string{"straggler"}, []uint64{1}, specs); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readRunsCSV(filepath.Join(dir2, "runs.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range got {
+		if want := wls[0].Tuned[tuneKey{"straggler", r.Policy}]; r.LR != want {
+			t.Errorf("%s ran at lr %g, tuned %g", r.Policy, r.LR, want)
+		}
+	}
+	// a pair without a tuned rate is refused, not run at its family's
+	if err := readTuned(filepath.Join(dir, "lrtune.csv"), []workload{wl}, []string{"straggler", "static"}, specs); err == nil {
+		t.Error("readTuned accepted a file without rates for static")
+	}
+}
+
+func TestPickRate(t *testing.T) {
+	inf := math.Inf(1)
+	run := func(lr, high, steep float64) *studyRun { return &studyRun{LR: lr, THigh: high, TSteep: steep} }
+	for _, c := range []struct {
+		name string
+		rs   []*studyRun
+		want float64
+	}{
+		{"fastest to high", []*studyRun{run(0.3, 2, 1), run(1, 0.8, 0.5), run(3, 0.9, 0.2)}, 1},
+		{"tie on high, steep decides", []*studyRun{run(0.3, 0.8, 0.6), run(1, 0.8, 0.4), run(3, 0.8, 0.5)}, 1},
+		{"full tie, smaller rate", []*studyRun{run(0.3, 0.8, 0.4), run(1, 0.8, 0.4)}, 0.3},
+		{"never reaching loses", []*studyRun{run(0.3, inf, 0.4), run(1, 4, 2), run(5, inf, inf)}, 1},
+		{"none reaches high", []*studyRun{run(0.3, inf, 0.9), run(1, inf, 0.5)}, 1},
+	} {
+		if got := pickRate(c.rs); got != c.want {
+			t.Errorf("%s: pickRate = %g, want %g", c.name, got, c.want)
+		}
+	}
+}
