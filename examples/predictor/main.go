@@ -112,7 +112,7 @@ func run(ctx context.Context, w io.Writer, o opts) error {
 			}
 			if rnn, ok := p.(*predictor.RNN); ok && o.saveDir != "" {
 				path := filepath.Join(o.saveDir, strings.ReplaceAll(seriesName, ":", "-")+"-"+name+".model")
-				if err := saveModel(path, rnn.Network()); err != nil {
+				if err := rnn.Network().SaveFile(path); err != nil {
 					return err
 				}
 			}
@@ -325,18 +325,6 @@ func writeCSV(path string, recs []predictor.Record) error {
 		}
 	}
 	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func saveModel(path string, n *predictor.Network) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := n.Save(f); err != nil {
 		f.Close()
 		return err
 	}
