@@ -556,9 +556,15 @@ func (c *Coordinator) setFatal(err error) {
 	}
 	e := newMsg(nil, opAbort)
 	e.str(err.Error())
+	// All at once, best effort: a dead worker cannot be told, and each
+	// send may wait up to OrderTimeout, so the survivors hear of the abort
+	// within one OrderTimeout however many workers are dead. Send copies
+	// the message, so the goroutines share e.b.
+	var wg sync.WaitGroup
 	for w := range c.cfg.Workers {
-		c.send(epsp.WorkerID(w), e.b) // best effort: a dead worker cannot be told
+		wg.Go(func() { c.send(epsp.WorkerID(w), e.b) })
 	}
+	wg.Wait()
 }
 
 func (c *Coordinator) snapshot() {
