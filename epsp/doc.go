@@ -105,7 +105,13 @@
 // for slowdowns that begin mid-clock. [EPSP] ("epsp-v1") is the first
 // reconstruction (enforced or slack, transfers only to blocked pioneers, a
 // controller that equalises speeds), kept so that studies can show what v2
-// changed. EPSP v2 has no slack mode: after planning, a clock's projected
-// imbalance is within the planning margin by construction, so a staleness
-// chosen from it would be 0 at every clock after the first.
+// changed. EPSP v2 has no slack mode (issue 17 item 5, not built): after
+// planning, a clock's projected imbalance is within the planning margin
+// by construction, so a staleness chosen from it would be 0 at every
+// clock after the first; and a slack gate releases workers into
+// different clocks at different times, while a clock-start assignment
+// needs its giver and taker released together into the same clock, so a
+// slack EPSP v2 would plan nothing and fall back on residual transfers.
+// What remains after planning (round-time noise, slowdowns that begin
+// mid-clock) is left to residual transfers.
 package epsp
