@@ -479,7 +479,6 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 			d.Scale = d.EffectiveScale() * c.LRScale()
 		}
 		c.snapshot()
-		c.lease.admitted(r.push, d)
 		c.lease.started(r.worker)
 		c.opts.emit(Event{Kind: EvPushAdmitted, Node: "coordinator", Worker: r.push.Worker, Owner: r.push.Owner, Clock: r.push.Clock, Samples: r.push.Samples, Push: r.push, Decision: d})
 		return coordResp{dec: d}
@@ -499,7 +498,6 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		err := c.step(r.ev, orders)
 		if err == nil && ok && r.ev.Transfer.Accepted {
 			res := r.ev.Transfer
-			c.lease.gave(o.From, o.Clock, res.Lo)
 			task := transferTask{id: o.ID, owner: o.From, clock: o.Clock, lo: res.Lo, hi: res.Hi, batch: r.batch, version: c.core.View().Version()}
 			e := newMsg(nil, opTransferTask)
 			e.u64(task.id)

@@ -65,9 +65,13 @@
 // pieces outstanding, as EPSP's multi-taker split orders them tail-first)
 // and only for samples no goroutine has claimed yet (trimming the front of
 // the range), so it never computes what it gave; the taker computes the range with its own latest parameters and
-// pushes it with Owner = the giver; servers merge the parts sample-weighted
+// pushes it with Owner = the giver, in one push; servers merge the parts sample-weighted
 // (ApplyNow scales each part by Samples/BatchSamples; Accumulate weights by
-// Samples), so every sample of a clock counts exactly once. The chunk size
+// Samples), so every sample of a clock counts exactly once. The
+// coordinator admits a push of another worker's samples only when an
+// accepted transfer (or a lost worker's hand-over, or an assignment)
+// covers it, once; any other is refused (ErrRejected, wrapping the epsp
+// core's ErrNotOrdered message). The chunk size
 // (4 samples) and progress cadence (every 2 chunks) are our defaults, in
 // WorkerConfig.
 //
@@ -133,7 +137,10 @@
 // not processed — the prefix of its batch it had not given away, unless
 // its own push of the clock was already admitted — have been computed by
 // a survivor and stored, so each sample counts exactly once (a push
-// admitted but not stored when it died is lost, never counted twice). A
+// admitted but not stored when it died is lost, never counted twice). The
+// hand-over is an order in the epsp core's transfer ledger
+// (epsp.Coordinator.HandOver), so the survivor's push of those samples is
+// admitted once, and the lost worker's own push of them never. A
 // worker that hears nothing from the coordinator for CoordinatorTimeout
 // (10 s) fails with ErrPeerLost naming it; one whose request fails
 // because the coordinator is gone fails at once with
