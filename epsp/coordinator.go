@@ -513,6 +513,9 @@ func (c *Coordinator) Step(now time.Duration, e Event) (Output, error) {
 		if r.Accepted && (r.Lo < o.Lo || r.Hi != o.Hi || r.Lo >= r.Hi) {
 			return Output{}, fmt.Errorf("%w: transfer %d accepted range [%d,%d) outside ordered [%d,%d)", ErrBadEvent, r.ID, r.Lo, r.Hi, o.Lo, o.Hi)
 		}
+		if h, ok := c.handOverFrom(o.From); r.Accepted && ok && h.Clock == o.Clock {
+			return Output{}, fmt.Errorf("%w: transfer %d accepted by worker %d, whose samples of clock %d are handed over to worker %d (hand-over %d); it can only be refused", ErrBadEvent, r.ID, o.From, o.Clock, h.To, h.ID)
+		}
 		r.From, r.To, r.Clock = o.From, o.To, o.Clock
 		if !r.Accepted {
 			r.Lo, r.Hi = 0, 0
@@ -611,7 +614,9 @@ func (c *Coordinator) Step(now time.Duration, e Event) (Output, error) {
 //
 // The policy is not consulted. Until from leaves, the hand-over counts as
 // a transfer pending for the clock (PendingTransfers), and from may
-// neither push its own samples of the clock nor clock it; its progress
+// neither push its own samples of the clock, nor clock it, nor accept a
+// transfer of it (its orders not yet answered can only be refused: the
+// runtime answers them so, since a lost worker cannot); its progress
 // reports nothing left. from's EventLeave (which the runtime sends once
 // the taker's push is stored, or when it gives up on the hand-over) ends
 // it: a push of the range after that is refused, so a sample is never

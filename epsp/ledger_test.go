@@ -187,6 +187,30 @@ func TestCoordinator_HandOverAbandoned(t *testing.T) {
 	admitRefused(t, c, foreign(2, 1, o.Clock, o.Samples(), 10), true)
 }
 
+// TestCoordinator_HandOverThenAnswer: an order from a worker not yet
+// answered when its samples are handed over can only be refused: an
+// acceptance would give a range of the hand-over to a second taker.
+func TestCoordinator_HandOverThenAnswer(t *testing.T) {
+	c, p, _ := ledgerCoord(t)
+	p.next = epsp.Output{Transfers: []epsp.TransferOrder{{From: 1, To: 0, Clock: 0, Lo: 4, Hi: 7}}}
+	id := step(t, c, epsp.Event{Kind: epsp.EventTick}).Transfers[0].ID
+	if _, ok, err := c.HandOver(1, 2); !ok || err != nil {
+		t.Fatalf("HandOver = %v, %v", ok, err)
+	}
+	before := c.Stats()
+	accept := epsp.Event{Kind: epsp.EventTransferResult, Transfer: epsp.TransferResult{ID: id, Accepted: true, Lo: 4, Hi: 7}}
+	if _, err := c.Step(0, accept); !errors.Is(err, epsp.ErrBadEvent) {
+		t.Fatalf("acceptance after the hand-over: %v, want ErrBadEvent", err)
+	}
+	if !reflect.DeepEqual(c.Stats(), before) || c.View().PendingTransfers(0) != 3 {
+		t.Fatalf("a refused acceptance changed the state: %+v, pending %d", c.Stats(), c.View().PendingTransfers(0))
+	}
+	step(t, c, epsp.Event{Kind: epsp.EventTransferResult, Transfer: epsp.TransferResult{ID: id}})
+	if s := c.Stats(); s.TransfersRefused != 1 || c.View().PendingTransfers(0) != 2 {
+		t.Fatalf("after the refusal: %+v, pending %d", s, c.View().PendingTransfers(0))
+	}
+}
+
 // TestCoordinator_HandOverRange: what a hand-over moves — the prefix of
 // the batch below what the worker gave away — or why it moves nothing.
 func TestCoordinator_HandOverRange(t *testing.T) {

@@ -629,11 +629,18 @@ func (c *Coordinator) execute(out epsp.Output, orders map[uint64]epsp.TransferOr
 		e.i64(int64(o.Lo))
 		e.i64(int64(o.Hi))
 		c.opts.emit(Event{Kind: EvTransferOrdered, Node: "coordinator", Worker: o.From, Clock: o.Clock, Lo: o.Lo, Hi: o.Hi, Transfer: o})
+		if c.lease.isLost(o.From) {
+			// a lost giver (still leaving: its samples are being handed
+			// over) answers nothing
+			refused = append(refused, o.ID)
+			continue
+		}
 		if err := c.send(o.From, e.b); err != nil {
 			refused = append(refused, o.ID)
 		}
 	}
-	// An order that cannot reach its giver counts as refused.
+	// An order that cannot reach its giver, or whose giver was declared
+	// lost, counts as refused.
 	for _, id := range refused {
 		delete(orders, id)
 		if err := c.step(epsp.Event{Kind: epsp.EventTransferResult, Transfer: epsp.TransferResult{ID: id}}, orders); err != nil {

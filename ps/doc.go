@@ -140,7 +140,9 @@
 // admitted but not stored when it died is lost, never counted twice). The
 // hand-over is an order in the epsp core's transfer ledger
 // (epsp.Coordinator.HandOver), so the survivor's push of those samples is
-// admitted once, and the lost worker's own push of them never. A
+// admitted once, and the lost worker's own push of them never; transfer
+// orders the lost worker had not answered, and any the policy makes of it
+// while it leaves, count as refused. A
 // worker that hears nothing from the coordinator for CoordinatorTimeout
 // (10 s) fails with ErrPeerLost naming it; one whose request fails
 // because the coordinator is gone fails at once with

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -185,6 +186,13 @@ func (l *leases) bind(c *Coordinator, w epsp.WorkerID, inc uint64, hello bool) e
 	}
 	l.seen[w] = time.Now()
 	return nil
+}
+
+// isLost reports whether worker w was declared lost (and has not rejoined).
+func (l *leases) isLost(w epsp.WorkerID) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lost[w]
 }
 
 // leave stops watching worker w (it left the run).
@@ -374,9 +382,12 @@ const opLost op = 68
 // transfer ledger (epsp.Coordinator.HandOver): the prefix [0, end) of its
 // batch, end being the lowest start of a range it gave away in that clock
 // (the rest is the takers'); the taker's push of it is admitted because
-// of that record, and a push the core did not order is refused. A push
-// admitted but not stored when the worker died is lost, never counted
-// twice.
+// of that record, and a push the core did not order is refused. Transfer
+// orders lw never answered count as refused first (and execute refuses
+// the policy's later orders of a lost giver at once), so no late answer
+// can give part of the handed-over range to a second taker, and no order
+// nobody will answer holds a barrier. A push admitted but not stored when
+// the worker died is lost, never counted twice.
 func (c *Coordinator) serveLost(lw epsp.WorkerID, orders map[uint64]epsp.TransferOrder) error {
 	// Hand-overs to lw will not finish: their lost workers leave now (it
 	// may have pushed the samples already, so they are not handed again:
@@ -401,6 +412,23 @@ func (c *Coordinator) serveLost(lw epsp.WorkerID, orders map[uint64]epsp.Transfe
 		}
 	}
 	l.mu.Unlock()
+	// Orders to lw it has not answered never will be: they count as
+	// refused (the policy sees the refusals) before its samples are
+	// handed over, so no answer can give a range of them to a second
+	// taker (the core would refuse it now anyway).
+	var unanswered []uint64
+	for id, o := range orders {
+		if o.From == lw {
+			unanswered = append(unanswered, id)
+		}
+	}
+	slices.Sort(unanswered)
+	for _, id := range unanswered {
+		delete(orders, id)
+		if err := c.step(epsp.Event{Kind: epsp.EventTransferResult, Transfer: epsp.TransferResult{ID: id}}, orders); err != nil {
+			return err
+		}
+	}
 	if taker < 0 {
 		return c.leaveLost(lw, orders)
 	}

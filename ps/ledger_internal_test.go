@@ -90,3 +90,165 @@ func TestCoordinator_RefusesUnorderedPush(t *testing.T) {
 		t.Fatalf("after the own push: stats %+v, admitted %+v", s, admitted)
 	}
 }
+
+// inbox is a node that records the one-way messages it receives and
+// answers nothing.
+type inbox struct {
+	mu   sync.Mutex
+	msgs [][]byte
+}
+
+func (*inbox) HandleRequest(context.Context, transport.NodeID, []byte) ([]byte, error) {
+	return nil, errors.New("no requests")
+}
+
+func (b *inbox) HandleMessage(_ transport.NodeID, m []byte) {
+	b.mu.Lock()
+	b.msgs = append(b.msgs, append([]byte(nil), m...))
+	b.mu.Unlock()
+}
+
+// wait returns the first message with op o, waiting up to d.
+func (b *inbox) wait(o op, d time.Duration) ([]byte, bool) {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
+		b.mu.Lock()
+		for _, m := range b.msgs {
+			if got, body, err := header(m); err == nil && got == o {
+				b.mu.Unlock()
+				return body, true
+			}
+		}
+		b.mu.Unlock()
+	}
+	return nil, false
+}
+
+// pesterPolicy is BSP that, at worker 0's clock and at every tick while
+// worker 0 waits and worker 1 computes clock 0, orders [4,8) of worker 1's
+// batch to worker 0, one order at a time.
+type pesterPolicy struct {
+	*epsp.BSP
+	open bool
+}
+
+func (p *pesterPolicy) Step(now time.Duration, v epsp.View, e epsp.Event) epsp.Output {
+	out := p.BSP.Step(now, v, e)
+	switch e.Kind {
+	case epsp.EventTransferResult:
+		p.open = p.open && e.Transfer.Accepted
+	case epsp.EventTransferDone:
+		p.open = false
+	case epsp.EventClock, epsp.EventTick:
+		if !p.open && v.Waiting(0) && v.(epsp.Membership).Member(1) && v.Clock(1) == 0 && !v.Waiting(1) {
+			out.Transfers = append(out.Transfers, epsp.TransferOrder{From: 1, To: 0, Clock: 0, Lo: 4, Hi: 8})
+			p.open = true
+		}
+	}
+	return out
+}
+
+// TestLease_LostGiverOrdersRefused: a worker lost under ContinueWithout
+// with a transfer order it never answered, and with the policy ordering
+// more from it while its samples are handed over: the orders count as
+// refused (the unanswered one before the hand-over, the later ones at
+// once), so the hand-over moves its whole batch, the barrier is not held
+// by orders nobody will answer, and the clock is flushed once the taker's
+// push is stored.
+func TestLease_LostGiverOrdersRefused(t *testing.T) {
+	net := transport.NewInmemNetwork()
+	defer net.Close()
+	srv, _ := NewServer("s0", DefaultServerConfig())
+	st, _ := net.Join("s0", srv)
+	defer st.Close()
+	cfg := DefaultCoordinatorConfig()
+	cfg.EPSP.NumWorkers, cfg.EPSP.Batch, cfg.EPSP.TickPeriod = 2, 8, 10*time.Millisecond
+	cfg.Servers = []transport.NodeID{"s0"}
+	cfg.Workers = []transport.NodeID{"w0", "w1"}
+	cfg.StartTimeout = 300 * time.Millisecond
+	cfg.Lease = LeaseConfig{Timeout: 250 * time.Millisecond, Interval: 25 * time.Millisecond, OnWorkerLost: ContinueWithout}
+	c, err := NewCoordinator(cfg, &pesterPolicy{BSP: epsp.NewBSP()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, _ := net.Join("coordinator", c)
+	defer ct.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Start(ctx, ct); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	in0, in1 := &inbox{}, &inbox{}
+	w0, _ := net.Join("w0", in0)
+	defer w0.Close()
+	w1, _ := net.Join("w1", in1) // receives orders, never answers, never heartbeats
+	defer w1.Close()
+	call := func(msg []byte) error {
+		resp, err := request(ctx, w0, "coordinator", msg, time.Second)
+		if err == nil {
+			_, err = parseResponse(resp, "coordinator")
+		}
+		return err
+	}
+	stop := make(chan struct{})
+	var beats sync.WaitGroup
+	beats.Add(1)
+	go func() { // worker 0 stays alive
+		defer beats.Done()
+		for {
+			e := newMsg(nil, opHeartbeat)
+			e.u64(1)
+			call(e.b)
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	defer func() { close(stop); beats.Wait() }()
+
+	e := newMsg(nil, opAdmit)
+	encodePush(&e, epsp.Push{Worker: 0, Owner: 0, Clock: 0, Samples: 8, BatchSamples: 8})
+	if err := call(e.b); err != nil {
+		t.Fatal(err)
+	}
+	e = newMsg(nil, opClock)
+	e.i64(0)
+	if err := call(e.b); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := in1.wait(opTransferOrder, 2*time.Second); !ok {
+		t.Fatal("worker 1 got no transfer order")
+	}
+	body, ok := in0.wait(opTransferTask, 3*time.Second) // worker 1 is lost: the hand-over
+	if !ok {
+		t.Fatalf("no hand-over task; coordinator error %v, stats %+v", c.Err(), c.Stats())
+	}
+	d := decoder{b: body}
+	id, owner, clock, lo, hi, batch := d.u64(), d.i64(), d.i64(), d.i64(), d.i64(), d.i64()
+	if owner != 1 || clock != 0 || lo != 0 || hi != 8 || batch != 8 {
+		t.Fatalf("hand-over of worker %d's clock %d [%d,%d) of %d, want worker 1's clock 0 [0,8) of 8", owner, clock, lo, hi, batch)
+	}
+	// ticks: the policy orders from worker 1 again (refused at once)
+	for end := time.Now().Add(2 * time.Second); c.Stats().TransfersOrdered < 2 && time.Now().Before(end); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	e = newMsg(nil, opAdmit)
+	encodePush(&e, epsp.Push{Worker: 0, Owner: 1, Clock: 0, Samples: 8, BatchSamples: 8})
+	if err := call(e.b); err != nil {
+		t.Fatalf("the taker's push: %v", err)
+	}
+	e = newMsg(nil, opTransferDone)
+	e.u64(id)
+	if err := call(e.b); err != nil {
+		t.Fatalf("hand-over done: %v", err)
+	}
+	if _, ok := in0.wait(opRelease, 2*time.Second); !ok {
+		t.Fatalf("worker 0 was not released: the barrier of clock 0 is held; stats %+v", c.Stats())
+	}
+	s := c.Stats()
+	if s.Flushes != 1 || s.HandOvers != 1 || s.SamplesHandedOver != 8 || s.TransfersAccepted != 0 || s.TransfersRefused < 2 || s.TransfersRefused != s.TransfersOrdered || c.Err() != nil {
+		t.Fatalf("stats %+v, coordinator error %v; want one flush, one hand-over of 8, every order (two at least) refused", s, c.Err())
+	}
+}
