@@ -158,7 +158,8 @@ type transferState struct {
 //     Release orders are delivered;
 //   - a TransferOrder goes to its giver, whose answer is EventTransferResult;
 //     if accepted, the taker computes the range and pushes it (Owner = the
-//     giver) in one push, then the runtime sends EventTransferDone; a
+//     giver) in one push, then the runtime sends EventTransferDone (not
+//     before: a done with no push admitted is ErrBadEvent); a
 //     push of another worker's samples that no accepted transfer (or
 //     hand-over, or assignment) covers is refused (ErrNotOrdered);
 //   - a runtime that loses a worker mid-clock may hand its unprocessed
@@ -547,6 +548,9 @@ func (c *Coordinator) Step(now time.Duration, e Event) (Output, error) {
 		if t.handOver {
 			return Output{}, fmt.Errorf("%w: done for hand-over %d (its giver's EventLeave ends it)", ErrBadEvent, e.Transfer.ID)
 		}
+		if !t.pushed {
+			return Output{}, fmt.Errorf("%w: done for transfer %d, whose push by worker %d was not admitted", ErrBadEvent, e.Transfer.ID, t.order.To)
+		}
 		o := t.order
 		delete(c.transfers, o.ID)
 		c.donePending(o.Clock)
@@ -647,6 +651,26 @@ func (c *Coordinator) HandOver(from, to WorkerID) (o TransferOrder, ok bool, err
 	c.stats.HandOvers++
 	c.stats.SamplesHandedOver += end
 	return o, true, nil
+}
+
+// TransferStatus is what the Coordinator knows of an outstanding transfer
+// or hand-over.
+type TransferStatus struct {
+	Order    TransferOrder // with the accepted range once accepted
+	Accepted bool          // the giver accepted it (a hand-over always is)
+	HandOver bool          // registered by HandOver, not ordered by the policy
+	Pushed   bool          // the taker's push of the range was admitted
+}
+
+// Transfer returns the status of the transfer or hand-over with the given
+// ID while it is outstanding: ordered, and not refused, done or (a
+// hand-over) ended by its giver's leave.
+func (c *Coordinator) Transfer(id uint64) (TransferStatus, bool) {
+	t, ok := c.transfers[id]
+	if !ok {
+		return TransferStatus{}, false
+	}
+	return TransferStatus{Order: t.order, Accepted: t.accepted, HandOver: t.handOver, Pushed: t.pushed}, true
 }
 
 // HandOvers lists the hand-overs not yet ended (by their giver's

@@ -514,8 +514,12 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		}
 		return coordResp{err: err}
 	case opTransferDone:
-		if took, err := c.handedOver(r.ev.Transfer.ID, r.worker, orders); took {
-			return coordResp{err: err}
+		ts, ok := c.core.Transfer(r.ev.Transfer.ID)
+		if ok && ts.Order.To != r.worker {
+			return coordResp{err: fmt.Errorf("%w: worker %d reports transfer %d given to worker %d", ErrRejected, r.worker, ts.Order.ID, ts.Order.To)}
+		}
+		if ok && ts.HandOver {
+			return coordResp{err: c.handedOver(ts.Order, orders)}
 		}
 		return coordResp{err: c.step(r.ev, orders)} // step emits what it reports (emitCause)
 	case opClock, opProgress:

@@ -71,7 +71,9 @@
 // coordinator admits a push of another worker's samples only when an
 // accepted transfer (or a lost worker's hand-over, or an assignment)
 // covers it, once; any other is refused (ErrRejected, wrapping the epsp
-// core's ErrNotOrdered message). The chunk size
+// core's ErrNotOrdered message). A transfer's (or hand-over's) done is
+// refused from any worker but its taker, and before the taker's push of
+// it is admitted, so a barrier never passes a range not yet counted. The chunk size
 // (4 samples) and progress cadence (every 2 chunks) are our defaults, in
 // WorkerConfig.
 //

@@ -459,19 +459,14 @@ func (c *Coordinator) serveLost(lw epsp.WorkerID, orders map[uint64]epsp.Transfe
 	return nil
 }
 
-// handedOver finishes a hand-over task when id is one: the lost worker
-// leaves now that its samples are stored.
-func (c *Coordinator) handedOver(id uint64, from epsp.WorkerID, orders map[uint64]epsp.TransferOrder) (bool, error) {
-	for _, h := range c.core.HandOvers() {
-		if h.ID != id {
-			continue
-		}
-		if h.To != from {
-			return true, fmt.Errorf("%w: worker %d reports hand-over %d given to worker %d", ErrRejected, from, id, h.To)
-		}
-		return true, c.leaveLost(h.From, orders)
+// handedOver finishes hand-over h, which its taker reports done: the lost
+// worker leaves now that its samples are stored (the leave ends the
+// hand-over in the core).
+func (c *Coordinator) handedOver(h epsp.TransferOrder, orders map[uint64]epsp.TransferOrder) error {
+	if st, _ := c.core.Transfer(h.ID); !st.Pushed {
+		return fmt.Errorf("%w: worker %d reports hand-over %d done before its push was admitted", ErrRejected, h.To, h.ID)
 	}
-	return false, nil
+	return c.leaveLost(h.From, orders)
 }
 
 func (c *Coordinator) leaveLost(lw epsp.WorkerID, orders map[uint64]epsp.TransferOrder) error {

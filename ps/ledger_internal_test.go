@@ -153,7 +153,8 @@ func (p *pesterPolicy) Step(now time.Duration, v epsp.View, e epsp.Event) epsp.O
 // refused (the unanswered one before the hand-over, the later ones at
 // once), so the hand-over moves its whole batch, the barrier is not held
 // by orders nobody will answer, and the clock is flushed once the taker's
-// push is stored.
+// push is stored. The hand-over's done is refused from another worker and
+// before the taker's push.
 func TestLease_LostGiverOrdersRefused(t *testing.T) {
 	net := transport.NewInmemNetwork()
 	defer net.Close()
@@ -161,9 +162,9 @@ func TestLease_LostGiverOrdersRefused(t *testing.T) {
 	st, _ := net.Join("s0", srv)
 	defer st.Close()
 	cfg := DefaultCoordinatorConfig()
-	cfg.EPSP.NumWorkers, cfg.EPSP.Batch, cfg.EPSP.TickPeriod = 2, 8, 10*time.Millisecond
+	cfg.EPSP.NumWorkers, cfg.EPSP.Batch, cfg.EPSP.TickPeriod = 3, 8, 10*time.Millisecond
 	cfg.Servers = []transport.NodeID{"s0"}
-	cfg.Workers = []transport.NodeID{"w0", "w1"}
+	cfg.Workers = []transport.NodeID{"w0", "w1", "w2"}
 	cfg.StartTimeout = 300 * time.Millisecond
 	cfg.Lease = LeaseConfig{Timeout: 250 * time.Millisecond, Interval: 25 * time.Millisecond, OnWorkerLost: ContinueWithout}
 	c, err := NewCoordinator(cfg, &pesterPolicy{BSP: epsp.NewBSP()})
@@ -183,40 +184,47 @@ func TestLease_LostGiverOrdersRefused(t *testing.T) {
 	defer w0.Close()
 	w1, _ := net.Join("w1", in1) // receives orders, never answers, never heartbeats
 	defer w1.Close()
-	call := func(msg []byte) error {
-		resp, err := request(ctx, w0, "coordinator", msg, time.Second)
+	w2, _ := net.Join("w2", &inbox{})
+	defer w2.Close()
+	callAs := func(tr transport.Transport, msg []byte) error {
+		resp, err := request(ctx, tr, "coordinator", msg, time.Second)
 		if err == nil {
 			_, err = parseResponse(resp, "coordinator")
 		}
 		return err
 	}
+	call := func(msg []byte) error { return callAs(w0, msg) }
 	stop := make(chan struct{})
 	var beats sync.WaitGroup
-	beats.Add(1)
-	go func() { // worker 0 stays alive
-		defer beats.Done()
-		for {
-			e := newMsg(nil, opHeartbeat)
-			e.u64(1)
-			call(e.b)
-			select {
-			case <-stop:
-				return
-			case <-time.After(20 * time.Millisecond):
+	for _, tr := range []transport.Transport{w0, w2} { // workers 0 and 2 stay alive
+		beats.Add(1)
+		go func() {
+			defer beats.Done()
+			for {
+				e := newMsg(nil, opHeartbeat)
+				e.u64(1)
+				callAs(tr, e.b)
+				select {
+				case <-stop:
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
 			}
-		}
-	}()
+		}()
+	}
 	defer func() { close(stop); beats.Wait() }()
 
-	e := newMsg(nil, opAdmit)
-	encodePush(&e, epsp.Push{Worker: 0, Owner: 0, Clock: 0, Samples: 8, BatchSamples: 8})
-	if err := call(e.b); err != nil {
-		t.Fatal(err)
-	}
-	e = newMsg(nil, opClock)
-	e.i64(0)
-	if err := call(e.b); err != nil {
-		t.Fatal(err)
+	for w, tr := range map[int]transport.Transport{0: w0, 2: w2} {
+		e := newMsg(nil, opAdmit)
+		encodePush(&e, epsp.Push{Worker: epsp.WorkerID(w), Owner: epsp.WorkerID(w), Clock: 0, Samples: 8, BatchSamples: 8})
+		if err := callAs(tr, e.b); err != nil {
+			t.Fatal(err)
+		}
+		e = newMsg(nil, opClock)
+		e.i64(0)
+		if err := callAs(tr, e.b); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, ok := in1.wait(opTransferOrder, 2*time.Second); !ok {
 		t.Fatal("worker 1 got no transfer order")
@@ -234,14 +242,25 @@ func TestLease_LostGiverOrdersRefused(t *testing.T) {
 	for end := time.Now().Add(2 * time.Second); c.Stats().TransfersOrdered < 2 && time.Now().Before(end); {
 		time.Sleep(5 * time.Millisecond)
 	}
-	e = newMsg(nil, opAdmit)
+	done := newMsg(nil, opTransferDone)
+	done.u64(id)
+	for _, tc := range []struct {
+		tr   transport.Transport
+		want string
+	}{{w2, "given to worker 0"}, {w0, "before its push was admitted"}} {
+		if err := callAs(tc.tr, done.b); !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("premature done: %v, want ErrRejected: %s", err, tc.want)
+		}
+	}
+	if s := c.Stats(); s.Left != 0 || s.Flushes != 0 {
+		t.Fatalf("a refused done let worker 1 leave: %+v", s)
+	}
+	e := newMsg(nil, opAdmit)
 	encodePush(&e, epsp.Push{Worker: 0, Owner: 1, Clock: 0, Samples: 8, BatchSamples: 8})
 	if err := call(e.b); err != nil {
 		t.Fatalf("the taker's push: %v", err)
 	}
-	e = newMsg(nil, opTransferDone)
-	e.u64(id)
-	if err := call(e.b); err != nil {
+	if err := call(done.b); err != nil {
 		t.Fatalf("hand-over done: %v", err)
 	}
 	if _, ok := in0.wait(opRelease, 2*time.Second); !ok {
@@ -250,5 +269,115 @@ func TestLease_LostGiverOrdersRefused(t *testing.T) {
 	s := c.Stats()
 	if s.Flushes != 1 || s.HandOvers != 1 || s.SamplesHandedOver != 8 || s.TransfersAccepted != 0 || s.TransfersRefused < 2 || s.TransfersRefused != s.TransfersOrdered || c.Err() != nil {
 		t.Fatalf("stats %+v, coordinator error %v; want one flush, one hand-over of 8, every order (two at least) refused", s, c.Err())
+	}
+}
+
+// orderOnce is BSP that orders [4,8) of worker 1's batch of clock 0 to
+// worker 0 when worker 0 finishes clock 0.
+type orderOnce struct{ *epsp.BSP }
+
+func (p orderOnce) Step(now time.Duration, v epsp.View, e epsp.Event) epsp.Output {
+	out := p.BSP.Step(now, v, e)
+	if e.Kind == epsp.EventClock && e.Worker == 0 && e.Clock == 0 {
+		out.Transfers = append(out.Transfers, epsp.TransferOrder{From: 1, To: 0, Clock: 0, Lo: 4, Hi: 8})
+	}
+	return out
+}
+
+// TestCoordinator_TransferDoneOnlyFromTaker: a transfer's done is refused
+// from a worker that is not its taker, and from the taker before its push
+// of the range is admitted; then the push and the done go through and the
+// barrier passes.
+func TestCoordinator_TransferDoneOnlyFromTaker(t *testing.T) {
+	net := transport.NewInmemNetwork()
+	defer net.Close()
+	srv, _ := NewServer("s0", DefaultServerConfig())
+	st, _ := net.Join("s0", srv)
+	defer st.Close()
+	cfg := DefaultCoordinatorConfig()
+	cfg.EPSP.NumWorkers, cfg.EPSP.Batch = 2, 8
+	cfg.Servers = []transport.NodeID{"s0"}
+	cfg.Workers = []transport.NodeID{"w0", "w1"}
+	cfg.Lease.Timeout = -1
+	c, err := NewCoordinator(cfg, orderOnce{epsp.NewBSP()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, _ := net.Join("coordinator", c)
+	defer ct.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Start(ctx, ct); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	in0, in1 := &inbox{}, &inbox{}
+	w0, _ := net.Join("w0", in0)
+	defer w0.Close()
+	w1, _ := net.Join("w1", in1)
+	defer w1.Close()
+	call := func(tr transport.Transport, msg []byte) error {
+		resp, err := request(ctx, tr, "coordinator", msg, time.Second)
+		if err == nil {
+			_, err = parseResponse(resp, "coordinator")
+		}
+		return err
+	}
+	push := func(tr transport.Transport, p epsp.Push) error {
+		e := newMsg(nil, opAdmit)
+		encodePush(&e, p)
+		return call(tr, e.b)
+	}
+	clock := newMsg(nil, opClock)
+	clock.i64(0)
+	if err := push(w0, epsp.Push{Worker: 0, Owner: 0, Clock: 0, Samples: 8, BatchSamples: 8}); err != nil {
+		t.Fatal(err)
+	}
+	if err := call(w0, clock.b); err != nil {
+		t.Fatal(err)
+	}
+	body, ok := in1.wait(opTransferOrder, 2*time.Second)
+	if !ok {
+		t.Fatal("worker 1 got no transfer order")
+	}
+	d := decoder{b: body}
+	id := d.u64()
+	answer := newMsg(nil, opTransferResult)
+	answer.u64(id)
+	answer.u8(1)
+	answer.i64(4)
+	answer.i64(8)
+	answer.i64(8)
+	if err := call(w1, answer.b); err != nil {
+		t.Fatalf("worker 1 accepts: %v", err)
+	}
+	if _, ok := in0.wait(opTransferTask, 2*time.Second); !ok {
+		t.Fatal("worker 0 got no task")
+	}
+	done := newMsg(nil, opTransferDone)
+	done.u64(id)
+	if err := call(w1, done.b); !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "given to worker 0") {
+		t.Fatalf("done from the giver: %v, want ErrRejected", err)
+	}
+	if err := call(w0, done.b); !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "not admitted") {
+		t.Fatalf("done before the push: %v, want ErrRejected", err)
+	}
+	if err := push(w0, epsp.Push{Worker: 0, Owner: 1, Clock: 0, Samples: 4, BatchSamples: 8}); err != nil {
+		t.Fatalf("the taker's push: %v", err)
+	}
+	if err := push(w1, epsp.Push{Worker: 1, Owner: 1, Clock: 0, Samples: 4, BatchSamples: 8}); err != nil {
+		t.Fatalf("the giver's push: %v", err)
+	}
+	if err := call(w1, clock.b); err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Stats(); s.Flushes != 0 {
+		t.Fatalf("the barrier passed with the transfer not done: %+v", s)
+	}
+	if err := call(w0, done.b); err != nil {
+		t.Fatalf("done: %v", err)
+	}
+	if s := c.Stats(); s.Flushes != 1 || s.TransfersDone != 1 || s.Accumulated != 3 || c.Err() != nil {
+		t.Fatalf("stats %+v, coordinator error %v; want one flush after the done", s, c.Err())
 	}
 }
