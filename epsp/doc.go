@@ -49,8 +49,8 @@
 // away, unless its own push of the clock was admitted — to a survivor
 // through the same ledger (Coordinator.HandOver returns the order to
 // send); the taker's push of them is then admitted once, the lost worker
-// may no longer push or clock that clock, and its EventLeave ends the
-// hand-over.
+// may no longer push, clock or give away that clock, and its EventLeave
+// ends the hand-over.
 //
 // Two drivers run the same Coordinator and policy values: package ps
 // drives it live, over a transport, and package ps/sim drives it in

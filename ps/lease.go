@@ -412,10 +412,10 @@ func (c *Coordinator) serveLost(lw epsp.WorkerID, orders map[uint64]epsp.Transfe
 		}
 	}
 	l.mu.Unlock()
-	// Orders to lw it has not answered never will be: they count as
-	// refused (the policy sees the refusals) before its samples are
-	// handed over, so no answer can give a range of them to a second
-	// taker (the core would refuse it now anyway).
+	// Transfer orders of lw's samples that lw has not answered never
+	// will be: they count as refused (the policy sees the refusals)
+	// before its samples are handed over, so no late answer can give a
+	// range of them to a second taker (the core would refuse it now).
 	var unanswered []uint64
 	for id, o := range orders {
 		if o.From == lw {
