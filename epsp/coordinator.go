@@ -1,6 +1,7 @@
 package epsp
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -15,6 +16,11 @@ var (
 	ErrBadEvent     = errors.New("epsp: bad event")
 	ErrBadPush      = errors.New("epsp: bad push")
 	ErrPolicyOutput = errors.New("epsp: invalid policy output")
+	// ErrNotOrdered: a push of another worker's samples that no order
+	// covers — no accepted transfer or hand-over of that owner's clock to
+	// the pusher with room for them, or no assignment that still owes
+	// them (returned wrapped together with ErrBadPush).
+	ErrNotOrdered = errors.New("epsp: push of another worker's samples not ordered")
 	// ErrStalled: the policy leaves every worker that still trains
 	// waiting for a release no event can bring (returned wrapped together
 	// with ErrPolicyOutput, naming the policy).
@@ -118,6 +124,8 @@ type Stats struct {
 	BatchChanges                  int
 	Assignments                   int // assignments at release (Output.Assign)
 	SamplesAssigned               int // samples they moved
+	HandOvers                     int // hand-overs of departing workers' samples (HandOver)
+	SamplesHandedOver             int // samples they moved
 	Left                          int // workers that left (EventLeave)
 	Joined                        int // workers admitted mid-run (EventJoin)
 	// MaxLead is the largest Clock(w)-MinClock() of a worker at the moment
@@ -131,6 +139,8 @@ type Stats struct {
 type transferState struct {
 	order    TransferOrder
 	accepted bool
+	handOver bool // registered by HandOver, not ordered by the policy
+	pushed   bool // the taker's push of the range was admitted
 }
 
 // Coordinator is the pure core of the coordinator role: it keeps the
@@ -148,7 +158,14 @@ type transferState struct {
 //     Release orders are delivered;
 //   - a TransferOrder goes to its giver, whose answer is EventTransferResult;
 //     if accepted, the taker computes the range and pushes it (Owner = the
-//     giver), then the runtime sends EventTransferDone;
+//     giver) in one push, then the runtime sends EventTransferDone (not
+//     before: a done with no push admitted is ErrBadEvent); a
+//     push of another worker's samples that no accepted transfer (or
+//     hand-over, or assignment) covers is refused (ErrNotOrdered);
+//   - a runtime that loses a worker mid-clock may hand its unprocessed
+//     samples to another worker with HandOver, which returns the order to
+//     send; the taker pushes the range like a transfer's, and the lost
+//     worker's EventLeave ends the hand-over;
 //   - an Assignment rides on the releases of its giver and taker: the giver
 //     computes its batch without the assigned tail, the taker computes its
 //     own batch and then the assigned samples and pushes them all in one
@@ -172,6 +189,14 @@ type Coordinator struct {
 	// owed counts assigned samples not yet pushed: (from, to, clock) ->
 	// samples. A taker may not clock a clock it still owes samples of.
 	owed map[[3]int]int
+	// kept is the end of the prefix [0, kept) of its current clock's batch
+	// a worker still computes itself: the lowest start of a range it gave
+	// away in that clock (an assignment, an accepted transfer, a
+	// hand-over), math.MaxInt if none. ownPushed is 1 + the last clock
+	// whose own samples the worker pushed (an admitted push, dropped or
+	// not).
+	kept      []int
+	ownPushed []int
 
 	stats Stats
 
@@ -220,8 +245,11 @@ func NewCoordinator(cfg Config, p Policy) (*Coordinator, error) {
 		quit:      make([]bool, n),
 		leftAt:    make([]time.Duration, n),
 		held:      make([]bool, n),
+		kept:      make([]int, n),
+		ownPushed: make([]int, n),
 	}
 	for w := range n {
+		c.kept[w] = math.MaxInt
 		c.batch[w] = cfg.Batch
 		c.par[w] = cfg.Parallelism
 		c.progress[w] = ProgressReport{Worker: WorkerID(w), Assigned: cfg.Batch, Parallelism: cfg.Parallelism}
@@ -251,6 +279,17 @@ func (c *Coordinator) Stats() Stats {
 // Admit asks the policy how push p is applied. A push naming an unknown
 // worker, a version from the future or an impossible sample count is
 // refused with ErrBadPush and changes nothing.
+//
+// A worker pushes its own samples, and another worker's only when an
+// order covers them (else ErrBadPush and ErrNotOrdered): a plain push
+// (no Parts) with Owner ≠ Worker needs an accepted transfer or a hand-over
+// of Owner's clock Clock to Worker, not yet pushed, whose range holds at
+// least Samples samples and ends within BatchSamples; it uses that order
+// up (one push per order: a second push of the range is refused, as is a
+// push after EventTransferDone). The parts of other owners in a push with
+// Parts must be owed to the pusher by assignments (Output.Assign), and
+// such a push is the pusher's own (Owner = Worker). A worker whose samples
+// of a clock have been handed over may not push them itself.
 func (c *Coordinator) Admit(now time.Duration, p Push) (PushDecision, error) {
 	if err := c.checkWorker(p.Worker); err != nil {
 		return PushDecision{}, fmt.Errorf("%w: %v", ErrBadPush, err)
@@ -270,7 +309,8 @@ func (c *Coordinator) Admit(now time.Duration, p Push) (PushDecision, error) {
 	case p.Busy < 0:
 		return PushDecision{}, fmt.Errorf("%w: busy time %v", ErrBadPush, p.Busy)
 	}
-	if err := c.checkParts(p); err != nil {
+	tid, err := c.checkOwners(p)
+	if err != nil {
 		return PushDecision{}, err
 	}
 	d := c.policy.Admit(now, c.View(), p)
@@ -296,6 +336,12 @@ func (c *Coordinator) Admit(now time.Duration, p Push) (PushDecision, error) {
 			}
 		}
 	}
+	if tid != 0 {
+		c.transfers[tid].pushed = true
+	}
+	if p.OwnSamples() > 0 {
+		c.ownPushed[p.Worker] = max(c.ownPushed[p.Worker], p.Clock+1)
+	}
 	if d.Action == Drop {
 		c.stats.Dropped++
 		return d, nil
@@ -315,35 +361,86 @@ func (c *Coordinator) Admit(now time.Duration, p Push) (PushDecision, error) {
 	return d, nil
 }
 
-// checkParts validates a push's Parts: they add up to Samples, carry the
-// push's clock, and each part of another owner's batch is at most what that
+// checkOwners checks that every sample of p that is not the pusher's own
+// is covered by an order (see Admit). For a plain push of another owner it
+// returns the ID of the transfer or hand-over the push uses up; for a push
+// with Parts it checks the parts: they add up to Samples, carry the push's
+// clock, and each part of another owner's batch is at most what that
 // owner's assignments to the pusher still owe.
-func (c *Coordinator) checkParts(p Push) error {
+func (c *Coordinator) checkOwners(p Push) (uint64, error) {
+	if o, ok := c.handOverFrom(p.Worker); ok && o.Clock == p.Clock && p.OwnSamples() > 0 {
+		return 0, fmt.Errorf("%w: %w: worker %d pushes its own samples of clock %d, handed over to worker %d (hand-over %d)", ErrBadPush, ErrNotOrdered, p.Worker, p.Clock, o.To, o.ID)
+	}
 	if len(p.Parts) == 0 {
-		return nil
+		if p.Owner == p.Worker {
+			return 0, nil
+		}
+		if id := c.coveringTransfer(p); id != 0 {
+			return id, nil
+		}
+		return 0, fmt.Errorf("%w: %w: worker %d pushes %d samples of worker %d's clock %d (batch %d), and no accepted transfer or hand-over to it not yet pushed covers them", ErrBadPush, ErrNotOrdered, p.Worker, p.Samples, p.Owner, p.Clock, p.BatchSamples)
+	}
+	if p.Owner != p.Worker {
+		return 0, fmt.Errorf("%w: worker %d pushes Parts as worker %d's push (a push with Parts is its pusher's own: Owner = Worker)", ErrBadPush, p.Worker, p.Owner)
 	}
 	sum := 0
 	owed := map[[3]int]int{}
 	for _, x := range p.Parts {
 		if err := c.checkWorker(x.Owner); err != nil {
-			return fmt.Errorf("%w: part owner: %v", ErrBadPush, err)
+			return 0, fmt.Errorf("%w: part owner: %v", ErrBadPush, err)
 		}
 		if x.Samples <= 0 || x.Clock != p.Clock {
-			return fmt.Errorf("%w: part of %d samples of worker %d's clock %d in a push of clock %d", ErrBadPush, x.Samples, x.Owner, x.Clock, p.Clock)
+			return 0, fmt.Errorf("%w: part of %d samples of worker %d's clock %d in a push of clock %d", ErrBadPush, x.Samples, x.Owner, x.Clock, p.Clock)
 		}
 		sum += x.Samples
 		if x.Owner != p.Worker {
 			k := [3]int{int(x.Owner), int(p.Worker), x.Clock}
 			owed[k] += x.Samples
 			if owed[k] > c.owed[k] {
-				return fmt.Errorf("%w: worker %d pushes %d samples of worker %d's clock %d, %d assigned", ErrBadPush, p.Worker, owed[k], x.Owner, x.Clock, c.owed[k])
+				return 0, fmt.Errorf("%w: %w: worker %d pushes %d samples of worker %d's clock %d, %d assigned", ErrBadPush, ErrNotOrdered, p.Worker, owed[k], x.Owner, x.Clock, c.owed[k])
 			}
 		}
 	}
 	if sum != p.Samples {
-		return fmt.Errorf("%w: parts add up to %d samples, push has %d", ErrBadPush, sum, p.Samples)
+		return 0, fmt.Errorf("%w: parts add up to %d samples, push has %d", ErrBadPush, sum, p.Samples)
 	}
-	return nil
+	return 0, nil
+}
+
+// coveringTransfer returns the ID of the accepted transfer or hand-over,
+// not yet pushed, that covers plain push p of another owner: from
+// p.Owner to p.Worker in clock p.Clock, with at least p.Samples samples
+// and ending within p.BatchSamples; 0 if there is none. Of several it
+// picks one of exactly p.Samples samples, else the smallest, then the
+// lowest ID.
+func (c *Coordinator) coveringTransfer(p Push) uint64 {
+	var best *TransferOrder
+	for _, t := range c.transfers {
+		o := &t.order
+		if !t.accepted || t.pushed || o.From != p.Owner || o.To != p.Worker || o.Clock != p.Clock ||
+			o.Samples() < p.Samples || o.Hi > p.BatchSamples {
+			continue
+		}
+		if best == nil || coverBetter(*o, *best, p.Samples) {
+			best = o
+		}
+	}
+	if best == nil {
+		return 0
+	}
+	return best.ID
+}
+
+// coverBetter reports whether order a covers a push of n samples better
+// than b: exactly n before larger, then the smaller, then the lower ID.
+func coverBetter(a, b TransferOrder, n int) bool {
+	if (a.Samples() == n) != (b.Samples() == n) {
+		return a.Samples() == n
+	}
+	if a.Samples() != b.Samples() {
+		return a.Samples() < b.Samples()
+	}
+	return a.ID < b.ID
 }
 
 // Step feeds one event to the policy and returns its orders, after
@@ -385,8 +482,12 @@ func (c *Coordinator) Step(now time.Duration, e Event) (Output, error) {
 				return Output{}, fmt.Errorf("%w: worker %d finished clock %d owing %d assigned samples of worker %d", ErrBadEvent, w, e.Clock, n, k[0])
 			}
 		}
+		if o, ok := c.handOverFrom(w); ok {
+			return Output{}, fmt.Errorf("%w: worker %d finished clock %d, whose samples are handed over to worker %d (hand-over %d)", ErrBadEvent, w, e.Clock, o.To, o.ID)
+		}
 		c.clock[w]++
 		c.waiting[w] = true
+		c.kept[w] = math.MaxInt
 		c.progress[w] = ProgressReport{Worker: w, Clock: c.clock[w], Assigned: c.batch[w], Parallelism: c.par[w]}
 	case EventProgress:
 		r := e.Progress
@@ -413,6 +514,9 @@ func (c *Coordinator) Step(now time.Duration, e Event) (Output, error) {
 		if r.Accepted && (r.Lo < o.Lo || r.Hi != o.Hi || r.Lo >= r.Hi) {
 			return Output{}, fmt.Errorf("%w: transfer %d accepted range [%d,%d) outside ordered [%d,%d)", ErrBadEvent, r.ID, r.Lo, r.Hi, o.Lo, o.Hi)
 		}
+		if h, ok := c.handOverFrom(o.From); r.Accepted && ok && h.Clock == o.Clock {
+			return Output{}, fmt.Errorf("%w: transfer %d accepted by worker %d, whose samples of clock %d are handed over to worker %d (hand-over %d); it can only be refused", ErrBadEvent, r.ID, o.From, o.Clock, h.To, h.ID)
+		}
 		r.From, r.To, r.Clock = o.From, o.To, o.Clock
 		if !r.Accepted {
 			r.Lo, r.Hi = 0, 0
@@ -425,6 +529,7 @@ func (c *Coordinator) Step(now time.Duration, e Event) (Output, error) {
 			c.stats.TransfersAccepted++
 			c.stats.SamplesTransferred += r.Hi - r.Lo
 			if c.clock[o.From] == o.Clock && !c.waiting[o.From] {
+				c.kept[o.From] = min(c.kept[o.From], r.Lo)
 				p := &c.progress[o.From]
 				p.Assigned -= r.Hi - r.Lo
 				if p.Assigned < p.Done {
@@ -439,6 +544,12 @@ func (c *Coordinator) Step(now time.Duration, e Event) (Output, error) {
 		t, ok := c.transfers[e.Transfer.ID]
 		if !ok || !t.accepted {
 			return Output{}, fmt.Errorf("%w: done for unknown or unaccepted transfer %d", ErrBadEvent, e.Transfer.ID)
+		}
+		if t.handOver {
+			return Output{}, fmt.Errorf("%w: done for hand-over %d (its giver's EventLeave ends it)", ErrBadEvent, e.Transfer.ID)
+		}
+		if !t.pushed {
+			return Output{}, fmt.Errorf("%w: done for transfer %d, whose push by worker %d was not admitted", ErrBadEvent, e.Transfer.ID, t.order.To)
 		}
 		o := t.order
 		delete(c.transfers, o.ID)
@@ -457,6 +568,14 @@ func (c *Coordinator) Step(now time.Duration, e Event) (Output, error) {
 		}
 		if c.left[w] {
 			return Output{}, fmt.Errorf("%w: worker %d left twice", ErrBadEvent, w)
+		}
+		for id, t := range c.transfers {
+			if t.handOver && t.order.From == w {
+				// the hand-over ends: its range is stored if pushed, and
+				// lost, never counted twice, if not (a late push is refused)
+				delete(c.transfers, id)
+				c.donePending(t.order.Clock)
+			}
 		}
 		c.left[w], c.quit[w], c.leftAt[w], c.held[w] = true, e.Quit, now, false
 		c.finished = c.finished || !e.Quit
@@ -478,6 +597,104 @@ func (c *Coordinator) Step(now time.Duration, e Event) (Output, error) {
 		return Output{}, err
 	}
 	return c.record(out)
+}
+
+// HandOver registers the hand-over of worker from's unprocessed samples of
+// its current clock to worker to, for a runtime that lost from in the
+// middle of a clock and lets the run go on without it. The samples are
+// the prefix [0, end) of from's batch that it still computed itself: end
+// is its batch size, lowered to the start of the lowest range it gave
+// away in the clock (an assignment at its release, an accepted transfer),
+// whose takers compute the rest. It returns the order, with an ID from
+// the transfers' sequence, for the runtime to send to the taker, which
+// pushes the range with Owner = from, once, like a transferred range
+// (Admit accepts that push because of the order).
+//
+// It returns ok = false, and registers nothing, when nothing is left to
+// hand over: from is waiting (it finished the clock), its own samples of
+// the clock were pushed (admitted, so counted or dropped: never twice), it
+// gave away its whole batch, or they were handed over already. Workers
+// that do not exist or have left, or from = to, are ErrBadEvent.
+//
+// The policy is not consulted. Until from leaves, the hand-over counts as
+// a transfer pending for the clock (PendingTransfers), and from may
+// neither push its own samples of the clock, nor clock it, nor accept a
+// transfer of it (its orders not yet answered can only be refused: the
+// runtime answers them so, since a lost worker cannot); its progress
+// reports nothing left. from's EventLeave (which the runtime sends once
+// the taker's push is stored, or when it gives up on the hand-over) ends
+// it: a push of the range after that is refused, so a sample is never
+// counted twice.
+func (c *Coordinator) HandOver(from, to WorkerID) (o TransferOrder, ok bool, err error) {
+	for _, w := range []WorkerID{from, to} {
+		if err := c.checkWorker(w); err != nil {
+			return TransferOrder{}, false, fmt.Errorf("%w: hand-over: %v", ErrBadEvent, err)
+		}
+		if c.left[w] {
+			return TransferOrder{}, false, fmt.Errorf("%w: hand-over from worker %d to %d: worker %d is not in the run", ErrBadEvent, from, to, w)
+		}
+	}
+	if from == to {
+		return TransferOrder{}, false, fmt.Errorf("%w: hand-over from worker %d to itself", ErrBadEvent, from)
+	}
+	clock := c.clock[from]
+	end := min(c.kept[from], c.batch[from])
+	if c.waiting[from] || c.ownPushed[from] > clock || end <= 0 {
+		return TransferOrder{}, false, nil
+	}
+	c.nextID++
+	o = TransferOrder{ID: c.nextID, From: from, To: to, Clock: clock, Lo: 0, Hi: end}
+	c.transfers[o.ID] = &transferState{order: o, accepted: true, handOver: true}
+	c.pending[clock]++
+	c.kept[from] = 0
+	c.progress[from] = ProgressReport{Worker: from, Clock: clock, Parallelism: c.par[from]}
+	c.stats.HandOvers++
+	c.stats.SamplesHandedOver += end
+	return o, true, nil
+}
+
+// TransferStatus is what the Coordinator knows of an outstanding transfer
+// or hand-over.
+type TransferStatus struct {
+	Order    TransferOrder // with the accepted range once accepted
+	Accepted bool          // the giver accepted it (a hand-over always is)
+	HandOver bool          // registered by HandOver, not ordered by the policy
+	Pushed   bool          // the taker's push of the range was admitted
+}
+
+// Transfer returns the status of the transfer or hand-over with the given
+// ID while it is outstanding: ordered, and not refused, done or (a
+// hand-over) ended by its giver's leave.
+func (c *Coordinator) Transfer(id uint64) (TransferStatus, bool) {
+	t, ok := c.transfers[id]
+	if !ok {
+		return TransferStatus{}, false
+	}
+	return TransferStatus{Order: t.order, Accepted: t.accepted, HandOver: t.handOver, Pushed: t.pushed}, true
+}
+
+// HandOvers lists the hand-overs not yet ended (by their giver's
+// EventLeave), by ID.
+func (c *Coordinator) HandOvers() []TransferOrder {
+	var hs []TransferOrder
+	for _, t := range c.transfers {
+		if t.handOver {
+			hs = append(hs, t.order)
+		}
+	}
+	slices.SortFunc(hs, func(a, b TransferOrder) int { return cmp.Compare(a.ID, b.ID) })
+	return hs
+}
+
+// handOverFrom returns the hand-over of worker w's samples not yet ended,
+// if any.
+func (c *Coordinator) handOverFrom(w WorkerID) (TransferOrder, bool) {
+	for _, t := range c.transfers {
+		if t.handOver && t.order.From == w {
+			return t.order, true
+		}
+	}
+	return TransferOrder{}, false
 }
 
 // validScale reports whether a policy's scale is usable: finite and not
@@ -640,6 +857,7 @@ func (c *Coordinator) record(out Output) (Output, error) {
 	}
 	for _, a := range out.Assign {
 		c.owed[[3]int{int(a.From), int(a.To), a.Clock}] += a.Samples()
+		c.kept[a.From] = min(c.kept[a.From], a.Lo)
 		c.progress[a.From].Assigned -= a.Samples()
 		c.progress[a.To].Extra += a.Samples()
 		c.stats.Assignments++
@@ -772,6 +990,7 @@ func (c *Coordinator) join(now time.Duration, w WorkerID) error {
 	}
 	j := c.JoinClock()
 	c.clock[w], c.waiting[w], c.left[w], c.joined[w], c.quit[w], c.held[w] = j, true, false, true, false, false
+	c.kept[w] = math.MaxInt
 	c.progress[w] = ProgressReport{Worker: w, Clock: j, Assigned: c.batch[w], Parallelism: c.par[w]}
 	c.stats.Joined++
 	return nil

@@ -229,7 +229,14 @@ func TestBSP_BarrierWaitsForTransfers(t *testing.T) {
 	if len(out.Flush) != 0 || len(out.Release) != 0 {
 		t.Fatalf("barrier passed with a transfer pending: %+v", out)
 	}
-	out = step(t, c, epsp.Event{Kind: epsp.EventTransferDone, Transfer: epsp.TransferResult{ID: id}})
+	done := epsp.Event{Kind: epsp.EventTransferDone, Transfer: epsp.TransferResult{ID: id}}
+	if _, err := c.Step(0, done); !errors.Is(err, epsp.ErrBadEvent) {
+		t.Fatalf("done before the taker's push: %v, want ErrBadEvent", err)
+	}
+	if _, err := c.Admit(0, epsp.Push{Worker: 0, Owner: 1, Clock: 0, Samples: 3, BatchSamples: 10}); err != nil {
+		t.Fatal(err)
+	}
+	out = step(t, c, done)
 	if len(out.Flush) != 1 || len(out.Release) != 2 {
 		t.Fatalf("after the transfer is done: %+v, want flush and two releases", out)
 	}

@@ -33,12 +33,30 @@
 // sizes positive, transfers only of a computing worker's batch. A policy
 // that leaves every worker still training waiting is reported as
 // ErrStalled (at once without a control tick, after Config.StallAfter with
-// one) instead of leaving the run to its caller's deadline. Two drivers run the
-// same Coordinator and policy values: package ps drives it live, over a
-// transport, and package ps/sim drives it in virtual time. Because policies
-// are pure, a policy can be unit-tested with a scripted view (package
-// epsptest) and its simulated behaviour is a statement about the code that
-// ships.
+// one) instead of leaving the run to its caller's deadline.
+//
+// The Coordinator keeps the ledger of who computes which samples, so that
+// every sample of a clock counts at most once: a worker pushes its own
+// samples, and another worker's only when an order covers them. A plain
+// push of another owner's samples needs a transfer from that owner to the
+// pusher, in that clock, accepted by the giver and not yet pushed, whose
+// range holds them (one push per transfer, and EventTransferDone only
+// after it: a done with no push admitted is ErrBadEvent); the parts of
+// other owners in a push with Parts must be owed to the pusher by
+// assignments. Anything else is refused (ErrBadPush and ErrNotOrdered) and
+// changes nothing. A runtime that loses a worker mid-clock hands its
+// unprocessed samples — the prefix of its batch below the ranges it gave
+// away, unless its own push of the clock was admitted — to a survivor
+// through the same ledger (Coordinator.HandOver returns the order to
+// send); the taker's push of them is then admitted once, the lost worker
+// may no longer push, clock or give away that clock, and its EventLeave
+// ends the hand-over.
+//
+// Two drivers run the same Coordinator and policy values: package ps
+// drives it live, over a transport, and package ps/sim drives it in
+// virtual time. Because policies are pure, a policy can be unit-tested
+// with a scripted view (package epsptest) and its simulated behaviour is a
+// statement about the code that ships.
 //
 // Gradients are pushed as means over the samples a worker processed. In
 // ApplyNow mode the runtime applies g·Scale·Samples/BatchSamples, and in

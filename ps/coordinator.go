@@ -479,7 +479,6 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 			d.Scale = d.EffectiveScale() * c.LRScale()
 		}
 		c.snapshot()
-		c.lease.admitted(r.push, d)
 		c.lease.started(r.worker)
 		c.opts.emit(Event{Kind: EvPushAdmitted, Node: "coordinator", Worker: r.push.Worker, Owner: r.push.Owner, Clock: r.push.Clock, Samples: r.push.Samples, Push: r.push, Decision: d})
 		return coordResp{dec: d}
@@ -499,7 +498,6 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		err := c.step(r.ev, orders)
 		if err == nil && ok && r.ev.Transfer.Accepted {
 			res := r.ev.Transfer
-			c.lease.gave(o.From, o.Clock, res.Lo)
 			task := transferTask{id: o.ID, owner: o.From, clock: o.Clock, lo: res.Lo, hi: res.Hi, batch: r.batch, version: c.core.View().Version()}
 			e := newMsg(nil, opTransferTask)
 			e.u64(task.id)
@@ -516,8 +514,12 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		}
 		return coordResp{err: err}
 	case opTransferDone:
-		if took, err := c.handedOver(r.ev.Transfer.ID, r.worker, orders); took {
-			return coordResp{err: err}
+		ts, ok := c.core.Transfer(r.ev.Transfer.ID)
+		if ok && ts.Order.To != r.worker {
+			return coordResp{err: fmt.Errorf("%w: worker %d reports transfer %d given to worker %d", ErrRejected, r.worker, ts.Order.ID, ts.Order.To)}
+		}
+		if ok && ts.HandOver {
+			return coordResp{err: c.handedOver(ts.Order, orders)}
 		}
 		return coordResp{err: c.step(r.ev, orders)} // step emits what it reports (emitCause)
 	case opClock, opProgress:
@@ -637,11 +639,18 @@ func (c *Coordinator) execute(out epsp.Output, orders map[uint64]epsp.TransferOr
 		e.i64(int64(o.Lo))
 		e.i64(int64(o.Hi))
 		c.opts.emit(Event{Kind: EvTransferOrdered, Node: "coordinator", Worker: o.From, Clock: o.Clock, Lo: o.Lo, Hi: o.Hi, Transfer: o})
+		if c.lease.isLost(o.From) {
+			// a lost giver (still leaving: its samples are being handed
+			// over) answers nothing
+			refused = append(refused, o.ID)
+			continue
+		}
 		if err := c.send(o.From, e.b); err != nil {
 			refused = append(refused, o.ID)
 		}
 	}
-	// An order that cannot reach its giver counts as refused.
+	// An order that cannot reach its giver, or whose giver was declared
+	// lost, counts as refused.
 	for _, id := range refused {
 		delete(orders, id)
 		if err := c.step(epsp.Event{Kind: epsp.EventTransferResult, Transfer: epsp.TransferResult{ID: id}}, orders); err != nil {

@@ -64,12 +64,18 @@
 // keeps is always one prefix [0, end) of its batch, even with several
 // pieces outstanding, as EPSP's multi-taker split orders them tail-first)
 // and only for samples no goroutine has claimed yet (trimming the front of
-// the range), so it never computes what it gave; the taker computes the range with its own latest parameters and
-// pushes it with Owner = the giver; servers merge the parts sample-weighted
-// (ApplyNow scales each part by Samples/BatchSamples; Accumulate weights by
-// Samples), so every sample of a clock counts exactly once. The chunk size
-// (4 samples) and progress cadence (every 2 chunks) are our defaults, in
-// WorkerConfig.
+// the range), so it never computes what it gave; the taker computes the
+// range with its own latest parameters and pushes it with Owner = the
+// giver, in one push; servers merge the parts sample-weighted (ApplyNow
+// scales each part by Samples/BatchSamples; Accumulate weights by Samples),
+// so every sample of a clock counts exactly once. The coordinator admits a
+// push of another worker's samples only when an accepted transfer (or a
+// lost worker's hand-over, or an assignment) covers it, once; any other is
+// refused (ErrRejected, wrapping the epsp core's ErrNotOrdered message). A
+// transfer's (or hand-over's) done is refused from any worker but its
+// taker, and before the taker's push of it is admitted, so a barrier never
+// passes a range not yet counted. The chunk size (4 samples) and progress
+// cadence (every 2 chunks) are our defaults, in WorkerConfig.
 //
 // Clock-start assignments (epsp.Output.Assign: samples [Lo, Hi) of one
 // released worker's batch given to another released into the same clock)
@@ -130,14 +136,18 @@
 // LeaseConfig.ServerRestart (see Durability). A lost worker aborts the
 // run naming it (AbortRun, the default) or, with ContinueWithout, leaves
 // the run (epsp.EventLeave) once the samples of its current clock it had
-// not processed — the prefix of its batch it had not given away, unless
-// its own push of the clock was already admitted — have been computed by
-// a survivor and stored, so each sample counts exactly once (a push
-// admitted but not stored when it died is lost, never counted twice). A
-// worker that hears nothing from the coordinator for CoordinatorTimeout
-// (10 s) fails with ErrPeerLost naming it; one whose request fails
-// because the coordinator is gone fails at once with
-// ErrCoordinatorUnavailable naming it.
+// not processed — the prefix of its batch it had not given away, unless its
+// own push of the clock was already admitted — have been computed by a
+// survivor and stored, so each sample counts exactly once (a push admitted
+// but not stored when it died is lost, never counted twice). The hand-over
+// is an order in the epsp core's transfer ledger
+// (epsp.Coordinator.HandOver), so the survivor's push of those samples is
+// admitted once, and the lost worker's own push of them never; transfer
+// orders the lost worker had not answered, and any the policy makes of it
+// while it leaves, count as refused. A worker that hears nothing from the
+// coordinator for CoordinatorTimeout (10 s) fails with ErrPeerLost naming
+// it; one whose request fails because the coordinator is gone fails at once
+// with ErrCoordinatorUnavailable naming it.
 //
 // Incarnations: each Worker draws a random 64-bit incarnation id that its
 // hello and heartbeats carry; the coordinator binds the first one it

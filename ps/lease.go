@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,7 +30,8 @@ import (
 // ErrAborted error that names the lost one; ContinueWithout lets the run
 // go on as if the worker had quit (epsp.EventLeave with Quit), the pushes
 // it made kept and the samples it had not processed of its current clock
-// handed to a survivor first (serveLost; a sample is never counted
+// handed to a survivor first, as an order recorded in the core's transfer
+// ledger (serveLost, epsp.Coordinator.HandOver; a sample is never counted
 // twice); it may rejoin after the cooldown (membership.go). A lost server
 // always aborts the run, naming it. A worker
 // that hears nothing from the coordinator for its CoordinatorTimeout
@@ -55,8 +57,9 @@ const (
 	// lost worker, and Coordinator.Err reports it.
 	AbortRun LostAction = iota
 	// ContinueWithout treats the lost worker as having left
-	// (epsp.EventLeave): the others go on; its unpushed samples of its
-	// current clock are dropped.
+	// (epsp.EventLeave): the others go on; its unprocessed samples of its
+	// current clock are handed to a survivor first (epsp.Coordinator.
+	// HandOver), and it leaves once they are stored.
 	ContinueWithout
 )
 
@@ -143,21 +146,15 @@ type leases struct {
 	fresh []bool      // worker joined mid-run and has not started a clock
 	srv   []time.Time // server → last answered ping
 
-	// for hand-overs (ContinueWithout)
-	ownClock map[epsp.WorkerID]int       // 1 + the last clock whose own push was admitted
-	gaveLo   map[epsp.WorkerID]gaveRange // lowest start given away, per clock
-	handing  map[uint64]handOver         // hand-over tasks in flight, by id
-	nextHand uint64
-	stop     chan struct{}
-	once     sync.Once
+	stop chan struct{}
+	once sync.Once
 }
 
 // newLeases watches the first workers of slots (the others are free
 // slots: not watched until they join) and servers servers.
 func newLeases(cfg LeaseConfig, workers, slots, servers int) *leases {
 	l := &leases{cfg: cfg, inc: make([]uint64, slots), seen: make([]time.Time, slots),
-		done: make([]bool, slots), lost: make([]bool, slots), fresh: make([]bool, slots), srv: make([]time.Time, servers), stop: make(chan struct{}),
-		ownClock: map[epsp.WorkerID]int{}, gaveLo: map[epsp.WorkerID]gaveRange{}, handing: map[uint64]handOver{}}
+		done: make([]bool, slots), lost: make([]bool, slots), fresh: make([]bool, slots), srv: make([]time.Time, servers), stop: make(chan struct{})}
 	for w := workers; w < slots; w++ {
 		l.done[w] = true
 	}
@@ -191,6 +188,13 @@ func (l *leases) bind(c *Coordinator, w epsp.WorkerID, inc uint64, hello bool) e
 	return nil
 }
 
+// isLost reports whether worker w was declared lost (and has not rejoined).
+func (l *leases) isLost(w epsp.WorkerID) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lost[w]
+}
+
 // leave stops watching worker w (it left the run).
 func (l *leases) leave(w epsp.WorkerID) {
 	l.mu.Lock()
@@ -203,8 +207,6 @@ func (l *leases) rejoin(w epsp.WorkerID, inc uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.inc[w], l.done[w], l.lost[w], l.fresh[w], l.seen[w] = inc, false, false, true, time.Now()
-	delete(l.ownClock, w)
-	delete(l.gaveLo, w)
 }
 
 // started records that worker w computes (it pushed or clocked): a
@@ -372,96 +374,99 @@ func (c *Coordinator) workerLost(w epsp.WorkerID, why string) {
 // ContinueWithout. Never on the wire (decode refuses it).
 const opLost op = 68
 
-// handOverBase marks the ids of hand-over tasks (the core's transfer ids
-// count up from 1).
-const handOverBase = 1 << 62
-
 // serveLost (on the loop) hands the lost worker's unprocessed samples of
 // the clock it was computing to a survivor, exactly once, and makes it
 // leave when they are stored; if it had nothing unprocessed (it was
-// waiting, or its own push of the clock was admitted), it leaves now.
-// Its unprocessed samples are its batch's prefix [0, end), end being the
-// lowest start of a range it gave away in that clock (the rest is the
-// takers'). A push admitted but not stored when the worker died is lost,
-// never counted twice.
+// waiting, or its own push of the clock was admitted), it leaves now. The
+// core decides what is unprocessed and records the hand-over in its
+// transfer ledger (epsp.Coordinator.HandOver): the prefix [0, end) of its
+// batch, end being the lowest start of a range it gave away in that clock
+// (the rest is the takers'); the taker's push of it is admitted because
+// of that record, and a push the core did not order is refused. Transfer
+// orders lw never answered count as refused first (and execute refuses
+// the policy's later orders of a lost giver at once), so no late answer
+// can give part of the handed-over range to a second taker, and no order
+// nobody will answer holds a barrier. A push admitted but not stored when
+// the worker died is lost, never counted twice.
 func (c *Coordinator) serveLost(lw epsp.WorkerID, orders map[uint64]epsp.TransferOrder) error {
-	v := c.core.View()
-	l := c.lease
 	// Hand-overs to lw will not finish: their lost workers leave now (it
 	// may have pushed the samples already, so they are not handed again:
-	// lost, never counted twice).
-	l.mu.Lock()
-	var orphans []epsp.WorkerID
-	for id, h := range l.handing {
-		if h.taker == lw {
-			orphans = append(orphans, h.lost)
-			delete(l.handing, id)
+	// lost, never counted twice; the leave ends the hand-over in the
+	// core, which refuses a push of it from then on).
+	for _, h := range c.core.HandOvers() {
+		if h.To == lw {
+			if err := c.leaveLost(h.From, orders); err != nil {
+				return err
+			}
 		}
 	}
-	l.mu.Unlock()
-	for _, o := range orphans {
-		if err := c.leaveLost(o, orders); err != nil {
-			return err
-		}
-	}
-	cl := v.Clock(lw)
+	l := c.lease
 	l.mu.Lock()
-	end := v.Batch(lw)
-	if g, ok := l.gaveLo[lw]; ok && g.clock == cl {
-		end = g.lo
-	}
-	pushed := l.ownClock[lw] == cl+1
 	taker := epsp.WorkerID(-1)
 	for w := range l.done {
 		// not a joiner that has not started: it may be waiting at its
 		// join clock behind the barrier this hand-over holds
-		if !l.done[w] && !l.fresh[w] {
+		if !l.done[w] && !l.fresh[w] && c.isMember(epsp.WorkerID(w)) {
 			taker = epsp.WorkerID(w)
 			break
 		}
 	}
 	l.mu.Unlock()
-	if v.Waiting(lw) || pushed || end <= 0 || taker < 0 {
+	// Transfer orders of lw's samples that lw has not answered never
+	// will be: they count as refused (the policy sees the refusals)
+	// before its samples are handed over, so no late answer can give a
+	// range of them to a second taker (the core would refuse it now).
+	var unanswered []uint64
+	for id, o := range orders {
+		if o.From == lw {
+			unanswered = append(unanswered, id)
+		}
+	}
+	slices.Sort(unanswered)
+	for _, id := range unanswered {
+		delete(orders, id)
+		if err := c.step(epsp.Event{Kind: epsp.EventTransferResult, Transfer: epsp.TransferResult{ID: id}}, orders); err != nil {
+			return err
+		}
+	}
+	if taker < 0 {
 		return c.leaveLost(lw, orders)
 	}
-	l.mu.Lock()
-	l.nextHand++
-	id := handOverBase + l.nextHand
-	l.handing[id] = handOver{lost: lw, taker: taker}
-	l.mu.Unlock()
+	o, ok, err := c.core.HandOver(lw, taker)
+	if err != nil {
+		err = fmt.Errorf("ps: handing %s's samples to %s: %w", c.cfg.Workers[lw], c.cfg.Workers[taker], err)
+		c.setFatal(err)
+		return err
+	}
+	if !ok {
+		return c.leaveLost(lw, orders)
+	}
+	c.snapshot()
+	v := c.core.View()
 	e := newMsg(nil, opTransferTask)
-	e.u64(id)
+	e.u64(o.ID)
 	e.i64(int64(lw))
-	e.i64(int64(cl))
-	e.i64(0)
-	e.i64(int64(end))
+	e.i64(int64(o.Clock))
+	e.i64(int64(o.Lo))
+	e.i64(int64(o.Hi))
 	e.i64(int64(v.Batch(lw)))
 	e.u64(v.Version())
-	c.opts.emit(Event{Kind: EvTransferOrdered, Node: "coordinator", Worker: lw, Clock: cl, Lo: 0, Hi: end,
-		Transfer: epsp.TransferOrder{ID: id, From: lw, To: taker, Clock: cl, Lo: 0, Hi: end}})
+	c.opts.emit(Event{Kind: EvTransferOrdered, Node: "coordinator", Worker: lw, Clock: o.Clock, Lo: o.Lo, Hi: o.Hi, Transfer: o})
 	if err := c.send(taker, e.b); err != nil {
-		c.setFatal(fmt.Errorf("ps: handing %s's samples of clock %d to %s: %w", c.cfg.Workers[lw], cl, c.cfg.Workers[taker], err))
+		c.setFatal(fmt.Errorf("ps: handing %s's samples of clock %d to %s: %w", c.cfg.Workers[lw], o.Clock, c.cfg.Workers[taker], err))
 		return err
 	}
 	return nil
 }
 
-// handedOver finishes a hand-over task when id is one: the lost worker
-// leaves now that its samples are stored.
-func (c *Coordinator) handedOver(id uint64, from epsp.WorkerID, orders map[uint64]epsp.TransferOrder) (bool, error) {
-	l := c.lease
-	l.mu.Lock()
-	h, ok := l.handing[id]
-	if ok && h.taker != from {
-		l.mu.Unlock()
-		return true, fmt.Errorf("%w: worker %d reports hand-over %d given to worker %d", ErrRejected, from, id, h.taker)
+// handedOver finishes hand-over h, which its taker reports done: the lost
+// worker leaves now that its samples are stored (the leave ends the
+// hand-over in the core).
+func (c *Coordinator) handedOver(h epsp.TransferOrder, orders map[uint64]epsp.TransferOrder) error {
+	if st, _ := c.core.Transfer(h.ID); !st.Pushed {
+		return fmt.Errorf("%w: worker %d reports hand-over %d done before its push was admitted", ErrRejected, h.To, h.ID)
 	}
-	delete(l.handing, id)
-	l.mu.Unlock()
-	if !ok {
-		return false, nil
-	}
-	return true, c.leaveLost(h.lost, orders)
+	return c.leaveLost(h.From, orders)
 }
 
 func (c *Coordinator) leaveLost(lw epsp.WorkerID, orders map[uint64]epsp.TransferOrder) error {
@@ -473,31 +478,6 @@ func (c *Coordinator) leaveLost(lw epsp.WorkerID, orders map[uint64]epsp.Transfe
 	}
 	return err
 }
-
-// admitted records a worker's admitted push of its own batch.
-func (l *leases) admitted(p epsp.Push, d epsp.PushDecision) {
-	if p.Worker != p.Owner || d.Action == epsp.Drop {
-		return
-	}
-	l.mu.Lock()
-	l.ownClock[p.Worker] = max(l.ownClock[p.Worker], p.Clock+1)
-	l.mu.Unlock()
-}
-
-// gave records a range [lo, …) of clock's batch the worker gave away.
-func (l *leases) gave(w epsp.WorkerID, clock, lo int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if g, ok := l.gaveLo[w]; ok && g.clock == clock {
-		lo = min(lo, g.lo)
-	}
-	l.gaveLo[w] = gaveRange{clock, lo}
-}
-
-type gaveRange struct{ clock, lo int }
-
-// handOver is a lost worker's samples handed to a taker.
-type handOver struct{ lost, taker epsp.WorkerID }
 
 // heartbeat answers a worker's heartbeat outside the coordinator's loop
 // (a busy loop must not make live workers look dead).

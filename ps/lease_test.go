@@ -136,7 +136,8 @@ func TestBSP_LostWorkerAbortsNamingIt(t *testing.T) {
 
 // TestLease_ContinueWithout: with ContinueWithout a worker killed in the
 // middle of its clock 2 is treated as having left; its unprocessed
-// samples of clock 2 are handed to a survivor, and the servers received
+// samples of clock 2 are handed to a survivor through the core's transfer
+// ledger (one hand-over of its whole batch), and the servers received
 // every sample exactly once: the survivors' 5 clocks and the victim's
 // clocks 0 to 2.
 func TestLease_ContinueWithout(t *testing.T) {
@@ -167,8 +168,8 @@ func TestLease_ContinueWithout(t *testing.T) {
 	if got, want := applied.Load(), int64(2*clocks*batch+3*batch); got != want {
 		t.Errorf("servers received %d samples, want %d", got, want)
 	}
-	if st := c.Coordinator.Stats(); st.Flushes != clocks || st.Left != 3 {
-		t.Errorf("stats: %d flushes, %d left; want %d and 3", st.Flushes, st.Left, clocks)
+	if st := c.Coordinator.Stats(); st.Flushes != clocks || st.Left != 3 || st.HandOvers != 1 || st.SamplesHandedOver != batch {
+		t.Errorf("stats: %d flushes, %d left, %d hand-overs of %d samples; want %d, 3, 1 of %d", st.Flushes, st.Left, st.HandOvers, st.SamplesHandedOver, clocks, batch)
 	}
 }
 

@@ -1,0 +1,383 @@
+package ps
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/transport"
+)
+
+type silentNode struct{}
+
+func (silentNode) HandleRequest(context.Context, transport.NodeID, []byte) ([]byte, error) {
+	return nil, errors.New("no requests")
+}
+func (silentNode) HandleMessage(transport.NodeID, []byte) {}
+
+// TestCoordinator_RefusesUnorderedPush: a worker that sends, over the
+// transport, a push of another worker's samples that no transfer or
+// hand-over covers is refused (ErrRejected, naming the reason); the
+// coordinator counts nothing and admits nothing, and the run goes on:
+// the worker's own push is admitted after it.
+func TestCoordinator_RefusesUnorderedPush(t *testing.T) {
+	net := transport.NewInmemNetwork()
+	defer net.Close()
+	srv, _ := NewServer("s0", DefaultServerConfig())
+	st, _ := net.Join("s0", srv)
+	defer st.Close()
+	cfg := DefaultCoordinatorConfig()
+	cfg.EPSP.NumWorkers, cfg.EPSP.Batch = 2, 8
+	cfg.Servers = []transport.NodeID{"s0"}
+	cfg.Workers = []transport.NodeID{"w0", "w1"}
+	cfg.Lease.Timeout = -1
+	var mu sync.Mutex
+	var admitted []epsp.Push
+	obs := ObserverFunc(func(e Event) {
+		if e.Kind == EvPushAdmitted {
+			mu.Lock()
+			admitted = append(admitted, e.Push)
+			mu.Unlock()
+		}
+	})
+	c, err := NewCoordinator(cfg, epsp.NewBSP(), WithObserver(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, _ := net.Join("coordinator", c)
+	defer ct.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Start(ctx, ct); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w0, _ := net.Join("w0", silentNode{})
+	defer w0.Close()
+	admit := func(p epsp.Push) error {
+		e := newMsg(nil, opAdmit)
+		encodePush(&e, p)
+		resp, err := request(ctx, w0, "coordinator", e.b, time.Second)
+		if err != nil {
+			return err
+		}
+		_, err = parseResponse(resp, "coordinator")
+		return err
+	}
+	for _, p := range []epsp.Push{
+		{Worker: 0, Owner: 1, Clock: 0, Samples: 8, BatchSamples: 8}, // worker 1's whole batch
+		{Worker: 0, Owner: 1, Clock: 0, Samples: 3, BatchSamples: 8}, // a tail of it
+		{Worker: 0, Owner: 1, Clock: 1, Samples: 8, BatchSamples: 8}, // its next clock
+	} {
+		err := admit(p)
+		if !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "not ordered") {
+			t.Fatalf("push %+v: %v, want ErrRejected: not ordered", p, err)
+		}
+	}
+	if s := c.Stats(); s.Accumulated+s.Applied+s.Dropped != 0 || c.Err() != nil {
+		t.Fatalf("after refused pushes: stats %+v, coordinator error %v", s, c.Err())
+	}
+	if err := admit(epsp.Push{Worker: 0, Owner: 0, Clock: 0, Samples: 8, BatchSamples: 8}); err != nil {
+		t.Fatalf("own push: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if s := c.Stats(); s.Accumulated != 1 || len(admitted) != 1 || admitted[0].Owner != 0 {
+		t.Fatalf("after the own push: stats %+v, admitted %+v", s, admitted)
+	}
+}
+
+// inbox is a node that records the one-way messages it receives and
+// answers nothing.
+type inbox struct {
+	mu   sync.Mutex
+	msgs [][]byte
+}
+
+func (*inbox) HandleRequest(context.Context, transport.NodeID, []byte) ([]byte, error) {
+	return nil, errors.New("no requests")
+}
+
+func (b *inbox) HandleMessage(_ transport.NodeID, m []byte) {
+	b.mu.Lock()
+	b.msgs = append(b.msgs, append([]byte(nil), m...))
+	b.mu.Unlock()
+}
+
+// wait returns the first message with op o, waiting up to d.
+func (b *inbox) wait(o op, d time.Duration) ([]byte, bool) {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
+		b.mu.Lock()
+		for _, m := range b.msgs {
+			if got, body, err := header(m); err == nil && got == o {
+				b.mu.Unlock()
+				return body, true
+			}
+		}
+		b.mu.Unlock()
+	}
+	return nil, false
+}
+
+// pesterPolicy is BSP that, at worker 0's clock and at every tick while
+// worker 0 waits and worker 1 computes clock 0, orders [4,8) of worker 1's
+// batch to worker 0, one order at a time.
+type pesterPolicy struct {
+	*epsp.BSP
+	open bool
+}
+
+func (p *pesterPolicy) Step(now time.Duration, v epsp.View, e epsp.Event) epsp.Output {
+	out := p.BSP.Step(now, v, e)
+	switch e.Kind {
+	case epsp.EventTransferResult:
+		p.open = p.open && e.Transfer.Accepted
+	case epsp.EventTransferDone:
+		p.open = false
+	case epsp.EventClock, epsp.EventTick:
+		if !p.open && v.Waiting(0) && v.(epsp.Membership).Member(1) && v.Clock(1) == 0 && !v.Waiting(1) {
+			out.Transfers = append(out.Transfers, epsp.TransferOrder{From: 1, To: 0, Clock: 0, Lo: 4, Hi: 8})
+			p.open = true
+		}
+	}
+	return out
+}
+
+// TestLease_LostGiverOrdersRefused: a worker lost under ContinueWithout
+// with a transfer order it never answered, and with the policy ordering
+// more from it while its samples are handed over: the orders count as
+// refused (the unanswered one before the hand-over, the later ones at
+// once), so the hand-over moves its whole batch, the barrier is not held
+// by orders nobody will answer, and the clock is flushed once the taker's
+// push is stored. The hand-over's done is refused from another worker and
+// before the taker's push.
+func TestLease_LostGiverOrdersRefused(t *testing.T) {
+	net := transport.NewInmemNetwork()
+	defer net.Close()
+	srv, _ := NewServer("s0", DefaultServerConfig())
+	st, _ := net.Join("s0", srv)
+	defer st.Close()
+	cfg := DefaultCoordinatorConfig()
+	cfg.EPSP.NumWorkers, cfg.EPSP.Batch, cfg.EPSP.TickPeriod = 3, 8, 10*time.Millisecond
+	cfg.Servers = []transport.NodeID{"s0"}
+	cfg.Workers = []transport.NodeID{"w0", "w1", "w2"}
+	cfg.StartTimeout = 300 * time.Millisecond
+	cfg.Lease = LeaseConfig{Timeout: 250 * time.Millisecond, Interval: 25 * time.Millisecond, OnWorkerLost: ContinueWithout}
+	c, err := NewCoordinator(cfg, &pesterPolicy{BSP: epsp.NewBSP()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, _ := net.Join("coordinator", c)
+	defer ct.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Start(ctx, ct); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	in0, in1 := &inbox{}, &inbox{}
+	w0, _ := net.Join("w0", in0)
+	defer w0.Close()
+	w1, _ := net.Join("w1", in1) // receives orders, never answers, never heartbeats
+	defer w1.Close()
+	w2, _ := net.Join("w2", &inbox{})
+	defer w2.Close()
+	callAs := func(tr transport.Transport, msg []byte) error {
+		resp, err := request(ctx, tr, "coordinator", msg, time.Second)
+		if err == nil {
+			_, err = parseResponse(resp, "coordinator")
+		}
+		return err
+	}
+	call := func(msg []byte) error { return callAs(w0, msg) }
+	stop := make(chan struct{})
+	var beats sync.WaitGroup
+	for _, tr := range []transport.Transport{w0, w2} { // workers 0 and 2 stay alive
+		beats.Add(1)
+		go func() {
+			defer beats.Done()
+			for {
+				e := newMsg(nil, opHeartbeat)
+				e.u64(1)
+				callAs(tr, e.b)
+				select {
+				case <-stop:
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); beats.Wait() }()
+
+	for w, tr := range map[int]transport.Transport{0: w0, 2: w2} {
+		e := newMsg(nil, opAdmit)
+		encodePush(&e, epsp.Push{Worker: epsp.WorkerID(w), Owner: epsp.WorkerID(w), Clock: 0, Samples: 8, BatchSamples: 8})
+		if err := callAs(tr, e.b); err != nil {
+			t.Fatal(err)
+		}
+		e = newMsg(nil, opClock)
+		e.i64(0)
+		if err := callAs(tr, e.b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := in1.wait(opTransferOrder, 2*time.Second); !ok {
+		t.Fatal("worker 1 got no transfer order")
+	}
+	body, ok := in0.wait(opTransferTask, 3*time.Second) // worker 1 is lost: the hand-over
+	if !ok {
+		t.Fatalf("no hand-over task; coordinator error %v, stats %+v", c.Err(), c.Stats())
+	}
+	d := decoder{b: body}
+	id, owner, clock, lo, hi, batch := d.u64(), d.i64(), d.i64(), d.i64(), d.i64(), d.i64()
+	if owner != 1 || clock != 0 || lo != 0 || hi != 8 || batch != 8 {
+		t.Fatalf("hand-over of worker %d's clock %d [%d,%d) of %d, want worker 1's clock 0 [0,8) of 8", owner, clock, lo, hi, batch)
+	}
+	// ticks: the policy orders from worker 1 again (refused at once)
+	for end := time.Now().Add(2 * time.Second); c.Stats().TransfersOrdered < 2 && time.Now().Before(end); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	done := newMsg(nil, opTransferDone)
+	done.u64(id)
+	for _, tc := range []struct {
+		tr   transport.Transport
+		want string
+	}{{w2, "given to worker 0"}, {w0, "before its push was admitted"}} {
+		if err := callAs(tc.tr, done.b); !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("premature done: %v, want ErrRejected: %s", err, tc.want)
+		}
+	}
+	if s := c.Stats(); s.Left != 0 || s.Flushes != 0 {
+		t.Fatalf("a refused done let worker 1 leave: %+v", s)
+	}
+	e := newMsg(nil, opAdmit)
+	encodePush(&e, epsp.Push{Worker: 0, Owner: 1, Clock: 0, Samples: 8, BatchSamples: 8})
+	if err := call(e.b); err != nil {
+		t.Fatalf("the taker's push: %v", err)
+	}
+	if err := call(done.b); err != nil {
+		t.Fatalf("hand-over done: %v", err)
+	}
+	if _, ok := in0.wait(opRelease, 2*time.Second); !ok {
+		t.Fatalf("worker 0 was not released: the barrier of clock 0 is held; stats %+v", c.Stats())
+	}
+	s := c.Stats()
+	if s.Flushes != 1 || s.HandOvers != 1 || s.SamplesHandedOver != 8 || s.TransfersAccepted != 0 || s.TransfersRefused < 2 || s.TransfersRefused != s.TransfersOrdered || c.Err() != nil {
+		t.Fatalf("stats %+v, coordinator error %v; want one flush, one hand-over of 8, every order (two at least) refused", s, c.Err())
+	}
+}
+
+// orderOnce is BSP that orders [4,8) of worker 1's batch of clock 0 to
+// worker 0 when worker 0 finishes clock 0.
+type orderOnce struct{ *epsp.BSP }
+
+func (p orderOnce) Step(now time.Duration, v epsp.View, e epsp.Event) epsp.Output {
+	out := p.BSP.Step(now, v, e)
+	if e.Kind == epsp.EventClock && e.Worker == 0 && e.Clock == 0 {
+		out.Transfers = append(out.Transfers, epsp.TransferOrder{From: 1, To: 0, Clock: 0, Lo: 4, Hi: 8})
+	}
+	return out
+}
+
+// TestCoordinator_TransferDoneOnlyFromTaker: a transfer's done is refused
+// from a worker that is not its taker, and from the taker before its push
+// of the range is admitted; then the push and the done go through and the
+// barrier passes.
+func TestCoordinator_TransferDoneOnlyFromTaker(t *testing.T) {
+	net := transport.NewInmemNetwork()
+	defer net.Close()
+	srv, _ := NewServer("s0", DefaultServerConfig())
+	st, _ := net.Join("s0", srv)
+	defer st.Close()
+	cfg := DefaultCoordinatorConfig()
+	cfg.EPSP.NumWorkers, cfg.EPSP.Batch = 2, 8
+	cfg.Servers = []transport.NodeID{"s0"}
+	cfg.Workers = []transport.NodeID{"w0", "w1"}
+	cfg.Lease.Timeout = -1
+	c, err := NewCoordinator(cfg, orderOnce{epsp.NewBSP()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, _ := net.Join("coordinator", c)
+	defer ct.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Start(ctx, ct); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	in0, in1 := &inbox{}, &inbox{}
+	w0, _ := net.Join("w0", in0)
+	defer w0.Close()
+	w1, _ := net.Join("w1", in1)
+	defer w1.Close()
+	call := func(tr transport.Transport, msg []byte) error {
+		resp, err := request(ctx, tr, "coordinator", msg, time.Second)
+		if err == nil {
+			_, err = parseResponse(resp, "coordinator")
+		}
+		return err
+	}
+	push := func(tr transport.Transport, p epsp.Push) error {
+		e := newMsg(nil, opAdmit)
+		encodePush(&e, p)
+		return call(tr, e.b)
+	}
+	clock := newMsg(nil, opClock)
+	clock.i64(0)
+	if err := push(w0, epsp.Push{Worker: 0, Owner: 0, Clock: 0, Samples: 8, BatchSamples: 8}); err != nil {
+		t.Fatal(err)
+	}
+	if err := call(w0, clock.b); err != nil {
+		t.Fatal(err)
+	}
+	body, ok := in1.wait(opTransferOrder, 2*time.Second)
+	if !ok {
+		t.Fatal("worker 1 got no transfer order")
+	}
+	d := decoder{b: body}
+	id := d.u64()
+	answer := newMsg(nil, opTransferResult)
+	answer.u64(id)
+	answer.u8(1)
+	answer.i64(4)
+	answer.i64(8)
+	answer.i64(8)
+	if err := call(w1, answer.b); err != nil {
+		t.Fatalf("worker 1 accepts: %v", err)
+	}
+	if _, ok := in0.wait(opTransferTask, 2*time.Second); !ok {
+		t.Fatal("worker 0 got no task")
+	}
+	done := newMsg(nil, opTransferDone)
+	done.u64(id)
+	if err := call(w1, done.b); !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "given to worker 0") {
+		t.Fatalf("done from the giver: %v, want ErrRejected", err)
+	}
+	if err := call(w0, done.b); !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "not admitted") {
+		t.Fatalf("done before the push: %v, want ErrRejected", err)
+	}
+	if err := push(w0, epsp.Push{Worker: 0, Owner: 1, Clock: 0, Samples: 4, BatchSamples: 8}); err != nil {
+		t.Fatalf("the taker's push: %v", err)
+	}
+	if err := push(w1, epsp.Push{Worker: 1, Owner: 1, Clock: 0, Samples: 4, BatchSamples: 8}); err != nil {
+		t.Fatalf("the giver's push: %v", err)
+	}
+	if err := call(w1, clock.b); err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Stats(); s.Flushes != 0 {
+		t.Fatalf("the barrier passed with the transfer not done: %+v", s)
+	}
+	if err := call(w0, done.b); err != nil {
+		t.Fatalf("done: %v", err)
+	}
+	if s := c.Stats(); s.Flushes != 1 || s.TransfersDone != 1 || s.Accumulated != 3 || c.Err() != nil {
+		t.Fatalf("stats %+v, coordinator error %v; want one flush after the done", s, c.Err())
+	}
+}
