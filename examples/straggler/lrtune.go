@@ -46,24 +46,10 @@ func tuneLRWith(o options, data *dataCache, wls []workload, scs []string, specs 
 			}
 		}
 	}
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
-		return err
-	}
 	cpu0, t0 := cputime.Process(), time.Now()
 	fmt.Fprintf(os.Stderr, "lr-tune: %d simulations (%d workloads x %d scenarios x %d policies x %d learning rates, seed %d), -j %d\n",
 		len(jobs), len(wls), len(scs), len(specs), len(tuneGrid), lrSeed, o.jobs)
-	pf, pw, err := createIn(o.out, "lrtune_runs.csv")
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(pw, runsHeader)
-	runs, err := runJobsThen(o, data, jobs, os.Stderr, func(r *studyRun) {
-		writeRunRow(pw, r)
-		pw.Flush()
-	})
-	if cerr := closeOut(pf, pw); err == nil {
-		err = cerr
-	}
+	runs, err := runJobsRecording(o, data, jobs, "lrtune_runs.csv")
 	if err != nil {
 		return err
 	}

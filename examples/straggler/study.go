@@ -476,15 +476,27 @@ func studyWith(o options, data *dataCache, wls []workload, scs []string, seeds [
 	cpu0 := cputime.Process()
 	t0 := time.Now()
 	fmt.Fprintf(os.Stderr, "study: %d simulations (%d workloads x %d scenarios x %d seeds x %d policies), -j %d\n", len(jobs), len(wls), len(scs), len(seeds), len(specs), o.jobs)
-	// runs.csv grows as simulations finish, so that an interrupted study
-	// leaves its finished rows (render them with -from); it is rewritten
-	// in job order at the end.
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
-		return err
-	}
-	pf, pw, err := createIn(o.out, "runs.csv")
+	// runs.csv is rewritten in job order at the end.
+	runs, err := runJobsRecording(o, data, jobs, "runs.csv")
 	if err != nil {
 		return err
+	}
+	cost := costOf(runs, cputime.Process()-cpu0, time.Since(t0))
+	subset := subsetLabel(o, wls, scs, seeds, specs)
+	return writeStudy(o, wls, scs, seeds, specs, runs, cost, subset)
+}
+
+// runJobsRecording runs jobs as runJobs does and writes each finished
+// run as a row of the runs.csv-shaped file name in o.out as it ends, so
+// that an interrupted run leaves its finished rows (render them with
+// -from).
+func runJobsRecording(o options, data *dataCache, jobs []studyJob, name string) ([]*studyRun, error) {
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return nil, err
+	}
+	pf, pw, err := createIn(o.out, name)
+	if err != nil {
+		return nil, err
 	}
 	fmt.Fprintln(pw, runsHeader)
 	runs, err := runJobsThen(o, data, jobs, os.Stderr, func(r *studyRun) {
@@ -494,12 +506,7 @@ func studyWith(o options, data *dataCache, wls []workload, scs []string, seeds [
 	if cerr := closeOut(pf, pw); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return err
-	}
-	cost := costOf(runs, cputime.Process()-cpu0, time.Since(t0))
-	subset := subsetLabel(o, wls, scs, seeds, specs)
-	return writeStudy(o, wls, scs, seeds, specs, runs, cost, subset)
+	return runs, err
 }
 
 // subsetLabel says which part of the full study ran ("" for all of it).
