@@ -710,53 +710,69 @@ func (c *Coordinator) HandOver(from, to WorkerID) (o TransferOrder, ok bool, err
 	return o, true, nil
 }
 
-// Retarget gives every range worker from still owes as a taker to worker
-// to, for a runtime that lost from and lets the run go on without it, so
-// that no clock waits for samples from will never push and none is
-// counted twice:
+// Retarget gives every range worker from still owes as a taker to a
+// survivor, for a runtime that lost from and lets the run go on without
+// it, so that no clock waits for samples from will never push and none
+// is counted twice. Each range goes to the first worker of to that is
+// not its giver (a giver cannot take its own range back: it gave it
+// away):
 //
 //   - a transfer or hand-over to from, accepted and not pushed, is moved
-//     to to (same ID, same range): to pushes it with Owner = the giver
-//     and reports it done like its own, and from's push of it is refused
-//     from now on;
-//   - an order to from not yet answered is moved to to: if its giver
-//     accepts, to computes the range;
+//     (same ID, same range): its new taker pushes it with Owner = the
+//     giver and reports it done like its own, and from's push of it is
+//     refused from now on;
+//   - an order to from not yet answered is moved: if its giver accepts,
+//     the new taker computes the range;
 //   - the samples assigned to from at a release (Output.Assign) that it
 //     has not pushed become new orders of the same pieces, from their
-//     giver to to, with IDs from the transfers' sequence: to pushes each
-//     piece with Owner = its giver and reports it done (EventTransferDone;
-//     the policy, which never ordered it, sees that done as EventTick).
-//     A giver's pieces from pushed only in part (not the runtime
-//     contract: one push holds them all) cannot be told apart, so their
-//     remainder is abandoned (Stats.SamplesAbandoned).
+//     giver to the new taker, with IDs from the transfers' sequence: the
+//     taker pushes each piece with Owner = its giver and reports it done
+//     (EventTransferDone; the policy, which never ordered it, sees that
+//     done as EventTick). A giver's pieces from pushed only in part (not
+//     the runtime contract: one push holds them all) cannot be told
+//     apart, so their remainder is abandoned (Stats.SamplesAbandoned).
 //
-// It returns the accepted orders to send to to as tasks, by ID (each with
-// TransferStatus.Batch, the giver's batch size). Every moved range stays
-// pending for its clock until its done (or, a hand-over, its giver's
-// leave). A range from pushed but has not reported done is not moved (its
-// samples were admitted; the runtime reports the done for it, or from's
-// leave ends it). The policy is not consulted; its events keep naming the
-// taker it ordered. Workers that do not exist or have left, or from = to,
-// are ErrBadEvent. Without a Retarget, from's leave ends what it still
-// owes (see EventLeave): lost, so no barrier waits for it.
-func (c *Coordinator) Retarget(from, to WorkerID) ([]TransferOrder, error) {
-	for _, w := range []WorkerID{from, to} {
+// A range with no worker of to but its giver stays from's: its leave
+// ends it (see below). Retarget returns the accepted orders to send to
+// their new takers as tasks, by ID (TransferStatus.Batch gives the
+// giver's batch size). Every moved range stays pending for its clock
+// until its done (or, a hand-over, its giver's leave). A range from
+// pushed but has not reported done is not moved (its samples were
+// admitted; the runtime reports the done for it, or from's leave ends
+// it). The policy is not consulted; its events keep naming the taker it
+// ordered. Workers that do not exist or have left, or from in to, are
+// ErrBadEvent, and change nothing. Without a Retarget, from's leave ends
+// what it still owes (see EventLeave): lost, so no barrier waits for it.
+func (c *Coordinator) Retarget(from WorkerID, to []WorkerID) ([]TransferOrder, error) {
+	for _, w := range append([]WorkerID{from}, to...) {
 		if err := c.checkWorker(w); err != nil {
 			return nil, fmt.Errorf("%w: retarget: %v", ErrBadEvent, err)
 		}
 		if c.left[w] {
-			return nil, fmt.Errorf("%w: retarget from worker %d to %d: worker %d is not in the run", ErrBadEvent, from, to, w)
+			return nil, fmt.Errorf("%w: retarget from worker %d to %v: worker %d is not in the run", ErrBadEvent, from, to, w)
+		}
+		if w == from && len(to) > 0 && slices.Contains(to, from) {
+			return nil, fmt.Errorf("%w: retarget from worker %d to itself", ErrBadEvent, from)
 		}
 	}
-	if from == to {
-		return nil, fmt.Errorf("%w: retarget from worker %d to itself", ErrBadEvent, from)
+	taker := func(giver WorkerID) (WorkerID, bool) {
+		for _, w := range to {
+			if w != giver {
+				return w, true
+			}
+		}
+		return 0, false
 	}
 	var moved []TransferOrder
 	for _, t := range c.transfers {
 		if t.order.To != from || t.pushed {
 			continue
 		}
-		t.order.To = to
+		w, ok := taker(t.order.From)
+		if !ok {
+			continue
+		}
+		t.order.To = w
 		if t.accepted {
 			moved = append(moved, t.order)
 			c.stats.Retargeted++
@@ -772,6 +788,10 @@ func (c *Coordinator) Retarget(from, to WorkerID) ([]TransferOrder, error) {
 	}
 	slices.SortFunc(keys, func(a, b [3]int) int { return slices.Compare(a[:], b[:]) })
 	for _, k := range keys {
+		w, ok := taker(WorkerID(k[0]))
+		if !ok {
+			continue // from's leave abandons them
+		}
 		n, ps := c.owed[k], c.pieces[k]
 		delete(c.owed, k)
 		delete(c.pieces, k)
@@ -786,8 +806,8 @@ func (c *Coordinator) Retarget(from, to WorkerID) ([]TransferOrder, error) {
 		slices.SortFunc(ps, func(a, b [2]int) int { return cmp.Compare(a[0], b[0]) })
 		for _, r := range ps {
 			c.nextID++
-			o := TransferOrder{ID: c.nextID, From: WorkerID(k[0]), To: to, Clock: k[2], Lo: r[0], Hi: r[1]}
-			c.transfers[o.ID] = &transferState{order: o, accepted: true, assigned: true, orderedTo: to, batch: max(c.batch[o.From], o.Hi)}
+			o := TransferOrder{ID: c.nextID, From: WorkerID(k[0]), To: w, Clock: k[2], Lo: r[0], Hi: r[1]}
+			c.transfers[o.ID] = &transferState{order: o, accepted: true, assigned: true, orderedTo: w, batch: max(c.batch[o.From], o.Hi)}
 			c.pending[o.Clock]++
 			c.progress[from].Extra -= o.Samples()
 			moved = append(moved, o)

@@ -1,6 +1,7 @@
 package epsp_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -39,9 +40,9 @@ func TestCoordinator_RetargetLostTaker(t *testing.T) {
 	id := step(t, c, epsp.Event{Kind: epsp.EventTick}).Transfers[0].ID
 	step(t, c, epsp.Event{Kind: epsp.EventTransferResult, Transfer: epsp.TransferResult{ID: id, Accepted: true, Lo: 6, Hi: 10}})
 	// worker 0 is lost before its push
-	moved, err := c.Retarget(0, 2)
+	moved, err := c.Retarget(0, []epsp.WorkerID{2})
 	if err != nil || len(moved) != 1 || moved[0] != (epsp.TransferOrder{ID: id, From: 1, To: 2, Clock: 0, Lo: 6, Hi: 10}) {
-		t.Fatalf("Retarget(0, 2) = %+v, %v", moved, err)
+		t.Fatalf("Retarget(0, {2}) = %+v, %v", moved, err)
 	}
 	if st, _ := c.Transfer(id); st.Batch != 10 || st.Order.To != 2 {
 		t.Fatalf("Transfer(%d) = %+v", id, st)
@@ -76,7 +77,7 @@ func TestCoordinator_RetargetUnanswered(t *testing.T) {
 	c, p, _ := ledgerCoord(t)
 	p.next = epsp.Output{Transfers: []epsp.TransferOrder{{From: 1, To: 0, Clock: 0, Lo: 4, Hi: 7}}}
 	id := step(t, c, epsp.Event{Kind: epsp.EventTick}).Transfers[0].ID
-	moved, err := c.Retarget(0, 2)
+	moved, err := c.Retarget(0, []epsp.WorkerID{2})
 	if err != nil || len(moved) != 1 || moved[0].To != 2 || moved[0].ID == id {
 		t.Fatalf("Retarget = %+v, %v; want the accepted transfer only", moved, err)
 	}
@@ -120,9 +121,9 @@ func TestCoordinator_RetargetAssigned(t *testing.T) {
 	p.next = epsp.Output{Flush: []epsp.FlushOrder{{Clock: 0}}, Release: []epsp.WorkerID{0, 1, 2},
 		Assign: []epsp.Assignment{{From: 0, To: 1, Clock: 1, Lo: 7, Hi: 10}, {From: 0, To: 2, Clock: 1, Lo: 4, Hi: 7}}}
 	step(t, c, epsp.Event{Kind: epsp.EventTick})
-	moved, err := c.Retarget(1, 2)
+	moved, err := c.Retarget(1, []epsp.WorkerID{2})
 	if err != nil || len(moved) != 1 || moved[0].From != 0 || moved[0].To != 2 || moved[0].Clock != 1 || moved[0].Lo != 7 || moved[0].Hi != 10 {
-		t.Fatalf("Retarget(1, 2) = %+v, %v", moved, err)
+		t.Fatalf("Retarget(1, {2}) = %+v, %v", moved, err)
 	}
 	id := moved[0].ID
 	if st, ok := c.Transfer(id); !ok || !st.Assigned || !st.Accepted || st.Batch < 10 {
@@ -149,5 +150,25 @@ func TestCoordinator_RetargetAssigned(t *testing.T) {
 	}
 	if s := c.Stats(); s.Retargeted != 1 || s.SamplesRetargeted != 3 || s.TransfersDone != 0 {
 		t.Fatalf("stats %+v", s)
+	}
+}
+
+// TestCoordinator_RetargetSkipsTheGiver: a range goes to the first
+// survivor that is not its giver; with the giver the only survivor it
+// stays the lost taker's, and the taker's leave abandons it. A bad
+// Retarget changes nothing.
+func TestCoordinator_RetargetSkipsTheGiver(t *testing.T) {
+	c, _, id := ledgerCoord(t) // 1 gave [7,10) of clock 0 to 0
+	for _, to := range [][]epsp.WorkerID{{0}, {2, 0}, {3}} {
+		if _, err := c.Retarget(0, to); !errors.Is(err, epsp.ErrBadEvent) {
+			t.Fatalf("Retarget(0, %v) = %v, want ErrBadEvent", to, err)
+		}
+	}
+	if moved, err := c.Retarget(0, []epsp.WorkerID{1}); err != nil || len(moved) != 0 {
+		t.Fatalf("Retarget(0, {1}) = %+v, %v; want nothing moved (1 is the giver)", moved, err)
+	}
+	moved, err := c.Retarget(0, []epsp.WorkerID{1, 2})
+	if err != nil || len(moved) != 1 || moved[0].ID != id || moved[0].To != 2 {
+		t.Fatalf("Retarget(0, {1, 2}) = %+v, %v; want transfer %d to 2", moved, err, id)
 	}
 }
