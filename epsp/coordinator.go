@@ -185,7 +185,9 @@ type transferState struct {
 //   - a runtime that loses a worker mid-clock may hand its unprocessed
 //     samples to another worker with HandOver, which returns the order to
 //     send; the taker pushes the range like a transfer's, and the lost
-//     worker's EventLeave ends the hand-over;
+//     worker's EventLeave ends the hand-over; what the lost worker owed as
+//     a taker it gives to survivors with Retarget (the orders to send),
+//     and reports done for it the ranges it pushed;
 //   - an Assignment rides on the releases of its giver and taker: the giver
 //     computes its batch without the assigned tail, the taker computes its
 //     own batch and then the assigned samples and pushes them all in one

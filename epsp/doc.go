@@ -50,7 +50,16 @@
 // through the same ledger (Coordinator.HandOver returns the order to
 // send); the taker's push of them is then admitted once, the lost worker
 // may no longer push, clock or give away that clock, and its EventLeave
-// ends the hand-over.
+// ends the hand-over. What a lost worker owed as a taker — accepted
+// transfers and hand-overs it has not pushed, orders to it not yet
+// answered, samples assigned to it at its release — the runtime gives to
+// survivors with Coordinator.Retarget (each range to the first survivor
+// that is not its giver; moved transfers keep their ID, and the policy's
+// events keep naming the taker it ordered), so every sample of the clock
+// is counted once and its barrier passes. A taker that leaves (EventLeave)
+// still owing ranges nobody re-targeted ends them: lost, counted in
+// Stats.SamplesAbandoned, so no clock stays pending for a departed
+// worker; an order to it accepted after its leave ends at once.
 //
 // Two drivers run the same Coordinator and policy values: package ps
 // drives it live, over a transport, and package ps/sim drives it in

@@ -32,7 +32,9 @@ import (
 // it made kept and the samples it had not processed of its current clock
 // handed to a survivor first, as an order recorded in the core's transfer
 // ledger (serveLost, epsp.Coordinator.HandOver; a sample is never counted
-// twice); it may rejoin after the cooldown (membership.go). A lost server
+// twice), and the ranges it still owed as a taker given to survivors the
+// same way (epsp.Coordinator.Retarget), so no barrier waits for it; it
+// may rejoin after the cooldown (membership.go). A lost server
 // always aborts the run, naming it. A worker
 // that hears nothing from the coordinator for its CoordinatorTimeout
 // fails with ErrCoordinatorUnavailable naming it, so no role waits
@@ -59,7 +61,8 @@ const (
 	// ContinueWithout treats the lost worker as having left
 	// (epsp.EventLeave): the others go on; its unprocessed samples of its
 	// current clock are handed to a survivor first (epsp.Coordinator.
-	// HandOver), and it leaves once they are stored.
+	// HandOver), and it leaves once they are stored; the ranges it owed
+	// as a taker go to survivors (epsp.Coordinator.Retarget).
 	ContinueWithout
 )
 
