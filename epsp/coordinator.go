@@ -135,10 +135,10 @@ type Stats struct {
 	// not counted (their ranges are the giver's until it accepts).
 	Retargeted        int
 	SamplesRetargeted int
-	// SamplesAbandoned counts samples a taker owed when it left without
-	// a Retarget (an accepted range not pushed, an assigned piece not
-	// pushed, an order to it accepted after its leave): lost, never
-	// counted, so that no barrier waits for them.
+	// SamplesAbandoned counts samples a departing taker owed that nobody
+	// computes: what Abandon gave up, and assigned samples Retarget could
+	// not move (the taker pushed part of one giver's pieces, so the rest
+	// cannot be told apart). Lost, never counted twice.
 	SamplesAbandoned int
 	// MaxLead is the largest Clock(w)-MinClock() of a worker at the moment
 	// it was released: how far ahead of the slowest any worker ran.
@@ -161,6 +161,9 @@ type transferState struct {
 	orderedTo WorkerID
 	// batch is the giver's batch size in the order's clock
 	batch int
+	// abandoned: an order to a taker given up (Abandon) before its giver
+	// answered; an acceptance ends it at once
+	abandoned bool
 }
 
 // Coordinator is the pure core of the coordinator role: it keeps the
@@ -186,8 +189,9 @@ type transferState struct {
 //     samples to another worker with HandOver, which returns the order to
 //     send; the taker pushes the range like a transfer's, and the lost
 //     worker's EventLeave ends the hand-over; what the lost worker owed as
-//     a taker it gives to survivors with Retarget (the orders to send),
-//     and reports done for it the ranges it pushed;
+//     a taker it gives to survivors with Retarget (the orders to send)
+//     and gives up with Abandon what none can take, and it reports done
+//     for it the ranges it pushed;
 //   - an Assignment rides on the releases of its giver and taker: the giver
 //     computes its batch without the assigned tail, the taker computes its
 //     own batch and then the assigned samples and pushes them all in one
@@ -555,10 +559,7 @@ func (c *Coordinator) Step(now time.Duration, e Event) (Output, error) {
 			t.order.Lo, t.order.Hi = r.Lo, r.Hi
 			c.stats.TransfersAccepted++
 			c.stats.SamplesTransferred += r.Hi - r.Lo
-			if c.left[o.To] {
-				// its taker left, and no Retarget moved the order: nobody
-				// computes the range, so it ends now (lost, never counted)
-				// instead of holding the clock's barrier
+			if t.abandoned { // its taker was given up: nobody computes it
 				delete(c.transfers, r.ID)
 				c.donePending(o.Clock)
 				c.stats.SamplesAbandoned += r.Hi - r.Lo
@@ -611,29 +612,11 @@ func (c *Coordinator) Step(now time.Duration, e Event) (Output, error) {
 			return Output{}, fmt.Errorf("%w: worker %d left twice", ErrBadEvent, w)
 		}
 		for id, t := range c.transfers {
-			switch {
-			case t.handOver && t.order.From == w:
+			if t.handOver && t.order.From == w {
 				// the hand-over ends: its range is stored if pushed, and
 				// lost, never counted twice, if not (a late push is refused)
 				delete(c.transfers, id)
 				c.donePending(t.order.Clock)
-			case t.accepted && !t.handOver && t.order.To == w:
-				// w owed the range as a taker and nobody re-targeted it
-				// (Retarget): it ends, counted if w's push of it was
-				// admitted and lost if not, so no barrier waits for it
-				// (a hand-over to w ends with its giver's leave)
-				delete(c.transfers, id)
-				c.donePending(t.order.Clock)
-				if !t.pushed {
-					c.stats.SamplesAbandoned += t.order.Samples()
-				}
-			}
-		}
-		for k, n := range c.owed {
-			if k[1] == int(w) { // assigned samples w never pushed: lost
-				c.stats.SamplesAbandoned += n
-				delete(c.owed, k)
-				delete(c.pieces, k)
 			}
 		}
 		c.left[w], c.quit[w], c.leftAt[w], c.held[w] = true, e.Quit, now, false
@@ -734,17 +717,21 @@ func (c *Coordinator) HandOver(from, to WorkerID) (o TransferOrder, ok bool, err
 //     the runtime contract: one push holds them all) cannot be told
 //     apart, so their remainder is abandoned (Stats.SamplesAbandoned).
 //
-// A range with no worker of to but its giver stays from's: its leave
-// ends it (see below). Retarget returns the accepted orders to send to
-// their new takers as tasks, by ID (TransferStatus.Batch gives the
-// giver's batch size). Every moved range stays pending for its clock
-// until its done (or, a hand-over, its giver's leave). A range from
-// pushed but has not reported done is not moved (its samples were
-// admitted; the runtime reports the done for it, or from's leave ends
+// A range with no worker of to but its giver stays from's. Retarget
+// returns the accepted orders to send to their new takers as tasks, by
+// ID (TransferStatus.Batch gives the giver's batch size). Every moved
+// range stays pending for its clock until its done (or, a hand-over, its
+// giver's leave). A range from pushed but has not reported done is not
+// moved (its samples were admitted; the runtime reports the done for
 // it). The policy is not consulted; its events keep naming the taker it
 // ordered. Workers that do not exist or have left, or from in to, are
-// ErrBadEvent, and change nothing. Without a Retarget, from's leave ends
-// what it still owes (see EventLeave): lost, so no barrier waits for it.
+// ErrBadEvent, and change nothing.
+//
+// A worker that leaves (EventLeave) keeps the ranges it took: a worker
+// that left still computes them (it finished its own schedule, or quit
+// between clocks), and its push of them is admitted. So a runtime that
+// loses a taker must Retarget what it owed before its leave, or the
+// clocks of those ranges stay pending.
 func (c *Coordinator) Retarget(from WorkerID, to []WorkerID) ([]TransferOrder, error) {
 	for _, w := range append([]WorkerID{from}, to...) {
 		if err := c.checkWorker(w); err != nil {
@@ -774,7 +761,7 @@ func (c *Coordinator) Retarget(from WorkerID, to []WorkerID) ([]TransferOrder, e
 		if !ok {
 			continue
 		}
-		t.order.To = w
+		t.order.To, t.abandoned = w, false
 		if t.accepted {
 			moved = append(moved, t.order)
 			c.stats.Retargeted++
@@ -792,7 +779,7 @@ func (c *Coordinator) Retarget(from WorkerID, to []WorkerID) ([]TransferOrder, e
 	for _, k := range keys {
 		w, ok := taker(WorkerID(k[0]))
 		if !ok {
-			continue // from's leave abandons them
+			continue // they stay from's
 		}
 		n, ps := c.owed[k], c.pieces[k]
 		delete(c.owed, k)
@@ -818,6 +805,44 @@ func (c *Coordinator) Retarget(from WorkerID, to []WorkerID) ([]TransferOrder, e
 		}
 	}
 	return moved, nil
+}
+
+// Abandon gives up what worker from still owes as a taker, for a runtime
+// that lost it with no survivor to Retarget to: accepted transfers and
+// re-ordered assigned pieces it has not pushed end (their clocks no longer
+// wait for them), samples assigned to it at a release that it has not
+// pushed are dropped, and orders to it not yet answered end when their
+// giver answers. The samples are lost (Stats.SamplesAbandoned), never
+// counted twice: from's push of them is refused from now on. Hand-overs
+// to from end with their giver's leave; ranges from pushed but has not
+// reported done are left for the runtime to report done. It returns the
+// samples abandoned now. A worker that does not exist is ErrBadEvent.
+func (c *Coordinator) Abandon(from WorkerID) (int, error) {
+	if err := c.checkWorker(from); err != nil {
+		return 0, fmt.Errorf("%w: abandon: %v", ErrBadEvent, err)
+	}
+	n := 0
+	for id, t := range c.transfers {
+		if t.order.To != from || t.pushed || t.handOver {
+			continue
+		}
+		if !t.accepted {
+			t.abandoned = true
+			continue
+		}
+		delete(c.transfers, id)
+		c.donePending(t.order.Clock)
+		n += t.order.Samples()
+	}
+	for k, m := range c.owed {
+		if k[1] == int(from) {
+			n += m
+			delete(c.owed, k)
+			delete(c.pieces, k)
+		}
+	}
+	c.stats.SamplesAbandoned += n
+	return n, nil
 }
 
 // Transfers lists the transfers and hand-overs outstanding (see

@@ -8,21 +8,25 @@ import (
 	"github.com/falconml/falcon/epsp"
 )
 
-// TestCoordinator_LostTakerLeaveEndsItsRange: a taker that leaves mid-run
-// (EventLeave with Quit: it quit or was lost) holding an accepted
-// transfer it has not pushed no longer holds the clock pending: the
-// range ends, lost and counted as abandoned, and a late push of it is
-// refused.
-func TestCoordinator_LostTakerLeaveEndsItsRange(t *testing.T) {
-	c, _, _ := ledgerCoord(t) // 1 gave [7,10) of clock 0 to 0
+// TestCoordinator_LostTakerHoldsItsClock is the finding "a lost taker
+// holds its clock pending forever": a taker that leaves (EventLeave with
+// Quit) holding an accepted transfer it has not pushed keeps it — a
+// worker that left may still compute what it took — so the clock stays
+// pending; Retarget is how a runtime that lost it moves the range (see
+// TestCoordinator_RetargetLostTaker), and a late push from the worker
+// after that is refused.
+func TestCoordinator_LostTakerHoldsItsClock(t *testing.T) {
+	c, _, id := ledgerCoord(t) // 1 gave [7,10) of clock 0 to 0
 	step(t, c, epsp.Event{Kind: epsp.EventLeave, Worker: 0, Quit: true})
-	if n := c.View().PendingTransfers(0); n != 0 {
-		t.Fatalf("PendingTransfers(0) = %d after the taker's leave, want 0 (the barrier would wait forever)", n)
+	if n := c.View().PendingTransfers(0); n != 1 {
+		t.Fatalf("PendingTransfers(0) = %d after the taker's leave, want 1", n)
 	}
-	if s := c.Stats(); s.SamplesAbandoned != 3 {
-		t.Fatalf("SamplesAbandoned = %d, want 3", s.SamplesAbandoned)
+	if _, err := c.Retarget(0, []epsp.WorkerID{2}); !errors.Is(err, epsp.ErrBadEvent) {
+		t.Fatalf("Retarget from a worker that left = %v, want ErrBadEvent (retarget before the leave)", err)
 	}
-	admitRefused(t, c, foreign(0, 1, 0, 3, 10), true)
+	if st, ok := c.Transfer(id); !ok || st.Order.To != 0 {
+		t.Fatalf("Transfer(%d) = %+v, %v", id, st, ok)
+	}
 }
 
 // TestCoordinator_RetargetLostTaker: under BSP, a lost taker's accepted
@@ -95,23 +99,6 @@ func TestCoordinator_RetargetUnanswered(t *testing.T) {
 	admitRefused(t, c, foreign(2, 1, 0, 3, 10), true)
 }
 
-// TestCoordinator_LeftTakerAcceptedLater: an order to a taker that left
-// without a Retarget, accepted afterwards, ends at once (no barrier waits
-// for a range nobody computes).
-func TestCoordinator_LeftTakerAcceptedLater(t *testing.T) {
-	c, p, _ := ledgerCoord(t)
-	p.next = epsp.Output{Transfers: []epsp.TransferOrder{{From: 1, To: 2, Clock: 0, Lo: 4, Hi: 7}}}
-	id := step(t, c, epsp.Event{Kind: epsp.EventTick}).Transfers[0].ID
-	step(t, c, epsp.Event{Kind: epsp.EventLeave, Worker: 2, Quit: true})
-	step(t, c, epsp.Event{Kind: epsp.EventTransferResult, Transfer: epsp.TransferResult{ID: id, Accepted: true, Lo: 4, Hi: 7}})
-	if _, ok := c.Transfer(id); ok || c.View().PendingTransfers(0) != 1 { // [7,10) to 0 remains
-		t.Fatalf("order %d outstanding %v, pending %d", id, ok, c.View().PendingTransfers(0))
-	}
-	if s := c.Stats(); s.SamplesAbandoned != 3 {
-		t.Fatalf("SamplesAbandoned = %d, want 3", s.SamplesAbandoned)
-	}
-}
-
 // TestCoordinator_RetargetAssigned: samples assigned to a taker at its
 // release that it has not pushed become orders of the same pieces to the
 // survivor; the clock stays pending until the survivor's done, which the
@@ -170,5 +157,26 @@ func TestCoordinator_RetargetSkipsTheGiver(t *testing.T) {
 	moved, err := c.Retarget(0, []epsp.WorkerID{1, 2})
 	if err != nil || len(moved) != 1 || moved[0].ID != id || moved[0].To != 2 {
 		t.Fatalf("Retarget(0, {1, 2}) = %+v, %v; want transfer %d to 2", moved, err, id)
+	}
+}
+
+// TestCoordinator_Abandon: what a lost taker owed that no survivor can
+// take is given up: its accepted range ends, an order to it not yet
+// answered ends when accepted, the samples count as abandoned, and its
+// late push is refused.
+func TestCoordinator_Abandon(t *testing.T) {
+	c, p, id := ledgerCoord(t) // 1 gave [7,10) of clock 0 to 0
+	p.next = epsp.Output{Transfers: []epsp.TransferOrder{{From: 1, To: 0, Clock: 0, Lo: 4, Hi: 7}}}
+	late := step(t, c, epsp.Event{Kind: epsp.EventTick}).Transfers[0].ID
+	if n, err := c.Abandon(0); err != nil || n != 3 {
+		t.Fatalf("Abandon(0) = %d, %v; want 3", n, err)
+	}
+	if _, ok := c.Transfer(id); ok || c.View().PendingTransfers(0) != 1 {
+		t.Fatalf("transfer %d outstanding %v, pending %d; want it ended, the unanswered order pending", id, ok, c.View().PendingTransfers(0))
+	}
+	admitRefused(t, c, foreign(0, 1, 0, 3, 10), true)
+	step(t, c, epsp.Event{Kind: epsp.EventTransferResult, Transfer: epsp.TransferResult{ID: late, Accepted: true, Lo: 4, Hi: 7}})
+	if _, ok := c.Transfer(late); ok || c.View().PendingTransfers(0) != 0 || c.Stats().SamplesAbandoned != 6 {
+		t.Fatalf("after the late acceptance: outstanding %v, pending %d, stats %+v", ok, c.View().PendingTransfers(0), c.Stats())
 	}
 }
