@@ -56,10 +56,11 @@
 // survivors with Coordinator.Retarget (each range to the first survivor
 // that is not its giver; moved transfers keep their ID, and the policy's
 // events keep naming the taker it ordered), so every sample of the clock
-// is counted once and its barrier passes. A taker that leaves (EventLeave)
-// still owing ranges nobody re-targeted ends them: lost, counted in
-// Stats.SamplesAbandoned, so no clock stays pending for a departed
-// worker; an order to it accepted after its leave ends at once.
+// is counted once and its barrier passes; what no survivor can take (the
+// range's giver is the only one) it gives up with Coordinator.Abandon:
+// lost, counted in Stats.SamplesAbandoned, and no clock waits for it. A
+// worker that merely leaves (EventLeave) keeps the ranges it took: it may
+// still compute them, and its push of them is admitted.
 //
 // Two drivers run the same Coordinator and policy values: package ps
 // drives it live, over a transport, and package ps/sim drives it in

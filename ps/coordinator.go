@@ -632,10 +632,10 @@ func (c *Coordinator) execute(out epsp.Output, orders map[uint64]epsp.TransferOr
 		e.i64(int64(o.Lo))
 		e.i64(int64(o.Hi))
 		c.opts.emit(Event{Kind: EvTransferOrdered, Node: "coordinator", Worker: o.From, Clock: o.Clock, Lo: o.Lo, Hi: o.Hi, Transfer: o})
-		if c.lease.isLost(o.From) || c.lease.isLost(o.To) || !c.isMember(o.To) {
+		if c.lease.isLost(o.From) || c.lease.isLost(o.To) {
 			// a lost giver (still leaving: its samples are being handed
-			// over) answers nothing, and a lost or departed taker would
-			// compute nothing
+			// over) answers nothing, and a lost taker would compute
+			// nothing
 			refused = append(refused, o.ID)
 			continue
 		}

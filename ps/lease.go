@@ -400,18 +400,27 @@ const opLost op = 68
 //     unprocessed (it was waiting, or its own push of the clock was
 //     admitted), it leaves now.
 //
-// A survivor is a member that is not lost and not a joiner that has not
-// started (it may be waiting at its join clock behind the barrier the
-// range holds). With none, lw leaves at once and the core abandons what
-// it owed (lost, never counted). A push admitted but not stored when the
+// A survivor is a member that is not lost. The hand-over never goes to a
+// joiner that has not started (it may be waiting at its join clock behind
+// the barrier the hand-over holds), and Retarget gives such a joiner a
+// range only when no other survivor can take it. What no survivor can
+// take (no survivor at all, or only the range's giver) is given up
+// (epsp.Coordinator.Abandon): lost, counted in epsp.Stats.SamplesAbandoned,
+// and no clock waits for it. A push admitted but not stored when the
 // worker died is lost, never counted twice.
 func (c *Coordinator) serveLost(lw epsp.WorkerID, orders map[uint64]epsp.TransferOrder) error {
 	l := c.lease
 	l.mu.Lock()
-	var takers []epsp.WorkerID
+	// takers: the survivors, joiners that have not started last (they
+	// only take what lw owed as a taker when nobody else can)
+	var takers, fresh []epsp.WorkerID
 	for w := range l.done {
-		if !l.done[w] && !l.fresh[w] && c.isMember(epsp.WorkerID(w)) {
-			takers = append(takers, epsp.WorkerID(w))
+		if !l.done[w] && c.isMember(epsp.WorkerID(w)) {
+			if l.fresh[w] {
+				fresh = append(fresh, epsp.WorkerID(w))
+			} else {
+				takers = append(takers, epsp.WorkerID(w))
+			}
 		}
 	}
 	l.mu.Unlock()
@@ -448,8 +457,8 @@ func (c *Coordinator) serveLost(lw epsp.WorkerID, orders map[uint64]epsp.Transfe
 		}
 	}
 	// What lw still owes as a taker goes to survivors.
-	if len(takers) > 0 {
-		moved, err := c.core.Retarget(lw, takers)
+	if all := append(slices.Clip(takers), fresh...); len(all) > 0 {
+		moved, err := c.core.Retarget(lw, all)
 		if err != nil {
 			err = fmt.Errorf("ps: moving what %s owed to survivors: %w", c.cfg.Workers[lw], err)
 			c.setFatal(err)
@@ -465,6 +474,13 @@ func (c *Coordinator) serveLost(lw epsp.WorkerID, orders map[uint64]epsp.Transfe
 			}
 		}
 	}
+	// What no survivor could take (a range whose giver is the only one)
+	// is given up: lost, and no clock waits for it.
+	if _, err := c.core.Abandon(lw); err != nil {
+		c.setFatal(err)
+		return err
+	}
+	c.snapshot()
 	// Hand-overs to lw no survivor could take: their lost workers leave
 	// now (the leave ends the hand-over in the core, which refuses a
 	// push of it from then on).
