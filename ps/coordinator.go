@@ -498,9 +498,10 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		err := c.step(r.ev, orders)
 		if err == nil && ok && r.ev.Transfer.Accepted {
 			// The core's order names the taker now: Retarget may have
-			// moved it from a lost one. If the core ended it (its taker
-			// left) nobody computes it; if its taker is lost and not yet
-			// served, serveLost moves it and sends it.
+			// moved it from a lost one. If the core ended it (its lost
+			// taker's ranges were given up, Abandon) nobody computes it;
+			// if its taker is lost and not yet served, serveLost moves it
+			// and sends it.
 			if ts, live := c.core.Transfer(o.ID); live && ts.Accepted && !ts.Pushed && !c.lease.isLost(ts.Order.To) {
 				c.sendTask(ts.Order, r.batch, false) // a failed send aborts the run: nobody else computes the range
 			}
