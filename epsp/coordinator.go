@@ -128,6 +128,18 @@ type Stats struct {
 	SamplesHandedOver             int // samples they moved
 	Left                          int // workers that left (EventLeave)
 	Joined                        int // workers admitted mid-run (EventJoin)
+	// Retargeted counts ranges a departing taker still owed that
+	// Retarget gave to another worker (accepted transfers and hand-overs
+	// not pushed, assigned pieces not pushed); SamplesRetargeted the
+	// samples in them. Orders not yet answered that it re-targets are
+	// not counted (their ranges are the giver's until it accepts).
+	Retargeted        int
+	SamplesRetargeted int
+	// SamplesAbandoned counts samples a departing taker owed that nobody
+	// computes: what Abandon gave up, and assigned samples Retarget could
+	// not move (the taker pushed part of one giver's pieces, so the rest
+	// cannot be told apart). Lost, never counted twice.
+	SamplesAbandoned int
 	// MaxLead is the largest Clock(w)-MinClock() of a worker at the moment
 	// it was released: how far ahead of the slowest any worker ran.
 	MaxLead int
@@ -137,10 +149,21 @@ type Stats struct {
 }
 
 type transferState struct {
-	order    TransferOrder
+	order    TransferOrder // order.To is the current taker (see Retarget)
 	accepted bool
 	handOver bool // registered by HandOver, not ordered by the policy
 	pushed   bool // the taker's push of the range was admitted
+	// assigned: an assigned piece whose taker departed, re-ordered by
+	// Retarget (the policy never ordered it, so it does not see its done)
+	assigned bool
+	// orderedTo is the taker the policy ordered, which the policy's
+	// events name even after Retarget moved the range
+	orderedTo WorkerID
+	// batch is the giver's batch size in the order's clock
+	batch int
+	// abandoned: an order to a taker given up (Abandon) before its giver
+	// answered; an acceptance ends it at once
+	abandoned bool
 }
 
 // Coordinator is the pure core of the coordinator role: it keeps the
@@ -165,7 +188,10 @@ type transferState struct {
 //   - a runtime that loses a worker mid-clock may hand its unprocessed
 //     samples to another worker with HandOver, which returns the order to
 //     send; the taker pushes the range like a transfer's, and the lost
-//     worker's EventLeave ends the hand-over;
+//     worker's EventLeave ends the hand-over; what the lost worker owed as
+//     a taker it gives to survivors with Retarget (the orders to send)
+//     and gives up with Abandon what none can take, and it reports done
+//     for it the ranges it pushed;
 //   - an Assignment rides on the releases of its giver and taker: the giver
 //     computes its batch without the assigned tail, the taker computes its
 //     own batch and then the assigned samples and pushes them all in one
@@ -189,6 +215,9 @@ type Coordinator struct {
 	// owed counts assigned samples not yet pushed: (from, to, clock) ->
 	// samples. A taker may not clock a clock it still owes samples of.
 	owed map[[3]int]int
+	// pieces holds the ranges behind owed: (from, to, clock) -> the
+	// assigned [lo, hi) pieces, for Retarget.
+	pieces map[[3]int][][2]int
 	// kept is the end of the prefix [0, kept) of its current clock's batch
 	// a worker still computes itself: the lowest start of a range it gave
 	// away in that clock (an assignment, an accepted transfer, a
@@ -240,6 +269,7 @@ func NewCoordinator(cfg Config, p Policy) (*Coordinator, error) {
 		transfers: make(map[uint64]*transferState),
 		pending:   make(map[int]int),
 		owed:      make(map[[3]int]int),
+		pieces:    make(map[[3]int][][2]int),
 		buffers:   make(map[int]int),
 		joined:    make([]bool, n),
 		quit:      make([]bool, n),
@@ -333,6 +363,7 @@ func (c *Coordinator) Admit(now time.Duration, p Push) (PushDecision, error) {
 			k := [3]int{int(x.Owner), int(p.Worker), x.Clock}
 			if c.owed[k] -= x.Samples; c.owed[k] == 0 {
 				delete(c.owed, k)
+				delete(c.pieces, k)
 			}
 		}
 	}
@@ -517,7 +548,7 @@ func (c *Coordinator) Step(now time.Duration, e Event) (Output, error) {
 		if h, ok := c.handOverFrom(o.From); r.Accepted && ok && h.Clock == o.Clock {
 			return Output{}, fmt.Errorf("%w: transfer %d accepted by worker %d, whose samples of clock %d are handed over to worker %d (hand-over %d); it can only be refused", ErrBadEvent, r.ID, o.From, o.Clock, h.To, h.ID)
 		}
-		r.From, r.To, r.Clock = o.From, o.To, o.Clock
+		r.From, r.To, r.Clock = o.From, t.orderedTo, o.Clock
 		if !r.Accepted {
 			r.Lo, r.Hi = 0, 0
 			delete(c.transfers, r.ID)
@@ -528,6 +559,11 @@ func (c *Coordinator) Step(now time.Duration, e Event) (Output, error) {
 			t.order.Lo, t.order.Hi = r.Lo, r.Hi
 			c.stats.TransfersAccepted++
 			c.stats.SamplesTransferred += r.Hi - r.Lo
+			if t.abandoned { // its taker was given up: nobody computes it
+				delete(c.transfers, r.ID)
+				c.donePending(o.Clock)
+				c.stats.SamplesAbandoned += r.Hi - r.Lo
+			}
 			if c.clock[o.From] == o.Clock && !c.waiting[o.From] {
 				c.kept[o.From] = min(c.kept[o.From], r.Lo)
 				p := &c.progress[o.From]
@@ -554,8 +590,14 @@ func (c *Coordinator) Step(now time.Duration, e Event) (Output, error) {
 		o := t.order
 		delete(c.transfers, o.ID)
 		c.donePending(o.Clock)
+		if t.assigned {
+			// a re-ordered assigned piece: the policy never ordered it,
+			// so it sees the end of its wait as a tick
+			e = Event{Kind: EventTick}
+			break
+		}
 		c.stats.TransfersDone++
-		e.Transfer = TransferResult{ID: o.ID, Accepted: true, Lo: o.Lo, Hi: o.Hi, From: o.From, To: o.To, Clock: o.Clock}
+		e.Transfer = TransferResult{ID: o.ID, Accepted: true, Lo: o.Lo, Hi: o.Hi, From: o.From, To: t.orderedTo, Clock: o.Clock}
 		e.Worker = o.To
 		e.Clock = o.Clock
 	case EventLeave:
@@ -644,7 +686,7 @@ func (c *Coordinator) HandOver(from, to WorkerID) (o TransferOrder, ok bool, err
 	}
 	c.nextID++
 	o = TransferOrder{ID: c.nextID, From: from, To: to, Clock: clock, Lo: 0, Hi: end}
-	c.transfers[o.ID] = &transferState{order: o, accepted: true, handOver: true}
+	c.transfers[o.ID] = &transferState{order: o, accepted: true, handOver: true, orderedTo: to, batch: c.batch[from]}
 	c.pending[clock]++
 	c.kept[from] = 0
 	c.progress[from] = ProgressReport{Worker: from, Clock: clock, Parallelism: c.par[from]}
@@ -653,13 +695,180 @@ func (c *Coordinator) HandOver(from, to WorkerID) (o TransferOrder, ok bool, err
 	return o, true, nil
 }
 
+// Retarget gives every range worker from still owes as a taker to a
+// survivor, for a runtime that lost from and lets the run go on without
+// it, so that no clock waits for samples from will never push and none
+// is counted twice. Each range goes to the first worker of to that is
+// not its giver (a giver cannot take its own range back: it gave it
+// away):
+//
+//   - a transfer or hand-over to from, accepted and not pushed, is moved
+//     (same ID, same range): its new taker pushes it with Owner = the
+//     giver and reports it done like its own, and from's push of it is
+//     refused from now on;
+//   - an order to from not yet answered is moved: if its giver accepts,
+//     the new taker computes the range;
+//   - the samples assigned to from at a release (Output.Assign) that it
+//     has not pushed become new orders of the same pieces, from their
+//     giver to the new taker, with IDs from the transfers' sequence: the
+//     taker pushes each piece with Owner = its giver and reports it done
+//     (EventTransferDone; the policy, which never ordered it, sees that
+//     done as EventTick). A giver's pieces from pushed only in part (not
+//     the runtime contract: one push holds them all) cannot be told
+//     apart, so their remainder is abandoned (Stats.SamplesAbandoned).
+//
+// A range with no worker of to but its giver stays from's. Retarget
+// returns the accepted orders to send to their new takers as tasks, by
+// ID (TransferStatus.Batch gives the giver's batch size). Every moved
+// range stays pending for its clock until its done (or, a hand-over, its
+// giver's leave). A range from pushed but has not reported done is not
+// moved (its samples were admitted; the runtime reports the done for
+// it). The policy is not consulted; its events keep naming the taker it
+// ordered. Workers that do not exist or have left, or from in to, are
+// ErrBadEvent, and change nothing.
+//
+// A worker that leaves (EventLeave) keeps the ranges it took: a worker
+// that left still computes them (it finished its own schedule, or quit
+// between clocks), and its push of them is admitted. So a runtime that
+// loses a taker must Retarget what it owed before its leave, or the
+// clocks of those ranges stay pending.
+func (c *Coordinator) Retarget(from WorkerID, to []WorkerID) ([]TransferOrder, error) {
+	for _, w := range append([]WorkerID{from}, to...) {
+		if err := c.checkWorker(w); err != nil {
+			return nil, fmt.Errorf("%w: retarget: %v", ErrBadEvent, err)
+		}
+		if c.left[w] {
+			return nil, fmt.Errorf("%w: retarget from worker %d to %v: worker %d is not in the run", ErrBadEvent, from, to, w)
+		}
+		if w == from && len(to) > 0 && slices.Contains(to, from) {
+			return nil, fmt.Errorf("%w: retarget from worker %d to itself", ErrBadEvent, from)
+		}
+	}
+	taker := func(giver WorkerID) (WorkerID, bool) {
+		for _, w := range to {
+			if w != giver {
+				return w, true
+			}
+		}
+		return 0, false
+	}
+	var moved []TransferOrder
+	for _, t := range c.transfers {
+		if t.order.To != from || t.pushed {
+			continue
+		}
+		w, ok := taker(t.order.From)
+		if !ok {
+			continue
+		}
+		t.order.To, t.abandoned = w, false
+		if t.accepted {
+			moved = append(moved, t.order)
+			c.stats.Retargeted++
+			c.stats.SamplesRetargeted += t.order.Samples()
+		}
+	}
+	slices.SortFunc(moved, func(a, b TransferOrder) int { return cmp.Compare(a.ID, b.ID) })
+	var keys [][3]int
+	for k := range c.owed {
+		if k[1] == int(from) {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b [3]int) int { return slices.Compare(a[:], b[:]) })
+	for _, k := range keys {
+		w, ok := taker(WorkerID(k[0]))
+		if !ok {
+			continue // they stay from's
+		}
+		n, ps := c.owed[k], c.pieces[k]
+		delete(c.owed, k)
+		delete(c.pieces, k)
+		sum := 0
+		for _, r := range ps {
+			sum += r[1] - r[0]
+		}
+		if sum != n {
+			c.stats.SamplesAbandoned += n
+			continue
+		}
+		slices.SortFunc(ps, func(a, b [2]int) int { return cmp.Compare(a[0], b[0]) })
+		for _, r := range ps {
+			c.nextID++
+			o := TransferOrder{ID: c.nextID, From: WorkerID(k[0]), To: w, Clock: k[2], Lo: r[0], Hi: r[1]}
+			c.transfers[o.ID] = &transferState{order: o, accepted: true, assigned: true, orderedTo: w, batch: max(c.batch[o.From], o.Hi)}
+			c.pending[o.Clock]++
+			c.progress[from].Extra -= o.Samples()
+			moved = append(moved, o)
+			c.stats.Retargeted++
+			c.stats.SamplesRetargeted += o.Samples()
+		}
+	}
+	return moved, nil
+}
+
+// Abandon gives up what worker from still owes as a taker, for a runtime
+// that lost it with no survivor to Retarget to: accepted transfers and
+// re-ordered assigned pieces it has not pushed end (their clocks no longer
+// wait for them), samples assigned to it at a release that it has not
+// pushed are dropped, and orders to it not yet answered end when their
+// giver answers. The samples are lost (Stats.SamplesAbandoned), never
+// counted twice: from's push of them is refused from now on. Hand-overs
+// to from end with their giver's leave; ranges from pushed but has not
+// reported done are left for the runtime to report done. It returns the
+// samples abandoned now. A worker that does not exist is ErrBadEvent.
+func (c *Coordinator) Abandon(from WorkerID) (int, error) {
+	if err := c.checkWorker(from); err != nil {
+		return 0, fmt.Errorf("%w: abandon: %v", ErrBadEvent, err)
+	}
+	n := 0
+	for id, t := range c.transfers {
+		if t.order.To != from || t.pushed || t.handOver {
+			continue
+		}
+		if !t.accepted {
+			t.abandoned = true
+			continue
+		}
+		delete(c.transfers, id)
+		c.donePending(t.order.Clock)
+		n += t.order.Samples()
+	}
+	for k, m := range c.owed {
+		if k[1] == int(from) {
+			n += m
+			delete(c.owed, k)
+			delete(c.pieces, k)
+		}
+	}
+	c.stats.SamplesAbandoned += n
+	return n, nil
+}
+
+// Transfers lists the transfers and hand-overs outstanding (see
+// Transfer), by ID.
+func (c *Coordinator) Transfers() []TransferStatus {
+	ts := make([]TransferStatus, 0, len(c.transfers))
+	for _, t := range c.transfers {
+		ts = append(ts, t.status())
+	}
+	slices.SortFunc(ts, func(a, b TransferStatus) int { return cmp.Compare(a.Order.ID, b.Order.ID) })
+	return ts
+}
+
+func (t *transferState) status() TransferStatus {
+	return TransferStatus{Order: t.order, Accepted: t.accepted, HandOver: t.handOver, Assigned: t.assigned, Pushed: t.pushed, Batch: t.batch}
+}
+
 // TransferStatus is what the Coordinator knows of an outstanding transfer
 // or hand-over.
 type TransferStatus struct {
-	Order    TransferOrder // with the accepted range once accepted
+	Order    TransferOrder // with the accepted range once accepted, and its current taker (Retarget)
 	Accepted bool          // the giver accepted it (a hand-over always is)
 	HandOver bool          // registered by HandOver, not ordered by the policy
+	Assigned bool          // an assigned piece re-ordered by Retarget, not ordered by the policy
 	Pushed   bool          // the taker's push of the range was admitted
+	Batch    int           // the giver's batch size in the order's clock (the taker's BatchSamples)
 }
 
 // Transfer returns the status of the transfer or hand-over with the given
@@ -670,7 +879,7 @@ func (c *Coordinator) Transfer(id uint64) (TransferStatus, bool) {
 	if !ok {
 		return TransferStatus{}, false
 	}
-	return TransferStatus{Order: t.order, Accepted: t.accepted, HandOver: t.handOver, Pushed: t.pushed}, true
+	return t.status(), true
 }
 
 // HandOvers lists the hand-overs not yet ended (by their giver's
@@ -856,7 +1065,9 @@ func (c *Coordinator) record(out Output) (Output, error) {
 		c.batch[o.Worker] = o.Size
 	}
 	for _, a := range out.Assign {
-		c.owed[[3]int{int(a.From), int(a.To), a.Clock}] += a.Samples()
+		k := [3]int{int(a.From), int(a.To), a.Clock}
+		c.owed[k] += a.Samples()
+		c.pieces[k] = append(c.pieces[k], [2]int{a.Lo, a.Hi})
 		c.kept[a.From] = min(c.kept[a.From], a.Lo)
 		c.progress[a.From].Assigned -= a.Samples()
 		c.progress[a.To].Extra += a.Samples()
@@ -869,7 +1080,7 @@ func (c *Coordinator) record(out Output) (Output, error) {
 		for i := range ts {
 			c.nextID++
 			ts[i].ID = c.nextID
-			c.transfers[ts[i].ID] = &transferState{order: ts[i]}
+			c.transfers[ts[i].ID] = &transferState{order: ts[i], orderedTo: ts[i].To, batch: c.batch[ts[i].From]}
 			c.pending[ts[i].Clock]++
 			c.stats.TransfersOrdered++
 		}

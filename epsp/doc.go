@@ -50,7 +50,17 @@
 // through the same ledger (Coordinator.HandOver returns the order to
 // send); the taker's push of them is then admitted once, the lost worker
 // may no longer push, clock or give away that clock, and its EventLeave
-// ends the hand-over.
+// ends the hand-over. What a lost worker owed as a taker — accepted
+// transfers and hand-overs it has not pushed, orders to it not yet
+// answered, samples assigned to it at its release — the runtime gives to
+// survivors with Coordinator.Retarget (each range to the first survivor
+// that is not its giver; moved transfers keep their ID, and the policy's
+// events keep naming the taker it ordered), so every sample of the clock
+// is counted once and its barrier passes; what no survivor can take (the
+// range's giver is the only one) it gives up with Coordinator.Abandon:
+// lost, counted in Stats.SamplesAbandoned, and no clock waits for it. A
+// worker that merely leaves (EventLeave) keeps the ranges it took: it may
+// still compute them, and its push of them is admitted.
 //
 // Two drivers run the same Coordinator and policy values: package ps
 // drives it live, over a transport, and package ps/sim drives it in

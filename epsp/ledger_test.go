@@ -314,7 +314,7 @@ func FuzzCoordinator_Ledger(f *testing.F) {
 		}
 		w := func() epsp.WorkerID { return epsp.WorkerID(next() % n) }
 		for len(ops) > 0 {
-			switch next() % 8 {
+			switch next() % 9 {
 			case 0: // a clock
 				x := w()
 				c.Step(0, clockEvent(int(x), c.View().Clock(x)))
@@ -362,7 +362,8 @@ func FuzzCoordinator_Ledger(f *testing.F) {
 					if !ok {
 						t.Fatalf("transfer %d, not ordered by the policy, was answered", id)
 					}
-					k := key{o.From, o.To, o.Clock}
+					st, _ := c.Transfer(id)
+					k := key{o.From, st.Order.To, o.Clock} // Retarget may have moved it
 					or := orders[k]
 					or[0]++
 					or[1] += batch - lo
@@ -386,6 +387,46 @@ func FuzzCoordinator_Ledger(f *testing.F) {
 				}
 			case 7: // a worker leaves
 				c.Step(0, epsp.Event{Kind: epsp.EventLeave, Worker: w(), Quit: true})
+			case 8: // a lost taker's ranges go to survivors, or are given up
+				from, to := w(), []epsp.WorkerID{w(), w()}
+				if to[0] == to[1] {
+					if _, err := c.Abandon(from); err != nil {
+						t.Fatalf("Abandon(%d) = %v", from, err)
+					}
+					break
+				}
+				moved, err := c.Retarget(from, to)
+				if err != nil {
+					if !errors.Is(err, epsp.ErrBadEvent) {
+						t.Fatalf("Retarget = %v", err)
+					}
+					continue
+				}
+				for _, o := range moved {
+					if o.To == from || o.To == o.From || (o.To != to[0] && o.To != to[1]) {
+						t.Fatalf("Retarget(%d, %v) moved %+v", from, to, o)
+					}
+					old, nu := key{o.From, from, o.Clock}, key{o.From, o.To, o.Clock}
+					or := orders[old]
+					or[0]--
+					or[1] -= o.Samples()
+					orders[old] = or
+					or = orders[nu]
+					or[0]++
+					or[1] += o.Samples()
+					orders[nu] = or
+				}
+			}
+			// every outstanding order holds its clock pending, and nothing
+			// else does
+			count := map[int]int{}
+			for _, st := range c.Transfers() {
+				count[st.Order.Clock]++
+			}
+			for k := range 8 {
+				if got := c.View().PendingTransfers(k); got != count[k] {
+					t.Fatalf("PendingTransfers(%d) = %d, %d orders outstanding", k, got, count[k])
+				}
 			}
 		}
 	})

@@ -497,19 +497,13 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		}
 		err := c.step(r.ev, orders)
 		if err == nil && ok && r.ev.Transfer.Accepted {
-			res := r.ev.Transfer
-			task := transferTask{id: o.ID, owner: o.From, clock: o.Clock, lo: res.Lo, hi: res.Hi, batch: r.batch, version: c.core.View().Version()}
-			e := newMsg(nil, opTransferTask)
-			e.u64(task.id)
-			e.i64(int64(task.owner))
-			e.i64(int64(task.clock))
-			e.i64(int64(task.lo))
-			e.i64(int64(task.hi))
-			e.i64(int64(task.batch))
-			e.u64(task.version)
-			if serr := c.send(o.To, e.b); serr != nil {
-				// The taker is gone: the range can never be computed.
-				c.setFatal(fmt.Errorf("ps: transfer %d to %s: %w", o.ID, c.cfg.Workers[o.To], serr))
+			// The core's order names the taker now: Retarget may have
+			// moved it from a lost one. If the core ended it (its lost
+			// taker's ranges were given up, Abandon) nobody computes it;
+			// if its taker is lost and not yet served, serveLost moves it
+			// and sends it.
+			if ts, live := c.core.Transfer(o.ID); live && ts.Accepted && !ts.Pushed && !c.lease.isLost(ts.Order.To) {
+				c.sendTask(ts.Order, r.batch, false) // a failed send aborts the run: nobody else computes the range
 			}
 		}
 		return coordResp{err: err}
@@ -639,9 +633,10 @@ func (c *Coordinator) execute(out epsp.Output, orders map[uint64]epsp.TransferOr
 		e.i64(int64(o.Lo))
 		e.i64(int64(o.Hi))
 		c.opts.emit(Event{Kind: EvTransferOrdered, Node: "coordinator", Worker: o.From, Clock: o.Clock, Lo: o.Lo, Hi: o.Hi, Transfer: o})
-		if c.lease.isLost(o.From) {
+		if c.lease.isLost(o.From) || c.lease.isLost(o.To) {
 			// a lost giver (still leaving: its samples are being handed
-			// over) answers nothing
+			// over) answers nothing, and a lost taker would compute
+			// nothing
 			refused = append(refused, o.ID)
 			continue
 		}
@@ -649,8 +644,8 @@ func (c *Coordinator) execute(out epsp.Output, orders map[uint64]epsp.TransferOr
 			refused = append(refused, o.ID)
 		}
 	}
-	// An order that cannot reach its giver, or whose giver was declared
-	// lost, counts as refused.
+	// An order that cannot reach its giver, or whose giver or taker was
+	// declared lost, counts as refused.
 	for _, id := range refused {
 		delete(orders, id)
 		if err := c.step(epsp.Event{Kind: epsp.EventTransferResult, Transfer: epsp.TransferResult{ID: id}}, orders); err != nil {

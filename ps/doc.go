@@ -144,10 +144,19 @@
 // (epsp.Coordinator.HandOver), so the survivor's push of those samples is
 // admitted once, and the lost worker's own push of them never; transfer
 // orders the lost worker had not answered, and any the policy makes of it
-// while it leaves, count as refused. A worker that hears nothing from the
-// coordinator for CoordinatorTimeout (10 s) fails with ErrPeerLost naming
-// it; one whose request fails because the coordinator is gone fails at once
-// with ErrCoordinatorUnavailable naming it.
+// or to it while it leaves, count as refused. What it owed as a taker is
+// settled the same way: a range it pushed but never reported done is
+// reported done for it, and every range it still owed — accepted transfers
+// and hand-overs not pushed, orders to it not yet answered, samples
+// assigned to it at its release — goes to a survivor that is not the
+// range's giver (epsp.Coordinator.Retarget), which computes and pushes it
+// like a transfer, so the clock's barrier passes with each sample counted
+// once (with no such survivor the range is lost, counted in
+// epsp.Stats.SamplesAbandoned, and no barrier waits for it). A worker that
+// hears nothing from the coordinator for CoordinatorTimeout (10 s) fails
+// with ErrPeerLost naming it; one whose request fails because the
+// coordinator is gone fails at once with ErrCoordinatorUnavailable naming
+// it.
 //
 // Incarnations: each Worker draws a random 64-bit incarnation id that its
 // hello and heartbeats carry; the coordinator binds the first one it

@@ -32,7 +32,9 @@ import (
 // it made kept and the samples it had not processed of its current clock
 // handed to a survivor first, as an order recorded in the core's transfer
 // ledger (serveLost, epsp.Coordinator.HandOver; a sample is never counted
-// twice); it may rejoin after the cooldown (membership.go). A lost server
+// twice), and the ranges it still owed as a taker given to survivors the
+// same way (epsp.Coordinator.Retarget), so no barrier waits for it; it
+// may rejoin after the cooldown (membership.go). A lost server
 // always aborts the run, naming it. A worker
 // that hears nothing from the coordinator for its CoordinatorTimeout
 // fails with ErrCoordinatorUnavailable naming it, so no role waits
@@ -59,7 +61,8 @@ const (
 	// ContinueWithout treats the lost worker as having left
 	// (epsp.EventLeave): the others go on; its unprocessed samples of its
 	// current clock are handed to a survivor first (epsp.Coordinator.
-	// HandOver), and it leaves once they are stored.
+	// HandOver), and it leaves once they are stored; the ranges it owed
+	// as a taker go to survivors (epsp.Coordinator.Retarget).
 	ContinueWithout
 )
 
@@ -374,44 +377,68 @@ func (c *Coordinator) workerLost(w epsp.WorkerID, why string) {
 // ContinueWithout. Never on the wire (decode refuses it).
 const opLost op = 68
 
-// serveLost (on the loop) hands the lost worker's unprocessed samples of
-// the clock it was computing to a survivor, exactly once, and makes it
-// leave when they are stored; if it had nothing unprocessed (it was
-// waiting, or its own push of the clock was admitted), it leaves now. The
-// core decides what is unprocessed and records the hand-over in its
-// transfer ledger (epsp.Coordinator.HandOver): the prefix [0, end) of its
-// batch, end being the lowest start of a range it gave away in that clock
-// (the rest is the takers'); the taker's push of it is admitted because
-// of that record, and a push the core did not order is refused. Transfer
-// orders lw never answered count as refused first (and execute refuses
-// the policy's later orders of a lost giver at once), so no late answer
-// can give part of the handed-over range to a second taker, and no order
-// nobody will answer holds a barrier. A push admitted but not stored when
-// the worker died is lost, never counted twice.
+// serveLost (on the loop) settles what the lost worker lw owed, through
+// the core's transfer ledger, so that no clock waits for it and no sample
+// is counted twice, and makes it leave:
+//
+//   - as a taker: a range it pushed but never reported done is reported
+//     done for it (its push was admitted: stored, or lost with it, never
+//     counted twice; a pushed hand-over's lost giver leaves now); every
+//     range it still owes — accepted transfers and hand-overs not
+//     pushed, orders to it not yet answered, samples assigned to it at
+//     its release (Output.Assign) — goes to a survivor that is not the
+//     range's giver (epsp.Coordinator.Retarget), which is sent the
+//     accepted ones as tasks like a hand-over; the core refuses lw's
+//     push of them from then on;
+//   - as a giver: transfer orders of its samples it never answered count
+//     as refused (and execute refuses the policy's later orders from or
+//     to a lost worker at once), then its unprocessed samples of the clock
+//     it was computing are handed to a survivor (epsp.Coordinator.
+//     HandOver: the prefix [0, end) of its batch, end being the lowest
+//     start of a range it gave away in that clock; the rest is the
+//     takers'), and it leaves once they are stored; if it had nothing
+//     unprocessed (it was waiting, or its own push of the clock was
+//     admitted), it leaves now.
+//
+// A survivor is a member that is not lost. The hand-over never goes to a
+// joiner that has not started (it may be waiting at its join clock behind
+// the barrier the hand-over holds), and Retarget gives such a joiner a
+// range only when no other survivor can take it. What no survivor can
+// take (no survivor at all, or only the range's giver) is given up
+// (epsp.Coordinator.Abandon): lost, counted in epsp.Stats.SamplesAbandoned,
+// and no clock waits for it. A push admitted but not stored when the
+// worker died is lost, never counted twice.
 func (c *Coordinator) serveLost(lw epsp.WorkerID, orders map[uint64]epsp.TransferOrder) error {
-	// Hand-overs to lw will not finish: their lost workers leave now (it
-	// may have pushed the samples already, so they are not handed again:
-	// lost, never counted twice; the leave ends the hand-over in the
-	// core, which refuses a push of it from then on).
-	for _, h := range c.core.HandOvers() {
-		if h.To == lw {
-			if err := c.leaveLost(h.From, orders); err != nil {
-				return err
+	l := c.lease
+	l.mu.Lock()
+	// takers: the survivors, joiners that have not started last (they
+	// only take what lw owed as a taker when nobody else can)
+	var takers, fresh []epsp.WorkerID
+	for w := range l.done {
+		if !l.done[w] && c.isMember(epsp.WorkerID(w)) {
+			if l.fresh[w] {
+				fresh = append(fresh, epsp.WorkerID(w))
+			} else {
+				takers = append(takers, epsp.WorkerID(w))
 			}
 		}
 	}
-	l := c.lease
-	l.mu.Lock()
-	taker := epsp.WorkerID(-1)
-	for w := range l.done {
-		// not a joiner that has not started: it may be waiting at its
-		// join clock behind the barrier this hand-over holds
-		if !l.done[w] && !l.fresh[w] && c.isMember(epsp.WorkerID(w)) {
-			taker = epsp.WorkerID(w)
-			break
+	l.mu.Unlock()
+	// Ranges lw pushed as a taker but never reported done.
+	for _, ts := range c.core.Transfers() {
+		if ts.Order.To != lw || !ts.Pushed {
+			continue
+		}
+		var err error
+		if ts.HandOver {
+			err = c.leaveLost(ts.Order.From, orders)
+		} else {
+			err = c.step(epsp.Event{Kind: epsp.EventTransferDone, Worker: lw, Transfer: epsp.TransferResult{ID: ts.Order.ID}}, orders)
+		}
+		if err != nil {
+			return err
 		}
 	}
-	l.mu.Unlock()
 	// Transfer orders of lw's samples that lw has not answered never
 	// will be: they count as refused (the policy sees the refusals)
 	// before its samples are handed over, so no late answer can give a
@@ -429,9 +456,45 @@ func (c *Coordinator) serveLost(lw epsp.WorkerID, orders map[uint64]epsp.Transfe
 			return err
 		}
 	}
-	if taker < 0 {
+	// What lw still owes as a taker goes to survivors.
+	if all := append(slices.Clip(takers), fresh...); len(all) > 0 {
+		moved, err := c.core.Retarget(lw, all)
+		if err != nil {
+			err = fmt.Errorf("ps: moving what %s owed to survivors: %w", c.cfg.Workers[lw], err)
+			c.setFatal(err)
+			return err
+		}
+		c.snapshot()
+		for _, o := range moved {
+			ts, _ := c.core.Transfer(o.ID)
+			// a moved transfer or hand-over keeps its ID, and observers
+			// saw it ordered; an assigned piece is a new order
+			if err := c.sendTask(o, ts.Batch, ts.Assigned); err != nil {
+				return err
+			}
+		}
+	}
+	// What no survivor could take (a range whose giver is the only one)
+	// is given up: lost, and no clock waits for it.
+	if _, err := c.core.Abandon(lw); err != nil {
+		c.setFatal(err)
+		return err
+	}
+	c.snapshot()
+	// Hand-overs to lw no survivor could take: their lost workers leave
+	// now (the leave ends the hand-over in the core, which refuses a
+	// push of it from then on).
+	for _, h := range c.core.HandOvers() {
+		if h.To == lw {
+			if err := c.leaveLost(h.From, orders); err != nil {
+				return err
+			}
+		}
+	}
+	if len(takers) == 0 {
 		return c.leaveLost(lw, orders)
 	}
+	taker := takers[0]
 	o, ok, err := c.core.HandOver(lw, taker)
 	if err != nil {
 		err = fmt.Errorf("ps: handing %s's samples to %s: %w", c.cfg.Workers[lw], c.cfg.Workers[taker], err)
@@ -442,18 +505,29 @@ func (c *Coordinator) serveLost(lw epsp.WorkerID, orders map[uint64]epsp.Transfe
 		return c.leaveLost(lw, orders)
 	}
 	c.snapshot()
-	v := c.core.View()
+	return c.sendTask(o, c.core.View().Batch(lw), true)
+}
+
+// sendTask sends accepted order o — a transfer, a hand-over, or a range
+// Retarget moved — to its taker as a task: compute [Lo, Hi) of o.From's
+// batch (batch samples) of o.Clock and push it with Owner = o.From. A
+// taker that cannot be reached aborts the run (nobody else would compute
+// the range). emit reports the order to observers (EvTransferOrdered).
+func (c *Coordinator) sendTask(o epsp.TransferOrder, batch int, emit bool) error {
 	e := newMsg(nil, opTransferTask)
 	e.u64(o.ID)
-	e.i64(int64(lw))
+	e.i64(int64(o.From))
 	e.i64(int64(o.Clock))
 	e.i64(int64(o.Lo))
 	e.i64(int64(o.Hi))
-	e.i64(int64(v.Batch(lw)))
-	e.u64(v.Version())
-	c.opts.emit(Event{Kind: EvTransferOrdered, Node: "coordinator", Worker: lw, Clock: o.Clock, Lo: o.Lo, Hi: o.Hi, Transfer: o})
-	if err := c.send(taker, e.b); err != nil {
-		c.setFatal(fmt.Errorf("ps: handing %s's samples of clock %d to %s: %w", c.cfg.Workers[lw], o.Clock, c.cfg.Workers[taker], err))
+	e.i64(int64(batch))
+	e.u64(c.core.View().Version())
+	if emit {
+		c.opts.emit(Event{Kind: EvTransferOrdered, Node: "coordinator", Worker: o.From, Clock: o.Clock, Lo: o.Lo, Hi: o.Hi, Transfer: o})
+	}
+	if err := c.send(o.To, e.b); err != nil {
+		err = fmt.Errorf("ps: task %d (worker %s's clock %d [%d,%d)) to %s: %w", o.ID, c.cfg.Workers[o.From], o.Clock, o.Lo, o.Hi, c.cfg.Workers[o.To], err)
+		c.setFatal(err)
 		return err
 	}
 	return nil

@@ -263,3 +263,134 @@ func TestIncarnation_RestartedWorkerRefused(t *testing.T) {
 		t.Fatalf("restarted worker: Start err %v, want ErrRestarted naming worker-1", err)
 	}
 }
+
+// takerModel computes LedgerSampler ids (gradient: the sample count). The
+// victim, on its first samples of another owner's batch (a transfer it
+// took, or samples assigned to it), calls onHang and blocks until release
+// is closed; the giver blocks on its own samples of clock gateAt until
+// gate is closed (at most 5 s), so that its tail is still unclaimed when
+// a transfer of it is ordered.
+type takerModel struct {
+	worker, victim, giver, clocks, gateAt int
+	onHang                                func()
+	release, gate                         chan struct{}
+	once                                  *sync.Once
+}
+
+func (m *takerModel) Gradient(params []float32, samples []int, grad []float32) float64 {
+	if len(samples) > 0 {
+		idx := samples[0] / pstest.LedgerStride
+		owner, clock := idx/m.clocks, idx%m.clocks
+		if m.worker == m.victim && owner != m.worker {
+			m.once.Do(m.onHang)
+			<-m.release
+		}
+		if m.worker == m.giver && owner == m.giver && clock == m.gateAt {
+			select {
+			case <-m.gate:
+			case <-time.After(5 * time.Second):
+			}
+		}
+	}
+	for i := range grad {
+		grad[i] += float32(len(samples))
+	}
+	return 0
+}
+
+// toVictim is BSP that, when worker 0 finishes clock 1 while worker 1
+// computes it, orders [4,8) of worker 1's batch to worker 0 (transfer);
+// or (assign) assigns it to worker 0 on the releases into clock 1.
+type toVictim struct {
+	*epsp.BSP
+	assign bool
+	done   bool
+}
+
+func (p *toVictim) Step(now time.Duration, v epsp.View, e epsp.Event) epsp.Output {
+	out := p.BSP.Step(now, v, e)
+	if p.done {
+		return out
+	}
+	if p.assign && len(out.Release) == v.NumWorkers() && v.Clock(0) == 1 {
+		out.Assign = append(out.Assign, epsp.Assignment{From: 1, To: 0, Clock: 1, Lo: 4, Hi: 8})
+		p.done = true
+	}
+	if !p.assign && e.Kind == epsp.EventClock && e.Worker == 0 && e.Clock == 1 && v.Clock(1) == 1 && !v.Waiting(1) {
+		out.Transfers = append(out.Transfers, epsp.TransferOrder{From: 1, To: 0, Clock: 1, Lo: 4, Hi: 8})
+		p.done = true
+	}
+	return out
+}
+
+// TestLease_LostTaker: with ContinueWithout, worker 0 takes [4,8) of
+// worker 1's batch of clock 1 — a transfer it accepted a task of, or
+// samples assigned to it at the release — and is killed before pushing
+// them. The range goes to the survivor that is not its giver (worker 2),
+// so the barrier of clock 1 passes, the survivors finish every clock
+// within a short deadline, and the servers received every sample exactly
+// once: the survivors' clocks, and the victim's clocks 0 and 1 (its own
+// samples of clock 1 handed over if unpushed). With two workers the giver
+// is the only survivor and cannot take its range back: the range is
+// given up (lost, counted as abandoned) and the run still goes on.
+func TestLease_LostTaker(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		workers int
+		assign  bool
+	}{{"transfer", 3, false}, {"assign", 3, true}, {"transfer, giver alone", 2, false}} {
+		assign, workers := tc.assign, tc.workers
+		t.Run(tc.name, func(t *testing.T) {
+			var applied atomic.Int64
+			obs := ps.ObserverFunc(func(e ps.Event) {
+				if e.Kind == ps.EvApplied {
+					applied.Add(int64(e.Samples))
+				}
+			})
+			const batch, clocks = 8, 3
+			c := pstest.NewCluster(t, pstest.Workers(workers), pstest.Batch(batch), pstest.Chunk(4), pstest.Policy(&toVictim{BSP: epsp.NewBSP(), assign: assign}),
+				pstest.TickPeriod(20*time.Millisecond), pstest.NoLeakCheck(), pstest.Observer(obs),
+				pstest.Lease(ps.LeaseConfig{Timeout: testLease, Interval: testInterval, OnWorkerLost: ps.ContinueWithout}), pstest.Heartbeat(testHeartbeat, 5*time.Second))
+			release, free := releaser(t)
+			gate := make(chan struct{})
+			var once sync.Once
+			onHang := func() { c.Net.Kill("worker-0"); close(gate) }
+			res := make([]chan trainResult, len(c.Workers))
+			for i, w := range c.Workers {
+				res[i] = make(chan trainResult, 1)
+				m := &takerModel{worker: i, victim: 0, giver: 1, clocks: clocks, gateAt: 1, onHang: onHang, release: release, gate: gate, once: &once}
+				if assign {
+					m.gateAt = -1
+				}
+				go func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+					defer cancel()
+					_, err := w.Train(ctx, m, pstest.LedgerSampler{Clocks: clocks}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{4}, Init: ps.Zeros{}, Clocks: clocks})
+					res[i] <- trainResult{err, time.Now()}
+				}()
+			}
+			for w := 1; w < workers; w++ {
+				if r := <-res[w]; r.err != nil {
+					t.Fatalf("worker-%d: %v (coordinator %v, stats %+v)", w, r.err, c.Coordinator.Err(), c.Coordinator.Stats())
+				}
+			}
+			free()
+			<-res[0]
+			if err := c.Coordinator.Err(); err != nil {
+				t.Fatalf("coordinator: %v", err)
+			}
+			// one key on one server: each push is applied once there
+			moved, lost := 1, 0
+			if workers == 2 {
+				moved, lost = 0, 4
+			}
+			if got, want := applied.Load(), int64((workers-1)*clocks*batch+2*batch-lost); got != want {
+				t.Errorf("servers received %d samples, want %d", got, want)
+			}
+			st := c.Coordinator.Stats()
+			if st.Flushes != clocks || st.Left != workers || st.Retargeted != moved || st.SamplesRetargeted != 4*moved || st.SamplesAbandoned != lost {
+				t.Errorf("stats %+v: want %d flushes, %d left, %d range(s) of 4 retargeted, %d samples abandoned", st, clocks, workers, moved, lost)
+			}
+		})
+	}
+}

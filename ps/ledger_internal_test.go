@@ -381,3 +381,140 @@ func TestCoordinator_TransferDoneOnlyFromTaker(t *testing.T) {
 		t.Fatalf("stats %+v, coordinator error %v; want one flush after the done", s, c.Err())
 	}
 }
+
+// TestLease_LostTakerOrderAnsweredLate: the taker of a transfer order is
+// lost (its transport gone) before the giver answers; when the giver
+// accepts, the task goes to the survivor that is not the giver — not to
+// the dead taker, which would abort the run — and the barrier passes
+// once its push and done are in, with the range admitted once.
+func TestLease_LostTakerOrderAnsweredLate(t *testing.T) {
+	net := transport.NewInmemNetwork()
+	defer net.Close()
+	srv, _ := NewServer("s0", DefaultServerConfig())
+	st, _ := net.Join("s0", srv)
+	defer st.Close()
+	cfg := DefaultCoordinatorConfig()
+	cfg.EPSP.NumWorkers, cfg.EPSP.Batch = 3, 8
+	cfg.Servers = []transport.NodeID{"s0"}
+	cfg.Workers = []transport.NodeID{"w0", "w1", "w2"}
+	cfg.StartTimeout = 300 * time.Millisecond
+	cfg.OrderTimeout = time.Second
+	cfg.Lease = LeaseConfig{Timeout: 250 * time.Millisecond, Interval: 25 * time.Millisecond, OnWorkerLost: ContinueWithout}
+	c, err := NewCoordinator(cfg, orderOnce{epsp.NewBSP()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, _ := net.Join("coordinator", c)
+	defer ct.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Start(ctx, ct); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	in0, in1, in2 := &inbox{}, &inbox{}, &inbox{}
+	w0, _ := net.Join("w0", in0)
+	w1, _ := net.Join("w1", in1)
+	defer w1.Close()
+	w2, _ := net.Join("w2", in2)
+	defer w2.Close()
+	call := func(tr transport.Transport, msg []byte) error {
+		resp, err := request(ctx, tr, "coordinator", msg, time.Second)
+		if err == nil {
+			_, err = parseResponse(resp, "coordinator")
+		}
+		return err
+	}
+	push := func(tr transport.Transport, p epsp.Push) error {
+		e := newMsg(nil, opAdmit)
+		encodePush(&e, p)
+		return call(tr, e.b)
+	}
+	stop := make(chan struct{})
+	var beats sync.WaitGroup
+	for _, tr := range []transport.Transport{w1, w2} { // workers 1 and 2 stay alive
+		beats.Add(1)
+		go func() {
+			defer beats.Done()
+			for {
+				e := newMsg(nil, opHeartbeat)
+				e.u64(1)
+				call(tr, e.b)
+				select {
+				case <-stop:
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); beats.Wait() }()
+	clock := newMsg(nil, opClock)
+	clock.i64(0)
+	if err := push(w0, epsp.Push{Worker: 0, Owner: 0, Clock: 0, Samples: 8, BatchSamples: 8}); err != nil {
+		t.Fatal(err)
+	}
+	if err := call(w0, clock.b); err != nil {
+		t.Fatal(err)
+	}
+	body, ok := in1.wait(opTransferOrder, 2*time.Second)
+	if !ok {
+		t.Fatal("worker 1 got no transfer order")
+	}
+	id := (&decoder{b: body}).u64()
+	w0.Close() // worker 0 dies: silent, and unreachable
+	for end := time.Now().Add(3 * time.Second); c.Stats().Left < 1 && time.Now().Before(end); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if s := c.Stats(); s.Left != 1 || c.Err() != nil {
+		t.Fatalf("worker 0 not lost and gone: stats %+v, coordinator error %v", s, c.Err())
+	}
+	answer := newMsg(nil, opTransferResult)
+	answer.u64(id)
+	answer.u8(1)
+	answer.i64(4)
+	answer.i64(8)
+	answer.i64(8)
+	if err := call(w1, answer.b); err != nil {
+		t.Fatalf("worker 1 accepts: %v", err)
+	}
+	if c.Err() != nil {
+		t.Fatalf("the run aborted: %v", c.Err())
+	}
+	task, ok := in2.wait(opTransferTask, 2*time.Second)
+	if !ok {
+		t.Fatalf("worker 2 got no task; stats %+v", c.Stats())
+	}
+	d := decoder{b: task}
+	if tid, owner, clk, lo, hi, batch := d.u64(), d.i64(), d.i64(), d.i64(), d.i64(), d.i64(); tid != id || owner != 1 || clk != 0 || lo != 4 || hi != 8 || batch != 8 {
+		t.Fatalf("task %d of worker %d's clock %d [%d,%d) of %d, want %d of worker 1's clock 0 [4,8) of 8", tid, owner, clk, lo, hi, batch, id)
+	}
+	for w, tr := range map[int]transport.Transport{1: w1, 2: w2} {
+		if err := push(tr, epsp.Push{Worker: epsp.WorkerID(w), Owner: epsp.WorkerID(w), Clock: 0, Samples: 8 - 4*(1-w/2), BatchSamples: 8}); err != nil {
+			t.Fatal(err)
+		}
+		if err := call(tr, clock.b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s := c.Stats(); s.Flushes != 0 {
+		t.Fatalf("the barrier passed with the moved range not pushed: %+v", s)
+	}
+	if err := push(w2, epsp.Push{Worker: 2, Owner: 1, Clock: 0, Samples: 4, BatchSamples: 8}); err != nil {
+		t.Fatalf("the survivor's push: %v", err)
+	}
+	if err := push(w2, epsp.Push{Worker: 2, Owner: 1, Clock: 0, Samples: 4, BatchSamples: 8}); !errors.Is(err, ErrRejected) {
+		t.Fatalf("a second push of the range: %v, want ErrRejected", err)
+	}
+	done := newMsg(nil, opTransferDone)
+	done.u64(id)
+	if err := call(w2, done.b); err != nil {
+		t.Fatalf("done: %v", err)
+	}
+	if _, ok := in2.wait(opRelease, 2*time.Second); !ok {
+		t.Fatalf("worker 2 was not released: stats %+v", c.Stats())
+	}
+	if s := c.Stats(); s.Flushes != 1 || s.TransfersDone != 1 || s.Accumulated != 4 || s.SamplesAbandoned != 0 || c.Err() != nil {
+		t.Fatalf("stats %+v, coordinator error %v; want one flush of 4 pushes (8+4+4+8 samples)", s, c.Err())
+	}
+}
