@@ -733,6 +733,7 @@ func (s *Sim) complete(g int32, tEnd float64) int32 {
 		c.hole = f.slot
 	}
 	c.dirty = true
+	c.fs[f.slot].Src = -1 // finished: dropped by the next compaction
 	return f.ci
 }
 
@@ -780,18 +781,22 @@ func (s *Sim) buildState(coflows []Coflow) {
 	for _, ci := range s.active {
 		c := &s.cf[ci]
 		if c.dirty {
+			// Drop the finished flows (marked Src −1 by complete), keeping
+			// the order; from the lowest finished slot on, every flow kept
+			// moves down.
 			k := int(c.hole)
 			off := s.flowOff[ci]
-			for _, fs := range c.fs[k:] {
-				g := off + fs.Ref.Flow
-				if !s.fl[g].done {
-					s.fl[g].slot = int32(k)
-					c.fs[k] = fs
-					k++
+			fs := c.fs
+			for j := k; j < len(fs); j++ {
+				if fs[j].Src < 0 {
+					continue
 				}
+				fs[k] = fs[j]
+				s.fl[off+fs[k].Ref.Flow].slot = int32(k)
+				k++
 			}
-			clear(c.fs[k:])
-			c.fs = c.fs[:k]
+			clear(fs[k:])
+			c.fs = fs[:k]
 			c.dirty = false
 		}
 		s.csBuf = append(s.csBuf, CoflowState{
