@@ -215,6 +215,8 @@ type Sim struct {
 	nDone       int // flow completions in this run
 	sameSkips   int // steps that reused the applied allocation (tests)
 	noSameSkip  bool
+	skipped     bool    // the last step was skipped
+	edSaved     float64 // edNext as computed after the last applied step
 }
 
 // heapSlack is the constant in the event-heap bound: after every step the
@@ -558,7 +560,15 @@ func (s *Sim) Run(coflows []Coflow) (*Result, error) {
 		}
 		lastCall, pendingFlowCall = t, math.Inf(1)
 		if s.ed {
-			s.computeEDNext()
+			if s.skipped {
+				// Nothing ran differently since the last computation: no
+				// flow finished, the running flows and their ends are as
+				// they were, and a coflow that arrived since runs nothing.
+				s.edNext = s.edSaved
+			} else {
+				s.computeEDNext()
+				s.edSaved = s.edNext
+			}
 		}
 		if hasTimer {
 			if at, ok := timer.NextWakeup(s.abs(t)); ok {
@@ -849,6 +859,7 @@ func (s *Sim) step(coflows []Coflow) error {
 			return fmt.Errorf("check at %v: %w", s.st.Now, err)
 		}
 	}
+	s.skipped = same
 	if same {
 		s.sameSkips++
 		return nil
