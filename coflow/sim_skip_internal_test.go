@@ -44,7 +44,7 @@ func TestSim_SameAllocationSkip(t *testing.T) {
 	for name, f := range mk {
 		for seed := uint64(1); seed <= 2; seed++ {
 			t.Run(fmt.Sprintf("%s/seed=%d", name, seed), func(t *testing.T) {
-				sc := SynthConfig{Ports: 20, Coflows: 50, MeanInterArrival: 300 * time.Millisecond, MaxWidth: 12}
+				sc := SynthConfig{Ports: 20, Coflows: 30, MeanInterArrival: 300 * time.Millisecond, MaxWidth: 12}
 				tr, err := Synthetic(sc, rand.New(rand.NewPCG(seed, 31)))
 				if err != nil {
 					t.Fatal(err)
