@@ -58,7 +58,13 @@ func (c *DCLASConfig) Validate() error {
 // first flow at each of its ports, which keeps the order of the result):
 // O(G_c + T_c + I_c·T_c) for G_c such flows on T_c ports, I_c ≤ 2·T_c
 // rounds; weighted, one filling over all such flows, O(F + G + I·P). The
-// rates and their order are those of filling over every flow.
+// rates and their order are those of filling over every flow. A call
+// whose coflows, queues, unfinished flows and port capacities are those
+// of the previous call (a threshold timer that fired before the coflow
+// crossed, as when compressed flows dispose slower than their wire rate
+// suggests) returns the previous allocation after an O(P + A + F)
+// comparison, since the rates never depend on bytes; only the timer is
+// recomputed.
 type DCLAS struct {
 	cfg           DCLASConfig
 	book          rateBook
@@ -71,6 +77,78 @@ type DCLAS struct {
 	hasWake       bool
 	stamp         []uint32 // per port: d.gen when collect last met it
 	gen           uint32
+	memo          dclasMemo
+	memoHits      int // calls answered from memo (tests)
+}
+
+// dclasMemo is the previous call's input as far as its rates depend on it,
+// and its output. D-CLAS's rates depend on the coflows' order (queue, then
+// position), on each coflow's unfinished flows (their ports, in order) and
+// on the ports' capacities, never on remaining or sent bytes; so when all
+// of those are as at the previous call, the previous allocation is the
+// answer, to the bit. Only the timer, which depends on Sent, is recomputed.
+type dclasMemo struct {
+	valid  bool
+	fabric *Fabric
+	capIn  []float64
+	capOut []float64
+	index  []int   // per position: Index
+	q      []int   // per position: queue
+	nflows []int32 // per position: len(Flows)
+	flows  []int32 // per flow, flattened: Ref.Flow, Src, Dst
+	out    []Allocation
+	rate   []float64 // per position: total rate given
+}
+
+// same reports whether s, with queues d.q, is the memo's input.
+// Cost O(P + A + F).
+func (m *dclasMemo) same(s *State, q []int) bool {
+	if !m.valid || m.fabric != s.Fabric || len(m.index) != len(s.Coflows) || len(m.capIn) != len(s.Fabric.Ports) {
+		return false
+	}
+	for p := range s.Fabric.Ports {
+		if m.capIn[p] != s.Fabric.Ports[p].Ingress || m.capOut[p] != s.Fabric.Ports[p].Egress {
+			return false
+		}
+	}
+	k := 0
+	for i := range s.Coflows {
+		c := &s.Coflows[i]
+		if m.index[i] != c.Index || m.q[i] != q[i] || int(m.nflows[i]) != len(c.Flows) {
+			return false
+		}
+		fl := m.flows[k : k+3*len(c.Flows)]
+		for j := range c.Flows {
+			f := &c.Flows[j]
+			if fl[3*j] != int32(f.Ref.Flow) || fl[3*j+1] != int32(f.Src) || fl[3*j+2] != int32(f.Dst) {
+				return false
+			}
+		}
+		k += 3 * len(c.Flows)
+	}
+	return true
+}
+
+// store records s, q and the call's output.
+func (m *dclasMemo) store(s *State, q []int, out []Allocation, rate []float64) {
+	m.valid, m.fabric = true, s.Fabric
+	m.capIn, m.capOut = m.capIn[:0], m.capOut[:0]
+	for _, p := range s.Fabric.Ports {
+		m.capIn = append(m.capIn, p.Ingress)
+		m.capOut = append(m.capOut, p.Egress)
+	}
+	m.index, m.q, m.nflows, m.flows = m.index[:0], append(m.q[:0], q...), m.nflows[:0], m.flows[:0]
+	for i := range s.Coflows {
+		c := &s.Coflows[i]
+		m.index = append(m.index, c.Index)
+		m.nflows = append(m.nflows, int32(len(c.Flows)))
+		for j := range c.Flows {
+			f := &c.Flows[j]
+			m.flows = append(m.flows, int32(f.Ref.Flow), int32(f.Src), int32(f.Dst))
+		}
+	}
+	m.out = append(m.out[:0], out...)
+	m.rate = append(m.rate[:0], rate...)
 }
 
 // nextGen starts a new pass of collect (every port unmet).
@@ -141,6 +219,14 @@ func (d *DCLAS) Schedule(now time.Duration, s *State) []Allocation {
 		d.idx = append(d.idx, i)
 		d.q = append(d.q, d.Queue(s.Coflows[i].Sent))
 	}
+	if d.memo.same(s, d.q) {
+		// Nothing the rates depend on changed: the previous allocation.
+		d.memoHits++
+		d.rate = append(d.rate[:0], d.memo.rate...)
+		d.timer(now, s)
+		b.out = append(b.out[:0], d.memo.out...)
+		return b.out
+	}
 	// State order is arrival order, so a stable sort by queue is FIFO
 	// within each queue.
 	sort.SliceStable(d.idx, func(a, c int) bool { return d.q[d.idx[a]] < d.q[d.idx[c]] })
@@ -165,9 +251,6 @@ func (d *DCLAS) Schedule(now time.Duration, s *State) []Allocation {
 			b.waterFill(d.sel, d.src, d.dst, d.w)
 		}
 	}
-	// Timer: earliest threshold crossing among coflows with a positive rate.
-	d.hasWake = false
-	best := math.Inf(1)
 	d.rate = d.rate[:0]
 	for range s.Coflows {
 		d.rate = append(d.rate, 0)
@@ -175,6 +258,17 @@ func (d *DCLAS) Schedule(now time.Duration, s *State) []Allocation {
 	for x, k := range b.given {
 		d.rate[b.givenCo[x]] += b.rates[k]
 	}
+	d.timer(now, s)
+	out := b.emit(s)
+	d.memo.store(s, d.q, out, d.rate)
+	return out
+}
+
+// timer sets the wakeup: the earliest threshold crossing among coflows
+// with a positive rate (d.rate, per position).
+func (d *DCLAS) timer(now time.Duration, s *State) {
+	d.hasWake = false
+	best := math.Inf(1)
 	for i := range s.Coflows {
 		c := &s.Coflows[i]
 		rate := d.rate[i]
@@ -187,7 +281,6 @@ func (d *DCLAS) Schedule(now time.Duration, s *State) []Allocation {
 		// Round up to the next nanosecond so the coflow has crossed.
 		d.wake, d.hasWake = now+time.Duration(math.Ceil(best*1e9))+1, true
 	}
-	return b.emit(s)
 }
 
 // collect appends to the fill lists the flows of coflow i that waterFill

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 )
@@ -94,6 +95,8 @@ type dclasLockstep struct {
 	inc   *DCLAS
 	ref   *refDCLAS
 	calls int
+	slow  float64 // if > 0, the rates returned are scaled by it
+	out   []Allocation
 }
 
 func (l *dclasLockstep) Name() string { return "dclas" }
@@ -121,25 +124,53 @@ func (l *dclasLockstep) Schedule(now time.Duration, st *State) []Allocation {
 			l.tb.Fatalf("call %d at %v: allocation %d is %+v, reference %+v", l.calls, now, i, got[i], want[i])
 		}
 	}
-	return got
+	return slowed(got, l.slow, &l.out)
+}
+
+// slowed returns al with every rate scaled by slow (al itself if slow is
+// 0): the flows then progress slower than D-CLAS assumes, as under a codec
+// that cannot keep up, so its threshold timer fires before the coflow has
+// crossed and the next call sees the same queues.
+func slowed(al []Allocation, slow float64, out *[]Allocation) []Allocation {
+	if slow == 0 {
+		return al
+	}
+	*out = append((*out)[:0], al...)
+	for i := range *out {
+		(*out)[i].Rate *= slow
+	}
+	return *out
 }
 
 // TestDCLAS_IncrementalSameAsReference replays seeded synthetic traces
 // under D-CLAS (strict and weighted, Varys' rule and every flow completion,
-// small thresholds so that coflows move between queues often) with the
+// small thresholds so that coflows move between queues often, and slowed
+// flows whose timers fire early, which the memo answers) with the
 // incremental scheduler and the reference in lockstep: identical
 // allocations at every call and identical CCTs.
 func TestDCLAS_IncrementalSameAsReference(t *testing.T) {
 	cfgs := map[string]DCLASConfig{
-		"default":  DefaultDCLASConfig(),
-		"small":    {Queues: 6, FirstThreshold: MiB, Multiplier: 4},
-		"weighted": {Queues: 6, FirstThreshold: MiB, Multiplier: 4, Weighted: true},
-		"onflow":   {Queues: 6, FirstThreshold: MiB, Multiplier: 4, OnFlowCompletion: true},
+		"default":       DefaultDCLASConfig(),
+		"small":         {Queues: 6, FirstThreshold: MiB, Multiplier: 4},
+		"weighted":      {Queues: 6, FirstThreshold: MiB, Multiplier: 4, Weighted: true},
+		"onflow":        {Queues: 6, FirstThreshold: MiB, Multiplier: 4, OnFlowCompletion: true},
+		"slow":          {Queues: 6, FirstThreshold: MiB, Multiplier: 4},
+		"slow-weighted": {Queues: 6, FirstThreshold: MiB, Multiplier: 4, Weighted: true},
 	}
 	for name, dc := range cfgs {
+		slow := 0.0
+		if strings.HasPrefix(name, "slow") {
+			slow = 0.3
+		}
 		for seed := uint64(1); seed <= 3; seed++ {
+			if slow > 0 && seed > 1 {
+				break // one seed is enough
+			}
 			t.Run(fmt.Sprintf("%s/seed=%d", name, seed), func(t *testing.T) {
 				sc := SynthConfig{Ports: 30, Coflows: 80, MeanInterArrival: 300 * time.Millisecond, MaxWidth: 15}
+				if slow > 0 {
+					sc.Coflows = 25 // thousands of calls a run otherwise
+				}
 				tr, err := Synthetic(sc, rand.New(rand.NewPCG(seed, 20)))
 				if err != nil {
 					t.Fatal(err)
@@ -156,7 +187,7 @@ func TestDCLAS_IncrementalSameAsReference(t *testing.T) {
 					return d
 				}
 				fab := tr.Fabric(GigabitBytesPerSec)
-				ls := &dclasLockstep{tb: t, inc: mk(), ref: &refDCLAS{DCLAS: mk()}}
+				ls := &dclasLockstep{tb: t, inc: mk(), ref: &refDCLAS{DCLAS: mk()}, slow: slow}
 				sim, err := NewSim(DefaultConfig(), fab, ls)
 				if err != nil {
 					t.Fatal(err)
@@ -165,7 +196,7 @@ func TestDCLAS_IncrementalSameAsReference(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				sim, err = NewSim(DefaultConfig(), fab, refOnlyDCLAS{&refDCLAS{DCLAS: mk()}})
+				sim, err = NewSim(DefaultConfig(), fab, refOnlyDCLAS{r: &refDCLAS{DCLAS: mk()}, slow: slow})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -178,18 +209,25 @@ func TestDCLAS_IncrementalSameAsReference(t *testing.T) {
 						t.Fatalf("coflow %d: CCT %v, reference %v", i, g, w)
 					}
 				}
-				t.Logf("%d calls identical", ls.calls)
+				if slow > 0 && ls.inc.memoHits == 0 {
+					t.Fatalf("%d calls, none answered from the memo", ls.calls)
+				}
+				t.Logf("%d calls identical (%d from the memo)", ls.calls, ls.inc.memoHits)
 			})
 		}
 	}
 }
 
 // refOnlyDCLAS lets the simulator drive the reference alone.
-type refOnlyDCLAS struct{ r *refDCLAS }
+type refOnlyDCLAS struct {
+	r    *refDCLAS
+	slow float64
+	out  []Allocation
+}
 
 func (r refOnlyDCLAS) Name() string { return "dclas" }
 func (r refOnlyDCLAS) Schedule(now time.Duration, st *State) []Allocation {
-	return r.r.Schedule(now, st)
+	return slowed(r.r.Schedule(now, st), r.slow, &r.out)
 }
 func (r refOnlyDCLAS) OnlyOnArrivalsAndCompletions() bool {
 	return r.r.OnlyOnArrivalsAndCompletions()

@@ -108,6 +108,11 @@
 // incrementally and settles only the running flows at an event, so one
 // scheduling step costs O(active coflows + running flows + ports) in the
 // simulator; see Sim and each scheduler's doc for the scheduler's own cost.
+// An allocation equal to the one applied last, with no flow finished
+// since, is neither validated nor applied again, and D-CLAS answers a call
+// whose queues, flows and capacities are unchanged from its previous
+// allocation: both change no result, and together they make timer-driven
+// calls that change nothing cheap (settling the running flows remains).
 // Replaying the 526-coflow, 706k-flow FB2010 trace under SEBF takes about
 // 0.6–0.7 s of CPU (BenchmarkReplayFB).
 package coflow

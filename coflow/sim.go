@@ -160,7 +160,10 @@ type CoflowResult struct {
 // event, O(log R); the heap never holds more than 2·R + 1024 entries
 // (stale ones are dropped by a rebuild when they would outnumber the live); an EventDriven run keeps no per-flow events at all and
 // completes finished flows lazily at the next scheduling point. Compacting
-// a coflow's flow list after some of its flows finished costs O(its flows).
+// a coflow's flow list after some of its flows finished costs O(its flows
+// from the first finished one on). A step whose allocation equals the one
+// applied last, with no flow finished since, skips validating and applying
+// it (O(len(allocation)) to compare; see step): the run is the same.
 type Sim struct {
 	cfg    Config
 	fabric *Fabric
@@ -202,6 +205,18 @@ type Sim struct {
 	// heapPeakExcess is the largest len(events) − 2·len(running) seen after
 	// a scheduling step (tests check it stays ≤ heapSlack).
 	heapPeakExcess int
+
+	// The allocation applied last (a copy), and the number of flow
+	// completions when it was: an equal allocation with no completion
+	// since is valid again and changes nothing (see step).
+	applied     []Allocation
+	appliedOK   bool
+	appliedDone int
+	nDone       int // flow completions in this run
+	sameSkips   int // steps that reused the applied allocation (tests)
+	noSameSkip  bool
+	skipped     bool    // the last step was skipped
+	edSaved     float64 // edNext as computed after the last applied step
 }
 
 // heapSlack is the constant in the event-heap bound: after every step the
@@ -545,7 +560,15 @@ func (s *Sim) Run(coflows []Coflow) (*Result, error) {
 		}
 		lastCall, pendingFlowCall = t, math.Inf(1)
 		if s.ed {
-			s.computeEDNext()
+			if s.skipped {
+				// Nothing ran differently since the last computation: no
+				// flow finished, the running flows and their ends are as
+				// they were, and a coflow that arrived since runs nothing.
+				s.edNext = s.edSaved
+			} else {
+				s.computeEDNext()
+				s.edSaved = s.edNext
+			}
 		}
 		if hasTimer {
 			if at, ok := timer.NextWakeup(s.abs(t)); ok {
@@ -583,6 +606,7 @@ func (s *Sim) reset(coflows []Coflow, total int) {
 		s.sIdx[p], s.rIdx[p] = -1, -1
 	}
 	s.res = &Result{Scheduler: s.sched.Name(), Coflows: make([]CoflowResult, len(coflows))}
+	s.applied, s.appliedOK, s.appliedDone, s.nDone = s.applied[:0], false, 0, 0
 	s.origin = 0
 	first := true
 	for i := range coflows {
@@ -725,6 +749,7 @@ func (s *Sim) complete(g int32, tEnd float64) int32 {
 	f.rem = 0
 	f.t0 = s.now
 	f.done = true
+	s.nDone++
 	f.ver++
 	s.res.RawBytes += f.bytes
 	s.stopRunning(g)
@@ -733,6 +758,7 @@ func (s *Sim) complete(g int32, tEnd float64) int32 {
 		c.hole = f.slot
 	}
 	c.dirty = true
+	c.fs[f.slot].Src = -1 // finished: dropped by the next compaction
 	return f.ci
 }
 
@@ -780,18 +806,22 @@ func (s *Sim) buildState(coflows []Coflow) {
 	for _, ci := range s.active {
 		c := &s.cf[ci]
 		if c.dirty {
+			// Drop the finished flows (marked Src −1 by complete), keeping
+			// the order; from the lowest finished slot on, every flow kept
+			// moves down.
 			k := int(c.hole)
 			off := s.flowOff[ci]
-			for _, fs := range c.fs[k:] {
-				g := off + fs.Ref.Flow
-				if !s.fl[g].done {
-					s.fl[g].slot = int32(k)
-					c.fs[k] = fs
-					k++
+			fs := c.fs
+			for j := k; j < len(fs); j++ {
+				if fs[j].Src < 0 {
+					continue
 				}
+				fs[k] = fs[j]
+				s.fl[off+fs[k].Ref.Flow].slot = int32(k)
+				k++
 			}
-			clear(c.fs[k:])
-			c.fs = c.fs[:k]
+			clear(fs[k:])
+			c.fs = fs[:k]
 			c.dirty = false
 		}
 		s.csBuf = append(s.csBuf, CoflowState{
@@ -804,20 +834,55 @@ func (s *Sim) buildState(coflows []Coflow) {
 }
 
 // step calls the scheduler at s.now and applies its allocation.
+//
+// An allocation equal, field by field and float by float bit, to the one
+// applied last, with no flow completed since, is neither validated nor
+// applied again: every flow it names is still unfinished (so it is as
+// valid as it was), the running flows are exactly those it gives a
+// positive rate, at that rate, codec and cores, so applying it would change
+// nothing. That is the common case of a timer that fires while nothing the
+// scheduler looks at has changed (e.g. D-CLAS's threshold timer when
+// compressed flows dispose slower than their wire rate suggests). Cost of
+// the comparison O(len(allocs)); a changed allocation is copied once.
 func (s *Sim) step(coflows []Coflow) error {
 	s.buildState(coflows)
 	s.res.Calls++
 	allocs := s.sched.Schedule(s.st.Now, &s.st)
-	if err := s.validate(allocs); err != nil {
-		return fmt.Errorf("scheduler %q at %v: %w", s.sched.Name(), s.st.Now, err)
+	same := s.appliedOK && !s.noSameSkip && s.appliedDone == s.nDone && sameAllocations(allocs, s.applied)
+	if !same {
+		if err := s.validate(allocs); err != nil {
+			return fmt.Errorf("scheduler %q at %v: %w", s.sched.Name(), s.st.Now, err)
+		}
 	}
 	if s.cfg.Check != nil {
 		if err := s.cfg.Check(s.st.Now, &s.st, allocs); err != nil {
 			return fmt.Errorf("check at %v: %w", s.st.Now, err)
 		}
 	}
+	s.skipped = same
+	if same {
+		s.sameSkips++
+		return nil
+	}
 	s.apply(allocs)
+	s.applied, s.appliedOK, s.appliedDone = append(s.applied[:0], allocs...), true, s.nDone
 	return nil
+}
+
+// sameAllocations reports whether a and b are equal field by field, floats
+// bit by bit (so +0 and −0 differ).
+func sameAllocations(a, b []Allocation) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := &a[i], &b[i]
+		if x.Flow != y.Flow || x.Codec != y.Codec || math.Float64bits(x.Rate) != math.Float64bits(y.Rate) ||
+			math.Float64bits(x.SendCores) != math.Float64bits(y.SendCores) || math.Float64bits(x.RecvCores) != math.Float64bits(y.RecvCores) {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Sim) validate(allocs []Allocation) error {

@@ -254,12 +254,22 @@ func Run(name string, cfs []coflow.Coflow, ports int, cfg ReplayConfig) (Metrics
 // so gaps are exact at call boundaries). It forwards the optional Timer and
 // EventDriven capabilities.
 type WaitTracker struct {
-	Inner   coflow.Scheduler
-	waiting map[int]time.Duration // coflow index → start of current wait
-	seen    map[int]bool
-	served  map[int]bool
+	Inner coflow.Scheduler
+	// Per coflow index: its state (wtUnseen, wtWaiting since start[i], or
+	// wtServed at the last call) and the call number at which it was last
+	// served.
+	state   []uint8
+	start   []time.Duration
+	served  []uint32
+	calls   uint32
 	maxWait time.Duration
 }
+
+const (
+	wtUnseen uint8 = iota
+	wtWaiting
+	wtServed
+)
 
 var (
 	_ coflow.Scheduler   = (*WaitTracker)(nil)
@@ -287,34 +297,48 @@ func (w *WaitTracker) NextWakeup(now time.Duration) (time.Duration, bool) {
 // MaxWait returns the longest completed wait seen so far.
 func (w *WaitTracker) MaxWait() time.Duration { return w.maxWait }
 
-// Schedule calls the inner scheduler and updates the waits.
+// Schedule calls the inner scheduler and updates the waits. Cost O(A +
+// len(allocation)) on slices indexed by coflow index.
 func (w *WaitTracker) Schedule(now time.Duration, s *coflow.State) []coflow.Allocation {
-	if w.waiting == nil {
-		w.waiting, w.seen, w.served = map[int]time.Duration{}, map[int]bool{}, map[int]bool{}
-	}
 	al := w.Inner.Schedule(now, s)
-	clear(w.served)
+	w.calls++
+	if w.calls == 0 { // wrapped: forget old call numbers
+		clear(w.served)
+		w.calls = 1
+	}
 	for _, a := range al {
 		if a.Rate > 0 {
-			w.served[a.Flow.Coflow] = true
+			i := a.Flow.Coflow
+			w.grow(i)
+			w.served[i] = w.calls
 		}
 	}
 	for i := range s.Coflows {
 		c := &s.Coflows[i]
-		if !w.seen[c.Index] {
-			w.seen[c.Index] = true
-			w.waiting[c.Index] = c.Arrival
+		x := c.Index
+		w.grow(x)
+		if w.state[x] == wtUnseen {
+			w.state[x], w.start[x] = wtWaiting, c.Arrival
 		}
-		start, isWaiting := w.waiting[c.Index]
+		served := w.served[x] == w.calls
 		switch {
-		case w.served[c.Index] && isWaiting:
-			w.maxWait = max(w.maxWait, now-start)
-			delete(w.waiting, c.Index)
-		case !w.served[c.Index] && !isWaiting:
-			w.waiting[c.Index] = now
+		case served && w.state[x] == wtWaiting:
+			w.maxWait = max(w.maxWait, now-w.start[x])
+			w.state[x] = wtServed
+		case !served && w.state[x] == wtServed:
+			w.state[x], w.start[x] = wtWaiting, now
 		}
 	}
 	return al
+}
+
+// grow makes room for coflow index i.
+func (w *WaitTracker) grow(i int) {
+	for len(w.state) <= i {
+		w.state = append(w.state, wtUnseen)
+		w.start = append(w.start, 0)
+		w.served = append(w.served, 0)
+	}
 }
 
 // Replay runs every scheduler in names on the same workload and

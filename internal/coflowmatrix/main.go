@@ -202,6 +202,9 @@ type matrix struct {
 	results []*result
 	shifted []*result
 	planned int
+	// check, if not nil, is every run's coflow.Config.Check (tests hash
+	// every allocation with it).
+	check coflow.CheckFunc
 }
 
 func newMatrix(tr *coflow.Trace, o options) (*matrix, error) {
@@ -379,6 +382,7 @@ func (m *matrix) runOne(c Cell, w *workload, shift time.Duration, probe bool) (*
 	if c.Resched == "every" {
 		cfg.CoalesceFlowEvents = m.o.coalesce
 	}
+	cfg.Check = m.check
 	sim, err := coflow.NewSim(cfg, fab, wt)
 	if err != nil {
 		return nil, err

@@ -64,13 +64,20 @@ type compressor struct {
 	cfs    []coflow.Coflow // the run's input: flows' ends and classes
 	pos    []int           // coflow index → position in State.Coflows, scratch
 	out    []coflow.Allocation
-	need   []float64
-	flows  []*coflow.Flow
-	est    []predictor.Estimate
+	need   []float64 // per port: cores the compressed flows need
+	fac    []float64 // per port: min(1, free cores / need)
+	src    []int32   // per allocation: the flow's ports
+	dst    []int32
 	// per class·codec: ratio and per-core speeds (ports have no
 	// SpeedFactor here, so a class's speeds are the same at every port)
 	nk          int
 	rho, sp, up []float64
+	est         [][]predictor.Estimate // per class: the Policy rule's estimates
+	// The previous call's inner allocation and fabric: with a fixed codec
+	// the output depends on nothing else, so an equal inner allocation
+	// gets the previous output (c.out) again.
+	prevIn  []coflow.Allocation
+	prevFab *coflow.Fabric
 }
 
 // prepare caches the per-(class, codec) profiles of fab.
@@ -88,6 +95,13 @@ func (c *compressor) prepare(fab *coflow.Fabric) {
 			i := cl*c.nk + k
 			c.rho[i] = fab.Profile(cl, k).Ratio
 			c.sp[i], c.up[i] = fab.ClassSpeeds(0, 0, cl, k)
+		}
+	}
+	c.est = make([][]predictor.Estimate, fab.NumClasses())
+	for cl := range c.est {
+		for j := range c.codecs {
+			x := cl*c.nk + j + 1
+			c.est[cl] = append(c.est[cl], predictor.Estimate{CompressSpeed: c.sp[x], DecompressSpeed: c.up[x], Ratio: c.rho[x]})
 		}
 	}
 }
@@ -110,11 +124,20 @@ func (c *compressor) flow(s *coflow.State, ref coflow.FlowRef) coflow.FlowState 
 	return cs.Flows[i]
 }
 
+// Schedule rewrites the inner scheduler's allocation. Cost O(P + len(al)),
+// plus a binary search in the flow's coflow per allocation in policy mode;
+// O(len(al)) when a fixed codec's inner allocation is the previous call's.
 func (c *compressor) Schedule(now time.Duration, s *coflow.State) []coflow.Allocation {
 	al := c.inner.Schedule(now, s)
 	fab := s.Fabric
 	if c.rho == nil {
 		c.prepare(fab)
+	}
+	if c.codec != 0 && fab == c.prevFab && sameAllocs(al, c.prevIn) {
+		return c.out
+	}
+	if c.codec != 0 {
+		c.prevIn, c.prevFab = append(c.prevIn[:0], al...), fab
 	}
 	if c.codec == 0 {
 		for i := range s.Coflows {
@@ -127,26 +150,24 @@ func (c *compressor) Schedule(now time.Duration, s *coflow.State) []coflow.Alloc
 	}
 	if len(c.need) != fab.NumPorts() {
 		c.need = make([]float64, fab.NumPorts())
+		c.fac = make([]float64, fab.NumPorts())
 	}
 	clear(c.need)
 	c.out = append(c.out[:0], al...)
-	c.flows = c.flows[:0]
+	c.src, c.dst = c.src[:0], c.dst[:0]
+	compressed := false
 	for i := range c.out {
 		a := &c.out[i]
 		f := &c.cfs[a.Flow.Coflow].Flows[a.Flow.Flow]
-		c.flows = append(c.flows, f)
+		c.src = append(c.src, int32(f.Src))
+		c.dst = append(c.dst, int32(f.Dst))
 		if !(a.Rate > 0) {
 			continue
 		}
 		k := c.codec
 		if k == 0 {
-			c.est = c.est[:0]
-			for j := range c.codecs {
-				x := f.Class*c.nk + j + 1
-				c.est = append(c.est, predictor.Estimate{CompressSpeed: c.sp[x], DecompressSpeed: c.up[x], Ratio: c.rho[x]})
-			}
 			n := int(math.Min(c.flow(s, a.Flow).Remaining, math.MaxInt32))
-			best, _ := fvdf.Decide(n, a.Rate, PolicyOverhead, c.codecs, c.est)
+			best, _ := fvdf.Decide(n, a.Rate, PolicyOverhead, c.codecs, c.est[f.Class])
 			k = 0
 			for j, cd := range c.codecs {
 				if cd == best {
@@ -162,21 +183,43 @@ func (c *compressor) Schedule(now time.Duration, s *coflow.State) []coflow.Alloc
 		a.Codec, a.SendCores, a.RecvCores = k, d/c.sp[x], d/c.up[x]
 		c.need[f.Src] += a.SendCores
 		c.need[f.Dst] += a.RecvCores
+		compressed = true
+	}
+	if !compressed {
+		return c.out
+	}
+	// The slow-down of each port, once per port (the same expression per
+	// flow gives the same value).
+	for p := range c.fac {
+		c.fac[p] = math.Min(1, fab.Ports[p].FreeCores()/c.need[p])
 	}
 	for i := range c.out {
 		a := &c.out[i]
 		if a.Codec == coflow.Raw {
 			continue
 		}
-		f := c.flows[i]
-		fs := math.Min(1, fab.Ports[f.Src].FreeCores()/c.need[f.Src])
-		fd := math.Min(1, fab.Ports[f.Dst].FreeCores()/c.need[f.Dst])
-		g := math.Min(fs, fd) * (1 - 1e-12) // rounding margin for the validator
+		g := math.Min(c.fac[c.src[i]], c.fac[c.dst[i]]) * (1 - 1e-12) // rounding margin for the validator
 		a.Rate *= g
 		a.SendCores *= g
 		a.RecvCores *= g
 	}
 	return c.out
+}
+
+// sameAllocs reports whether a and b are equal field by field, floats bit
+// by bit (so +0 and −0 differ).
+func sameAllocs(a, b []coflow.Allocation) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := &a[i], &b[i]
+		if x.Flow != y.Flow || x.Codec != y.Codec || math.Float64bits(x.Rate) != math.Float64bits(y.Rate) ||
+			math.Float64bits(x.SendCores) != math.Float64bits(y.SendCores) || math.Float64bits(x.RecvCores) != math.Float64bits(y.RecvCores) {
+			return false
+		}
+	}
+	return true
 }
 
 // orderProbe runs FVDF and, on the same state, FVDF with compression off
