@@ -848,7 +848,7 @@ func (s *Sim) step(coflows []Coflow) error {
 	s.buildState(coflows)
 	s.res.Calls++
 	allocs := s.sched.Schedule(s.st.Now, &s.st)
-	same := s.appliedOK && !s.noSameSkip && s.appliedDone == s.nDone && sameAllocations(allocs, s.applied)
+	same := s.appliedOK && !s.noSameSkip && s.appliedDone == s.nDone && SameAllocations(allocs, s.applied)
 	if !same {
 		if err := s.validate(allocs); err != nil {
 			return fmt.Errorf("scheduler %q at %v: %w", s.sched.Name(), s.st.Now, err)
@@ -869,9 +869,11 @@ func (s *Sim) step(coflows []Coflow) error {
 	return nil
 }
 
-// sameAllocations reports whether a and b are equal field by field, floats
-// bit by bit (so +0 and −0 differ).
-func sameAllocations(a, b []Allocation) bool {
+// SameAllocations reports whether a and b are equal element by element,
+// every field equal and floats equal bit by bit (so +0 and −0 differ):
+// the test for "this call changed nothing" that lets a caller reuse what
+// it derived from an earlier allocation.
+func SameAllocations(a, b []Allocation) bool {
 	if len(a) != len(b) {
 		return false
 	}

@@ -133,7 +133,7 @@ func (c *compressor) Schedule(now time.Duration, s *coflow.State) []coflow.Alloc
 	if c.rho == nil {
 		c.prepare(fab)
 	}
-	if c.codec != 0 && fab == c.prevFab && sameAllocs(al, c.prevIn) {
+	if c.codec != 0 && fab == c.prevFab && coflow.SameAllocations(al, c.prevIn) {
 		return c.out
 	}
 	if c.codec != 0 {
@@ -204,22 +204,6 @@ func (c *compressor) Schedule(now time.Duration, s *coflow.State) []coflow.Alloc
 		a.RecvCores *= g
 	}
 	return c.out
-}
-
-// sameAllocs reports whether a and b are equal field by field, floats bit
-// by bit (so +0 and −0 differ).
-func sameAllocs(a, b []coflow.Allocation) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		x, y := &a[i], &b[i]
-		if x.Flow != y.Flow || x.Codec != y.Codec || math.Float64bits(x.Rate) != math.Float64bits(y.Rate) ||
-			math.Float64bits(x.SendCores) != math.Float64bits(y.SendCores) || math.Float64bits(x.RecvCores) != math.Float64bits(y.RecvCores) {
-			return false
-		}
-	}
-	return true
 }
 
 // orderProbe runs FVDF and, on the same state, FVDF with compression off
