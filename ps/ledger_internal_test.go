@@ -194,25 +194,7 @@ func TestLease_LostGiverOrdersRefused(t *testing.T) {
 		return err
 	}
 	call := func(msg []byte) error { return callAs(w0, msg) }
-	stop := make(chan struct{})
-	var beats sync.WaitGroup
-	for _, tr := range []transport.Transport{w0, w2} { // workers 0 and 2 stay alive
-		beats.Add(1)
-		go func() {
-			defer beats.Done()
-			for {
-				e := newMsg(nil, opHeartbeat)
-				e.u64(1)
-				callAs(tr, e.b)
-				select {
-				case <-stop:
-					return
-				case <-time.After(20 * time.Millisecond):
-				}
-			}
-		}()
-	}
-	defer func() { close(stop); beats.Wait() }()
+	defer heartbeat(callAs, w0, w2)() // workers 0 and 2 stay alive
 
 	for w, tr := range map[int]transport.Transport{0: w0, 2: w2} {
 		e := newMsg(nil, opAdmit)
@@ -430,25 +412,7 @@ func TestLease_LostTakerOrderAnsweredLate(t *testing.T) {
 		encodePush(&e, p)
 		return call(tr, e.b)
 	}
-	stop := make(chan struct{})
-	var beats sync.WaitGroup
-	for _, tr := range []transport.Transport{w1, w2} { // workers 1 and 2 stay alive
-		beats.Add(1)
-		go func() {
-			defer beats.Done()
-			for {
-				e := newMsg(nil, opHeartbeat)
-				e.u64(1)
-				call(tr, e.b)
-				select {
-				case <-stop:
-					return
-				case <-time.After(20 * time.Millisecond):
-				}
-			}
-		}()
-	}
-	defer func() { close(stop); beats.Wait() }()
+	defer heartbeat(call, w1, w2)() // workers 1 and 2 stay alive
 	clock := newMsg(nil, opClock)
 	clock.i64(0)
 	if err := push(w0, epsp.Push{Worker: 0, Owner: 0, Clock: 0, Samples: 8, BatchSamples: 8}); err != nil {
@@ -517,4 +481,27 @@ func TestLease_LostTakerOrderAnsweredLate(t *testing.T) {
 	if s := c.Stats(); s.Flushes != 1 || s.TransfersDone != 1 || s.Accumulated != 4 || s.SamplesAbandoned != 0 || c.Err() != nil {
 		t.Fatalf("stats %+v, coordinator error %v; want one flush of 4 pushes (8+4+4+8 samples)", s, c.Err())
 	}
+}
+
+// heartbeat sends a heartbeat from each of trs every 20 ms through call,
+// so that the coordinator's leases keep those workers alive, until the
+// returned function is called (it waits for the senders to stop).
+func heartbeat(call func(transport.Transport, []byte) error, trs ...transport.Transport) (stop func()) {
+	done := make(chan struct{})
+	var beats sync.WaitGroup
+	for _, tr := range trs {
+		beats.Go(func() {
+			for {
+				e := newMsg(nil, opHeartbeat)
+				e.u64(1)
+				call(tr, e.b)
+				select {
+				case <-done:
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+		})
+	}
+	return func() { close(done); beats.Wait() }
 }
