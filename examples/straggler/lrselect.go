@@ -197,15 +197,8 @@ func writeLRMarkdown(w io.Writer, sels []lrSelection, runs []*studyRun, specs []
 			}
 			p("**%g** |\n", s.LR[f])
 		}
-		p("\nPer policy, time to the high target (steep) in s:\n\n| policy | family |")
-		for _, lr := range lrGrid {
-			p(" lr %g |", lr)
-		}
-		p("\n|---|---|")
-		for range lrGrid {
-			p("---|")
-		}
-		p("\n")
+		p("\nPer policy, time to the high target (steep) in s:\n\n")
+		mdHeader(w, append([]string{"policy", "family"}, rateCols(lrGrid)...)...)
 		for _, sp := range specs {
 			p("| %s | %s |", sp.Name, sp.Family)
 			for _, lr := range lrGrid {

@@ -113,22 +113,13 @@ func writeTuneMarkdown(w io.Writer, wls []workload, scs []string, specs []policy
 	p("Seed %d, grid %v; chosen: the smallest time to the high target, ties by the steep target, then the smaller rate. %.0f CPU-seconds, %s wall.\n\n",
 		lrSeed, tuneGrid, cpu.Seconds(), wall.Round(time.Second))
 	for _, wl := range wls {
-		p("## %s (targets: steep %.3f, high %.3f; §2's rates: ", wl.Name, wl.Steep, wl.High)
-		for i, f := range families {
-			if i > 0 {
-				p(", ")
-			}
-			p("%s %g", f, wl.LR[f])
-		}
-		p(")\n\nChosen rate per scenario (rows) and policy (columns):\n\n| scenario |")
+		p("## %s (targets: steep %.3f, high %.3f; §2's rates: %s)\n\nChosen rate per scenario (rows) and policy (columns):\n\n",
+			wl.Name, wl.Steep, wl.High, wl.familyRates())
+		cols := []string{"scenario"}
 		for _, sp := range specs {
-			p(" %s |", sp.Name)
+			cols = append(cols, sp.Name)
 		}
-		p("\n|---|")
-		for range specs {
-			p("---|")
-		}
-		p("\n")
+		mdHeader(w, cols...)
 		for _, sc := range scs {
 			p("| %s |", sc)
 			for _, sp := range specs {
@@ -137,15 +128,8 @@ func writeTuneMarkdown(w io.Writer, wls []workload, scs []string, specs []policy
 			p("\n")
 		}
 		for _, sc := range scs {
-			p("\n### %s: time to the high target (steep) in s, per rate\n\n| policy |", sc)
-			for _, lr := range tuneGrid {
-				p(" lr %g |", lr)
-			}
-			p("\n|---|")
-			for range tuneGrid {
-				p("---|")
-			}
-			p("\n")
+			p("\n### %s: time to the high target (steep) in s, per rate\n\n", sc)
+			mdHeader(w, append([]string{"policy"}, rateCols(tuneGrid)...)...)
 			for _, sp := range specs {
 				p("| %s |", sp.Name)
 				for _, lr := range tuneGrid {
@@ -203,4 +187,35 @@ func readTuned(path string, wls []workload, scs []string, specs []policySpec) er
 		}
 	}
 	return nil
+}
+
+// familyRates is "f₁ r₁, f₂ r₂, f₃ r₃": the workload's rate per family,
+// in the order of the tables.
+func (w workload) familyRates() string {
+	var b strings.Builder
+	for i, f := range families {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %g", f, w.LR[f])
+	}
+	return b.String()
+}
+
+// rateCols names one column per learning rate: "lr 0.3", "lr 1", ...
+func rateCols(grid []float64) []string {
+	var cols []string
+	for _, lr := range grid {
+		cols = append(cols, fmt.Sprintf("lr %g", lr))
+	}
+	return cols
+}
+
+// mdHeader writes a Markdown table's header row and rule.
+func mdHeader(w io.Writer, cols ...string) {
+	fmt.Fprintf(w, "| %s |\n|", strings.Join(cols, " | "))
+	for range cols {
+		fmt.Fprint(w, "---|")
+	}
+	fmt.Fprintln(w)
 }

@@ -808,13 +808,7 @@ func writeStudyMarkdown(w io.Writer, o options, wls []workload, scs []string, se
 		p("Seeds %v, paired by seed. %d simulations, %.0f CPU-seconds summed over the simulations (rendered from recorded runs).\n\n", seeds, cost.Sims, cost.ProcessCPU.Seconds())
 	}
 	for _, wl := range wls {
-		p("## Workload %s (D = %v; targets: steep %.3f, high %.3f; lr: ", wl.Name, wl.Duration, wl.Steep, wl.High)
-		for i, f := range families {
-			if i > 0 {
-				p(", ")
-			}
-			p("%s %g", f, wl.LR[f])
-		}
+		p("## Workload %s (D = %v; targets: steep %.3f, high %.3f; lr: %s", wl.Name, wl.Duration, wl.Steep, wl.High, wl.familyRates())
 		if wl.Tuned != nil {
 			p("; **every policy at its own rate per scenario** instead, chosen by amendment 7 (%s)", o.lrFrom)
 		}
