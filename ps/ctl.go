@@ -62,7 +62,6 @@ type ctlHandler struct {
 	shutdown     chan struct{} // closed when the coordinator says the run is over
 	abortOnce    sync.Once
 	aborted      chan struct{} // closed when the coordinator says the run failed
-	abortMsg     string
 
 	mu sync.Mutex
 	tr transport.Transport

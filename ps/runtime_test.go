@@ -477,7 +477,6 @@ func TestStart_AnyOrder(t *testing.T) {
 				ws = append(ws, w)
 			}
 			type role struct {
-				delay time.Duration
 				start func() error
 			}
 			var roles []role

@@ -7,8 +7,8 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 )
@@ -32,7 +32,7 @@ var goSrc struct {
 }
 
 // GoSourceCorpus returns the Go source corpus: the *.go files under
-// $GOROOT/src (runtime.GOROOT() when GOROOT is unset), concatenated in
+// $GOROOT/src (`go env GOROOT` when GOROOT is unset), concatenated in
 // filepath.WalkDir's lexical order, up to GoSourceCorpusBytes. It is read
 // once and shared; callers must not modify it. The Go distribution ships
 // this tree, so the corpus is obtainable by anyone with the same Go
@@ -41,7 +41,7 @@ func GoSourceCorpus() ([]byte, error) {
 	goSrc.once.Do(func() {
 		root := os.Getenv("GOROOT")
 		if root == "" {
-			root = runtime.GOROOT()
+			root = goEnvRoot()
 		}
 		if root == "" {
 			goSrc.err = fmt.Errorf("%w: GOROOT unknown", ErrNoCorpus)
@@ -142,4 +142,15 @@ func genSortRecords(buf []byte, rng *rand.Rand) {
 		rec[96], rec[97], rec[98], rec[99] = 0xCC, 0xDD, 0xEE, 0xFF
 		pos += copy(buf[pos:], rec[:])
 	}
+}
+
+// goEnvRoot asks the go command on PATH for its GOROOT; empty when there
+// is none. (runtime.GOROOT, deprecated since Go 1.24, names the tree the
+// binary was built with, which a copied binary may not have.)
+func goEnvRoot() string {
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
 }

@@ -21,6 +21,3 @@ func threadCPU() time.Duration {
 	}
 	return time.Duration(ts.Nano())
 }
-
-// haveThreadCPU reports whether threadCPU measures thread CPU time.
-const haveThreadCPU = true
