@@ -55,7 +55,8 @@ type TCPConfig struct {
 	// then authenticated too (a GMAC tag under a per-connection key), so
 	// bytes injected, replayed, reordered or modified on the path are
 	// refused and the connection dropped. The name a peer proved is the
-	// from a Handler sees. Use at least 32 random bytes: the secret is
+	// from a Handler sees; a shared secret proves membership only, so any
+	// holder can claim any name (see "Trust model" in doc.go). Use at least 32 random bytes: the secret is
 	// not stretched, a guessable one can be found offline from one
 	// recorded handshake. Nil means no authentication at all: a peer's
 	// claimed name is then taken on trust and frames are not checked.
@@ -66,9 +67,10 @@ type TCPConfig struct {
 	// refuses that peer (ErrUnauthorized). Everything Secret does then
 	// holds per peer, and a member can prove only the names whose secrets
 	// it holds, so the from a Handler sees is a name its peer could not
-	// have borrowed. NodeSecret derives such secrets from one master
-	// secret (see its doc). It must be safe for concurrent use. Setting
-	// both Secret and PeerSecret is invalid.
+	// have borrowed. Use keys minted per pair of nodes by the operator
+	// (MintPairKeys; a node loads its own with LoadPairKeys and sets
+	// PeerSecret to their Secret method). It must be safe for concurrent
+	// use. Setting both Secret and PeerSecret is invalid.
 	PeerSecret func(peer NodeID) []byte
 	// DialTimeout bounds connecting to a peer, TLS and handshake included.
 	// Zero means 5 s.
