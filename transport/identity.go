@@ -26,9 +26,10 @@ import (
 // when a certificate has no DNS name, and Go's verifier (since Go 1.15) no
 // longer accepts it as a host name at all; a fallback to it would hold on
 // the accepting side and fail on the dialing side. (Kubernetes names a
-// client by its CommonName, etcd checks a peer's DNS names; we follow
-// etcd, since the same certificate serves as server and client
-// certificate.) cert-manager issues such a certificate from a Certificate
+// client by its CommonName, system:node:<name>; etcd can require a
+// peer's DNS name, --peer-cert-allowed-hostname. We follow etcd: the same
+// certificate serves as server and client certificate, and a server
+// certificate is checked by DNS name.) cert-manager issues such a certificate from a Certificate
 // whose dnsNames holds the node name, e.g. dnsNames: [server-0,
 // falcon-server-0-0.falcon]; other DNS names (a pod's address) may sit
 // beside it, and must not be another node's name.

@@ -88,7 +88,6 @@ func TestPairKeys_ConnectAndBindNames(t *testing.T) {
 // record of why NodeSecret is deprecated (finding 7 of issue 25).
 func TestNodeSecret_RecipeCannotConnect(t *testing.T) {
 	ctx := testCtx(t)
-	//lint:ignore SA1019 the test shows why NodeSecret is deprecated
 	recipe := func(p transport.NodeID) []byte { return transport.NodeSecret(pairMaster, p) }
 	srv, err := transport.NewTCP(transport.TCPConfig{ID: "server-0", PeerSecret: recipe}, transporttest.Echo{})
 	if err != nil {
