@@ -127,9 +127,10 @@
 // final status byte. A peer without the secret, with a different one, or
 // with a mismatched setting is refused with [ErrUnauthorized] and cannot
 // get a single frame to the handler. The dialer also checks that the node
-// answering at an address has the name it dialed. The handshake protocol
-// is ours (no published spec), built from standard parts; version 2 does
-// not interoperate with version 1.
+// answering at an address has the name it dialed (under
+// [TCPConfig.CertIdentity], in its certificate as well as its hello).
+// The handshake protocol is ours (no published spec), built from standard
+// parts; version 2 does not interoperate with version 1.
 //
 // With a secret and without TLS, the handshake also keys the wire: both
 // sides derive one AES-256 key per direction with HKDF-SHA256 (RFC 5869)
