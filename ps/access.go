@@ -13,10 +13,13 @@ import (
 var ErrForbidden = errors.New("ps: forbidden")
 
 // Access is a server's role checks: which senders may send which requests.
-// The sender is the transport's `from`: over TCP with a secret, the name
-// the connection proved in its handshake; in process, the name the node
-// joined under. Without a secret a TCP peer's name is only claimed, so
-// role checks there guard against mistakes, not attackers.
+// The sender is the transport's `from`: over TCP, the name the connection
+// proved in its handshake; in process, the name the node joined under.
+// Role checks hold against members only when that name is an identity
+// (transport.TCPConfig.CertIdentity, ClusterConfig.NodeTLS, or keys per
+// pair): under a shared secret any member can claim any name, and without
+// one a TCP peer's name is only claimed, so role checks there guard
+// against mistakes and strangers, not members.
 //
 // With RoleOf set, a server serves
 //

@@ -56,7 +56,15 @@ type ClusterConfig struct {
 	// proves (transport.TCPConfig.Secret).
 	Secret []byte
 	// TLS, when non-nil, wraps every TCP connection (transport.TCPConfig.TLS).
+	// One config shared by every node proves membership only, like Secret.
 	TLS *tls.Config
+	// NodeTLS, when non-nil, gives each local node its own mutual-TLS
+	// config holding that node's certificate (transport.IdentityTLS or
+	// LoadIdentityTLS) and turns on transport.TCPConfig.CertIdentity: the
+	// name a connection proves, which the role checks use, is then the
+	// node name in the peer's certificate, so a member cannot claim
+	// another's role. TCP only; it replaces TLS (set one of them).
+	NodeTLS func(transport.NodeID) (*tls.Config, error)
 	// Compression chooses the codec per message, over TCP and in-process;
 	// nil means none.
 	Compression transport.CompressionPolicy
@@ -147,6 +155,9 @@ func (c *ClusterConfig) Validate() error {
 			return fmt.Errorf("ps: ClusterConfig.Local names %q twice", n)
 		}
 		seen[n] = true
+	}
+	if c.NodeTLS != nil && (!c.TCP || c.TLS != nil) {
+		return errors.New("ps: ClusterConfig.NodeTLS needs TCP and no TLS (it gives each node its own)")
 	}
 	all := clusterNodes(c.Servers, c.Workers)
 	if !c.TCP {
@@ -369,6 +380,12 @@ func NewCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error) 
 		} else {
 			tc := transport.DefaultTCPConfig()
 			tc.ID, tc.Secret, tc.TLS, tc.Compression = n, cfg.Secret, cfg.TLS, cfg.Compression
+			if cfg.NodeTLS != nil {
+				if tc.TLS, err = cfg.NodeTLS(n); err != nil {
+					return nil, fmt.Errorf("ps: %s: TLS identity: %w", n, err)
+				}
+				tc.CertIdentity = true
+			}
 			if cfg.Compression == nil {
 				tc.Compression = transport.Never
 			}

@@ -263,8 +263,12 @@
 // transfers, leave, heartbeat: ErrForbidden for any other sender), and a
 // worker and a Cluster's control handler take orders and the end of a run
 // from the coordinator only. The sender is the name the connection proved
-// with the shared secret over TCP (unproved without one) and the joined
-// name in process. A servers-only Cluster (Workers 0) and a Server built
+// over TCP and the joined name in process. Over TCP those checks hold
+// against members only under per-node identity (ClusterConfig.NodeTLS:
+// the name is the one in the peer's certificate; or keys minted per pair,
+// transport.PairKeys): a shared secret (or one TLS certificate for all)
+// proves membership only, and any member can claim any role; without a
+// secret the name is only claimed. A servers-only Cluster (Workers 0) and a Server built
 // with a zero Access check nothing.
 //
 // # Wire format

@@ -131,24 +131,18 @@ func (o *opener) check(ad, tag []byte) error {
 	return nil
 }
 
-// NodeSecret derives the secret of node from a master secret:
+// NodeSecret derives a per-node secret from a master secret:
 //
 //	NodeSecret(master, node) = HMAC-SHA256(master, "falcon/transport/v2 node secret" | node)
 //
-// (HMAC as a PRF, RFC 2104), so knowing one node's secret reveals neither
-// the master nor another node's. A deployment that trusts some nodes (the
-// coordinator, the servers) more than others (the workers) gives the
-// trusted ones the master and each other node only its own secret:
-//
-//	// trusted node: every peer proves its own node secret
-//	cfg.PeerSecret = func(p transport.NodeID) []byte { return transport.NodeSecret(master, p) }
-//	// worker-3: whatever it talks to, it proves worker-3's secret
-//	k := transport.NodeSecret(master, "worker-3") // handed out by the operator
-//	cfg.PeerSecret = func(transport.NodeID) []byte { return k }
-//
-// Then a worker can connect to and be reached by the trusted nodes only
-// under its own name, and two workers cannot connect to each other (each
-// proves a different secret).
+// Deprecated: it proves nothing about identity. Any node given master can
+// derive every node's secret, and the recipe this doc used to recommend
+// (PeerSecret(p) = NodeSecret(master, p) on the trusted nodes) cannot even
+// connect two of them: the dialer proves NodeSecret(master, <acceptor>)
+// while the acceptor expects NodeSecret(master, <dialer>). Use keys minted
+// per pair by the operator (PairSecret, MintPairKeys, PairKeys.Secret as
+// TCPConfig.PeerSecret) or, better, one certificate per node
+// (TCPConfig.CertIdentity); see "Trust model" in the package doc.
 func NodeSecret(master []byte, node NodeID) []byte {
 	m := hmac.New(sha256.New, master)
 	m.Write([]byte("falcon/transport/v2 node secret"))

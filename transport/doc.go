@@ -14,8 +14,9 @@
 //     [InmemNetwork.SetDelay] (fixed plus uniform jitter) and
 //     [InmemNetwork.Kill]. Every package's tests use it.
 //   - [TCP] speaks a small framed protocol over TCP, optionally inside TLS
-//     and behind a shared-secret handshake that, without TLS, also keys a
-//     tag on every frame.
+//     (mutual, with one certificate per node proving its name:
+//     [TCPConfig.CertIdentity]) and behind a shared-secret or per-pair-key
+//     handshake that, without TLS, also keys a tag on every frame.
 //
 // Each message body may be compressed with a [Codec] (none, an LZ4 block,
 // a snappy block) that a [CompressionPolicy] picks per message: [Never],
@@ -126,9 +127,10 @@
 // final status byte. A peer without the secret, with a different one, or
 // with a mismatched setting is refused with [ErrUnauthorized] and cannot
 // get a single frame to the handler. The dialer also checks that the node
-// answering at an address has the name it dialed. The handshake protocol
-// is ours (no published spec), built from standard parts; version 2 does
-// not interoperate with version 1.
+// answering at an address has the name it dialed (under
+// [TCPConfig.CertIdentity], in its certificate as well as its hello).
+// The handshake protocol is ours (no published spec), built from standard
+// parts; version 2 does not interoperate with version 1.
 //
 // With a secret and without TLS, the handshake also keys the wire: both
 // sides derive one AES-256 key per direction with HKDF-SHA256 (RFC 5869)
@@ -147,22 +149,43 @@
 // (RFC 9266 tls-exporter), so a proof made inside one TLS session is
 // worth nothing in another.
 //
-// Names. The from a [Handler] is given, for every request and message, is
-// the name the connection's peer claimed in its hello. With a secret that
-// name is proven in the sense that the peer knows the secret and the name
-// is bound to the connection and every frame on it; any holder of the
-// secret can still claim any name, so a shared secret separates members
-// from strangers, not members from each other (roles a program checks on
-// from hold against strangers, and against members only as far as they
-// are trusted to give their own name). [TCPConfig.PeerSecret] closes that
-// gap: one secret per peer instead of one for all, so a member proves
-// only the names whose secrets it holds; [NodeSecret] derives per-node
-// secrets from a master that only the trusted nodes (coordinator,
-// servers) hold, each worker getting its own. Without a secret the name
-// is taken on trust, and without a secret or TLS nothing on the wire is
-// checked: use a secret of at least 32 random bytes (it is not stretched:
-// a guessable one can be found offline from one recorded handshake), and
-// TLS against eavesdroppers, on any network not fully trusted.
+// Trust model. The from a [Handler] is given, for every request and
+// message, is the name the connection's peer claimed in its hello, bound
+// to the connection and every frame on it. What that name is worth
+// depends on what the peer proved:
+//
+//   - Nothing (no secret, no TLS): the name is taken on trust, and nothing
+//     on the wire is checked.
+//   - A shared secret ([TCPConfig.Secret]) proves membership only: the
+//     peer is one of the nodes given the secret, and any of them can claim
+//     any name, so any member can claim any role (a worker can send what
+//     only the coordinator may send). It separates members from strangers,
+//     not members from each other. Use at least 32 random bytes: the
+//     secret is not stretched, a guessable one can be found offline from
+//     one recorded handshake.
+//   - Keys per pair of nodes ([TCPConfig.PeerSecret] with [PairKeys],
+//     minted by the operator with [MintPairKeys]) prove identity: the key
+//     of a and b is held by a, b and the operator only, so the acceptor b
+//     knows the dialer is a. A node cannot derive another pair's key.
+//     ([NodeSecret], from which every holder of the master derived every
+//     key, is deprecated: it proves nothing.)
+//   - Mutual TLS with one certificate per node ([TCPConfig.CertIdentity],
+//     [IdentityTLS]) proves identity: the name is a DNS SAN of the peer's
+//     certificate, issued by the operator's CA; an acceptor refuses a
+//     hello claiming a name the dialer's certificate does not carry, and
+//     a dialer refuses an acceptor whose certificate does not carry the
+//     name it dialed. TLS alone, with one certificate shared by all nodes
+//     or without CertIdentity, proves membership only, like a secret.
+//
+// A secret may be combined with TLS: it then adds membership to what TLS
+// proves. A node that joins later needs its credentials: under mutual
+// TLS only its own certificate, issued by the CA the cluster trusts (for
+// example by cert-manager, one Certificate per pod, dnsNames holding the
+// node name), and no other node changes; under pair keys a key with every
+// peer it talks to, which the operator must mint and add to each of those
+// peers' key files too (and the peers must reload them). Mutual TLS is
+// therefore the recommended way to prove identity; pair keys suit small
+// fixed clusters without a CA.
 //
 // Exhaustion. At most [TCPConfig.MaxPendingHandshakes] accepted
 // connections (64 by default) may be in their TLS and handshake at once;

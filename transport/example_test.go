@@ -149,42 +149,50 @@ func ExampleInmemNetwork_SetDropRate() {
 	// 77 77 64
 }
 
-// Node secrets from one master: the server holds the master, each worker
-// only its own secret, so the name the server's handler sees is one the
-// worker could not have borrowed.
-func ExampleNodeSecret() {
+// Keys minted per pair by the operator: each node is given only its own
+// keys (a key file, LoadPairKeys), so the name the server's handler sees
+// is one the worker could not have borrowed.
+func ExampleMintPairKeys() {
 	master := []byte("32 random bytes, kept by the operator") // use crypto/rand
+	nodes := []transport.NodeID{"coordinator", "server-0", "worker-3"}
+	keysOf := func(n transport.NodeID) transport.PairKeys {
+		k, err := transport.MintPairKeys(master, n, nodes) // the operator's tool
+		if err != nil {
+			log.Fatal(err)
+		}
+		return k
+	}
 	whoami := transporttest.Funcs{Request: func(_ context.Context, from transport.NodeID, _ []byte) ([]byte, error) {
 		return []byte("hello " + string(from)), nil
 	}}
-	srv, err := transport.NewTCP(transport.TCPConfig{ID: "server-0",
-		PeerSecret: func(p transport.NodeID) []byte { return transport.NodeSecret(master, p) }}, whoami)
+	srv, err := transport.NewTCP(transport.TCPConfig{ID: "server-0", PeerSecret: keysOf("server-0").Secret}, whoami)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer srv.Close()
-	dial := func(id transport.NodeID, key []byte) *transport.TCP {
-		t, err := transport.NewTCP(transport.TCPConfig{ID: id,
-			PeerSecret: func(transport.NodeID) []byte { return key },
-			Peers:      map[transport.NodeID]string{"server-0": srv.Addr().String()}}, transporttest.Echo{})
+	dial := func(id transport.NodeID, keys transport.PairKeys) *transport.TCP {
+		t, err := transport.NewTCP(transport.TCPConfig{ID: id, PeerSecret: keys.Secret,
+			Peers: map[transport.NodeID]string{"server-0": srv.Addr().String()}}, transporttest.Echo{})
 		if err != nil {
 			log.Fatal(err)
 		}
 		return t
 	}
-	k3 := transport.NodeSecret(master, "worker-3") // handed to worker-3 only
-	w3 := dial("worker-3", k3)
-	defer w3.Close()
-	resp, err := w3.Request(context.Background(), "server-0", nil)
-	fmt.Println(string(resp), err)
+	for _, id := range []transport.NodeID{"coordinator", "worker-3"} {
+		n := dial(id, keysOf(id))
+		resp, err := n.Request(context.Background(), "server-0", nil)
+		fmt.Println(string(resp), err)
+		n.Close()
+	}
 
-	impostor := dial("coordinator", k3) // worker-3's secret under another name
+	impostor := dial("coordinator", keysOf("worker-3")) // worker-3's keys under another name
 	defer impostor.Close()
 	_, err = impostor.Request(context.Background(), "server-0", nil)
 	fmt.Println(errors.Is(err, transport.ErrUnauthorized))
 
 	// Output:
+	// hello coordinator <nil>
 	// hello worker-3 <nil>
 	// true
 }

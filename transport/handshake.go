@@ -121,7 +121,7 @@ func readStatus(r io.Reader) error {
 	case statusOK:
 		return nil
 	case statusRefused:
-		return fmt.Errorf("%w: peer refused the handshake (shared secret mismatch)", ErrUnauthorized)
+		return fmt.Errorf("%w: peer refused the handshake (secret mismatch, or under CertIdentity a name our certificate does not carry)", ErrUnauthorized)
 	default:
 		return fmt.Errorf("%w: peer refused the handshake (status %d)", ErrCorruptFrame, st[0])
 	}

@@ -39,13 +39,24 @@ type TCPConfig struct {
 	// client certificate. A failed certificate check is ErrUnauthorized.
 	// Nil means plaintext.
 	TLS *tls.Config
+	// CertIdentity makes the name a connection proves the node name in
+	// the peer's certificate (a DNS SAN equal to the NodeID, see
+	// identity.go): an acceptor refuses a hello claiming a name the
+	// dialer's certificate does not carry, and a dialer refuses an
+	// acceptor whose certificate does not carry the name it dialed. It
+	// needs TLS with this node's certificate (naming ID), ClientAuth
+	// RequireAndVerifyClientCert and ClientCAs, and no ServerName;
+	// IdentityTLS builds such a config. False: TLS, if any, proves only
+	// that a peer holds some certificate of the CA.
+	CertIdentity bool
 	// Secret, when non-empty, is a shared secret every connection must
 	// prove in both directions (an HMAC-SHA256 challenge-response, see
 	// doc.go) before any frame is accepted; without TLS, every frame is
 	// then authenticated too (a GMAC tag under a per-connection key), so
 	// bytes injected, replayed, reordered or modified on the path are
 	// refused and the connection dropped. The name a peer proved is the
-	// from a Handler sees. Use at least 32 random bytes: the secret is
+	// from a Handler sees; a shared secret proves membership only, so any
+	// holder can claim any name (see "Trust model" in doc.go). Use at least 32 random bytes: the secret is
 	// not stretched, a guessable one can be found offline from one
 	// recorded handshake. Nil means no authentication at all: a peer's
 	// claimed name is then taken on trust and frames are not checked.
@@ -56,9 +67,10 @@ type TCPConfig struct {
 	// refuses that peer (ErrUnauthorized). Everything Secret does then
 	// holds per peer, and a member can prove only the names whose secrets
 	// it holds, so the from a Handler sees is a name its peer could not
-	// have borrowed. NodeSecret derives such secrets from one master
-	// secret (see its doc). It must be safe for concurrent use. Setting
-	// both Secret and PeerSecret is invalid.
+	// have borrowed. Use keys minted per pair of nodes by the operator
+	// (MintPairKeys; a node loads its own with LoadPairKeys and sets
+	// PeerSecret to their Secret method). It must be safe for concurrent
+	// use. Setting both Secret and PeerSecret is invalid.
 	PeerSecret func(peer NodeID) []byte
 	// DialTimeout bounds connecting to a peer, TLS and handshake included.
 	// Zero means 5 s.
@@ -141,6 +153,9 @@ func (c *TCPConfig) Validate() error {
 		return errors.New("transport: TCPConfig has both Secret and PeerSecret")
 	case c.TLS != nil && len(c.TLS.Certificates) == 0 && c.TLS.GetCertificate == nil && c.TLS.GetConfigForClient == nil:
 		return errors.New("transport: TCPConfig.TLS has no certificate to accept connections with")
+	}
+	if err := c.validateIdentity(); err != nil {
+		return err
 	}
 	for id, addr := range c.Peers {
 		if id == "" || addr == "" {
@@ -582,8 +597,12 @@ func (t *TCP) dial(ctx context.Context, to NodeID, addr string) (*conn, error) {
 				cfg.ServerName = host
 			}
 		}
+		t.dialTLS(cfg, to)
 		tc := tls.Client(raw, cfg)
 		if err := tc.HandshakeContext(dctx); err != nil {
+			return fail(err)
+		}
+		if err := t.checkDialed(tc, to, addr); err != nil {
 			return fail(err)
 		}
 		nc = tc
@@ -730,7 +749,7 @@ func (t *TCP) acceptHandshake(raw net.Conn) (session, net.Conn, bool) {
 		nc = tc
 		binding = tlsBinding(tc)
 	}
-	ss, err := serverHandshakeFor(nc, t.cfg.ID, t.secretFor, binding)
+	ss, err := serverHandshakeFor(nc, t.cfg.ID, t.acceptSecretFor(nc), binding)
 	if !unblock() || err != nil {
 		raw.Close()
 		return session{}, nil, false

@@ -84,21 +84,15 @@ func TestTCP_ConformanceAuthenticatedCompressed(t *testing.T) {
 	transporttest.Run(t, tcpFactory(cfg))
 }
 
-// With a secret per pair of nodes (here derived from a master by
-// NodeSecret over the two names), every connection proves its pair's.
+// With a secret per pair of nodes (minted from a master by PairSecret),
+// every connection proves its pair's.
 func TestTCP_ConformancePeerSecrets(t *testing.T) {
 	master := []byte("falcon test master secret, 32 b.")
 	f := func(t *testing.T, hs []transport.Handler) *transporttest.Cluster {
 		var nodes []*transport.TCP
 		for i, h := range hs {
 			id := transport.NodeID(fmt.Sprintf("node%d", i))
-			pair := func(peer transport.NodeID) []byte {
-				a, b := id, peer
-				if a > b {
-					a, b = b, a
-				}
-				return transport.NodeSecret(master, a+"|"+b)
-			}
+			pair := func(peer transport.NodeID) []byte { return transport.PairSecret(master, id, peer) }
 			tr, err := transport.NewTCP(transport.TCPConfig{ID: id, PeerSecret: pair}, h)
 			if err != nil {
 				t.Fatal(err)
@@ -120,14 +114,14 @@ func TestTCP_ConformancePeerSecrets(t *testing.T) {
 	transporttest.Run(t, f)
 }
 
-// With node secrets derived from a master that only the trusted node
-// holds, a worker can prove only its own name: the from the handler sees
-// cannot be borrowed, and workers cannot reach each other.
+// With keys minted per pair, a worker given only its key with the server
+// can prove only its own name to it: the from the handler sees cannot be
+// borrowed, and workers cannot reach each other.
 func TestTCP_PeerSecretBindsNames(t *testing.T) {
 	master := []byte("falcon test master secret, 32 b.")
 	rec := &transporttest.Recorder{}
 	srv, err := transport.NewTCP(transport.TCPConfig{ID: "server-0",
-		PeerSecret: func(p transport.NodeID) []byte { return transport.NodeSecret(master, p) }}, rec)
+		PeerSecret: func(p transport.NodeID) []byte { return transport.PairSecret(master, "server-0", p) }}, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +136,7 @@ func TestTCP_PeerSecretBindsNames(t *testing.T) {
 		t.Cleanup(func() { tr.Close() })
 		return tr
 	}
-	k1 := transport.NodeSecret(master, "worker-1")
+	k1 := transport.PairSecret(master, "worker-1", "server-0")
 	wrec := &transporttest.Recorder{}
 	w1 := worker("worker-1", k1, wrec)
 	ctx := testCtx(t)
@@ -165,7 +159,7 @@ func TestTCP_PeerSecretBindsNames(t *testing.T) {
 	if _, err := wrec.WaitMessages(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	w2 := worker("worker-2", transport.NodeSecret(master, "worker-2"), transporttest.Echo{})
+	w2 := worker("worker-2", transport.PairSecret(master, "worker-2", "server-0"), transporttest.Echo{})
 	w2.AddPeer("worker-1", w1.Addr().String())
 	if _, err := w2.Request(ctx, "worker-1", []byte("x")); !errors.Is(err, transport.ErrUnauthorized) {
 		t.Fatalf("worker-2 to worker-1: err = %v, want ErrUnauthorized", err)

@@ -23,6 +23,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/falconml/falcon/transport"
 )
 
 // options are the command-line flags. Every flag but the per-node ones
@@ -41,6 +43,9 @@ type options struct {
 	tlsCert   string
 	tlsKey    string
 	tlsCA     string
+	nodeCert  string // per-node identity: this node's certificate ({node} = its name)
+	nodeKey   string
+	nodeCA    string
 	child     bool // set by the local mode on its children: exit on stdin EOF
 	timeout   time.Duration
 	startWait time.Duration
@@ -84,6 +89,7 @@ var perNode = map[string]bool{
 var envFlags = map[string]string{
 	"role": "FALCON_ROLE", "rank": "FALCON_RANK", "listen": "FALCON_LISTEN", "advertise": "FALCON_ADVERTISE",
 	"peers": "FALCON_PEERS", "peers-dns": "FALCON_PEERS_DNS", "hosts": "FALCON_HOSTS", "secret": "FALCON_SECRET",
+	"node-cert": "FALCON_NODE_CERT", "node-key": "FALCON_NODE_KEY", "node-ca": "FALCON_NODE_CA",
 }
 
 func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
@@ -101,6 +107,9 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate of this node (enables TLS with -tls-key and -tls-ca)")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of -tls-cert")
 	fs.StringVar(&o.tlsCA, "tls-ca", "", "PEM CA bundle that signs every node's certificate (mutual TLS)")
+	fs.StringVar(&o.nodeCert, "node-cert", "", "PEM certificate of this node naming it as a DNS SAN ($FALCON_NODE_CERT; {node} is replaced by the node's name): mutual TLS with per-node identity, roles enforced")
+	fs.StringVar(&o.nodeKey, "node-key", "", "PEM private key of -node-cert ($FALCON_NODE_KEY; {node} is replaced)")
+	fs.StringVar(&o.nodeCA, "node-ca", "", "PEM CA bundle that issues every node's -node-cert ($FALCON_NODE_CA)")
 	fs.BoolVar(&o.child, "child", false, "internal, set by the local mode: exit when stdin closes")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up (non-zero exit) if the run takes longer than this")
 	fs.DurationVar(&o.startWait, "start-timeout", 15*time.Second, "how long each role waits for its peers at start-up before naming the missing ones")
@@ -177,6 +186,9 @@ func main() {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "cluster: %v\n", err)
 		os.Exit(2)
+	}
+	if w := o.trustWarning(); w != "" && !o.child { // the local mode's parent warns for its children
+		fmt.Fprintf(os.Stderr, "cluster: warning: %s\n", w)
 	}
 	if o.role == "" {
 		exe, eerr := os.Executable()
@@ -263,6 +275,12 @@ func (o *options) validate() error {
 	if (o.tlsCert == "") != (o.tlsKey == "") || (o.tlsCert == "") != (o.tlsCA == "") {
 		return fmt.Errorf("%w: -tls-cert, -tls-key and -tls-ca go together", errUsage)
 	}
+	if (o.nodeCert == "") != (o.nodeKey == "") || (o.nodeCert == "") != (o.nodeCA == "") {
+		return fmt.Errorf("%w: -node-cert, -node-key and -node-ca go together", errUsage)
+	}
+	if o.nodeCert != "" && o.tlsCert != "" {
+		return fmt.Errorf("%w: give either -node-cert (a certificate per node) or -tls-cert (one for all), not both", errUsage)
+	}
 	if _, err := parseSlow(o.slow, o.workers); err != nil {
 		return err
 	}
@@ -272,6 +290,24 @@ func (o *options) validate() error {
 		}
 	}
 	return nil
+}
+
+// trustWarning is the warning a run without per-node identity prints
+// once: its role checks hold against strangers at best, not members.
+func (o *options) trustWarning() string {
+	switch {
+	case o.nodeCert != "":
+		return ""
+	case o.secret != "" || o.tlsCert != "" || o.role == "": // the local mode makes a secret
+		return "roles are not enforced: the shared secret (and a TLS certificate shared by all nodes) proves membership only, so any node holding it can claim any role (a worker could flush as the coordinator); give each node its own certificate with -node-cert, -node-key and -node-ca"
+	}
+	return "roles are not enforced: with neither a secret nor certificates every peer's name is taken on trust"
+}
+
+// identityFiles are this node's -node-* files, {node} expanded.
+func (o *options) identityFiles(node string) transport.IdentityFiles {
+	x := func(s string) string { return strings.ReplaceAll(s, "{node}", node) }
+	return transport.IdentityFiles{CA: x(o.nodeCA), Cert: x(o.nodeCert), Key: x(o.nodeKey)}
 }
 
 // nodeName is this node's name from -role and -rank.

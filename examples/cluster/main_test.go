@@ -95,6 +95,11 @@ func TestLocalCluster(t *testing.T) {
 				t.Fatalf("run: %v after %v\nstdout:\n%s\nstderr:\n%s", err, time.Since(start), out.String(), errb.String())
 			}
 			checkSummary(t, out.String(), policy)
+			// A shared secret proves membership only: said once, by the
+			// parent, not by each of the six children.
+			if n := strings.Count(errb.String(), rolesWarning); n != 1 {
+				t.Errorf("the warning %q appears %d times, want once:\n%s", rolesWarning, n, errb.String())
+			}
 			for _, w := range []string{"worker-0", "worker-1", "worker-2"} {
 				if !strings.Contains(out.String(), "["+w+"] "+w+": trained 12 clocks") {
 					t.Errorf("%s did not report 12 trained clocks:\n%s", w, out.String())

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -64,7 +65,7 @@ func (o *options) book() (map[transport.NodeID]string, string, error) {
 			return nil, "", fmt.Errorf("%w: no address for %s in the peers", errUsage, n)
 		}
 	}
-	if !isLoopback(listen) && o.secret == "" && o.tlsCert == "" && !o.insecure {
+	if !isLoopback(listen) && o.secret == "" && o.tlsCert == "" && o.nodeCert == "" && !o.insecure {
 		return nil, "", fmt.Errorf("%w: refusing to listen on %s (beyond loopback) with neither a secret (-secret, $FALCON_SECRET) nor TLS: anyone who reaches the port could join; give one, or -insecure", errUsage, listen)
 	}
 	delete(peers, self)
@@ -91,6 +92,11 @@ func (o *options) clusterConfig(peers map[transport.NodeID]string, listen string
 	if o.tlsCert != "" {
 		if cfg.TLS, err = loadTLS(o.tlsCert, o.tlsKey, o.tlsCA); err != nil {
 			return cfg, err
+		}
+	}
+	if o.nodeCert != "" { // per-node identity: roles enforced
+		cfg.NodeTLS = func(n transport.NodeID) (*tls.Config, error) {
+			return transport.LoadIdentityTLS(n, o.identityFiles(string(n)))
 		}
 	}
 	return cfg, nil
