@@ -24,7 +24,7 @@ import (
 // peer it talks to), so it can neither derive nor prove any other pair's
 // key: a worker cannot pose as the coordinator to a server. The operator
 // mints every key from one master that never leaves the minting tool
-// (examples/pairkeys writes every node's key file):
+// (cmd/falcon-pairkeys writes every node's key file):
 //
 //	K_ab = PairSecret(master, a, b) = HMAC-SHA256(master, "falcon/transport/v2 pair secret" | len(lo) (2) | lo | len(hi) (2) | hi)
 //
