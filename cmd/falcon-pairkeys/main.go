@@ -1,11 +1,11 @@
-// Command pairkeys is the operator's minting tool for transport's pair
+// Command falcon-pairkeys is the operator's minting tool for transport's pair
 // keys: from one master secret it writes, for each node, a key file
 // holding that node's key with every other node (transport.MintPairKeys,
 // in the format transport.ParsePairKeys reads), and nothing else, so a
 // node cannot derive or prove another pair's key.
 //
 //	openssl rand -hex 32 > master.hex      # keep it with the operator only
-//	pairkeys -master master.hex -nodes coordinator,server-0,server-1,worker-0,worker-1 -out keys
+//	go run ./cmd/falcon-pairkeys -master master.hex -nodes coordinator,server-0,server-1,worker-0,worker-1 -out keys
 //
 // writes keys/<node>.keys (mode 0600), to be given to that node only
 // (it loads them with transport.LoadPairKeys and sets TCPConfig.PeerSecret
