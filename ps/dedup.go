@@ -1,0 +1,124 @@
+package ps
+
+// DefaultDedupClients is the number of clients whose request ids a server
+// remembers when DurableConfig.DedupClients is zero. One window costs
+// about 80 bytes (24 of state, two list links, the map's share), so the
+// default holds 4096 clients in about 320 KiB.
+const DefaultDedupClients = 4096
+
+// dedupWindows is a server's request-id windows (see durable.go: request
+// ids make a resent push safe), one per client id, at most limit of them.
+// A window is used — moved to the front of a recency list — whenever its
+// client's push is applied or recognised as a duplicate; a client seen
+// for the first time when limit windows are held evicts the least
+// recently used one.
+//
+// Why evicting is safe enough, and what it costs. A client id is drawn
+// at random by each Client that retries (retryState) and lives as long as
+// that Client: once its process ends (its incarnation ends) the id is
+// never sent again, so its window only waits to be evicted; being unused
+// it is the first to go. A window that is evicted while its client still
+// runs matters only for a push of that client that is still being resent:
+// a resend arrives at most ClientConfig.Retry after the push was first
+// sent. If limit other clients pushed in between (so the window became
+// the least recently used), the resend finds no window and is applied as
+// a new push: that one push is applied twice, the at-least-once
+// behaviour of a server without request ids; no push is lost and no
+// other client is affected. A client's later, new pushes open a new
+// window as at its first push. So the bound must exceed the number of
+// clients that push to one server within one Retry — the workers of a
+// run, a few clients each — which DefaultDedupClients does by orders of
+// magnitude; a peer that invents ids (finding 9 of issue 25: 40,000 ids
+// made 40,000 windows) costs the server at most limit windows, and only
+// a peer that invents more than limit ids within one Retry can turn a
+// member's resend into a second application (a member could as well
+// push that gradient twice).
+//
+// Zero value: not usable; newDedupWindows makes one.
+type dedupWindows struct {
+	limit int
+	m     map[uint64]*dedupEntry
+	// root is the sentinel of the recency list: root.next is the most
+	// recently used window, root.prev the least.
+	root dedupEntry
+}
+
+// dedupEntry is one client's window and its place in the recency list.
+type dedupEntry struct {
+	ClientWindow
+	prev, next *dedupEntry
+}
+
+func newDedupWindows(limit int) *dedupWindows {
+	if limit <= 0 {
+		limit = DefaultDedupClients
+	}
+	d := &dedupWindows{limit: limit, m: map[uint64]*dedupEntry{}}
+	d.root.prev, d.root.next = &d.root, &d.root
+	return d
+}
+
+// len is the number of windows held.
+func (d *dedupWindows) len() int { return len(d.m) }
+
+// use returns client's window moved to the front of the recency list, or
+// nil when none is held.
+func (d *dedupWindows) use(client uint64) *ClientWindow {
+	e := d.m[client]
+	if e == nil {
+		return nil
+	}
+	d.unlink(e)
+	d.pushFront(e)
+	return &e.ClientWindow
+}
+
+// add returns client's window, opened (empty) at the front of the
+// recency list if none was held, evicting the least recently used window
+// when the set is full.
+func (d *dedupWindows) add(client uint64) *ClientWindow {
+	if w := d.use(client); w != nil {
+		return w
+	}
+	var e *dedupEntry
+	if len(d.m) >= d.limit {
+		e = d.root.prev // least recently used: reused for the new client
+		d.unlink(e)
+		delete(d.m, e.Client)
+		*e = dedupEntry{}
+	} else {
+		e = new(dedupEntry)
+	}
+	e.Client = client
+	d.m[client] = e
+	d.pushFront(e)
+	return &e.ClientWindow
+}
+
+// restore loads windows from a checkpoint, in their order; past limit
+// the first ones are evicted (a checkpoint keeps no recency).
+func (d *dedupWindows) restore(ws []ClientWindow) {
+	for _, w := range ws {
+		*d.add(w.Client) = w
+	}
+}
+
+// appendTo appends a copy of every window to dst, most recently used
+// first.
+func (d *dedupWindows) appendTo(dst []ClientWindow) []ClientWindow {
+	for e := d.root.next; e != &d.root; e = e.next {
+		dst = append(dst, e.ClientWindow)
+	}
+	return dst
+}
+
+func (d *dedupWindows) unlink(e *dedupEntry) {
+	e.prev.next, e.next.prev = e.next, e.prev
+	e.prev, e.next = nil, nil
+}
+
+func (d *dedupWindows) pushFront(e *dedupEntry) {
+	e.prev, e.next = &d.root, d.root.next
+	d.root.next.prev = e
+	d.root.next = e
+}

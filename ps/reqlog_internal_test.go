@@ -1,0 +1,434 @@
+package ps
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// pushN encodes a push of n values g to key 1 with request id (client,
+// seq) (no id when client is 0).
+func pushN(client, seq uint64, g float32, n int) []byte {
+	cl := &Client{}
+	pa := plainPush
+	pa.rid = reqID{client, seq}
+	vals := make([]float32, n)
+	for i := range vals {
+		vals[i] = g
+	}
+	return cl.encode(nil, opPush, []piece{{key: 1, n: n}}, n, vals, pa)
+}
+
+// initN encodes an init of key 1 with n values v.
+func initN(v float32, n int) []byte {
+	e := newMsg(nil, opInit)
+	e.u32(1)
+	e.u64(1)
+	e.u32(uint32(n))
+	e.pad4()
+	vals := make([]float32, n)
+	for i := range vals {
+		vals[i] = v
+	}
+	e.f32s(vals)
+	return e.b
+}
+
+// call serves req and returns the server's error (from the response
+// code or the handler).
+func call(s *Server, req []byte) error {
+	resp, err := s.HandleRequest(context.Background(), "c", req)
+	if err != nil {
+		return err
+	}
+	_, err = parseResponse(resp, "s")
+	return err
+}
+
+// value0 is key 1's first value.
+func value0(t *testing.T, s *Server) float32 {
+	t.Helper()
+	var v []float32
+	s.View(func(st *Store) { v, _ = st.Value(nil, 1) })
+	if len(v) == 0 {
+		t.Fatal("key 1 not held")
+	}
+	return v[0]
+}
+
+// mountTmpfs mounts a tmpfs of size bytes at a new directory, unmounted
+// at cleanup; it skips the test unless it runs as root on Linux with
+// mount allowed.
+func mountTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small tmpfs needs root; the ENOSPC seam test covers this path everywhere")
+	}
+	dir := filepath.Join(t.TempDir(), "mnt")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs (%v: %s); the ENOSPC seam test covers this path everywhere", err, strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+// fill writes a file in dir until the file system is full and returns
+// its path.
+func fill(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "filler")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 4096)
+	for {
+		if _, err := f.Write(b); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatal(err)
+			}
+			return path
+		}
+	}
+}
+
+// TestServer_FullDiskTmpfs is finding 2 of issue 25 on a real full file
+// system (a 256 KiB tmpfs): a push whose log record cannot be written is
+// refused and changes nothing, its resend is refused while the disk is
+// full (not answered as a duplicate), applied once when there is room,
+// and a restart restores it.
+func TestServer_FullDiskTmpfs(t *testing.T) {
+	dir := mountTmpfs(t, "256k")
+	const n = 4096 // 16 KiB of values: more than a page of slack in the log's last page
+	cfg := ServerConfig{Store: StoreConfig{Optimizer: SGD{LR: 1}}, Durable: DurableConfig{Dir: dir, Log: true}}
+	s, err := NewServer("s", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := call(s, initN(10, n)); err != nil {
+		t.Fatal(err)
+	}
+	if err := call(s, pushN(7, 1, 1, n)); err != nil {
+		t.Fatal(err)
+	}
+	filler := fill(t, dir)
+	if err := call(s, pushN(7, 2, 1, n)); err == nil {
+		t.Fatal("a push whose log record could not be written was acknowledged")
+	}
+	if v := value0(t, s); v != 9 {
+		t.Errorf("after the refused push the value is %v, want 9 (the refused push changed it)", v)
+	}
+	if err := call(s, pushN(7, 2, 1, n)); err == nil {
+		t.Error("the resend of the refused push was acknowledged while the disk is full (answered as a duplicate, never logged)")
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if err := call(s, pushN(7, 2, 1, n)); err != nil {
+		t.Fatalf("the resend with room on the disk: %v", err)
+	}
+	if err := call(s, pushN(7, 2, 1, n)); err != nil {
+		t.Fatal(err)
+	}
+	if v := value0(t, s); v != 8 {
+		t.Errorf("after the resends the value is %v, want 8 (applied once)", v)
+	}
+	s.Close()
+	r, err := NewServer("s", cfg)
+	if err != nil {
+		t.Fatalf("restart after the failed write: %v", err)
+	}
+	defer r.Close()
+	if v := value0(t, r); v != 8 {
+		t.Errorf("after the restart the value is %v, want 8", v)
+	}
+}
+
+// logOffsets returns the offset of every record of the request log b.
+func logOffsets(t *testing.T, b []byte) []int {
+	t.Helper()
+	var offs []int
+	for off := logHeaderLen; off+recHeaderLen <= len(b); {
+		offs = append(offs, off)
+		off += recHeaderLen + int(binary.LittleEndian.Uint32(b[off:]))
+	}
+	return offs
+}
+
+// loggedServer writes a log holding an init of key 1 to 10 and three
+// pushes of −1 (value 7) and returns its config and path.
+func loggedServer(t *testing.T) (ServerConfig, string) {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := ServerConfig{Store: StoreConfig{Optimizer: SGD{LR: 1}}, Durable: DurableConfig{Dir: dir, Log: true}}
+	s, err := NewServer("s", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := call(s, initN(10, 1)); err != nil {
+		t.Fatal(err)
+	}
+	for seq := uint64(1); seq <= 3; seq++ {
+		if err := call(s, pushN(5, seq, 1, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v := value0(t, s); v != 7 {
+		t.Fatalf("value %v, want 7", v)
+	}
+	s.Close()
+	return cfg, filepath.Join(dir, "s.log.0")
+}
+
+// TestReplay_FlippedLengthBitRefused is finding 5 of issue 25: bit 20 of
+// the first push record's length field flipped makes the length point past the
+// end of the log; complete records follow, so this is damage, not a torn
+// tail: the start is refused naming the record's offset, and the log is
+// left as it was.
+func TestReplay_FlippedLengthBitRefused(t *testing.T) {
+	cfg, path := loggedServer(t)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := logOffsets(t, b)[1] // the first push
+	b[off+2] ^= 1 << 4         // bit 20 of the little-endian u32
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewServer("s", cfg)
+	if err == nil {
+		v := value0(t, r)
+		r.Close()
+		fi, _ := os.Stat(path)
+		t.Fatalf("the start succeeded with value %v (want a refusal; 7 was acknowledged), log cut from %d to %d bytes", v, len(b), fi.Size())
+	}
+	if !errors.Is(err, ErrCorruptCheckpoint) || !strings.Contains(err.Error(), "offset "+itoa(off)) {
+		t.Fatalf("err %v, want ErrCorruptCheckpoint naming offset %d", err, off)
+	}
+	if got, _ := os.ReadFile(path); len(got) != len(b) {
+		t.Fatalf("the refused start changed the log from %d to %d bytes", len(b), len(got))
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestServer_DedupWindowsBounded is finding 9 of issue 25: 40,000
+// distinct request-id clients leave at most DedupClients windows, and a
+// client that keeps pushing among them still has its resends recognised.
+func TestServer_DedupWindowsBounded(t *testing.T) {
+	s, err := NewServer("s", ServerConfig{Store: StoreConfig{Optimizer: SGD{LR: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := call(s, initN(0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	const legit = 1 << 63
+	seq, want := uint64(0), float32(0)
+	for id := uint64(1); id <= 40000; id++ {
+		if err := call(s, pushN(id, 1, -1, 1)); err != nil {
+			t.Fatal(err)
+		}
+		want++
+		if id%1000 == 0 { // the legit client pushes, then resends its last push
+			seq++
+			want++
+			for range 2 {
+				if err := call(s, pushN(legit, seq, -1, 1)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	if v := value0(t, s); v != want {
+		t.Errorf("value %v, want %v (the legit client's resends applied once)", v, want)
+	}
+	bound := DefaultDedupClients
+	if n := s.dur.windows.len(); n > bound {
+		t.Errorf("%d dedup windows after 40000 client ids, want at most %d", n, bound)
+	}
+}
+
+// fullDisk is a log file on a disk with room bytes left: a write past it
+// writes what fits and fails with ENOSPC, as write(2) does. With
+// noTruncate, cutting the file back fails too.
+type fullDisk struct {
+	*os.File
+	room       int
+	noTruncate bool
+}
+
+func (f *fullDisk) Write(p []byte) (int, error) {
+	if len(p) <= f.room {
+		f.room -= len(p)
+		return f.File.Write(p)
+	}
+	n, _ := f.File.Write(p[:f.room])
+	f.room = 0
+	return n, &os.PathError{Op: "write", Path: f.Name(), Err: syscall.ENOSPC}
+}
+
+func (f *fullDisk) Truncate(size int64) error {
+	if f.noTruncate {
+		return &os.PathError{Op: "truncate", Path: f.Name(), Err: syscall.EIO}
+	}
+	return f.File.Truncate(size)
+}
+
+// TestServer_FullDiskRefusesAndResendApplies is finding 2 of issue 25
+// through the log file seam (runs everywhere; TestServer_FullDiskTmpfs
+// is the same on a real full tmpfs): a push whose record fits only in
+// part is refused with ErrLogFailed and changes no value; its resend is
+// refused while the disk is full, not answered as a duplicate; with room
+// again it is logged and applied once; a restart restores it, and starts
+// (the partial record was cut back).
+func TestServer_FullDiskRefusesAndResendApplies(t *testing.T) {
+	dir := t.TempDir()
+	cfg := ServerConfig{Store: StoreConfig{Optimizer: SGD{LR: 1}}, Durable: DurableConfig{Dir: dir, Log: true}}
+	s, err := NewServer("s", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := call(s, initN(10, 4)); err != nil {
+		t.Fatal(err)
+	}
+	if err := call(s, pushN(7, 1, 1, 4)); err != nil {
+		t.Fatal(err)
+	}
+	disk := &fullDisk{File: s.dur.log.(*os.File), room: 20} // less than a record
+	s.dur.log = disk
+	path := filepath.Join(dir, "s.log.0")
+	before, _ := os.ReadFile(path)
+	for range 2 { // the push, then its resend
+		err := call(s, pushN(7, 2, 1, 4))
+		if !errors.Is(err, ErrLogFailed) || !strings.Contains(err.Error(), "no space left") {
+			t.Fatalf("push on a full disk: err %v, want ErrLogFailed naming ENOSPC", err)
+		}
+		if v := value0(t, s); v != 9 {
+			t.Fatalf("after the refused push the value is %v, want 9", v)
+		}
+		if after, _ := os.ReadFile(path); len(after) != len(before) {
+			t.Fatalf("the refused push left %d bytes in the log", len(after)-len(before))
+		}
+	}
+	disk.room = 1 << 20
+	for range 2 { // the resend with room, then a resend of it
+		if err := call(s, pushN(7, 2, 1, 4)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v := value0(t, s); v != 8 {
+		t.Fatalf("after the resends the value is %v, want 8 (applied once)", v)
+	}
+	s.Close()
+	r, err := NewServer("s", cfg)
+	if err != nil {
+		t.Fatalf("restart after the failed write: %v", err)
+	}
+	defer r.Close()
+	if v := value0(t, r); v != 8 {
+		t.Errorf("after the restart the value is %v, want 8", v)
+	}
+	if err := call(r, pushN(7, 2, 1, 4)); err != nil || value0(t, r) != 8 {
+		t.Errorf("a resend after the restart: err %v, value %v; want it recognised (8)", err, value0(t, r))
+	}
+}
+
+// TestServer_LogUncuttableStopsWrites: when the partial record of a
+// failed write cannot be cut off either, the server refuses every later
+// update with ErrLogFailed saying why (pulls still served), and a restart
+// cuts the torn tail and restores every acknowledged update.
+func TestServer_LogUncuttableStopsWrites(t *testing.T) {
+	dir := t.TempDir()
+	cfg := ServerConfig{Store: StoreConfig{Optimizer: SGD{LR: 1}}, Durable: DurableConfig{Dir: dir, Log: true}}
+	s, err := NewServer("s", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := call(s, initN(10, 1)); err != nil {
+		t.Fatal(err)
+	}
+	s.dur.log = &fullDisk{File: s.dur.log.(*os.File), room: 20, noTruncate: true}
+	if err := call(s, pushN(7, 1, 1, 1)); !errors.Is(err, ErrLogFailed) {
+		t.Fatalf("err %v, want ErrLogFailed", err)
+	}
+	s.dur.log.(*fullDisk).room = 1 << 20 // room again: the torn record still blocks
+	err = call(s, pushN(7, 2, 1, 1))
+	if !errors.Is(err, ErrLogFailed) || !strings.Contains(err.Error(), "could not be cut off") {
+		t.Fatalf("err %v, want ErrLogFailed saying the log could not be cut back", err)
+	}
+	if v := value0(t, s); v != 10 {
+		t.Fatalf("value %v, want 10", v)
+	}
+	s.Close()
+	r, err := NewServer("s", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if v := value0(t, r); v != 10 {
+		t.Fatalf("after the restart the value is %v, want 10", v)
+	}
+	if err := call(r, pushN(7, 1, 1, 1)); err != nil || value0(t, r) != 9 {
+		t.Fatalf("the restarted server takes updates again: err %v, value %v (want 9)", err, value0(t, r))
+	}
+}
+
+// TestServer_RefusedUpdateNotLoggedNorMarked: a push the store refuses
+// (an unknown key) after its record was written has the record cut off
+// and its id left unmarked, so once the key exists its resend is applied
+// (not answered as a duplicate); the log replays cleanly.
+func TestServer_RefusedUpdateNotLoggedNorMarked(t *testing.T) {
+	dir := t.TempDir()
+	cfg := ServerConfig{Store: StoreConfig{Optimizer: SGD{LR: 1}}, Durable: DurableConfig{Dir: dir, Log: true}}
+	s, err := NewServer("s", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	path := filepath.Join(dir, "s.log.0")
+	before, _ := os.ReadFile(path)
+	if err := call(s, pushN(7, 1, 1, 1)); !errors.Is(err, ErrUnknownKey) {
+		t.Fatalf("push to a key never initialised: err %v, want ErrUnknownKey", err)
+	}
+	if after, _ := os.ReadFile(path); len(after) != len(before) {
+		t.Fatalf("the refused push left %d bytes in the log", len(after)-len(before))
+	}
+	if err := call(s, initN(10, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := call(s, pushN(7, 1, 1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if v := value0(t, s); v != 9 {
+		t.Fatalf("the resend after the refusal: value %v, want 9 (applied, the refusal was not marked)", v)
+	}
+	s.Close()
+	r, err := NewServer("s", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if v := value0(t, r); v != 9 {
+		t.Fatalf("after the restart the value is %v, want 9", v)
+	}
+}
