@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -430,5 +432,189 @@ func TestServer_RefusedUpdateNotLoggedNorMarked(t *testing.T) {
 	defer r.Close()
 	if v := value0(t, r); v != 9 {
 		t.Fatalf("after the restart the value is %v, want 9", v)
+	}
+}
+
+// restartValue starts a server on cfg's directory and returns key 1's
+// first value, or the start's error.
+func restartValue(t *testing.T, cfg ServerConfig) (float32, error) {
+	t.Helper()
+	r, err := NewServer("s", cfg)
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	return value0(t, r), nil
+}
+
+// TestReplay_TornTailCut: the last record cut short (a write torn by a
+// crash) is cut off and the start restores every record before it; the
+// log ends where the torn record began, so the next record follows a
+// complete one.
+func TestReplay_TornTailCut(t *testing.T) {
+	for _, into := range []string{"header", "header only", "body", "last byte"} {
+		cfg, path := loggedServer(t)
+		b, _ := os.ReadFile(path)
+		last := logOffsets(t, b)[3]
+		keep := map[string]int{"header": last + 5, "header only": last + recHeaderLen,
+			"body": last + recHeaderLen + 1, "last byte": len(b) - 1}[into]
+		if err := os.WriteFile(path, b[:keep], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := restartValue(t, cfg); err != nil || v != 8 {
+			t.Fatalf("torn in its %s: value %v, err %v; want 8 (the torn third push cut off)", into, v, err)
+		}
+		if fi, _ := os.Stat(path); fi.Size() != int64(last) {
+			t.Fatalf("torn in its %s: log of %d bytes after the start, want %d", into, fi.Size(), last)
+		}
+	}
+}
+
+// TestReplay_DamagedLastRecordCut: a last record whose body fails its
+// checksum (a power loss left its pages unwritten) is taken as torn: no
+// complete record follows it.
+func TestReplay_DamagedLastRecordCut(t *testing.T) {
+	cfg, path := loggedServer(t)
+	b, _ := os.ReadFile(path)
+	b[len(b)-1] ^= 1
+	os.WriteFile(path, b, 0o644)
+	if v, err := restartValue(t, cfg); err != nil || v != 8 {
+		t.Fatalf("value %v, err %v; want 8", v, err)
+	}
+}
+
+// TestReplay_ZeroTailCut: a tail of zeros after the last record (a power
+// loss after the file grew) is cut off: zeros fail the length checksum
+// and no complete record follows.
+func TestReplay_ZeroTailCut(t *testing.T) {
+	cfg, path := loggedServer(t)
+	b, _ := os.ReadFile(path)
+	os.WriteFile(path, append(b, make([]byte, 5000)...), 0o644)
+	if v, err := restartValue(t, cfg); err != nil || v != 7 {
+		t.Fatalf("value %v, err %v; want 7", v, err)
+	}
+	if got, _ := os.ReadFile(path); len(got) != len(b) {
+		t.Fatalf("log of %d bytes after the start, want %d", len(got), len(b))
+	}
+}
+
+// TestReplay_DamagedRecordBeforeCompleteRefused: a flipped bit in the body
+// or the length checksum of a record with complete records after it
+// refuses the start naming the record's offset; the log is left as it was.
+func TestReplay_DamagedRecordBeforeCompleteRefused(t *testing.T) {
+	for _, at := range []int{5, recHeaderLen + 3} { // the length's checksum; the body
+		cfg, path := loggedServer(t)
+		b, _ := os.ReadFile(path)
+		off := logOffsets(t, b)[2]
+		b[off+at] ^= 0x40
+		os.WriteFile(path, b, 0o644)
+		_, err := restartValue(t, cfg)
+		if !errors.Is(err, ErrCorruptCheckpoint) || !strings.Contains(err.Error(), "offset "+itoa(off)) {
+			t.Fatalf("byte %d of the record at %d flipped: err %v, want ErrCorruptCheckpoint naming offset %d", at, off, err, off)
+		}
+		if got, _ := os.ReadFile(path); len(got) != len(b) {
+			t.Fatalf("the refused start changed the log from %d to %d bytes", len(b), len(got))
+		}
+	}
+}
+
+// TestReplay_OldFormatRefused: a log written by an earlier build (format
+// 1: no file header) or of a later format is refused with both versions
+// named, and left as it was.
+func TestReplay_OldFormatRefused(t *testing.T) {
+	cfg, path := loggedServer(t)
+	// format 1: length u32, CRC-32C of the body u32, body
+	body := pushN(5, 9, 1, 1)
+	old := binary.LittleEndian.AppendUint32(nil, uint32(len(body)))
+	old = binary.LittleEndian.AppendUint32(old, crc32Of(body))
+	old = append(old, body...)
+	later := binary.LittleEndian.AppendUint32([]byte(logMagic), logVersion+1)
+	for _, c := range []struct {
+		b    []byte
+		want []string
+	}{{old, []string{"format 1", "format 2"}}, {old[:6], []string{"format 1", "format 2"}}, {later, []string{"format 3", "format 2"}}} {
+		os.WriteFile(path, c.b, 0o644)
+		_, err := restartValue(t, cfg)
+		if !errors.Is(err, ErrCorruptCheckpoint) {
+			t.Fatalf("a log of %d bytes: err %v, want ErrCorruptCheckpoint", len(c.b), err)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Fatalf("err %q does not name %q", err, w)
+			}
+		}
+		if got, _ := os.ReadFile(path); len(got) != len(c.b) {
+			t.Fatal("the refused log was changed")
+		}
+	}
+}
+
+func crc32Of(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+
+// TestReplay_TornFileHeader: a log torn while its header was written
+// (a crash right after it was created) is started again, and the updates
+// after the restart are logged and replayed.
+func TestReplay_TornFileHeader(t *testing.T) {
+	dir := t.TempDir()
+	cfg := ServerConfig{Store: StoreConfig{Optimizer: SGD{LR: 1}}, Durable: DurableConfig{Dir: dir, Log: true}}
+	path := filepath.Join(dir, "s.log.0")
+	os.WriteFile(path, []byte(logMagic[:5]), 0o644)
+	s, err := NewServer("s", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := call(s, initN(3, 1)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if v, err := restartValue(t, cfg); err != nil || v != 3 {
+		t.Fatalf("value %v, err %v; want 3", v, err)
+	}
+}
+
+// TestReplay_StreamsRecords: the replay holds one record in memory at a
+// time, not the log: restarting from a 32 MiB log allocates far less than
+// the log (the earlier replay read it whole), and a record whose length
+// passes its checksum but runs past the end of the file is not allocated.
+func TestReplay_StreamsRecords(t *testing.T) {
+	dir := t.TempDir()
+	cfg := ServerConfig{Store: StoreConfig{Optimizer: SGD{LR: 1}}, Durable: DurableConfig{Dir: dir, Log: true}}
+	s, err := NewServer("s", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n, pushes = 2048, 4096 // 8 KiB a record, 32 MiB
+	if err := call(s, initN(0, n)); err != nil {
+		t.Fatal(err)
+	}
+	req := pushN(0, 0, 1e-3, n)
+	for range pushes {
+		if err := call(s, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	path := filepath.Join(dir, "s.log.0")
+	// a torn record claiming 1 GiB, its length's checksum intact
+	h := binary.LittleEndian.AppendUint32(nil, 1<<30)
+	h = binary.LittleEndian.AppendUint32(h, crc32Of(h))
+	f, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	f.Write(append(h, 1, 2, 3, 4, 5, 6))
+	f.Close()
+	fi, _ := os.Stat(path)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	r, err := NewServer("s", cfg)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if got := after.TotalAlloc - before.TotalAlloc; got > uint64(fi.Size())/4 {
+		t.Fatalf("replaying a %d-byte log allocated %d bytes, want under a quarter of it", fi.Size(), got)
+	}
+	t.Logf("replaying a %d-byte log allocated %d bytes", fi.Size(), after.TotalAlloc-before.TotalAlloc)
+	if st := r.store.Steps(1); st != pushes {
+		t.Fatalf("%d steps replayed, want %d", st, pushes)
 	}
 }
