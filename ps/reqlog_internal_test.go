@@ -55,7 +55,7 @@ func call(s *Server, req []byte) error {
 }
 
 // value0 is key 1's first value.
-func value0(t *testing.T, s *Server) float32 {
+func value0(t testing.TB, s *Server) float32 {
 	t.Helper()
 	var v []float32
 	s.View(func(st *Store) { v, _ = st.Value(nil, 1) })
@@ -175,7 +175,7 @@ func logOffsets(t *testing.T, b []byte) []int {
 
 // loggedServer writes a log holding an init of key 1 to 10 and three
 // pushes of −1 (value 7) and returns its config and path.
-func loggedServer(t *testing.T) (ServerConfig, string) {
+func loggedServer(t testing.TB) (ServerConfig, string) {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := ServerConfig{Store: StoreConfig{Optimizer: SGD{LR: 1}}, Durable: DurableConfig{Dir: dir, Log: true}}
@@ -616,5 +616,67 @@ func TestReplay_StreamsRecords(t *testing.T) {
 	t.Logf("replaying a %d-byte log allocated %d bytes", fi.Size(), after.TotalAlloc-before.TotalAlloc)
 	if st := r.store.Steps(1); st != pushes {
 		t.Fatalf("%d steps replayed, want %d", st, pushes)
+	}
+}
+
+// TestServer_DedupEvictsLeastRecentlyUsed: with DedupClients 3 a fourth
+// client evicts the window used least recently (a resend counts as a
+// use): the others' resends are still recognised; the evicted client's
+// late resend is applied again, the at-least-once behaviour dedup.go
+// describes. A checkpoint restores at most the bound; a negative bound is
+// refused.
+func TestServer_DedupEvictsLeastRecentlyUsed(t *testing.T) {
+	dir := t.TempDir()
+	cfg := ServerConfig{Store: StoreConfig{Optimizer: SGD{LR: 1}}, Durable: DurableConfig{Dir: dir, DedupClients: 3}}
+	s, err := NewServer("s", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := call(s, initN(0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	push := func(client uint64) {
+		t.Helper()
+		if err := call(s, pushN(client, 1, -1, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []uint64{1, 2, 3, 1, 4} { // 1 resent: 2 is the least recently used
+		push(c)
+	}
+	if v := value0(t, s); v != 4 {
+		t.Fatalf("value %v, want 4", v)
+	}
+	for _, c := range []uint64{1, 3, 4} {
+		push(c)
+	}
+	if v := value0(t, s); v != 4 {
+		t.Fatalf("resends of the clients held: value %v, want 4 (recognised)", v)
+	}
+	if n := s.dur.windows.len(); n != 3 {
+		t.Fatalf("%d windows, want 3", n)
+	}
+	push(2) // evicted: its late resend is applied again
+	if v := value0(t, s); v != 5 {
+		t.Fatalf("the evicted client's resend: value %v, want 5", v)
+	}
+	if err := s.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	small := cfg
+	small.Durable.DedupClients = 2
+	r, err := NewServer("s", small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if n := r.dur.windows.len(); n != 2 {
+		t.Fatalf("%d windows restored under a bound of 2", n)
+	}
+	bad := cfg
+	bad.Durable.DedupClients = -1
+	if _, err := NewServer("t", bad); err == nil {
+		t.Fatal("a negative DedupClients was accepted")
 	}
 }
