@@ -259,8 +259,9 @@
 // slog.Default() otherwise) with the stack, and a panic inside the
 // coordinator's step aborts the run with an error that names it. The fuzz
 // targets FuzzServerRequest, FuzzCoordinatorRequest, FuzzWorkerMessage,
-// FuzzClientResponse and FuzzCheckpointDecode cover every decoder; they fail on a recovered panic
-// too, and CI fuzzes each under a memory limit (.ci/fuzz).
+// FuzzClientResponse, FuzzCheckpointDecode and FuzzRequestLogReplay (a
+// server's request log at start) cover every decoder; they fail on a
+// recovered panic too, and CI fuzzes each under a memory limit (.ci/fuzz).
 //
 // # Role checks
 //
