@@ -226,8 +226,9 @@
 // workers resend requests a restarting server does not answer, and pushes
 // carry request ids, so a resent push is applied once (servers keep at
 // most DurableConfig.DedupClients request-id windows, least recently used
-// evicted first: dedup.go says what an evicted client's late resend
-// meets); LeaseConfig.
+// evicted first, and forget one unused for DedupIdle, which a Cluster sets
+// from its Retry: dedup.go says why, and what an evicted client's late
+// resend meets); LeaseConfig.
 // ServerRestart makes the coordinator resend flushes as long. A BSP run
 // whose server is killed with kill -9 and restarted mid-clock ends with
 // parameters bit-identical to the fault-free run

@@ -71,8 +71,9 @@ import (
 // push they have applied without applying it again; a pushpull then
 // returns the values as they are. So no update is applied twice, and none
 // acknowledged is lost. At most DedupClients windows are held, the least
-// recently used evicted first (dedup.go says why that is safe and what
-// a client whose window was evicted sees).
+// recently used evicted first, and with DedupIdle a window unused that
+// long is forgotten (dedup.go says why each is safe, and what a client
+// whose window was evicted sees).
 
 // DurableConfig configures a server's durable state.
 type DurableConfig struct {
@@ -91,15 +92,21 @@ type DurableConfig struct {
 	// LogSync fsyncs each log record.
 	LogSync bool
 	// DedupClients bounds the request-id windows a server holds, one per
-	// client (see dedup.go); zero means DefaultDedupClients. It applies
-	// with or without Dir.
+	// client, the least recently used evicted first (see dedup.go); zero
+	// means DefaultDedupClients. It applies with or without Dir.
 	DedupClients int
+	// DedupIdle, when positive, forgets a client's window unused for this
+	// long: a client whose process ended sends nothing more. Safe when it
+	// exceeds every client's ClientConfig.Retry + RequestTimeout (with a
+	// margin for requests delayed in transit; dedup.go says why); a
+	// Cluster sets 2·(Retry + 30 s). Zero: windows go only by count.
+	DedupIdle time.Duration
 }
 
 // Validate checks the configuration.
 func (c *DurableConfig) Validate() error {
-	if c.CheckpointEvery < 0 || c.CheckpointPeriod < 0 || c.DedupClients < 0 {
-		return errors.New("ps: negative DurableConfig.CheckpointEvery, CheckpointPeriod or DedupClients")
+	if c.CheckpointEvery < 0 || c.CheckpointPeriod < 0 || c.DedupClients < 0 || c.DedupIdle < 0 {
+		return errors.New("ps: negative DurableConfig.CheckpointEvery, CheckpointPeriod, DedupClients or DedupIdle")
 	}
 	if (c.Log || c.CheckpointEvery > 0 || c.CheckpointPeriod > 0) && c.Dir == "" {
 		return errors.New("ps: DurableConfig needs a Dir")
@@ -169,7 +176,7 @@ func (s *Server) logPath(gen uint64) string {
 // openDurable restores the server's state from its directory and opens
 // the log. It runs in NewServer, before the server serves anything.
 func (s *Server) openDurable(cfg DurableConfig) error {
-	s.dur = &durable{cfg: cfg, flushed: -1, windows: newDedupWindows(cfg.DedupClients), lastCk: time.Now()}
+	s.dur = &durable{cfg: cfg, flushed: -1, windows: newDedupWindows(cfg.DedupClients, cfg.DedupIdle), lastCk: time.Now()}
 	if cfg.Dir == "" {
 		return nil
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // pushN encodes a push of n values g to key 1 with request id (client,
@@ -678,5 +679,43 @@ func TestServer_DedupEvictsLeastRecentlyUsed(t *testing.T) {
 	bad.Durable.DedupClients = -1
 	if _, err := NewServer("t", bad); err == nil {
 		t.Fatal("a negative DedupClients was accepted")
+	}
+}
+
+// TestServer_DedupIdleForgetsEndedClients: with DedupIdle a window unused
+// for longer (a client whose process ended) is forgotten when a new
+// client comes, while a window used within DedupIdle still recognises
+// its client's resend. A Cluster with Retry sets DedupIdle.
+func TestServer_DedupIdleForgetsEndedClients(t *testing.T) {
+	s, err := NewServer("s", ServerConfig{Store: StoreConfig{Optimizer: SGD{LR: 1}}, Durable: DurableConfig{DedupIdle: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1000, 0)
+	s.dur.windows.now = func() time.Time { return now }
+	if err := call(s, initN(0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	push := func(client uint64) {
+		t.Helper()
+		if err := call(s, pushN(client, 1, -1, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	push(1) // ends here
+	now = now.Add(30 * time.Second)
+	push(2)
+	now = now.Add(31*time.Second + time.Nanosecond) // client 1 idle 61 s, client 2 31 s
+	push(3)
+	if n := s.dur.windows.len(); n != 2 {
+		t.Fatalf("%d windows, want 2 (client 1's forgotten)", n)
+	}
+	push(2) // a resend within DedupIdle
+	if v := value0(t, s); v != 3 {
+		t.Fatalf("value %v, want 3 (client 2's resend recognised)", v)
+	}
+	cc := ClusterConfig{Retry: 5 * time.Second}
+	if got := cc.serverConfig().Durable.DedupIdle; got != 70*time.Second {
+		t.Fatalf("a Cluster with Retry 5 s gives its servers DedupIdle %v, want 70 s", got)
 	}
 }
