@@ -719,3 +719,32 @@ func TestServer_DedupIdleForgetsEndedClients(t *testing.T) {
 		t.Fatalf("a Cluster with Retry 5 s gives its servers DedupIdle %v, want 70 s", got)
 	}
 }
+
+// TestReplay_RefusedRecordSkipped: a server killed between writing the
+// record of an update the store then refused and cutting it off leaves
+// an intact record that the store refuses again at the restart: it is
+// skipped (it changed nothing) and the start succeeds, with the records
+// after it replayed.
+func TestReplay_RefusedRecordSkipped(t *testing.T) {
+	cfg, path := loggedServer(t)
+	pa := plainPush
+	pa.rid = reqID{5, 9}
+	unknown := (&Client{}).encode(nil, opPush, []piece{{key: 2, n: 1}}, 1, []float32{1}, pa) // key 2: never initialised
+	b, _ := os.ReadFile(path)
+	b = append(b, framedLog(frames(unknown))[logHeaderLen:]...)
+	os.WriteFile(path, b, 0o644)
+	s, err := NewServer("s", cfg)
+	if err != nil {
+		t.Fatalf("start with a refused record in the log: %v", err)
+	}
+	if v := value0(t, s); v != 7 {
+		t.Fatalf("value %v, want 7", v)
+	}
+	if err := call(s, pushN(5, 4, 1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if v, err := restartValue(t, cfg); err != nil || v != 6 {
+		t.Fatalf("second restart: value %v, err %v; want 6", v, err)
+	}
+}
