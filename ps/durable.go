@@ -27,12 +27,17 @@ import (
 // The request log's format, version 2 (little-endian; version 1, written
 // before, had no file header and no checksum over the length):
 //
-//	file header: magic "FLCNPSLG" | version u32 = 2
-//	each record: length n u32 | CRC-32C of the 4 length bytes u32 |
-//	             CRC-32C of the body u32 | body: the request, n bytes
+//	file header: magic "FLCNPSLG" | version u32 = 2 | salt u32
+//	each record: length n u32 | CRC-32C(salt ‖ the 4 length bytes) u32 |
+//	             CRC-32C(salt ‖ body) u32 | body: the request, n bytes
 //
 // with 1 ≤ n ≤ maxLogRecord. The length has its own checksum, so a damaged
-// length is recognised as damage before it is used to find the body.
+// length is recognised as damage before it is used to find the body. The
+// salt is drawn at random when the file is created and never leaves the
+// server: a torn write is told from damage by looking for a complete
+// record after it (below), and a push's values are arbitrary bytes, so
+// without the salt a client could write inside its values a record that
+// passes its checks, and a crash tearing that push would refuse the start.
 //
 // Write-ahead. An update is served under the server's write lock in this
 // order: a resent push already applied is answered and nothing else; the
@@ -135,6 +140,7 @@ type durable struct {
 	log       logFile // nil: no log (or closed)
 	logSize   int64   // the end of the log's last complete record: where the next goes
 	logErr    error   // non-nil: updates are refused, for this reason (wraps ErrLogFailed)
+	logSeed   uint32  // the CRC state of the log's salt (logSeed)
 	rec       []byte  // the record being written, reused
 	flushed   int
 	flushes   int
@@ -156,7 +162,7 @@ type logFile interface {
 const (
 	logMagic     = "FLCNPSLG"
 	logVersion   = 2  // the version this build writes and reads
-	logHeaderLen = 12 // magic, version
+	logHeaderLen = 16 // magic, version, salt
 	recHeaderLen = 12 // length, its CRC, the body's CRC
 	// maxLogRecord bounds one log record: a request is at most a frame,
 	// whose length field is a u32. Replay allocates a record only once
@@ -167,8 +173,27 @@ const (
 	maxKeptRecord = 1 << 20
 )
 
-func logHeader() []byte {
-	return binary.LittleEndian.AppendUint32([]byte(logMagic), logVersion)
+// logHeader is the file header of a log with salt.
+func logHeader(salt uint32) []byte {
+	b := binary.LittleEndian.AppendUint32([]byte(logMagic), logVersion)
+	return binary.LittleEndian.AppendUint32(b, salt)
+}
+
+// logSeed is the CRC-32C state after a log's salt, which every checksum
+// of its records starts from.
+func logSeed(salt uint32) uint32 {
+	return crc32.Checksum(binary.LittleEndian.AppendUint32(nil, salt), castagnoli)
+}
+
+// appendLogRecord appends to dst the record of a request (req followed
+// by tail) for a log whose salt gives seed.
+func appendLogRecord(dst []byte, seed uint32, req, tail []byte) []byte {
+	n := len(req) + len(tail)
+	at := len(dst)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(n))
+	dst = binary.LittleEndian.AppendUint32(dst, crc32.Update(seed, castagnoli, dst[at:at+4]))
+	dst = binary.LittleEndian.AppendUint32(dst, crc32.Update(crc32.Update(seed, castagnoli, req), castagnoli, tail))
+	return append(append(dst, req...), tail...)
 }
 
 func (s *Server) logPath(gen uint64) string {
@@ -199,7 +224,7 @@ func (s *Server) openDurable(cfg DurableConfig) error {
 		return nil
 	}
 	path := s.logPath(s.dur.gen)
-	end, err := s.replay(path)
+	end, seed, err := s.replay(path)
 	if err != nil {
 		return fmt.Errorf("ps: %s: %w", s.name, err)
 	}
@@ -210,7 +235,7 @@ func (s *Server) openDurable(cfg DurableConfig) error {
 	if err != nil {
 		return err
 	}
-	s.dur.log, s.dur.logSize = f, end
+	s.dur.log, s.dur.logSize, s.dur.logSeed = f, end, seed
 	return nil
 }
 
@@ -220,9 +245,10 @@ func (s *Server) openDurable(cfg DurableConfig) error {
 func (s *Server) startLog(gen uint64) error {
 	s.dur.log = nil
 	path := s.logPath(gen)
+	salt := uint32(newIncarnation()) // random
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
 	if err == nil {
-		_, err = f.Write(logHeader())
+		_, err = f.Write(logHeader(salt))
 		if err == nil && s.dur.cfg.LogSync {
 			err = f.Sync()
 		}
@@ -234,7 +260,7 @@ func (s *Server) startLog(gen uint64) error {
 		s.dur.logErr = fmt.Errorf("%w: %s: request log %s could not be started (%v); updates are refused until the server restarts", ErrLogFailed, s.name, path, err)
 		return s.dur.logErr
 	}
-	s.dur.log, s.dur.logSize, s.dur.logErr = f, logHeaderLen, nil
+	s.dur.log, s.dur.logSize, s.dur.logErr, s.dur.logSeed = f, logHeaderLen, nil, logSeed(salt)
 	return nil
 }
 
@@ -257,12 +283,7 @@ func (s *Server) logAhead(req, tail []byte) (mark int64, err error) {
 	if int64(n) > maxLogRecord {
 		return -1, fmt.Errorf("%w: request of %d bytes", ErrMalformed, n)
 	}
-	var hdr [recHeaderLen]byte
-	rec := append(s.dur.rec[:0], hdr[:]...)
-	rec = append(append(rec, req...), tail...)
-	binary.LittleEndian.PutUint32(rec, uint32(n))
-	binary.LittleEndian.PutUint32(rec[4:], crc32.Checksum(rec[:4], castagnoli))
-	binary.LittleEndian.PutUint32(rec[8:], crc32.Checksum(rec[recHeaderLen:], castagnoli))
+	rec := appendLogRecord(s.dur.rec[:0], s.dur.logSeed, req, tail)
 	if cap(rec) <= maxKeptRecord {
 		s.dur.rec = rec
 	} else {
@@ -333,54 +354,53 @@ func (s *Server) checkpointSoft() {
 }
 
 // readLogHeader checks the file header of the log at path (size bytes,
-// the first of them in h): it returns false when the log holds no
-// complete header (new, or torn while it was written), and an error
-// naming both versions for a log of another format.
-func readLogHeader(path string, h []byte, size int64) (bool, error) {
-	want := logHeader()
+// the first of them in h) and returns the checksums' seed: ok is false
+// when the log holds no complete header (new, or torn while its header
+// was written), and a log of another format is refused naming both
+// versions.
+func readLogHeader(path string, h []byte, size int64) (seed uint32, ok bool, err error) {
+	format1 := fmt.Errorf("%w: request log %s has no format header: it is in format 1, written by an earlier build; this build reads format %d (replay it with the build that wrote it and take a checkpoint, which starts a new log)", ErrCorruptCheckpoint, path, logVersion)
+	m := min(len(h), len(logMagic))
+	if string(h[:m]) != logMagic[:m] {
+		return 0, false, format1
+	}
+	if len(h) >= len(logMagic)+4 {
+		if v := binary.LittleEndian.Uint32(h[len(logMagic):]); v != logVersion {
+			return 0, false, fmt.Errorf("%w: request log %s is in format %d; this build reads format %d", ErrCorruptCheckpoint, path, v, logVersion)
+		}
+	}
 	if size < logHeaderLen {
-		if string(h) == string(want[:len(h)]) {
-			return false, nil
-		}
-		if len(h) >= 4 && string(h[:4]) != logMagic[:4] {
-			return false, fmt.Errorf("%w: request log %s has no format header: it is in format 1, written by an earlier build; this build reads format %d (replay it with the build that wrote it and take a checkpoint, which starts a new log)", ErrCorruptCheckpoint, path, logVersion)
-		}
-		return false, fmt.Errorf("%w: request log %s: %d bytes, not a log header", ErrCorruptCheckpoint, path, size)
+		return 0, false, nil
 	}
-	if string(h[:len(logMagic)]) != logMagic {
-		return false, fmt.Errorf("%w: request log %s has no format header: it is in format 1, written by an earlier build; this build reads format %d (replay it with the build that wrote it and take a checkpoint, which starts a new log)", ErrCorruptCheckpoint, path, logVersion)
-	}
-	if v := binary.LittleEndian.Uint32(h[len(logMagic):]); v != logVersion {
-		return false, fmt.Errorf("%w: request log %s is in format %d; this build reads format %d", ErrCorruptCheckpoint, path, v, logVersion)
-	}
-	return true, nil
+	return logSeed(binary.LittleEndian.Uint32(h[len(logMagic)+4:])), true, nil
 }
 
 // replay applies the records of the log at path, one at a time, and
 // returns the end of its last complete record (0 when it holds none, not
-// even its header). A torn tail is cut off; damage before a complete
-// record refuses the start (see above).
-func (s *Server) replay(path string) (int64, error) {
+// even its header) and its checksums' seed. A torn tail is cut off;
+// damage before a complete record refuses the start (see above).
+func (s *Server) replay(path string) (end int64, seed uint32, err error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
+		return 0, 0, nil
 	}
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	lr := logReader{r: f, size: fi.Size()}
-	h := make([]byte, min(lr.size, logHeaderLen))
+	h := make([]byte, min(fi.Size(), logHeaderLen))
 	if _, err := f.ReadAt(h, 0); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	if ok, err := readLogHeader(path, h, lr.size); !ok || err != nil {
-		return 0, err
+	seed, ok, err := readLogHeader(path, h, fi.Size())
+	if !ok || err != nil {
+		return 0, 0, err
 	}
+	lr := logReader{r: f, size: fi.Size(), seed: seed}
 	obs, access := s.opts.obs, s.access
 	s.opts.obs = nil    // the replayed updates were observed before
 	s.access = Access{} // and passed the role checks before
@@ -390,15 +410,15 @@ func (s *Server) replay(path string) (int64, error) {
 	for off < lr.size {
 		rec, ok, err := lr.record(off)
 		if err != nil {
-			return 0, fmt.Errorf("request log %s: %w", path, err)
+			return 0, 0, fmt.Errorf("request log %s: %w", path, err)
 		}
 		if !ok {
 			next, found, err := lr.next(off + 1)
 			if err != nil {
-				return 0, fmt.Errorf("request log %s: %w", path, err)
+				return 0, 0, fmt.Errorf("request log %s: %w", path, err)
 			}
 			if found {
-				return 0, fmt.Errorf("%w: request log %s: the record at offset %d is damaged (its length or body fails its checksum, or its length runs past the end) and a complete record follows at offset %d; the log is left as it is", ErrCorruptCheckpoint, path, off, next)
+				return 0, 0, fmt.Errorf("%w: request log %s: the record at offset %d is damaged (its length or body fails its checksum, or its length runs past the end) and a complete record follows at offset %d; the log is left as it is", ErrCorruptCheckpoint, path, off, next)
 			}
 			break // torn: the last write, never applied nor acknowledged
 		}
@@ -413,16 +433,17 @@ func (s *Server) replay(path string) (int64, error) {
 	}
 	if off < lr.size {
 		if err := os.Truncate(path, off); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
-	return off, nil
+	return off, seed, nil
 }
 
 // logReader reads the records of a log of size bytes from r.
 type logReader struct {
 	r    io.ReaderAt
 	size int64
+	seed uint32 // logSeed of the log's salt
 	buf  []byte // the last record's body
 	win  []byte // next's window
 }
@@ -439,7 +460,7 @@ func (l *logReader) record(off int64) ([]byte, bool, error) {
 		return nil, false, err
 	}
 	n := int64(binary.LittleEndian.Uint32(h[:]))
-	if crc32.Checksum(h[:4], castagnoli) != binary.LittleEndian.Uint32(h[4:]) ||
+	if crc32.Update(l.seed, castagnoli, h[:4]) != binary.LittleEndian.Uint32(h[4:]) ||
 		n == 0 || n > maxLogRecord || n > l.size-off-recHeaderLen {
 		return nil, false, nil
 	}
@@ -450,7 +471,7 @@ func (l *logReader) record(off int64) ([]byte, bool, error) {
 	if _, err := l.r.ReadAt(body, off+recHeaderLen); err != nil {
 		return nil, false, err
 	}
-	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(h[8:]) {
+	if crc32.Update(l.seed, castagnoli, body) != binary.LittleEndian.Uint32(h[8:]) {
 		return nil, false, nil
 	}
 	return body, true, nil
@@ -471,7 +492,7 @@ func (l *logReader) next(from int64) (int64, bool, error) {
 		}
 		last := len(w) - recHeaderLen
 		for i := 0; i <= last; i++ {
-			if crc32.Checksum(w[i:i+4], castagnoli) != binary.LittleEndian.Uint32(w[i+4:]) {
+			if crc32.Update(l.seed, castagnoli, w[i:i+4]) != binary.LittleEndian.Uint32(w[i+4:]) {
 				continue
 			}
 			if _, ok, err := l.record(p + int64(i)); err != nil || ok {

@@ -15,7 +15,7 @@ import (
 // each given a valid header, so that the fuzzer reaches the replay of
 // the requests past the checksums.
 func framedLog(b []byte) []byte {
-	out := logHeader()
+	out := logHeader(0)
 	for len(b) > 0 {
 		n := max(int(b[0]), 1)
 		b = b[1:]
@@ -24,10 +24,7 @@ func framedLog(b []byte) []byte {
 		if len(body) == 0 {
 			break
 		}
-		h := binary.LittleEndian.AppendUint32(nil, uint32(len(body)))
-		h = binary.LittleEndian.AppendUint32(h, crc32Of(h))
-		h = binary.LittleEndian.AppendUint32(h, crc32Of(body))
-		out = append(append(out, h...), body...)
+		out = appendLogRecord(out, logSeed(0), body, nil)
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -552,6 +553,9 @@ func TestReplay_OldFormatRefused(t *testing.T) {
 
 func crc32Of(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
 
+// fileSeed is the checksums' seed of the log b.
+func fileSeed(b []byte) uint32 { return logSeed(binary.LittleEndian.Uint32(b[len(logMagic)+4:])) }
+
 // TestReplay_TornFileHeader: a log torn while its header was written
 // (a crash right after it was created) is started again, and the updates
 // after the restart are logged and replayed.
@@ -597,8 +601,9 @@ func TestReplay_StreamsRecords(t *testing.T) {
 	s.Close()
 	path := filepath.Join(dir, "s.log.0")
 	// a torn record claiming 1 GiB, its length's checksum intact
+	b, _ := os.ReadFile(path)
 	h := binary.LittleEndian.AppendUint32(nil, 1<<30)
-	h = binary.LittleEndian.AppendUint32(h, crc32Of(h))
+	h = binary.LittleEndian.AppendUint32(h, crc32.Update(fileSeed(b), castagnoli, h))
 	f, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	f.Write(append(h, 1, 2, 3, 4, 5, 6))
 	f.Close()
@@ -731,7 +736,7 @@ func TestReplay_RefusedRecordSkipped(t *testing.T) {
 	pa.rid = reqID{5, 9}
 	unknown := (&Client{}).encode(nil, opPush, []piece{{key: 2, n: 1}}, 1, []float32{1}, pa) // key 2: never initialised
 	b, _ := os.ReadFile(path)
-	b = append(b, framedLog(frames(unknown))[logHeaderLen:]...)
+	b = appendLogRecord(b, fileSeed(b), unknown, nil)
 	os.WriteFile(path, b, 0o644)
 	s, err := NewServer("s", cfg)
 	if err != nil {
@@ -746,5 +751,57 @@ func TestReplay_RefusedRecordSkipped(t *testing.T) {
 	s.Close()
 	if v, err := restartValue(t, cfg); err != nil || v != 6 {
 		t.Fatalf("second restart: value %v, err %v; want 6", v, err)
+	}
+}
+
+// TestReplay_ForgedRecordInValuesIgnored: a push whose values hold bytes
+// forged as a complete log record (checksums from salt 0, or unsalted: a
+// client does not know the log's salt) and whose own record is torn by a
+// crash is cut as a torn tail — the forged record does not pass as a
+// complete record following it, which would refuse the start.
+func TestReplay_ForgedRecordInValuesIgnored(t *testing.T) {
+	var forged []byte
+	for seq := uint64(1); ; seq++ {
+		forged = forged[:0]
+		for _, seed := range []uint32{logSeed(0), 0} {
+			forged = appendLogRecord(forged, seed, pushN(99, seq, -1000, 1), nil)
+		}
+		for len(forged)%4 != 0 {
+			forged = append([]byte{0}, forged...)
+		}
+		finite := true
+		for i := 0; i < len(forged); i += 4 {
+			v := math.Float32frombits(binary.LittleEndian.Uint32(forged[i:]))
+			finite = finite && !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0)
+		}
+		if finite {
+			break
+		}
+	}
+	vals := make([]float32, len(forged)/4)
+	for i := range vals {
+		vals[i] = math.Float32frombits(binary.LittleEndian.Uint32(forged[4*i:]))
+	}
+	dir := t.TempDir()
+	cfg := ServerConfig{Store: StoreConfig{Optimizer: SGD{LR: 1}}, Durable: DurableConfig{Dir: dir, Log: true}}
+	s, err := NewServer("s", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := call(s, initN(0, len(vals))); err != nil {
+		t.Fatal(err)
+	}
+	pa := plainPush
+	if err := call(s, (&Client{}).encode(nil, opPush, []piece{{key: 1, n: len(vals)}}, len(vals), vals, pa)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	path := filepath.Join(dir, "s.log.0")
+	b, _ := os.ReadFile(path)
+	if err := os.WriteFile(path, b[:len(b)-1], 0o644); err != nil { // the crash tore the push's last byte
+		t.Fatal(err)
+	}
+	if v, err := restartValue(t, cfg); err != nil || v != 0 {
+		t.Fatalf("value %v, err %v; want the torn push cut (0)", v, err)
 	}
 }
