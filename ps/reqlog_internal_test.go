@@ -277,6 +277,14 @@ type fullDisk struct {
 	*os.File
 	room       int
 	noTruncate bool
+	noSync     bool // Sync fails with EIO
+}
+
+func (f *fullDisk) Sync() error {
+	if f.noSync {
+		return &os.PathError{Op: "fsync", Path: f.Name(), Err: syscall.EIO}
+	}
+	return f.File.Sync()
 }
 
 func (f *fullDisk) Write(p []byte) (int, error) {
@@ -803,5 +811,37 @@ func TestReplay_ForgedRecordInValuesIgnored(t *testing.T) {
 	}
 	if v, err := restartValue(t, cfg); err != nil || v != 0 {
 		t.Fatalf("value %v, err %v; want the torn push cut (0)", v, err)
+	}
+}
+
+// TestServer_LogSyncFailureStopsWrites: with LogSync, an fsync that fails
+// refuses its update (the value is unchanged, the record cut off) and
+// every later one, saying why — after a failed fsync the file's contents
+// are unknown; a restart restores the acknowledged updates.
+func TestServer_LogSyncFailureStopsWrites(t *testing.T) {
+	dir := t.TempDir()
+	cfg := ServerConfig{Store: StoreConfig{Optimizer: SGD{LR: 1}}, Durable: DurableConfig{Dir: dir, Log: true, LogSync: true}}
+	s, err := NewServer("s", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := call(s, initN(10, 1)); err != nil {
+		t.Fatal(err)
+	}
+	disk := &fullDisk{File: s.dur.log.(*os.File), room: 1 << 20, noSync: true}
+	s.dur.log = disk
+	for seq := uint64(1); seq <= 2; seq++ {
+		err := call(s, pushN(7, seq, 1, 1))
+		if !errors.Is(err, ErrLogFailed) || !strings.Contains(err.Error(), "fsync failed") {
+			t.Fatalf("push %d: err %v, want ErrLogFailed naming the failed fsync", seq, err)
+		}
+	}
+	if v := value0(t, s); v != 10 {
+		t.Fatalf("value %v, want 10", v)
+	}
+	s.Close()
+	if v, err := restartValue(t, cfg); err != nil || v != 10 {
+		t.Fatalf("restart: value %v, err %v; want 10", v, err)
 	}
 }
