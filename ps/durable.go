@@ -51,7 +51,8 @@ import (
 // resend is served as new. A log that cannot be cut back (or an fsync that
 // failed, after which the file's contents are unknown) makes the server
 // refuse every later update with ErrLogFailed naming the cause, until it
-// is restarted; a checkpoint that fails after an update does not fail the
+// is restarted or a checkpoint (which holds every applied update) starts
+// a new log; a checkpoint that fails after an update does not fail the
 // update (it is in the log) and is logged as a warning.
 //
 // NewServer restores the checkpoint and replays the log of its generation
@@ -257,7 +258,7 @@ func (s *Server) startLog(gen uint64) error {
 		}
 	}
 	if err != nil {
-		s.dur.logErr = fmt.Errorf("%w: %s: request log %s could not be started (%v); updates are refused until the server restarts", ErrLogFailed, s.name, path, err)
+		s.dur.logErr = fmt.Errorf("%w: %s: request log %s could not be started (%v); updates are refused until the server restarts or a checkpoint (Server.Checkpoint) starts a new log", ErrLogFailed, s.name, path, err)
 		return s.dur.logErr
 	}
 	s.dur.log, s.dur.logSize, s.dur.logErr, s.dur.logSeed = f, logHeaderLen, nil, logSeed(salt)
@@ -303,7 +304,7 @@ func (s *Server) logAhead(req, tail []byte) (mark int64, err error) {
 			// After a failed fsync the file's pages may or may not reach
 			// the disk: stop taking updates rather than guess.
 			s.cutLog(mark, false)
-			s.dur.logErr = fmt.Errorf("%w: %s: request log %s: fsync failed (%v); updates are refused until the server restarts", ErrLogFailed, s.name, s.logPath(s.dur.gen), err)
+			s.dur.logErr = fmt.Errorf("%w: %s: request log %s: fsync failed (%v); updates are refused until the server restarts or a checkpoint (Server.Checkpoint) starts a new log", ErrLogFailed, s.name, s.logPath(s.dur.gen), err)
 			return -1, s.dur.logErr
 		}
 	}
@@ -319,7 +320,7 @@ func (s *Server) cutLog(mark int64, sync bool) {
 		err = s.dur.log.Sync()
 	}
 	if err != nil {
-		s.dur.logErr = fmt.Errorf("%w: %s: request log %s holds a record of a refused update that could not be cut off (%v); updates are refused until the server restarts", ErrLogFailed, s.name, s.logPath(s.dur.gen), err)
+		s.dur.logErr = fmt.Errorf("%w: %s: request log %s holds a record of a refused update that could not be cut off (%v); updates are refused until the server restarts or a checkpoint (Server.Checkpoint) starts a new log", ErrLogFailed, s.name, s.logPath(s.dur.gen), err)
 		return
 	}
 	s.dur.logSize = mark
