@@ -185,6 +185,11 @@ func (c *ClusterConfig) Validate() error {
 // Client, no coordinator) has no flush to guard and checks none.
 func (c *ClusterConfig) serverConfig() ServerConfig {
 	sc := ServerConfig{Store: c.Store, Durable: c.Durable}
+	if sc.Durable.DedupIdle == 0 && c.Retry > 0 {
+		// the cluster's clients resend for Retry, each try waiting at
+		// most the default RequestTimeout of 30 s (dedup.go)
+		sc.Durable.DedupIdle = 2 * (c.Retry + 30*time.Second)
+	}
 	if c.Workers > 0 {
 		sc.Access = ClusterAccess(c.Servers, c.slots())
 	}

@@ -211,12 +211,24 @@
 // with a CRC-32C over the content, written atomically every
 // CheckpointEvery flushes, after CheckpointPeriod, and by
 // Server.Checkpoint) and, with Log, a log
-// of every update since (durable.go), and restores both at NewServer. A
-// truncated or bit-flipped checkpoint is refused with ErrCorruptCheckpoint
-// naming the file; a torn last log record (the kill came during its
-// write, so it was never acknowledged) is cut. With ClientConfig.Retry
+// of every update since (durable.go), and restores both at NewServer. The
+// log is write-ahead: an update is logged (and fsynced, with LogSync)
+// before it is applied and its request id marked, and an update answered
+// with an error — the log could not take it (a full disk: ErrLogFailed),
+// or the store refused it — has changed nothing, in memory or on disk, and
+// is not marked, so its resend is served as new. A truncated or
+// bit-flipped checkpoint is refused with ErrCorruptCheckpoint naming the
+// file. Every log record's length and body carry a CRC-32C; a record that
+// fails them is cut only when no complete record follows (a torn last
+// write, never acknowledged), and otherwise refuses the start naming its
+// offset; a log of another format version is refused naming both. The
+// replay reads one record at a time. With ClientConfig.Retry
 // workers resend requests a restarting server does not answer, and pushes
-// carry request ids, so a resent push is applied once; LeaseConfig.
+// carry request ids, so a resent push is applied once (servers keep at
+// most DurableConfig.DedupClients request-id windows, least recently used
+// evicted first, and forget one unused for DedupIdle, which a Cluster sets
+// from its Retry: dedup.go says why, and what an evicted client's late
+// resend meets); LeaseConfig.
 // ServerRestart makes the coordinator resend flushes as long. A BSP run
 // whose server is killed with kill -9 and restarted mid-clock ends with
 // parameters bit-identical to the fault-free run
@@ -248,8 +260,9 @@
 // slog.Default() otherwise) with the stack, and a panic inside the
 // coordinator's step aborts the run with an error that names it. The fuzz
 // targets FuzzServerRequest, FuzzCoordinatorRequest, FuzzWorkerMessage,
-// FuzzClientResponse and FuzzCheckpointDecode cover every decoder; they fail on a recovered panic
-// too, and CI fuzzes each under a memory limit (.ci/fuzz).
+// FuzzClientResponse, FuzzCheckpointDecode and FuzzRequestLogReplay (a
+// server's request log at start) cover every decoder; they fail on a
+// recovered panic too, and CI fuzzes each under a memory limit (.ci/fuzz).
 //
 // # Role checks
 //

@@ -21,18 +21,55 @@ import (
 //     <Dir>/<name>.ckpt;
 //   - with Log, a request log <Dir>/<name>.log.<generation>: every
 //     update applied since that checkpoint (init, push, flush), appended
-//     as one record (length u32, CRC-32C u32, the request's bytes) before
-//     the update is acknowledged. A checkpoint starts a new generation and
-//     removes the old log.
+//     as one record before the update is applied (write-ahead, below). A
+//     checkpoint starts a new generation and removes the old log.
 //
-// NewServer restores the checkpoint and replays the log of its
-// generation, so the restarted store is bit for bit the one that was
-// killed (records are replayed in the order they were applied, under the
-// same lock). A record torn by the kill (never acknowledged) ends the
-// replay; a damaged record before the end refuses the start with
-// ErrCorruptCheckpoint. The log is written to the page cache, which a
-// killed process cannot lose; LogSync adds an fsync per record against a
-// power loss, at its cost.
+// The request log's format, version 2 (little-endian; version 1, written
+// before, had no file header and no checksum over the length):
+//
+//	file header: magic "FLCNPSLG" | version u32 = 2 | salt u32
+//	each record: length n u32 | CRC-32C(salt ‖ the 4 length bytes) u32 |
+//	             CRC-32C(salt ‖ body) u32 | body: the request, n bytes
+//
+// with 1 ≤ n ≤ maxLogRecord. The length has its own checksum, so a damaged
+// length is recognised as damage before it is used to find the body. The
+// salt is drawn at random when the file is created and never leaves the
+// server: a torn write is told from damage by looking for a complete
+// record after it (below), and a push's values are arbitrary bytes, so
+// without the salt a client could write inside its values a record that
+// passes its checks, and a crash tearing that push would refuse the start.
+//
+// Write-ahead. An update is served under the server's write lock in this
+// order: a resent push already applied is answered and nothing else; the
+// request is appended to the log (and fsynced, with LogSync); it is
+// applied; its request id is marked in its client's window. A request the
+// log cannot take (a full disk: ENOSPC) is refused with ErrLogFailed
+// before it is applied, and the log is cut back to its last complete
+// record; a request the store refuses (an unknown key, a non-finite
+// result) has its record cut off again. So a request answered with an
+// error has changed nothing, in memory or on disk, and is not marked: its
+// resend is served as new. A log that cannot be cut back (or an fsync that
+// failed, after which the file's contents are unknown) makes the server
+// refuse every later update with ErrLogFailed naming the cause, until it
+// is restarted or a checkpoint (which holds every applied update) starts
+// a new log; a checkpoint that fails after an update does not fail the
+// update (it is in the log) and is logged as a warning.
+//
+// NewServer restores the checkpoint and replays the log of its generation
+// record by record (one record in memory at a time), so the restarted
+// store is bit for bit the one that was killed (records are replayed in
+// the order they were applied). A record that fails its checks (a length
+// or body checksum, a length past the end of the file) is a torn write
+// only if no complete record follows it: then it was the last write, made
+// before the update it carries was applied and so never acknowledged, and
+// the log is cut there. A damaged record with a complete record anywhere
+// after it refuses the start with ErrCorruptCheckpoint naming its offset,
+// and the log is left as it was. An intact record the store refuses is
+// one refused when it was served (the process was killed before its
+// record was cut off): it is skipped, as it changed nothing. A log of another format version is
+// refused naming both versions. The log is written to the page cache,
+// which a killed process cannot lose; LogSync adds an fsync per record
+// against a power loss, at its cost.
 //
 // Request ids make retries safe: a client with ClientConfig.Retry set
 // stamps every push with (its random id, a sequence number) and resends a
@@ -41,7 +78,10 @@ import (
 // and a bitmap of the 64 below it (in the checkpoint too), and answer a
 // push they have applied without applying it again; a pushpull then
 // returns the values as they are. So no update is applied twice, and none
-// acknowledged is lost.
+// acknowledged is lost. At most DedupClients windows are held, the least
+// recently used evicted first, and with DedupIdle a window unused that
+// long is forgotten (dedup.go says why each is safe, and what a client
+// whose window was evicted sees).
 
 // DurableConfig configures a server's durable state.
 type DurableConfig struct {
@@ -59,12 +99,22 @@ type DurableConfig struct {
 	Log bool
 	// LogSync fsyncs each log record.
 	LogSync bool
+	// DedupClients bounds the request-id windows a server holds, one per
+	// client, the least recently used evicted first (see dedup.go); zero
+	// means DefaultDedupClients. It applies with or without Dir.
+	DedupClients int
+	// DedupIdle, when positive, forgets a client's window unused for this
+	// long: a client whose process ended sends nothing more. Safe when it
+	// exceeds every client's ClientConfig.Retry + RequestTimeout (with a
+	// margin for requests delayed in transit; dedup.go says why); a
+	// Cluster sets 2·(Retry + 30 s). Zero: windows go only by count.
+	DedupIdle time.Duration
 }
 
 // Validate checks the configuration.
 func (c *DurableConfig) Validate() error {
-	if c.CheckpointEvery < 0 || c.CheckpointPeriod < 0 {
-		return errors.New("ps: negative DurableConfig.CheckpointEvery or CheckpointPeriod")
+	if c.CheckpointEvery < 0 || c.CheckpointPeriod < 0 || c.DedupClients < 0 || c.DedupIdle < 0 {
+		return errors.New("ps: negative DurableConfig.CheckpointEvery, CheckpointPeriod, DedupClients or DedupIdle")
 	}
 	if (c.Log || c.CheckpointEvery > 0 || c.CheckpointPeriod > 0) && c.Dir == "" {
 		return errors.New("ps: DurableConfig needs a Dir")
@@ -88,12 +138,63 @@ type durable struct {
 	cfg       DurableConfig
 	ckPath    string
 	gen       uint64
-	log       *os.File
+	log       logFile // nil: no log (or closed)
+	logSize   int64   // the end of the log's last complete record: where the next goes
+	logErr    error   // non-nil: updates are refused, for this reason (wraps ErrLogFailed)
+	logSeed   uint32  // the CRC state of the log's salt (logSeed)
+	rec       []byte  // the record being written, reused
 	flushed   int
 	flushes   int
 	replaying bool
-	windows   map[uint64]*ClientWindow
+	windows   *dedupWindows
 	lastCk    time.Time // when the last checkpoint was written (or the server started)
+}
+
+// logFile is the request log's file: an *os.File, or in tests one whose
+// writes fail as a full disk's do.
+type logFile interface {
+	io.Writer
+	Sync() error
+	Truncate(size int64) error
+	Close() error
+}
+
+// The request log's format (see above).
+const (
+	logMagic     = "FLCNPSLG"
+	logVersion   = 2  // the version this build writes and reads
+	logHeaderLen = 16 // magic, version, salt
+	recHeaderLen = 12 // length, its CRC, the body's CRC
+	// maxLogRecord bounds one log record: a request is at most a frame,
+	// whose length field is a u32. Replay allocates a record only once
+	// its length has passed its checksum and fits in what is left of the
+	// file, so no input makes it allocate more than the file holds.
+	maxLogRecord = 1<<32 - 1
+	// maxKeptRecord is the largest record buffer kept for the next update.
+	maxKeptRecord = 1 << 20
+)
+
+// logHeader is the file header of a log with salt.
+func logHeader(salt uint32) []byte {
+	b := binary.LittleEndian.AppendUint32([]byte(logMagic), logVersion)
+	return binary.LittleEndian.AppendUint32(b, salt)
+}
+
+// logSeed is the CRC-32C state after a log's salt, which every checksum
+// of its records starts from.
+func logSeed(salt uint32) uint32 {
+	return crc32.Checksum(binary.LittleEndian.AppendUint32(nil, salt), castagnoli)
+}
+
+// appendLogRecord appends to dst the record of a request (req followed
+// by tail) for a log whose salt gives seed.
+func appendLogRecord(dst []byte, seed uint32, req, tail []byte) []byte {
+	n := len(req) + len(tail)
+	at := len(dst)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(n))
+	dst = binary.LittleEndian.AppendUint32(dst, crc32.Update(seed, castagnoli, dst[at:at+4]))
+	dst = binary.LittleEndian.AppendUint32(dst, crc32.Update(crc32.Update(seed, castagnoli, req), castagnoli, tail))
+	return append(append(dst, req...), tail...)
 }
 
 func (s *Server) logPath(gen uint64) string {
@@ -103,7 +204,7 @@ func (s *Server) logPath(gen uint64) string {
 // openDurable restores the server's state from its directory and opens
 // the log. It runs in NewServer, before the server serves anything.
 func (s *Server) openDurable(cfg DurableConfig) error {
-	s.dur = &durable{cfg: cfg, flushed: -1, windows: map[uint64]*ClientWindow{}, lastCk: time.Now()}
+	s.dur = &durable{cfg: cfg, flushed: -1, windows: newDedupWindows(cfg.DedupClients, cfg.DedupIdle), lastCk: time.Now()}
 	if cfg.Dir == "" {
 		return nil
 	}
@@ -118,80 +219,299 @@ func (s *Server) openDurable(cfg DurableConfig) error {
 			return fmt.Errorf("ps: %s: restore %s: %w", s.name, s.dur.ckPath, err)
 		}
 		s.dur.gen, s.dur.flushed = ck.LogGen, ck.Flushed
-		for _, w := range ck.Clients {
-			s.dur.windows[w.Client] = &ClientWindow{Client: w.Client, Max: w.Max, Window: w.Window}
-		}
+		s.dur.windows.restore(ck.Clients)
 	}
 	if !cfg.Log {
 		return nil
 	}
-	if err := s.replay(s.logPath(s.dur.gen)); err != nil {
+	path := s.logPath(s.dur.gen)
+	end, seed, err := s.replay(path)
+	if err != nil {
 		return fmt.Errorf("ps: %s: %w", s.name, err)
 	}
-	f, err := os.OpenFile(s.logPath(s.dur.gen), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if end == 0 { // no log, or one torn while its header was written
+		return s.startLog(s.dur.gen)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
-	s.dur.log = f
+	s.dur.log, s.dur.logSize, s.dur.logSeed = f, end, seed
 	return nil
 }
 
-// maxLogRecord bounds one log record (a request is at most a frame).
-const maxLogRecord = 1 << 30
-
-// replay applies the records of the log at path; a torn last record is
-// cut off.
-func (s *Server) replay(path string) error {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
+// startLog creates the log of generation gen, empty but for its header,
+// and makes it the server's log. If it cannot, the server has no log and
+// refuses updates with ErrLogFailed saying why, until it restarts.
+func (s *Server) startLog(gen uint64) error {
+	s.dur.log = nil
+	path := s.logPath(gen)
+	salt := uint32(newIncarnation()) // random
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
+	if err == nil {
+		_, err = f.Write(logHeader(salt))
+		if err == nil && s.dur.cfg.LogSync {
+			err = f.Sync()
+		}
+		if err != nil {
+			f.Close()
+		}
 	}
 	if err != nil {
+		s.dur.logErr = fmt.Errorf("%w: %s: request log %s could not be started (%v); updates are refused until the server restarts or a checkpoint (Server.Checkpoint) starts a new log", ErrLogFailed, s.name, path, err)
+		return s.dur.logErr
+	}
+	s.dur.log, s.dur.logSize, s.dur.logErr, s.dur.logSeed = f, logHeaderLen, nil, logSeed(salt)
+	return nil
+}
+
+// logAhead appends the record of an update (req followed by tail) to the
+// log, synced with LogSync, before the update is applied; it returns
+// where the record starts, for settle. Nothing is written while replaying
+// or without a log (mark −1). A failed write is cut back off the log and
+// refuses the update with ErrLogFailed. Under the write lock.
+func (s *Server) logAhead(req, tail []byte) (mark int64, err error) {
+	if s.dur.replaying || !s.dur.cfg.Log {
+		return -1, nil
+	}
+	if s.dur.logErr != nil {
+		return -1, s.dur.logErr
+	}
+	if s.dur.log == nil {
+		return -1, fmt.Errorf("%w: %s: the server was closed", ErrClosed, s.name)
+	}
+	n := len(req) + len(tail)
+	if int64(n) > maxLogRecord {
+		return -1, fmt.Errorf("%w: request of %d bytes", ErrMalformed, n)
+	}
+	rec := appendLogRecord(s.dur.rec[:0], s.dur.logSeed, req, tail)
+	if cap(rec) <= maxKeptRecord {
+		s.dur.rec = rec
+	} else {
+		s.dur.rec = nil
+	}
+	mark = s.dur.logSize
+	if _, err := s.dur.log.Write(rec); err != nil {
+		s.cutLog(mark, false)
+		if s.dur.logErr != nil {
+			return -1, s.dur.logErr
+		}
+		return -1, fmt.Errorf("%w: %s: request log %s: %v; the update was refused and changed nothing", ErrLogFailed, s.name, s.logPath(s.dur.gen), err)
+	}
+	s.dur.logSize += int64(len(rec))
+	if s.dur.cfg.LogSync {
+		if err := s.dur.log.Sync(); err != nil {
+			// After a failed fsync the file's pages may or may not reach
+			// the disk: stop taking updates rather than guess.
+			s.cutLog(mark, false)
+			s.dur.logErr = fmt.Errorf("%w: %s: request log %s: fsync failed (%v); updates are refused until the server restarts or a checkpoint (Server.Checkpoint) starts a new log", ErrLogFailed, s.name, s.logPath(s.dur.gen), err)
+			return -1, s.dur.logErr
+		}
+	}
+	return mark, nil
+}
+
+// cutLog cuts the log back to mark, the end of its last complete record
+// (synced with LogSync when sync). If it cannot, the server refuses every
+// later update, saying why. Under the write lock.
+func (s *Server) cutLog(mark int64, sync bool) {
+	err := s.dur.log.Truncate(mark)
+	if err == nil && sync && s.dur.cfg.LogSync {
+		err = s.dur.log.Sync()
+	}
+	if err != nil {
+		s.dur.logErr = fmt.Errorf("%w: %s: request log %s holds a record of a refused update that could not be cut off (%v); updates are refused until the server restarts or a checkpoint (Server.Checkpoint) starts a new log", ErrLogFailed, s.name, s.logPath(s.dur.gen), err)
+		return
+	}
+	s.dur.logSize = mark
+}
+
+// settle ends an update whose record logAhead wrote at mark and whose
+// application returned err: a refused update has its record cut off the
+// log again (it changed nothing), an applied one has its request id
+// marked and may take the periodic checkpoint. It returns err. Under the
+// write lock.
+func (s *Server) settle(mark int64, rid reqID, err error) error {
+	if err != nil {
+		if mark >= 0 {
+			s.cutLog(mark, true)
+		}
 		return err
 	}
+	s.mark(rid)
+	if p := s.dur.cfg.CheckpointPeriod; p > 0 && !s.dur.replaying && time.Since(s.dur.lastCk) >= p {
+		s.checkpointSoft()
+	}
+	return nil
+}
+
+// checkpointSoft takes a checkpoint after an update that is applied (and
+// logged, with Log): a failure does not undo or refuse the update; it is
+// logged, and the next due checkpoint tries again. Under the write lock.
+func (s *Server) checkpointSoft() {
+	if err := s.checkpointLocked(); err != nil {
+		s.opts.log.Warn("ps: checkpoint failed; the updates since the last one stay in the request log", "server", s.name, "err", err)
+	}
+}
+
+// readLogHeader checks the file header of the log at path (size bytes,
+// the first of them in h) and returns the checksums' seed: ok is false
+// when the log holds no complete header (new, or torn while its header
+// was written), and a log of another format is refused naming both
+// versions.
+func readLogHeader(path string, h []byte, size int64) (seed uint32, ok bool, err error) {
+	format1 := fmt.Errorf("%w: request log %s has no format header: it is in format 1, written by an earlier build; this build reads format %d (replay it with the build that wrote it and take a checkpoint, which starts a new log)", ErrCorruptCheckpoint, path, logVersion)
+	m := min(len(h), len(logMagic))
+	if string(h[:m]) != logMagic[:m] {
+		return 0, false, format1
+	}
+	if len(h) >= len(logMagic)+4 {
+		if v := binary.LittleEndian.Uint32(h[len(logMagic):]); v != logVersion {
+			return 0, false, fmt.Errorf("%w: request log %s is in format %d; this build reads format %d", ErrCorruptCheckpoint, path, v, logVersion)
+		}
+	}
+	if size < logHeaderLen {
+		return 0, false, nil
+	}
+	return logSeed(binary.LittleEndian.Uint32(h[len(logMagic)+4:])), true, nil
+}
+
+// replay applies the records of the log at path, one at a time, and
+// returns the end of its last complete record (0 when it holds none, not
+// even its header) and its checksums' seed. A torn tail is cut off;
+// damage before a complete record refuses the start (see above).
+func (s *Server) replay(path string) (end int64, seed uint32, err error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, 0, err
+	}
+	h := make([]byte, min(fi.Size(), logHeaderLen))
+	if _, err := f.ReadAt(h, 0); err != nil {
+		return 0, 0, err
+	}
+	seed, ok, err := readLogHeader(path, h, fi.Size())
+	if !ok || err != nil {
+		return 0, 0, err
+	}
+	lr := logReader{r: f, size: fi.Size(), seed: seed}
 	obs, access := s.opts.obs, s.access
 	s.opts.obs = nil    // the replayed updates were observed before
 	s.access = Access{} // and passed the role checks before
 	s.dur.replaying = true
 	defer func() { s.opts.obs, s.access, s.dur.replaying = obs, access, false }()
-	off := 0
-	for off < len(b) {
-		if len(b)-off < 8 {
-			break // torn header
+	off := int64(logHeaderLen)
+	for off < lr.size {
+		rec, ok, err := lr.record(off)
+		if err != nil {
+			return 0, 0, fmt.Errorf("request log %s: %w", path, err)
 		}
-		n := int(binary.LittleEndian.Uint32(b[off:]))
-		sum := binary.LittleEndian.Uint32(b[off+4:])
-		if n > maxLogRecord {
-			return fmt.Errorf("%w: %s: record of %d bytes at offset %d", ErrCorruptCheckpoint, path, n, off)
-		}
-		if len(b)-off-8 < n {
-			break // torn body
-		}
-		rec := b[off+8 : off+8+n]
-		if crc32.Checksum(rec, castagnoli) != sum {
-			if off+8+n == len(b) {
-				break // torn in place: the last record
+		if !ok {
+			next, found, err := lr.next(off + 1)
+			if err != nil {
+				return 0, 0, fmt.Errorf("request log %s: %w", path, err)
 			}
-			return fmt.Errorf("%w: %s: record at offset %d fails its checksum", ErrCorruptCheckpoint, path, off)
+			if found {
+				return 0, 0, fmt.Errorf("%w: request log %s: the record at offset %d is damaged (its length or body fails its checksum, or its length runs past the end) and a complete record follows at offset %d; the log is left as it is", ErrCorruptCheckpoint, path, off, next)
+			}
+			break // torn: the last write, never applied nor acknowledged
 		}
 		if _, err := s.serve("", rec, nil, nil); err != nil {
-			return fmt.Errorf("%w: %s: record at offset %d: %v", ErrCorruptCheckpoint, path, off, err)
+			// An intact record the store refuses was refused when it was
+			// served too (the store is the one it met then): a kill came
+			// between its write and its cut (settle). It changed nothing
+			// then and changes nothing now.
+			s.opts.log.Warn("ps: request log: a record refused when it was served is skipped", "server", s.name, "log", path, "offset", off, "err", err)
 		}
-		off += 8 + n
+		off += recHeaderLen + int64(len(rec))
 	}
-	if off < len(b) {
-		return os.Truncate(path, int64(off))
+	if off < lr.size {
+		if err := os.Truncate(path, off); err != nil {
+			return 0, 0, err
+		}
 	}
-	return nil
+	return off, seed, nil
 }
 
-// duplicate reports whether the push rid was applied already. Under the
-// write lock.
+// logReader reads the records of a log of size bytes from r.
+type logReader struct {
+	r    io.ReaderAt
+	size int64
+	seed uint32 // logSeed of the log's salt
+	buf  []byte // the last record's body
+	win  []byte // next's window
+}
+
+// record reads the record at off: its body (valid until the next call)
+// and whether it is complete and intact. A length is trusted for an
+// allocation only once it passed its checksum and fits in the file.
+func (l *logReader) record(off int64) ([]byte, bool, error) {
+	if l.size-off < recHeaderLen {
+		return nil, false, nil
+	}
+	var h [recHeaderLen]byte
+	if _, err := l.r.ReadAt(h[:], off); err != nil {
+		return nil, false, err
+	}
+	n := int64(binary.LittleEndian.Uint32(h[:]))
+	if crc32.Update(l.seed, castagnoli, h[:4]) != binary.LittleEndian.Uint32(h[4:]) ||
+		n == 0 || n > maxLogRecord || n > l.size-off-recHeaderLen {
+		return nil, false, nil
+	}
+	if int64(cap(l.buf)) < n {
+		l.buf = make([]byte, n)
+	}
+	body := l.buf[:n]
+	if _, err := l.r.ReadAt(body, off+recHeaderLen); err != nil {
+		return nil, false, err
+	}
+	if crc32.Update(l.seed, castagnoli, body) != binary.LittleEndian.Uint32(h[8:]) {
+		return nil, false, nil
+	}
+	return body, true, nil
+}
+
+// next finds the first offset at or after from where a complete, intact
+// record starts. It reads the file in windows of 64 KiB, checking each
+// offset's length checksum before reading a body.
+func (l *logReader) next(from int64) (int64, bool, error) {
+	const window = 64 << 10
+	if l.win == nil {
+		l.win = make([]byte, window)
+	}
+	for p := from; l.size-p >= recHeaderLen; {
+		w := l.win[:min(int64(window), l.size-p)]
+		if _, err := l.r.ReadAt(w, p); err != nil {
+			return 0, false, err
+		}
+		last := len(w) - recHeaderLen
+		for i := 0; i <= last; i++ {
+			if crc32.Update(l.seed, castagnoli, w[i:i+4]) != binary.LittleEndian.Uint32(w[i+4:]) {
+				continue
+			}
+			if _, ok, err := l.record(p + int64(i)); err != nil || ok {
+				return p + int64(i), ok, err
+			}
+		}
+		p += int64(last + 1)
+	}
+	return 0, false, nil
+}
+
+// duplicate reports whether the push rid was applied already, and counts
+// the resend as a use of its client's window. Under the write lock.
 func (s *Server) duplicate(rid reqID) bool {
 	if rid.client == 0 {
 		return false
 	}
-	w := s.dur.windows[rid.client]
+	w := s.dur.windows.use(rid.client)
 	if w == nil {
 		return false
 	}
@@ -208,62 +528,42 @@ func (s *Server) duplicate(rid reqID) bool {
 	return w.Window&(1<<(d-1)) != 0
 }
 
-// applied records an applied update: the request id in its client's
-// window, and the request in the log. Under the write lock.
-func (s *Server) applied(rid reqID, req, tail []byte) error {
-	if rid.client != 0 {
-		w := s.dur.windows[rid.client]
-		if w == nil {
-			w = &ClientWindow{Client: rid.client}
-			s.dur.windows[rid.client] = w
+// mark records the request id of an applied push in its client's window.
+// Under the write lock.
+func (s *Server) mark(rid reqID) {
+	if rid.client == 0 {
+		return
+	}
+	w := s.dur.windows.add(rid.client)
+	switch {
+	case rid.seq > w.Max:
+		shift := rid.seq - w.Max
+		win := uint64(0)
+		if shift < 64 {
+			win = w.Window << shift
 		}
-		switch {
-		case rid.seq > w.Max:
-			shift := rid.seq - w.Max
-			win := uint64(0)
-			if shift < 64 {
-				win = w.Window << shift
-			}
-			if w.Max != 0 && shift <= 64 { // sequence numbers start at 1
-				win |= 1 << (shift - 1)
-			}
-			w.Window, w.Max = win, rid.seq
-		case rid.seq < w.Max && w.Max-rid.seq <= 64:
-			w.Window |= 1 << (w.Max - rid.seq - 1)
+		if w.Max != 0 && shift <= 64 { // sequence numbers start at 1
+			win |= 1 << (shift - 1)
 		}
+		w.Window, w.Max = win, rid.seq
+	case rid.seq < w.Max && w.Max-rid.seq <= 64:
+		w.Window |= 1 << (w.Max - rid.seq - 1)
 	}
-	if s.dur.replaying {
-		return nil
-	}
-	if p := s.dur.cfg.CheckpointPeriod; p > 0 && time.Since(s.dur.lastCk) >= p {
-		// the checkpoint holds this update: nothing to log
-		return s.checkpointLocked()
-	}
-	if s.dur.log == nil {
-		return nil
-	}
-	n := len(req) + len(tail)
-	rec := make([]byte, 8, 8+n)
-	rec = append(append(rec, req...), tail...)
-	binary.LittleEndian.PutUint32(rec, uint32(n))
-	binary.LittleEndian.PutUint32(rec[4:], crc32.Checksum(rec[8:], castagnoli))
-	if _, err := s.dur.log.Write(rec); err != nil {
-		return fmt.Errorf("ps: %s: request log: %w", s.name, err)
-	}
-	if s.dur.cfg.LogSync {
-		return s.dur.log.Sync()
-	}
-	return nil
 }
 
-// flushed applies a flush: the store's, then the bookkeeping, the log and
-// the periodic checkpoint.
+// flush applies a flush, write-ahead (see above): the log, the store's
+// flush, then the bookkeeping and the checkpoint every CheckpointEvery
+// flushes.
 func (s *Server) flush(req []byte, clock int, scale float32) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	mark, err := s.logAhead(req, nil)
+	if err != nil {
+		return 0, err
+	}
 	n := s.store.Flush(clock, scale)
 	s.dur.flushed = max(s.dur.flushed, clock)
-	if err := s.applied(reqID{}, req, nil); err != nil {
+	if err := s.settle(mark, reqID{}, nil); err != nil {
 		return n, err
 	}
 	if s.dur.replaying {
@@ -271,7 +571,7 @@ func (s *Server) flush(req []byte, clock int, scale float32) (int, error) {
 	}
 	s.dur.flushes++
 	if e := s.dur.cfg.CheckpointEvery; e > 0 && s.dur.flushes%e == 0 {
-		return n, s.checkpointLocked()
+		s.checkpointSoft()
 	}
 	return n, nil
 }
@@ -296,9 +596,7 @@ func (s *Server) Snapshot() *Checkpoint {
 func (s *Server) snapshotLocked() *Checkpoint {
 	ck := s.store.Checkpoint()
 	ck.Flushed, ck.LogGen = s.dur.flushed, s.dur.gen
-	for _, w := range s.dur.windows {
-		ck.Clients = append(ck.Clients, *w)
-	}
+	ck.Clients = s.dur.windows.appendTo(ck.Clients)
 	sortWindows(ck.Clients)
 	return ck
 }
@@ -327,12 +625,9 @@ func (s *Server) checkpointLocked() error {
 		return nil
 	}
 	s.dur.log.Close()
-	f, err := os.OpenFile(s.logPath(s.dur.gen), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		s.dur.log = nil
+	if err := s.startLog(s.dur.gen); err != nil {
 		return err
 	}
-	s.dur.log = f
 	os.Remove(s.logPath(old))
 	return nil
 }

@@ -40,6 +40,10 @@ var (
 	// ErrNonFinite: a gradient or initial value is NaN or ±Inf; the
 	// request was refused and changed nothing.
 	ErrNonFinite = errors.New("ps: non-finite value")
+	// ErrLogFailed: a durable server could not append the update to its
+	// request log (a full disk, an I/O error); the update was refused and
+	// changed nothing. The message names the log and the cause.
+	ErrLogFailed = errors.New("ps: request log not written")
 	// ErrRemote: a peer failed in a way no other sentinel describes.
 	ErrRemote = errors.New("ps: remote error")
 )
@@ -68,6 +72,7 @@ const (
 	codeJoinRefused
 	codeRejoinTooSoon
 	codeBelowMinimum
+	codeLogFailed
 )
 
 var codeErrors = [...]error{
@@ -90,6 +95,7 @@ var codeErrors = [...]error{
 	codeJoinRefused:       ErrJoinRefused,
 	codeRejoinTooSoon:     ErrRejoinTooSoon,
 	codeBelowMinimum:      ErrBelowMinimum,
+	codeLogFailed:         ErrLogFailed,
 }
 
 // codeOf maps an error to its wire code.

@@ -238,9 +238,9 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 		sc.vals = resize(sc.vals, total)
 		getF32s(sc.vals, vb)
 		s.mu.Lock()
-		err = s.store.InitValues(sc.keys, sc.lens, sc.vals)
+		mark, err := s.logAhead(req, tail) // write-ahead (durable.go)
 		if err == nil {
-			err = s.applied(reqID{}, req, tail)
+			err = s.settle(mark, reqID{}, s.store.InitValues(sc.keys, sc.lens, sc.vals))
 		}
 		s.mu.Unlock()
 		if err != nil {
@@ -279,19 +279,24 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 			resp = growLen(dst, 4*total)
 		}
 		s.mu.Lock()
-		dup := s.duplicate(rid) // applied before a retry: answer, do not apply
-		switch {
-		case dup:
-		case mode == modeApply:
-			err = s.store.applyBytes(sc.keys, sc.lens, vb, float32(scale))
-		default:
-			err = s.store.accumulateBytes(clock, sc.keys, sc.lens, vb, weight)
+		// Write-ahead (durable.go): a push applied before a retry is
+		// answered and not applied; any other is logged, then applied,
+		// then marked; one refused changed nothing and is not marked.
+		dup := s.duplicate(rid)
+		if !dup {
+			var mark int64
+			mark, err = s.logAhead(req, tail)
+			if err == nil {
+				if mode == modeApply {
+					err = s.store.applyBytes(sc.keys, sc.lens, vb, float32(scale))
+				} else {
+					err = s.store.accumulateBytes(clock, sc.keys, sc.lens, vb, weight)
+				}
+				err = s.settle(mark, rid, err)
+			}
 		}
 		if err == nil && o == opPushPull {
 			sc.idx, err = s.store.pullBytes(sc.idx, sc.keys, sc.lens, resp)
-		}
-		if err == nil && !dup {
-			err = s.applied(rid, req, tail)
 		}
 		s.mu.Unlock()
 		if err != nil {
