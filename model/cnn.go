@@ -213,6 +213,24 @@ func (m *CNN) Config() CNNConfig {
 	return c
 }
 
+// ForwardMACs returns the multiply-accumulates of one forward pass of one
+// sample: Σ over the convolutions of filters · output positions ·
+// in-channels · 25, plus Σ over the dense layers of in · out (416,520 for
+// LeNet-5). Pooling, biases, activations and the softmax are not counted.
+// The backward pass costs about twice as many (the gradients of the
+// weights and of the inputs, the first layer's input gradient excepted),
+// so a training step is about 3 · 2 · ForwardMACs floating-point
+// operations per sample.
+func (m *CNN) ForwardMACs() int {
+	c := m.cfg
+	k2 := cnnKernel * cnnKernel
+	macs := c.Conv1*m.h1*m.w1*c.Channels*k2 + c.Conv2*m.h2*m.w2*c.Conv1*k2
+	for i := 4; i < len(m.tensors); i += 2 {
+		macs += m.tensors[i].Size
+	}
+	return macs
+}
+
 // Tensors implements [Layered]: conv1.w, conv1.b, conv2.w, conv2.b, then
 // fc<l>.w and fc<l>.b for each dense layer, the output layer last.
 func (m *CNN) Tensors() []Tensor {

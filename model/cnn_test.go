@@ -156,6 +156,10 @@ func TestCNN_LeNet5Shape(t *testing.T) {
 	if m.NumParams() != 61706 || off != 61706 {
 		t.Errorf("NumParams %d, sum %d, want 61706", m.NumParams(), off)
 	}
+	// 6·28·28·25 + 16·10·10·150 + 400·120 + 120·84 + 84·10.
+	if got := m.ForwardMACs(); got != 117600+240000+48000+10080+840 {
+		t.Errorf("ForwardMACs = %d, want 416520", got)
+	}
 	if got := m.Name(); got != "cnn(1x28x28,conv6,conv16,fc120,fc84,fc10)" {
 		t.Errorf("Name %q", got)
 	}
