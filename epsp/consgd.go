@@ -12,14 +12,18 @@ type ConSGDConfig struct {
 	// 1/M with M the number of workers. The value of λ in Jiang et al. is
 	// NOT verified (baselines-params.md §3): 1/M is ours.
 	Lambda float64
-	// Staleness is the SSP gate s under which ConSGD runs (the original
-	// runs on an SSP parameter server, Angel). Negative means no gate
-	// (asynchronous). DefaultConSGDConfig uses 3, which is ours.
+	// Staleness is an optional SSP gate s: a worker more than s clocks
+	// ahead of the slowest waits. Negative means none (asynchronous), as
+	// for DynSGD; the zero value is a gate of 0. DefaultConSGDConfig uses
+	// -1. The gate is ours: Jiang et al.'s rule for one, if they had one,
+	// was not found (baselines-params.md §3); earlier versions of this
+	// package ran ConSGD under s = 3 by default while DynSGD, from the same
+	// paper, ran without, which handicapped ConSGD alone (issue 27).
 	Staleness int
 }
 
-// DefaultConSGDConfig returns λ = 1/M and s = 3 (both ours).
-func DefaultConSGDConfig() ConSGDConfig { return ConSGDConfig{Staleness: 3} }
+// DefaultConSGDConfig returns λ = 1/M (ours) and no gate (as DynSGD).
+func DefaultConSGDConfig() ConSGDConfig { return ConSGDConfig{Staleness: -1} }
 
 // Validate checks λ.
 func (c *ConSGDConfig) Validate() error {
@@ -33,8 +37,10 @@ func (c *ConSGDConfig) Validate() error {
 // Zhang, Yu, "Heterogeneity-aware Distributed Parameter Servers", SIGMOD
 // 2017: "a constant learning rate schedule for updates before adding them
 // to the global parameter". Every push is applied on arrival scaled by
-// λ, w ← w − η·λ·g (the update Δ = −η·g), under an SSP gate. Defaults
-// (ours, unverified): λ = 1/M, s = 3.
+// λ, w ← w − η·λ·g (the update Δ = −η·g), and the worker is released at
+// once (asynchronous), as DynSGD runs. Defaults: λ = 1/M (ours, the
+// paper's λ was not found) and no gate; an SSP gate s is an option
+// (ours).
 type ConSGD struct {
 	cfg ConSGDConfig
 }

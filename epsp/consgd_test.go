@@ -15,7 +15,7 @@ import (
 // them to the global parameter"); λ = 1/M is ours (unverified).
 func TestConSGD_ConstantScaleAndGate(t *testing.T) {
 	const tol = 1e-12
-	p, err := epsp.NewConSGD(epsp.DefaultConSGDConfig())
+	p, err := epsp.NewConSGD(epsp.ConSGDConfig{Staleness: 3}) // the gate option
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,5 +47,56 @@ func TestConSGD_ConstantScaleAndGate(t *testing.T) {
 	}
 	if _, err := epsp.NewConSGD(epsp.ConSGDConfig{Lambda: -1}); !errors.Is(err, epsp.ErrBadConfig) {
 		t.Fatal(err)
+	}
+}
+
+// consgdLead runs worker 0 of 3 through clocks while the others never
+// finish one, through a real Coordinator, and returns how many clocks it
+// finished before it was held (clocks if never).
+func consgdLead(t *testing.T, cfg epsp.ConSGDConfig, clocks int) int {
+	t.Helper()
+	p, err := epsp.NewConSGD(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := epsptest.NewDriver(epsp.Config{NumWorkers: 3, Batch: 4}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range clocks {
+		if _, err := d.PushOwn(0); err != nil {
+			t.Fatal(err)
+		}
+		out, err := d.Clock(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(out.Release, 0) {
+			return k
+		}
+	}
+	return clocks
+}
+
+// Issue 27 item 2: ConSGD runs as DynSGD does, from the same paper, with
+// no SSP gate by default (the gate s = 3 of earlier versions was ours; the
+// paper's own rule for a gate was not found): a worker 20 clocks ahead of
+// the others is still released at once. The gate stays an option, and
+// then holds the worker at lead s.
+func TestConSGD_DefaultHasNoGate(t *testing.T) {
+	if cfg := epsp.DefaultConSGDConfig(); cfg.Staleness >= 0 {
+		t.Errorf("DefaultConSGDConfig().Staleness = %d, want negative (no gate)", cfg.Staleness)
+	}
+	if got := consgdLead(t, epsp.DefaultConSGDConfig(), 20); got != 20 {
+		t.Errorf("default ConSGD held worker 0 after %d clocks ahead of the others, want never (20)", got)
+	}
+	for _, s := range []int{0, 1, 3} {
+		if got := consgdLead(t, epsp.ConSGDConfig{Staleness: s}, 20); got != s {
+			t.Errorf("ConSGD with gate s=%d held worker 0 after %d clocks, want %d", s, got, s)
+		}
+	}
+	p, _ := epsp.NewConSGD(epsp.DefaultConSGDConfig())
+	if p.Name() != "consgd(async)" {
+		t.Errorf("default name %q", p.Name())
 	}
 }

@@ -142,4 +142,38 @@
 // slack EPSP v2 would plan nothing and fall back on residual transfers.
 // What remains after planning (round-time noise, slowdowns that begin
 // mid-clock) is left to residual transfers.
+//
+// # Baseline parameters
+//
+// Each baseline's defaults and where each value comes from. [P] is the
+// primary text or code, [S] a third-party summary or reimplementation,
+// "ours" a choice of this package; the research note behind it is
+// baselines-params.md. Jiang et al.'s SIGMOD'17 paper (ConSGD, DynSGD) is
+// known here only by its abstract and first page: its method section,
+// which would give ConSGD's λ and whether ConSGD runs under a staleness
+// bound, was not found (searched: the research notes; the page, code and
+// documentation corpora). ConSGD therefore runs as DynSGD, from the same
+// paper, runs: with no gate.
+//
+//	Baseline  Parameter                      Default                          Source
+//	FlexRR    SSP slack s                    1                                kensiuhk/flexps reproduction [S], not the paper
+//	FlexRR    helper group                   every other worker               reproduction [S]; the ring of GroupSize > 0 is ours
+//	FlexRR    steal φ / helpee threshold     0.5 of the tail / ≤ 0.9·batch    reproduction [S]
+//	FlexRR    speed EWMA α, HelpBehind       0.5, off                         ours
+//	Sync-opt  backups b                      max(1, round(0.04·(N+b)))        Chen et al. 96+4 of 100 [S]
+//	Sync-opt  b in a study                   best of {1, 2, 3, stragglers}    ours (SyncOptBackupCandidates), chosen like the rate
+//	Sync-opt  aggregation                    first N fresh, drop stale        Chen et al. [S]; TF SyncReplicasOptimizer [P]
+//	ConSGD    scale λ                        1/M                              ours (the paper's λ not found)
+//	ConSGD    SSP gate                       none (Staleness −1)              as DynSGD; a gate s ≥ 0 is an option, ours
+//	DynSGD    scale                          1/(d+1), d = version − base      cerndb/dist-keras [P]
+//	DynSGD    window / SSP gate              1 / none                         ours (dist-keras: 5) / dist-keras [P]
+//	LB-BSP    batch b_i                      ∝ speed, Σ b_i = B               paper abstract [P], reading note [S]
+//	LB-BSP    speed predictor                EWMA α = 0.5                     ours (the paper: NARX)
+//	LB-BSP    total batch B, aggregation     initial total, Σ b_i·g_i / B     ours / reading note [S]
+//	DSSP      range [s_L, s_U]               [3, 15]                          TF reimplementation [S]
+//
+// Until issue 27, ConSGD ran under an SSP gate s = 3 of ours by default
+// while DynSGD ran without; results computed with that default handicapped
+// ConSGD alone. Learning rates are not policy parameters: the studies
+// select one per policy family.
 package epsp

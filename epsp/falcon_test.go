@@ -256,7 +256,7 @@ func polBounded(t testing.TB) []struct {
 		{slack(1), 1},
 		{slack(3), 3},
 		{must(epsp.NewFlexRR(epsp.DefaultFlexRRConfig())), 1},
-		{must(epsp.NewConSGD(epsp.DefaultConSGDConfig())), 3},
+		{must(epsp.NewConSGD(epsp.ConSGDConfig{Staleness: 3})), 3}, // the gate option; the default has none
 		{must(epsp.NewDynSGD(epsp.DynSGDConfig{Staleness: 2})), 2},
 		{must(epsp.NewLBBSP(epsp.DefaultLBBSPConfig())), 0},
 		{must(epsp.NewDSSP(epsp.DSSPConfig{Lower: 1, Upper: 3})), 3},

@@ -166,3 +166,75 @@ func TestSyncOpt_LeaveLowersQuorum(t *testing.T) {
 		t.Fatal("second leave accepted")
 	}
 }
+
+// Reference: Chen et al. (baselines-params.md §2): "as soon as the
+// parameter servers receive gradients from any N workers, they stop
+// waiting and update their parameters using the N gradients". With b
+// backups among M workers, each step aggregates the first M − b gradients
+// to arrive and drops the b slowest, whatever the order of arrival.
+func TestSyncOpt_DropsBSlowestPerStep(t *testing.T) {
+	const m, steps = 6, 4
+	for _, b := range []int{1, 2, 3, 5} {
+		so, err := epsp.NewSyncOpt(epsp.SyncOptConfig{Backup: b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := epsptest.NewDriver(epsp.Config{NumWorkers: m, Batch: 4}, so)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for step := range steps {
+			// Arrival order: a rotation, so a different worker is slowest
+			// at each step.
+			order := make([]epsp.WorkerID, m)
+			for i := range order {
+				order[i] = epsp.WorkerID((i + step) % m)
+			}
+			for i, w := range order {
+				dec, err := d.PushOwn(w)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantDrop := i >= m-b
+				if got := dec.Action == epsp.Drop; got != wantDrop {
+					t.Fatalf("b=%d step %d: push %d of the step (worker %d): %+v, want drop %v", b, step, i+1, w, dec, wantDrop)
+				}
+			}
+			// The N accepted clock first: the last one flushes the step and
+			// releases them; the backups clock after and start on the new
+			// step.
+			for _, w := range order {
+				if _, err := d.Clock(w); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if v := d.View().Version(); v != uint64(step+1) {
+				t.Fatalf("b=%d: version %d after step %d, want %d", b, v, step, step+1)
+			}
+		}
+		if st := so.Stats(); st.Steps != steps || st.Late != b*steps || st.Stale != 0 || st.Accepted != (m-b)*steps {
+			t.Errorf("b=%d: stats %+v, want %d steps, %d late, %d accepted", b, st, steps, b*steps, (m-b)*steps)
+		}
+	}
+}
+
+// Issue 27 item 2: b is chosen like the learning rate, over b ∈ {1, 2, 3,
+// number of stragglers}, each at most M − 1.
+func TestSyncOptBackupCandidates(t *testing.T) {
+	for _, tc := range []struct {
+		m, stragglers int
+		want          []int
+	}{
+		{8, 1, []int{1, 2, 3}},
+		{8, 3, []int{1, 2, 3}},
+		{8, 4, []int{1, 2, 3, 4}},
+		{36, 9, []int{1, 2, 3, 9}},
+		{3, 5, []int{1, 2}},
+		{2, 0, []int{1}},
+		{8, 0, []int{1, 2, 3}},
+	} {
+		if got := epsp.SyncOptBackupCandidates(tc.m, tc.stragglers); !slices.Equal(got, tc.want) {
+			t.Errorf("SyncOptBackupCandidates(%d, %d) = %v, want %v", tc.m, tc.stragglers, got, tc.want)
+		}
+	}
+}
