@@ -86,7 +86,7 @@ func allPolicies() []policySpec {
 		{"sync-opt", "b=max(1,round(0.04*M)) backup workers, drop stale (Chen et al. 96+4)", func(straggler.Model, int) (epsp.Policy, error) {
 			return epsp.NewSyncOpt(epsp.DefaultSyncOptConfig())
 		}, averagedSync, false},
-		{"consgd", "lambda=1/M, SSP gate s=3 (both ours, unverified)", func(straggler.Model, int) (epsp.Policy, error) {
+		{"consgd", "lambda=1/M (ours, unverified), no gate as DynSGD (epsp default since 2026-12-05; RESULTS before it ran with an SSP gate s=3 of ours)", func(straggler.Model, int) (epsp.Policy, error) {
 			return epsp.NewConSGD(epsp.DefaultConSGDConfig())
 		}, dampedAsync, false},
 		{"dynsgd", "scale 1/(d+1), window 1, no gate (dist-keras rule)", func(straggler.Model, int) (epsp.Policy, error) {
