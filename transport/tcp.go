@@ -40,15 +40,17 @@ type TCPConfig struct {
 	// Nil means plaintext.
 	TLS *tls.Config
 	// Secret, when non-empty, is a shared secret every connection must
-	// prove in both directions (an HMAC-SHA256 challenge-response, see
-	// doc.go) before any frame is accepted; without TLS, every frame is
-	// then authenticated too (a GMAC tag under a per-connection key), so
-	// bytes injected, replayed, reordered or modified on the path are
-	// refused and the connection dropped. The name a peer proved is the
-	// from a Handler sees. Use at least 32 random bytes: the secret is
-	// not stretched, a guessable one can be found offline from one
-	// recorded handshake. Nil means no authentication at all: a peer's
-	// claimed name is then taken on trust and frames are not checked.
+	// prove in both directions (an HMAC-SHA256 challenge-response, the
+	// dialer first, see doc.go) before any frame is accepted; without TLS,
+	// every frame is then authenticated too (a GMAC tag under a
+	// per-connection key), so bytes injected, replayed, reordered or
+	// modified on the path are refused and the connection dropped. The
+	// name a peer proved is the from a Handler sees. It must have at least
+	// MinSecretLen (16) bytes, or Validate fails with ErrWeakSecret; use 32
+	// random bytes. It is stretched with scrypt (kdf.go) before use, once
+	// per process: NewTCP takes about 70 ms the first time a process sees
+	// a secret. Nil means no authentication at all: a peer's claimed name
+	// is then taken on trust and frames are not checked.
 	Secret []byte
 	// PeerSecret, when non-nil, replaces Secret with one secret per peer:
 	// it returns the secret this node shares with the named peer, for the
@@ -63,15 +65,27 @@ type TCPConfig struct {
 	// DialTimeout bounds connecting to a peer, TLS and handshake included.
 	// Zero means 5 s.
 	DialTimeout time.Duration
-	// HandshakeTimeout bounds an accepted connection's TLS and handshake.
-	// Zero means 5 s.
+	// HandshakeTimeout bounds an accepted connection's TLS and handshake,
+	// counted from its accept. Zero means 3 s: a handshake is two round
+	// trips after TLS's, so 3 s leaves a loaded machine or a long path
+	// ample room, while a connection that sends nothing is gone soon.
 	HandshakeTimeout time.Duration
 	// MaxPendingHandshakes bounds the accepted connections that have not
-	// finished their handshake; while that many are pending, no further
-	// connection is accepted (they wait in the kernel's listen backlog),
-	// so idle or slow strangers hold at most this many descriptors, each
-	// for at most HandshakeTimeout. Zero means 64.
+	// finished their TLS and handshake. The accept loop never waits for
+	// one to finish: a connection accepted at the bound closes the oldest
+	// pending one, so idle strangers hold at most this many descriptors,
+	// each for at most HandshakeTimeout, and cannot keep a member's fresh
+	// connection from being accepted. Zero means 64.
 	MaxPendingHandshakes int
+	// MaxPendingHandshakesPerSource bounds the pending handshakes (see
+	// MaxPendingHandshakes) from one source: one IPv4 address, or one
+	// IPv6 /64 prefix (the block one host is usually given). A connection
+	// accepted over it is closed at once, so one host cannot take every
+	// slot, nor close the others' pending handshakes at its own pace
+	// without bound. A node dials each peer once and redials only
+	// after its connection died, so a member host rarely has more than a
+	// few handshakes pending with one acceptor. Zero means 16.
+	MaxPendingHandshakesPerSource int
 	// BodyTimeout bounds the reading of one frame body once its header
 	// has arrived: a body must be complete within BodyTimeout plus one
 	// second per MiB declared (a 1 MiB/s floor), or the connection is
@@ -108,13 +122,15 @@ func DefaultTCPConfig() TCPConfig {
 		MaxFrameSize:          DefaultMaxFrameSize,
 		Compression:           Never,
 		DialTimeout:           5 * time.Second,
-		HandshakeTimeout:      5 * time.Second,
+		HandshakeTimeout:      3 * time.Second,
 		MaxPendingHandshakes:  64,
 		BodyTimeout:           30 * time.Second,
 		ReconnectBackoff:      20 * time.Millisecond,
 		MaxReconnectBackoff:   2 * time.Second,
 		WriteTimeout:          time.Minute,
 		MaxConcurrentRequests: 1024,
+
+		MaxPendingHandshakesPerSource: 16,
 	}
 }
 
@@ -135,10 +151,14 @@ func (c *TCPConfig) Validate() error {
 		return fmt.Errorf("transport: TCPConfig.MaxReconnectBackoff %v is negative", c.MaxReconnectBackoff)
 	case c.MaxPendingHandshakes < 0:
 		return fmt.Errorf("transport: TCPConfig.MaxPendingHandshakes %d is negative", c.MaxPendingHandshakes)
+	case c.MaxPendingHandshakesPerSource < 0:
+		return fmt.Errorf("transport: TCPConfig.MaxPendingHandshakesPerSource %d is negative", c.MaxPendingHandshakesPerSource)
 	case c.MaxConcurrentRequests < 0:
 		return fmt.Errorf("transport: TCPConfig.MaxConcurrentRequests %d is negative", c.MaxConcurrentRequests)
 	case len(c.Secret) > 0 && c.PeerSecret != nil:
 		return errors.New("transport: TCPConfig has both Secret and PeerSecret")
+	case len(c.Secret) > 0 && len(c.Secret) < MinSecretLen:
+		return checkSecret("TCPConfig.Secret", c.Secret)
 	case c.TLS != nil && len(c.TLS.Certificates) == 0 && c.TLS.GetCertificate == nil && c.TLS.GetConfigForClient == nil:
 		return errors.New("transport: TCPConfig.TLS has no certificate to accept connections with")
 	}
@@ -169,6 +189,9 @@ func (c TCPConfig) withDefaults() TCPConfig {
 	}
 	if c.MaxPendingHandshakes == 0 {
 		c.MaxPendingHandshakes = d.MaxPendingHandshakes
+	}
+	if c.MaxPendingHandshakesPerSource == 0 {
+		c.MaxPendingHandshakesPerSource = d.MaxPendingHandshakesPerSource
 	}
 	if c.BodyTimeout == 0 {
 		c.BodyTimeout = d.BodyTimeout
@@ -218,7 +241,8 @@ type TCP struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	stats  counters
-	hsSem  chan struct{} // one slot per accepted connection in its handshake
+	key    []byte     // Secret stretched (kdf.go); nil without a Secret
+	hs     pendingSet // accepted connections in their handshake
 
 	mu      sync.Mutex
 	closed  bool
@@ -258,6 +282,13 @@ func NewTCP(cfg TCPConfig, h Handler) (*TCP, error) {
 		return nil, errors.New("transport: NewTCP with nil Handler")
 	}
 	cfg = cfg.withDefaults()
+	var key []byte
+	if len(cfg.Secret) > 0 {
+		var err error
+		if key, err = stretch(context.Background(), cfg.Secret, true); err != nil {
+			return nil, err
+		}
+	}
 	ln, err := net.Listen("tcp", cfg.ListenAddr)
 	if err != nil {
 		return nil, fmt.Errorf("transport: listen on %s: %w", cfg.ListenAddr, err)
@@ -272,7 +303,8 @@ func NewTCP(cfg TCPConfig, h Handler) (*TCP, error) {
 		peers:   make(map[NodeID]string, len(cfg.Peers)),
 		out:     make(map[NodeID]*peerState),
 		inbound: make(map[*conn]struct{}),
-		hsSem:   make(chan struct{}, cfg.MaxPendingHandshakes),
+		key:     key,
+		hs:      newPendingSet(cfg.MaxPendingHandshakes, cfg.MaxPendingHandshakesPerSource),
 
 		msgLocks: make(map[NodeID]*msgLock),
 	}
@@ -549,6 +581,16 @@ func (t *TCP) dial(ctx context.Context, to NodeID, addr string) (*conn, error) {
 	defer cancel()
 	stop := context.AfterFunc(t.ctx, cancel) // Close interrupts dials
 	defer stop()
+	_, key, err := t.handshakeKey(dctx, to, true)
+	if err != nil {
+		switch {
+		case t.ctx.Err() != nil:
+			return nil, ErrClosed
+		case errors.Is(err, ErrUnauthorized):
+			return nil, fmt.Errorf("handshake with %q at %s: %w", to, addr, err)
+		}
+		return nil, fmt.Errorf("%w: handshake with %q at %s: %v", ErrUnreachable, to, addr, err)
+	}
 	d := net.Dialer{}
 	raw, err := d.DialContext(dctx, "tcp", addr)
 	if err != nil {
@@ -566,7 +608,7 @@ func (t *TCP) dial(ctx context.Context, to NodeID, addr string) (*conn, error) {
 		if t.ctx.Err() != nil {
 			return nil, ErrClosed
 		}
-		if errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrCorruptFrame) {
+		if errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrCorruptFrame) || errors.Is(err, ErrHandshakeVersion) {
 			return nil, fmt.Errorf("handshake with %q at %s: %w", to, addr, err)
 		}
 		var cve *tls.CertificateVerificationError
@@ -589,16 +631,9 @@ func (t *TCP) dial(ctx context.Context, to NodeID, addr string) (*conn, error) {
 		nc = tc
 		binding = tlsBinding(tc)
 	}
-	secret, ok := t.secretFor(to)
-	if !ok {
-		return fail(fmt.Errorf("%w: no secret for peer %q", ErrUnauthorized, to))
-	}
-	ss, err := clientHandshake(nc, t.cfg.ID, secret, binding)
+	ss, err := clientHandshake(nc, t.cfg.ID, to, key, binding)
 	if err != nil {
 		return fail(err)
-	}
-	if ss.peer != to {
-		return fail(fmt.Errorf("address %s belongs to node %q", addr, ss.peer))
 	}
 	if !unblock() {
 		// The dial deadline fired during the handshake: the deadline is
@@ -636,20 +671,16 @@ func tlsBinding(tc *tls.Conn) []byte {
 	return b
 }
 
+// acceptLoop accepts connections and starts each one's handshake. It
+// never waits for a handshake to finish: a connection from a source over
+// MaxPendingHandshakesPerSource is closed at once, and one accepted at
+// MaxPendingHandshakes closes the oldest pending handshake (pendingSet).
 func (t *TCP) acceptLoop() {
 	defer t.wg.Done()
 	var delay time.Duration
 	for {
-		// A slot for the handshake first: at the cap, connections wait
-		// unaccepted in the listen backlog.
-		select {
-		case t.hsSem <- struct{}{}:
-		case <-t.ctx.Done():
-			return
-		}
 		raw, err := t.ln.Accept()
 		if err != nil {
-			<-t.hsSem
 			if t.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
 			}
@@ -663,24 +694,37 @@ func (t *TCP) acceptLoop() {
 			continue
 		}
 		delay = 0
+		hctx, cancel := context.WithTimeout(t.ctx, t.cfg.HandshakeTimeout)
+		p := t.hs.admit(sourceOf(raw.RemoteAddr()), cancel)
+		if p == nil {
+			cancel()
+			raw.Close()
+			continue
+		}
 		t.mu.Lock()
 		if t.closed {
 			t.mu.Unlock()
-			<-t.hsSem
+			t.hs.done(p)
+			cancel()
 			raw.Close()
 			return
 		}
 		t.wg.Add(1)
 		t.mu.Unlock()
-		go t.serveConn(raw)
+		go t.serveConn(hctx, raw, p)
 	}
 }
 
-// serveConn authenticates an accepted connection and serves it.
-func (t *TCP) serveConn(raw net.Conn) {
+// serveConn authenticates an accepted connection within hctx and serves
+// it.
+func (t *TCP) serveConn(hctx context.Context, raw net.Conn, p *pendingHS) {
 	defer t.wg.Done()
-	ss, nc, ok := t.acceptHandshake(raw)
-	<-t.hsSem
+	ss, nc, ok := t.acceptHandshake(hctx, raw)
+	if !t.hs.done(p) && ok { // closed as the oldest pending at the bound
+		raw.Close()
+		ok = false
+	}
+	p.cancel()
 	if !ok {
 		return
 	}
@@ -710,13 +754,12 @@ func (t *TCP) serveConn(raw net.Conn) {
 }
 
 // acceptHandshake runs TLS and the handshake on an accepted connection
-// within HandshakeTimeout; on failure it closes raw.
-func (t *TCP) acceptHandshake(raw net.Conn) (session, net.Conn, bool) {
+// until hctx ends (HandshakeTimeout after the accept, or sooner when the
+// connection is closed as the oldest pending); on failure it closes raw.
+func (t *TCP) acceptHandshake(hctx context.Context, raw net.Conn) (session, net.Conn, bool) {
 	if tc, ok := raw.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	hctx, cancel := context.WithTimeout(t.ctx, t.cfg.HandshakeTimeout)
-	defer cancel()
 	unblock := context.AfterFunc(hctx, func() { raw.SetDeadline(time.Unix(1, 0)) })
 	nc := raw
 	var binding []byte
@@ -730,10 +773,21 @@ func (t *TCP) acceptHandshake(raw net.Conn) (session, net.Conn, bool) {
 		nc = tc
 		binding = tlsBinding(tc)
 	}
-	ss, err := serverHandshakeFor(nc, t.cfg.ID, t.secretFor, binding)
+	// A key derived for a name the client claims is remembered only once
+	// the client has proved it (see stretch).
+	var secret, key []byte
+	keyFor := func(peer NodeID) ([]byte, error) {
+		var err error
+		secret, key, err = t.handshakeKey(hctx, peer, false)
+		return key, err
+	}
+	ss, err := serverHandshakeFor(nc, t.cfg.ID, keyFor, binding)
 	if !unblock() || err != nil {
 		raw.Close()
 		return session{}, nil, false
+	}
+	if key != nil {
+		remember(secret, key)
 	}
 	raw.SetDeadline(time.Time{})
 	return ss, nc, true

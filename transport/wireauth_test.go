@@ -344,7 +344,7 @@ func rawAuthClient(t *testing.T, srv *TCP, secret []byte) (net.Conn, *conn) {
 	}
 	t.Cleanup(func() { c.Close() })
 	c.SetDeadline(time.Now().Add(10 * time.Second))
-	ss, err := clientHandshake(c, "raw", secret, nil)
+	ss, err := clientHandshake(c, "raw", "", testKey(t, secret), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -606,7 +606,7 @@ func TestHandshake_ChannelBindingMismatchRefused(t *testing.T) {
 				}
 				done <- err
 			}()
-			ss, err := clientHandshake(a, "cli", secret, tc.cb)
+			ss, err := clientHandshake(a, "cli", "", secret, tc.cb)
 			if err != nil {
 				a.Close()
 			}
@@ -633,6 +633,7 @@ func TestHandshake_ChannelBindingMismatchRefused(t *testing.T) {
 // waits for a body it has started to receive.
 func TestTCP_StalledResponseDropped(t *testing.T) {
 	secret := []byte("stall test secret")
+	key := testKey(t, secret)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -647,7 +648,7 @@ func TestTCP_StalledResponseDropped(t *testing.T) {
 		}
 		defer c.Close()
 		c.SetDeadline(time.Now().Add(10 * time.Second))
-		ss, err := serverHandshake(c, "srv", secret, nil)
+		ss, err := serverHandshake(c, "srv", key, nil)
 		if err != nil {
 			return
 		}
