@@ -118,21 +118,62 @@
 //
 // # Handshake and security
 //
-// Before any frame, the dialer sends a hello ("FLCN", version 2, flags,
+// Before any frame, the dialer sends a hello ("FLCN", version 3, flags,
 // its node name, a 32-byte random nonce) and the acceptor answers with a
-// status byte and its own hello. With [TCPConfig.Secret] set, each side
-// then proves the secret with HMAC-SHA256 over both hellos (role-tagged,
-// so neither proof can be replayed as the other), and the acceptor sends a
-// final status byte. A peer without the secret, with a different one, or
-// with a mismatched setting is refused with [ErrUnauthorized] and cannot
-// get a single frame to the handler. The dialer also checks that the node
-// answering at an address has the name it dialed. The handshake protocol
-// is ours (no published spec), built from standard parts; version 2 does
-// not interoperate with version 1.
+// status byte and its own hello (its name and nonce, nothing keyed). With
+// [TCPConfig.Secret] set, the dialer then proves the secret with
+// HMAC-SHA256 over both hellos; only once that proof has checked does the
+// acceptor answer with a status byte and its own proof (role-tagged, so
+// neither proof can be replayed as the other), which the dialer checks. A
+// wrong proof gets the refusal status and the connection closed. A peer
+// without the secret, with a different one, or with a mismatched setting
+// is refused with [ErrUnauthorized] and cannot get a single frame to the
+// handler. The dialer also checks, before it proves anything, that the
+// node answering at an address has the name it dialed. A hello of another
+// version is answered with a status that carries the acceptor's version,
+// and both sides fail with [ErrHandshakeVersion] naming both ("transport:
+// peer speaks handshake v2, we speak v3"); an acceptor of version 1 or 2
+// answers a version 3 hello as malformed. The handshake protocol is ours
+// (no published spec), built from standard parts; handshake.go has its
+// layout.
+//
+// Who proves first. A stranger who connects gets the acceptor's name and
+// nonce and nothing that would test a guess of the secret offline
+// (version 2 sent the acceptor's proof right after the stranger's hello).
+// The dialer's proof, in turn, goes to whoever answers at the address it
+// dials, so a party that can take over a configured address (or sit on
+// the path to it) could collect one proof per dial and guess the secret
+// offline. That is accepted: a node dials only the addresses its
+// configuration names, taking one over needs a foothold on the cluster's
+// network or name service, TLS ([TCPConfig.TLS]) with a verified server
+// certificate authenticates the acceptor before any proof is sent, and
+// every guess costs a scrypt
+// derivation (below), as does a guess from a handshake recorded on the
+// path, which was always possible without TLS.
+//
+// Secrets. A secret must have at least [MinSecretLen] (16) bytes, or
+// [TCPConfig.Validate] refuses it with [ErrWeakSecret] (a per-peer secret
+// that short refuses its peer with the same error): 16 bytes hold 128
+// random bits, the strength of the AES keys behind the frame tags, and a
+// secret any shorter cannot be random enough to resist guessing.
+// Neither the MACs nor the frame keys use the secret as it is: it is
+// stretched first with scrypt (RFC 7914, golang.org/x/crypto/scrypt),
+// N = 2^15, r = 8, p = 1, a 32-byte key, salted with the fixed label
+// "falcon/transport/v3 secret". One derivation takes 32 MiB and about
+// 68 ms of one core of the project's 2-core Xeon VM (Go 1.26,
+// 2026-12-05), so an offline guess costs that much, about 15 guesses per
+// second per core where the bare HMAC-SHA256 allowed about 940,000. The
+// salt is fixed, so a dictionary's scrypt outputs, once computed, serve
+// against every deployment: length and randomness keep a secret out of
+// dictionaries, the KDF only makes each guess dear; use 32 random bytes. A
+// process derives each distinct secret once (a cache of 256 keys; NewTCP
+// derives [TCPConfig.Secret], about 70 ms the first time), at most two at
+// a time; a key for a name a connecting peer claims is kept only once the
+// peer has proved it.
 //
 // With a secret and without TLS, the handshake also keys the wire: both
 // sides derive one AES-256 key per direction with HKDF-SHA256 (RFC 5869)
-// from the secret, salted with a hash of both hellos (both names, both
+// from the stretched secret, salted with a hash of both hellos (both names, both
 // nonces), and every frame header and body record carries a GMAC tag
 // (AES-GCM with an empty plaintext, NIST SP 800-38D) whose nonce is a
 // per-direction counter of tags, never sent and never reused. So the
@@ -160,20 +201,28 @@
 // secrets from a master that only the trusted nodes (coordinator,
 // servers) hold, each worker getting its own. Without a secret the name
 // is taken on trust, and without a secret or TLS nothing on the wire is
-// checked: use a secret of at least 32 random bytes (it is not stretched:
-// a guessable one can be found offline from one recorded handshake), and
-// TLS against eavesdroppers, on any network not fully trusted.
+// checked: use a secret of 32 random bytes, and TLS against
+// eavesdroppers, on any network not fully trusted.
 //
-// Exhaustion. At most [TCPConfig.MaxPendingHandshakes] accepted
-// connections (64 by default) may be in their TLS and handshake at once;
-// further ones wait unaccepted in the kernel's listen backlog, so strangers
-// hold at most that many descriptors, each for at most
-// [TCPConfig.HandshakeTimeout] (with a secret: without one, anyone who
-// sends a hello is a peer, and peers' connections are not capped). Once a frame header has arrived, its body
-// must arrive within [TCPConfig.BodyTimeout] (30 s by default) plus one
-// second per MiB declared, or the connection is dropped, so a peer that
-// declares a large body and stalls frees its buffer and the callers
-// waiting on it. An authenticated peer may still have MaxConcurrentRequests
+// Exhaustion. An accepted connection has [TCPConfig.HandshakeTimeout]
+// (3 s by default) from its accept to finish TLS and the handshake. The
+// accept loop never waits for a handshake to finish: at most
+// [TCPConfig.MaxPendingHandshakesPerSource] (16 by default) connections
+// from one source (an IPv4 address, an IPv6 /64) may be in their
+// handshake at once, and one more from that source is closed as soon as
+// it is accepted; at most [TCPConfig.MaxPendingHandshakes] (64 by
+// default) may be in all, and one more closes the oldest pending. So idle
+// strangers hold few descriptors, each briefly, and a member's fresh
+// connection is accepted and its handshake served at once (measured by a
+// test: a member completes a request while 500 idle strangers, from one
+// source or from ten, are connected; before this, 200 idle strangers made
+// the member's dial run out its 5 s). Without a secret anyone who sends a
+// hello is a peer, and peers' connections are not capped. Once a frame
+// header has arrived, its body must arrive within [TCPConfig.BodyTimeout]
+// (30 s by default) plus one second per MiB declared, or the connection
+// is dropped, so a peer that declares a large body and stalls frees its
+// buffer and the callers waiting on it. An authenticated peer may still
+// have MaxConcurrentRequests
 // frames of MaxFrameSize in flight, and an idle connection between frames
 // is not timed.
 //

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -199,6 +200,20 @@ func TestHandshake_VersionMismatchNamesBoth(t *testing.T) {
 	_, err = cli.Request(ctx, "srv", []byte("x"))
 	if !errors.Is(err, ErrHandshakeVersion) || !strings.Contains(err.Error(), "peer speaks handshake v4, we speak v3") {
 		t.Fatalf("dialer's error against a v4 acceptor = %v; want ErrHandshakeVersion naming v4 and v3", err)
+	}
+}
+
+// waitPending waits until srv counts total pending handshakes in all.
+func waitPending(t *testing.T, srv *TCP, total int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		n, _ := srv.hs.counts(netip.Prefix{})
+		if n == total {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d handshakes pending, want %d", n, total)
+		}
 	}
 }
 

@@ -286,13 +286,13 @@ func openFDs(t *testing.T) int {
 }
 
 // Connections that never finish the handshake are capped: many idle ones
-// do not each hold a descriptor on the acceptor.
+// from one source do not each hold a descriptor on the acceptor.
 func TestTCP_PendingHandshakesCapped(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("counts descriptors in /proc")
 	}
 	const idle = 300
-	limit := DefaultTCPConfig().MaxPendingHandshakes
+	limit := DefaultTCPConfig().MaxPendingHandshakesPerSource
 	srv, err := NewTCP(TCPConfig{ID: "srv", HandshakeTimeout: 2 * time.Second}, &countingHandler{})
 	if err != nil {
 		t.Fatal(err)
@@ -321,7 +321,9 @@ func TestTCP_PendingHandshakesCapped(t *testing.T) {
 		c.Close()
 	}
 	conns = nil
-	// Once the idle ones are gone, a genuine peer gets through.
+	// Once the acceptor has seen the idle ones go, a genuine peer from the
+	// same source gets through.
+	waitPending(t, srv, 0)
 	cli, err := NewTCP(TCPConfig{ID: "cli", Peers: map[NodeID]string{"srv": srv.Addr().String()}}, &countingHandler{})
 	if err != nil {
 		t.Fatal(err)

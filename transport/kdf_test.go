@@ -1,0 +1,121 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/scrypt"
+)
+
+// A secret shorter than MinSecretLen is refused with ErrWeakSecret, the
+// message giving the reason; one of exactly MinSecretLen bytes is
+// accepted.
+func TestTCPConfig_WeakSecretRefused(t *testing.T) {
+	for _, n := range []int{1, MinSecretLen - 1, MinSecretLen, 2 * MinSecretLen} {
+		c := TCPConfig{ID: "a", Secret: bytes.Repeat([]byte{'k'}, n)}
+		err := c.Validate()
+		if n < MinSecretLen {
+			if !errors.Is(err, ErrWeakSecret) || !bytes.Contains([]byte(err.Error()), []byte(fmt.Sprintf("has %d bytes, at least %d", n, MinSecretLen))) {
+				t.Errorf("Validate with a %d-byte secret = %v; want ErrWeakSecret naming both lengths", n, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("Validate with a %d-byte secret = %v", n, err)
+		}
+	}
+	if MinSecretLen != 16 {
+		t.Errorf("MinSecretLen = %d; the docs state 16", MinSecretLen)
+	}
+}
+
+// A per-peer secret shorter than MinSecretLen refuses that peer (the dial
+// fails with ErrWeakSecret and ErrUnauthorized), and a long one of the
+// same shape connects.
+func TestTCP_WeakPeerSecretRefused(t *testing.T) {
+	long := []byte("per-peer secret, 32 bytes long..")
+	srv, err := NewTCP(TCPConfig{ID: "srv", PeerSecret: func(NodeID) []byte { return long }}, &countingHandler{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	for _, tc := range []struct {
+		secret []byte
+		ok     bool
+	}{{[]byte("short"), false}, {long, true}} {
+		cli, err := NewTCP(TCPConfig{ID: "cli", PeerSecret: func(NodeID) []byte { return tc.secret },
+			Peers: map[NodeID]string{"srv": srv.Addr().String()}}, &countingHandler{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err = cli.Request(ctx, "srv", []byte("x"))
+		cancel()
+		cli.Close()
+		if tc.ok && err != nil {
+			t.Fatalf("request with a %d-byte peer secret: %v", len(tc.secret), err)
+		}
+		if !tc.ok && (!errors.Is(err, ErrWeakSecret) || !errors.Is(err, ErrUnauthorized)) {
+			t.Fatalf("request with a %d-byte peer secret: %v; want ErrWeakSecret and ErrUnauthorized", len(tc.secret), err)
+		}
+	}
+}
+
+// The stretched key is scrypt with the parameters doc.go and kdf.go
+// state, and differs per secret.
+func TestStretch_IsScryptWithStatedParameters(t *testing.T) {
+	secret := []byte("a secret for the stretch test...")
+	want, err := scrypt.Key(secret, []byte("falcon/transport/v3 secret"), 32768, 8, 1, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := testKey(t, secret)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("stretch = %x, want scrypt(N=32768, r=8, p=1) = %x", got, want)
+	}
+	if other := testKey(t, append(secret, '!')); bytes.Equal(other, got) {
+		t.Fatal("two secrets stretch to one key")
+	}
+}
+
+// The process-wide cache holds at most kdfCacheSize keys, dropping the
+// oldest; a key derived with rememberKey false is not kept until
+// remember is called.
+func TestStretchCache_Bounded(t *testing.T) {
+	c := &kdfCache{keys: make(map[kdfID][]byte), inflight: make(map[kdfID]*kdfCall)}
+	for i := range kdfCacheSize + 10 {
+		c.addLocked(secretID([]byte(fmt.Sprint(i))), []byte{byte(i)})
+	}
+	if len(c.keys) != kdfCacheSize || len(c.order) != kdfCacheSize {
+		t.Fatalf("cache holds %d keys (%d in order), want %d", len(c.keys), len(c.order), kdfCacheSize)
+	}
+	if _, ok := c.keys[secretID([]byte("0"))]; ok {
+		t.Fatal("the oldest key was kept")
+	}
+	if _, ok := c.keys[secretID([]byte(fmt.Sprint(kdfCacheSize+9)))]; !ok {
+		t.Fatal("the newest key was dropped")
+	}
+
+	secret := []byte("claimed by a peer that proved nothing")
+	k, err := stretch(context.Background(), secret, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inCache := func() bool {
+		stretchCache.mu.Lock()
+		defer stretchCache.mu.Unlock()
+		_, ok := stretchCache.keys[secretID(secret)]
+		return ok
+	}
+	if inCache() {
+		t.Fatal("a key derived with rememberKey false was cached")
+	}
+	remember(secret, k)
+	if !inCache() {
+		t.Fatal("remember did not cache the key")
+	}
+}
