@@ -17,7 +17,7 @@ import (
 // dialer has sent its MAC; a wrong MAC gets the refusal status and the
 // connection closed, nothing else.
 func TestHandshake_StrangerGetsNoKeyedValue(t *testing.T) {
-	secret := []byte("acceptor's secret, 32 bytes long")
+	secret := []byte("falcon test secret")
 	srv, err := NewTCP(TCPConfig{ID: "srv", Secret: secret}, &countingHandler{})
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +92,7 @@ func TestHandshake_StrangerGetsNoKeyedValue(t *testing.T) {
 // The secret is stretched before use: a dialer that proves the bare
 // secret is refused, one that proves its scrypt key is accepted.
 func TestHandshake_SecretIsStretched(t *testing.T) {
-	secret := []byte("acceptor's secret, 32 bytes long")
+	secret := []byte("falcon test secret")
 	srv, err := NewTCP(TCPConfig{ID: "srv", Secret: secret}, &countingHandler{})
 	if err != nil {
 		t.Fatal(err)

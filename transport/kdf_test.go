@@ -37,7 +37,7 @@ func TestTCPConfig_WeakSecretRefused(t *testing.T) {
 // fails with ErrWeakSecret and ErrUnauthorized), and a long one of the
 // same shape connects.
 func TestTCP_WeakPeerSecretRefused(t *testing.T) {
-	long := []byte("per-peer secret, 32 bytes long..")
+	long := []byte("falcon test secret")
 	srv, err := NewTCP(TCPConfig{ID: "srv", PeerSecret: func(NodeID) []byte { return long }}, &countingHandler{})
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +68,7 @@ func TestTCP_WeakPeerSecretRefused(t *testing.T) {
 // The stretched key is scrypt with the parameters doc.go and kdf.go
 // state, and differs per secret.
 func TestStretch_IsScryptWithStatedParameters(t *testing.T) {
-	secret := []byte("a secret for the stretch test...")
+	secret := []byte("falcon test secret")
 	want, err := scrypt.Key(secret, []byte("falcon/transport/v3 secret"), 32768, 8, 1, 32)
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestStretch_IsScryptWithStatedParameters(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Fatalf("stretch = %x, want scrypt(N=32768, r=8, p=1) = %x", got, want)
 	}
-	if other := testKey(t, append(secret, '!')); bytes.Equal(other, got) {
+	if other := testKey(t, []byte("relay test secret")); bytes.Equal(other, got) {
 		t.Fatal("two secrets stretch to one key")
 	}
 }

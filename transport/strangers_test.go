@@ -71,7 +71,7 @@ func holdStrangers(t *testing.T, addr string, n, sources int) {
 func TestTCP_StrangersDoNotStarveMembers(t *testing.T) {
 	const strangers = 500
 	needFDs(t, 2*strangers+64)
-	secret := []byte("members' secret of 32 bytes, ok.")
+	secret := []byte("falcon test secret")
 	for _, sources := range []int{1, 10} {
 		t.Run(fmt.Sprintf("sources=%d", sources), func(t *testing.T) {
 			srv, err := transport.NewTCP(transport.TCPConfig{ID: "srv", Secret: secret}, transporttest.Echo{})
