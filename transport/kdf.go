@@ -44,7 +44,7 @@ const (
 	// use 32 bytes from a cryptographic random source.
 	MinSecretLen = 16
 
-	scryptN        = 1 << 15
+	defaultScryptN = 1 << 15
 	scryptR        = 8
 	scryptP        = 1
 	stretchedLen   = 32
@@ -52,6 +52,12 @@ const (
 	kdfCacheSize   = 256 // distinct secrets remembered per process
 	kdfConcurrency = 2   // derivations at once: 2 × 32 MiB
 )
+
+// scryptN is scrypt's N: defaultScryptN, except in this package's tests
+// built with the race detector (kdf_race_test.go), which makes scrypt
+// about six times slower (400 ms a derivation) and checks concurrency,
+// not cost.
+var scryptN = defaultScryptN
 
 // ErrWeakSecret is returned (by TCPConfig.Validate for Secret, and by a
 // dial or an accepted handshake for a PeerSecret result) for a secret
