@@ -72,7 +72,10 @@
 // connection broke with the call in flight (such calls fail promptly, not
 // at their deadline); [ErrUnauthorized] when the handshake fails (a frame
 // that fails its tag kills its connection: calls in flight on it fail with
-// ErrUnreachable wrapping ErrUnauthorized);
+// ErrUnreachable wrapping ErrUnauthorized); [ErrHandshakeVersion] when
+// the peer speaks another handshake version; [ErrWeakSecret] (from
+// [TCPConfig.Validate], or with ErrUnauthorized for a per-peer secret)
+// for a secret shorter than [MinSecretLen];
 // [ErrFrameTooLarge] for a body over the maximum; a [*RemoteError] when the
 // peer's handler returned an error.
 //
