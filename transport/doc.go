@@ -171,8 +171,11 @@
 // dictionaries, the KDF only makes each guess dear; use 32 random bytes. A
 // process derives each distinct secret once (a cache of 256 keys; NewTCP
 // derives [TCPConfig.Secret], about 70 ms the first time), at most two at
-// a time; a key for a name a connecting peer claims is kept only once the
-// peer has proved it.
+// a time; keys derived for names that connecting peers claimed but did
+// not prove are the first to leave the cache. The acceptor derives a key
+// only for a secret [TCPConfig.PeerSecret] gives a claimed name, so a
+// PeerSecret that answers any name lets a stranger buy one derivation per
+// fresh name.
 //
 // With a secret and without TLS, the handshake also keys the wire: both
 // sides derive one AES-256 key per direction with HKDF-SHA256 (RFC 5869)

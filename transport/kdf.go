@@ -31,8 +31,13 @@ import (
 //
 // A process derives each distinct secret once: keys are kept in a small
 // process-wide cache keyed by SHA-256(salt | secret), so the many nodes a
-// test or a one-process cluster creates share one derivation. At most
-// kdfConcurrency derivations run at once (each holds 32 MiB).
+// test or a one-process cluster creates share one derivation, and a
+// stranger who claims one name over and over costs one derivation. At
+// most kdfConcurrency derivations run at once (each holds 32 MiB). The
+// acceptor derives only for the secrets PeerSecret gives the names
+// dialers claim (Secret is derived by NewTCP): a PeerSecret that gives a
+// secret to any name lets a stranger buy a derivation, 32 MiB and 70 ms of
+// a core, with each fresh name, at most kdfConcurrency at once.
 const (
 	// MinSecretLen is the shortest secret (shared, or per peer) a TCP
 	// transport accepts: 16 bytes, room for 128 random bits, the strength
@@ -82,19 +87,32 @@ type kdfCall struct {
 	err  error
 }
 
-// kdfCache holds stretched keys by kdfID, first in first out.
+// kdfEntry is a cached key; trusted once this node configured the secret
+// (Secret, or the PeerSecret of a peer it dials) or a peer proved it.
+type kdfEntry struct {
+	key     []byte
+	trusted bool
+}
+
+// kdfCache holds at most kdfCacheSize stretched keys by kdfID. When full,
+// it drops the oldest untrusted key, or the oldest key when all are
+// trusted: names a stranger claims cannot push out the keys of members.
 type kdfCache struct {
 	mu       sync.Mutex
-	keys     map[kdfID][]byte
+	keys     map[kdfID]*kdfEntry
 	order    []kdfID // insertion order, for eviction
 	inflight map[kdfID]*kdfCall
 	sem      chan struct{}
 }
 
-var stretchCache = &kdfCache{
-	keys:     make(map[kdfID][]byte),
-	inflight: make(map[kdfID]*kdfCall),
-	sem:      make(chan struct{}, kdfConcurrency),
+var stretchCache = newKDFCache()
+
+func newKDFCache() *kdfCache {
+	return &kdfCache{
+		keys:     make(map[kdfID]*kdfEntry),
+		inflight: make(map[kdfID]*kdfCall),
+		sem:      make(chan struct{}, kdfConcurrency),
+	}
 }
 
 func secretID(secret []byte) kdfID {
@@ -104,66 +122,78 @@ func secretID(secret []byte) kdfID {
 	return kdfID(h.Sum(nil))
 }
 
-// stretch returns K for secret (see above), from the cache or by
-// deriving it; a derivation waits for a free slot until ctx ends. With
-// rememberKey false a derived key is not added to the cache (see remember),
-// so a peer that has proved nothing cannot evict the keys of members.
-func stretch(ctx context.Context, secret []byte, rememberKey bool) ([]byte, error) {
+// stretch returns K for secret (see above), from the process's cache or
+// by deriving it (once however many callers ask at once); a derivation
+// waits for a free slot until ctx ends. trusted marks the key as one this
+// node configured (see kdfEntry); a key derived for a name a connecting
+// peer claimed is cached untrusted, so a repeated claim costs no new
+// derivation, and trust(secret) marks it once the peer has proved it.
+func stretch(ctx context.Context, secret []byte, trusted bool) ([]byte, error) {
+	return stretchCache.stretch(ctx, secret, trusted)
+}
+
+func (c *kdfCache) stretch(ctx context.Context, secret []byte, trusted bool) ([]byte, error) {
 	id := secretID(secret)
-	c := stretchCache
-	c.mu.Lock()
-	if k, ok := c.keys[id]; ok {
-		c.mu.Unlock()
-		return k, nil
-	}
-	call := c.inflight[id]
-	if call == nil {
-		call = &kdfCall{done: make(chan struct{})}
-		c.inflight[id] = call
-		c.mu.Unlock()
-		call.key, call.err = c.derive(ctx, secret)
+	for {
 		c.mu.Lock()
-		delete(c.inflight, id)
-		if call.err == nil && rememberKey {
-			c.addLocked(id, call.key)
+		if e, ok := c.keys[id]; ok {
+			e.trusted = e.trusted || trusted
+			c.mu.Unlock()
+			return e.key, nil
+		}
+		call := c.inflight[id]
+		if call == nil {
+			call = &kdfCall{done: make(chan struct{})}
+			c.inflight[id] = call
+			c.mu.Unlock()
+			call.key, call.err = c.derive(ctx, secret)
+			c.mu.Lock()
+			delete(c.inflight, id)
+			if call.err == nil {
+				c.addLocked(id, call.key, trusted)
+			}
+			c.mu.Unlock()
+			close(call.done)
+			return call.key, call.err
 		}
 		c.mu.Unlock()
-		close(call.done)
-		return call.key, call.err
-	}
-	c.mu.Unlock()
-	select {
-	case <-call.done:
-		if call.err != nil { // the deriving caller's ctx ended: try ours
-			return stretch(ctx, secret, rememberKey)
+		select {
+		case <-call.done:
+			// Cached now, or the deriving caller's ctx ended: look again.
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
-		if rememberKey {
-			remember(secret, call.key)
-		}
-		return call.key, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
 	}
 }
 
-// remember adds a key stretch derived with remember false, once the
-// secret has been proved by a peer.
-func remember(secret, key []byte) {
+// trust marks the cached key of secret as trusted (a peer proved it),
+// adding key when it is no longer cached.
+func trust(secret, key []byte) { stretchCache.trust(secret, key) }
+
+func (c *kdfCache) trust(secret, key []byte) {
 	id := secretID(secret)
-	c := stretchCache
 	c.mu.Lock()
-	if _, ok := c.keys[id]; !ok {
-		c.addLocked(id, key)
+	defer c.mu.Unlock()
+	if e, ok := c.keys[id]; ok {
+		e.trusted = true
+		return
 	}
-	c.mu.Unlock()
+	c.addLocked(id, key, true)
 }
 
-func (c *kdfCache) addLocked(id kdfID, key []byte) {
+func (c *kdfCache) addLocked(id kdfID, key []byte, trusted bool) {
 	if len(c.order) >= kdfCacheSize {
-		delete(c.keys, c.order[0])
-		c.order = append(c.order[:0], c.order[1:]...)
+		i := 0
+		for j, o := range c.order {
+			if !c.keys[o].trusted {
+				i = j
+				break
+			}
+		}
+		delete(c.keys, c.order[i])
+		c.order = append(c.order[:i], c.order[i+1:]...)
 	}
-	c.keys[id] = key
+	c.keys[id] = &kdfEntry{key: key, trusted: trusted}
 	c.order = append(c.order, id)
 }
 
@@ -185,10 +215,9 @@ func (c *kdfCache) derive(ctx context.Context, secret []byte) ([]byte, error) {
 // and its stretched key K, both nil when no secret is configured. An error
 // refuses the peer: no secret for it (PeerSecret gave none), one shorter
 // than MinSecretLen (ErrWeakSecret), or ctx ended during the derivation.
-// rememberKey says whether a derived key goes into the process's cache at
-// once (a peer this node dials) or only once the peer has proved it (see
-// remember).
-func (t *TCP) handshakeKey(ctx context.Context, peer NodeID, rememberKey bool) (secret, key []byte, err error) {
+// trusted says whether this node chose peer (it dials it) or peer is a
+// name a connecting peer claims (see stretch).
+func (t *TCP) handshakeKey(ctx context.Context, peer NodeID, trusted bool) (secret, key []byte, err error) {
 	secret, ok := t.secretFor(peer)
 	if !ok {
 		return nil, nil, fmt.Errorf("%w: no secret for peer %q", ErrUnauthorized, peer)
@@ -202,7 +231,7 @@ func (t *TCP) handshakeKey(ctx context.Context, peer NodeID, rememberKey bool) (
 	if err := checkSecret(fmt.Sprintf("the secret for peer %q", peer), secret); err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrUnauthorized, err)
 	}
-	key, err = stretch(ctx, secret, rememberKey)
+	key, err = stretch(ctx, secret, trusted)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -90,40 +90,69 @@ func TestStretch_IsScryptWithStatedParameters(t *testing.T) {
 	}
 }
 
-// The process-wide cache holds at most kdfCacheSize keys, dropping the
-// oldest; a key derived with rememberKey false is not kept until
-// remember is called.
-func TestStretchCache_Bounded(t *testing.T) {
-	c := &kdfCache{keys: make(map[kdfID][]byte), inflight: make(map[kdfID]*kdfCall)}
-	for i := range kdfCacheSize + 10 {
-		c.addLocked(secretID([]byte(fmt.Sprint(i))), []byte{byte(i)})
+// The process-wide cache holds at most kdfCacheSize keys. When full it
+// drops the oldest untrusted key (one derived for a name a connecting
+// peer claimed but did not prove), so strangers' claims cannot push out
+// the keys of members; with none untrusted, the oldest.
+func TestStretchCache_BoundedStrangersFirst(t *testing.T) {
+	c := newKDFCache()
+	id := func(i int) kdfID { return secretID([]byte(fmt.Sprint(i))) }
+	// A trusted key, then untrusted ones up to the bound.
+	c.addLocked(id(0), []byte{0}, true)
+	for i := 1; i < kdfCacheSize; i++ {
+		c.addLocked(id(i), []byte{byte(i)}, false)
+	}
+	for i := kdfCacheSize; i < kdfCacheSize+10; i++ {
+		c.addLocked(id(i), []byte{byte(i)}, false)
 	}
 	if len(c.keys) != kdfCacheSize || len(c.order) != kdfCacheSize {
 		t.Fatalf("cache holds %d keys (%d in order), want %d", len(c.keys), len(c.order), kdfCacheSize)
 	}
-	if _, ok := c.keys[secretID([]byte("0"))]; ok {
-		t.Fatal("the oldest key was kept")
+	if _, ok := c.keys[id(0)]; !ok {
+		t.Fatal("the trusted key was dropped while untrusted ones were kept")
 	}
-	if _, ok := c.keys[secretID([]byte(fmt.Sprint(kdfCacheSize+9)))]; !ok {
+	for i := 1; i <= 10; i++ {
+		if _, ok := c.keys[id(i)]; ok {
+			t.Fatalf("untrusted key %d, among the oldest, was kept", i)
+		}
+	}
+	if _, ok := c.keys[id(kdfCacheSize+9)]; !ok {
 		t.Fatal("the newest key was dropped")
 	}
+	// All trusted: the oldest goes.
+	for _, e := range c.keys {
+		e.trusted = true
+	}
+	c.addLocked(id(-1), []byte{1}, true)
+	if _, ok := c.keys[id(0)]; ok || len(c.keys) != kdfCacheSize {
+		t.Fatalf("with every key trusted the oldest was kept (%d keys)", len(c.keys))
+	}
+}
 
-	secret := []byte("claimed by a peer that proved nothing")
-	k, err := stretch(context.Background(), secret, false)
+// A claimed name's key is cached untrusted, so a repeated claim costs no
+// new derivation, and trusted once proved.
+func TestStretch_ClaimedKeyCachedUntrusted(t *testing.T) {
+	c := newKDFCache()
+	secret := []byte("falcon test secret")
+	k, err := c.stretch(context.Background(), secret, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	inCache := func() bool {
-		stretchCache.mu.Lock()
-		defer stretchCache.mu.Unlock()
-		_, ok := stretchCache.keys[secretID(secret)]
-		return ok
+	e := c.keys[secretID(secret)]
+	if e == nil || !bytes.Equal(e.key, k) || e.trusted {
+		t.Fatalf("cache entry %+v after a claim; want the key, untrusted", e)
 	}
-	if inCache() {
-		t.Fatal("a key derived with rememberKey false was cached")
+	c.sem <- struct{}{} // no derivation can run now
+	c.sem <- struct{}{}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if k2, err := c.stretch(ctx, secret, false); err != nil || !bytes.Equal(k2, k) {
+		t.Fatalf("a repeated claim = %v; want the cached key without a derivation", err)
 	}
-	remember(secret, k)
-	if !inCache() {
-		t.Fatal("remember did not cache the key")
+	<-c.sem
+	<-c.sem
+	c.trust(secret, k)
+	if !c.keys[secretID(secret)].trusted {
+		t.Fatal("trust did not mark the key trusted")
 	}
 }

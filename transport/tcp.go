@@ -773,8 +773,8 @@ func (t *TCP) acceptHandshake(hctx context.Context, raw net.Conn) (session, net.
 		nc = tc
 		binding = tlsBinding(tc)
 	}
-	// A key derived for a name the client claims is remembered only once
-	// the client has proved it (see stretch).
+	// A key derived for a name the client claims is trusted in the cache
+	// only once the client has proved it (see stretch).
 	var secret, key []byte
 	keyFor := func(peer NodeID) ([]byte, error) {
 		var err error
@@ -787,7 +787,7 @@ func (t *TCP) acceptHandshake(hctx context.Context, raw net.Conn) (session, net.
 		return session{}, nil, false
 	}
 	if key != nil {
-		remember(secret, key)
+		trust(secret, key)
 	}
 	raw.SetDeadline(time.Time{})
 	return ss, nc, true
