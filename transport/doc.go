@@ -222,7 +222,10 @@
 // connection is accepted and its handshake served at once (measured by a
 // test: a member completes a request while 500 idle strangers, from one
 // source or from ten, are connected; before this, 200 idle strangers made
-// the member's dial run out its 5 s). Without a secret anyone who sends a
+// the member's dial run out its 5 s). [TCPConfig.HandshakeFailed], when
+// set, is told the cause of each accepted connection closed before its
+// handshake completed (refused, another version, out of time, over a
+// bound): the acceptor's only view of them. Without a secret anyone who sends a
 // hello is a peer, and peers' connections are not capped. Once a frame
 // header has arrived, its body must arrive within [TCPConfig.BodyTimeout]
 // (30 s by default) plus one second per MiB declared, or the connection

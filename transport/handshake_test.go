@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -18,7 +19,8 @@ import (
 // connection closed, nothing else.
 func TestHandshake_StrangerGetsNoKeyedValue(t *testing.T) {
 	secret := []byte("falcon test secret")
-	srv, err := NewTCP(TCPConfig{ID: "srv", Secret: secret}, &countingHandler{})
+	var fails failures
+	srv, err := NewTCP(TCPConfig{ID: "srv", Secret: secret, HandshakeFailed: fails.add}, &countingHandler{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +54,9 @@ func TestHandshake_StrangerGetsNoKeyedValue(t *testing.T) {
 	}
 	if !bytes.Equal(rest, []byte{statusRefused}) {
 		t.Fatalf("after its hello the acceptor sent the stranger %d bytes (%x) and closed; want only the refusal status %d", len(rest), rest, statusRefused)
+	}
+	if err := fails.wait(t, 1)[0]; !errors.Is(err, ErrUnauthorized) {
+		t.Fatalf("acceptor's cause for the stranger = %v, want ErrUnauthorized", err)
 	}
 
 	// The same exchange with the right MAC: accepted, and only then the
@@ -128,7 +133,8 @@ func TestHandshake_SecretIsStretched(t *testing.T) {
 // carries the acceptor's version, and both sides' errors name both
 // versions; a hello of this version, same shape, is accepted.
 func TestHandshake_VersionMismatchNamesBoth(t *testing.T) {
-	srv, err := NewTCP(TCPConfig{ID: "srv"}, &countingHandler{})
+	var fails failures
+	srv, err := NewTCP(TCPConfig{ID: "srv", HandshakeFailed: fails.add}, &countingHandler{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,14 +169,19 @@ func TestHandshake_VersionMismatchNamesBoth(t *testing.T) {
 		t.Fatalf("answer to a v%d hello = %x, want it accepted", handshakeVersion, got)
 	}
 
-	// The acceptor's error.
+	// The acceptor's error, as HandshakeFailed reports it and as the
+	// handshake returns it.
+	want := "transport: peer speaks handshake v2, we speak v3"
+	if err := fails.wait(t, 1)[0]; err.Error() != want || !errors.Is(err, ErrHandshakeVersion) {
+		t.Fatalf("acceptor's cause for a v2 hello = %v; want %q wrapping ErrHandshakeVersion", err, want)
+	}
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
 	go a.Write(helloBytes(2, 0, "old", 3))
 	go io.Copy(io.Discard, a)
 	_, err = serverHandshake(b, "srv", nil, nil)
-	if want := "transport: peer speaks handshake v2, we speak v3"; err == nil || err.Error() != want || !errors.Is(err, ErrHandshakeVersion) {
+	if err == nil || err.Error() != want || !errors.Is(err, ErrHandshakeVersion) {
 		t.Fatalf("acceptor's error for a v2 hello = %v; want %q wrapping ErrHandshakeVersion", err, want)
 	}
 
@@ -200,6 +211,35 @@ func TestHandshake_VersionMismatchNamesBoth(t *testing.T) {
 	_, err = cli.Request(ctx, "srv", []byte("x"))
 	if !errors.Is(err, ErrHandshakeVersion) || !strings.Contains(err.Error(), "peer speaks handshake v4, we speak v3") {
 		t.Fatalf("dialer's error against a v4 acceptor = %v; want ErrHandshakeVersion naming v4 and v3", err)
+	}
+}
+
+// failures collects the causes TCPConfig.HandshakeFailed reports.
+type failures struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (f *failures) add(_ net.Addr, err error) {
+	f.mu.Lock()
+	f.errs = append(f.errs, err)
+	f.mu.Unlock()
+}
+
+// wait returns the first n causes reported, failing the test if they do
+// not come.
+func (f *failures) wait(t *testing.T, n int) []error {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		f.mu.Lock()
+		errs := append([]error(nil), f.errs...)
+		f.mu.Unlock()
+		if len(errs) >= n {
+			return errs[:n]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d handshake failures reported (%v), want %d", len(errs), errs, n)
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 )
@@ -54,7 +55,9 @@ func member(t *testing.T, srv *TCP) {
 // pending, and a member from another source connects meanwhile.
 func TestTCP_PendingHandshakesPerSource(t *testing.T) {
 	const perSource = 2
-	srv, err := NewTCP(TCPConfig{ID: "srv", MaxPendingHandshakesPerSource: perSource, HandshakeTimeout: time.Hour}, &countingHandler{})
+	var fails failures
+	srv, err := NewTCP(TCPConfig{ID: "srv", MaxPendingHandshakesPerSource: perSource, HandshakeTimeout: time.Hour,
+		HandshakeFailed: fails.add}, &countingHandler{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,6 +77,11 @@ func TestTCP_PendingHandshakesPerSource(t *testing.T) {
 	if from != perSource {
 		t.Fatalf("%d handshakes pending from %v, want %d", from, src, perSource)
 	}
+	for _, err := range fails.wait(t, 3) {
+		if !strings.Contains(err.Error(), "MaxPendingHandshakesPerSource") {
+			t.Fatalf("cause reported for a connection over the per-source bound: %v", err)
+		}
+	}
 	member(t, srv)
 }
 
@@ -82,7 +90,9 @@ func TestTCP_PendingHandshakesPerSource(t *testing.T) {
 // strangers hold every slot.
 func TestTCP_PendingHandshakesOldestClosed(t *testing.T) {
 	const max = 3
-	srv, err := NewTCP(TCPConfig{ID: "srv", MaxPendingHandshakes: max, HandshakeTimeout: time.Hour}, &countingHandler{})
+	var fails failures
+	srv, err := NewTCP(TCPConfig{ID: "srv", MaxPendingHandshakes: max, HandshakeTimeout: time.Hour,
+		HandshakeFailed: fails.add}, &countingHandler{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,13 +106,17 @@ func TestTCP_PendingHandshakesOldestClosed(t *testing.T) {
 	if !closedByPeer(conns[0]) {
 		t.Fatal("the oldest pending handshake was not closed at the bound")
 	}
+	if err := fails.wait(t, 1)[0]; !strings.Contains(err.Error(), "oldest of 3 pending") {
+		t.Fatalf("cause reported for the oldest pending handshake: %v", err)
+	}
 	waitPending(t, srv, max)
 	member(t, srv)
 }
 
 // A connection that sends nothing is closed after HandshakeTimeout.
 func TestTCP_IdleHandshakeClosedAtDeadline(t *testing.T) {
-	srv, err := NewTCP(TCPConfig{ID: "srv", HandshakeTimeout: 100 * time.Millisecond}, &countingHandler{})
+	var fails failures
+	srv, err := NewTCP(TCPConfig{ID: "srv", HandshakeTimeout: 100 * time.Millisecond, HandshakeFailed: fails.add}, &countingHandler{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,6 +124,9 @@ func TestTCP_IdleHandshakeClosedAtDeadline(t *testing.T) {
 	c := dialFrom(t, srv.Addr().String(), net.IPv4(127, 0, 0, 2))
 	if !closedByPeer(c) {
 		t.Fatal("an idle connection outlived the 100 ms handshake deadline by 30 s")
+	}
+	if err := fails.wait(t, 1)[0]; !strings.Contains(err.Error(), "HandshakeTimeout (100ms)") {
+		t.Fatalf("cause reported for the idle connection: %v", err)
 	}
 	waitPending(t, srv, 0)
 }

@@ -86,6 +86,16 @@ type TCPConfig struct {
 	// after its connection died, so a member host rarely has more than a
 	// few handshakes pending with one acceptor. Zero means 16.
 	MaxPendingHandshakesPerSource int
+	// HandshakeFailed, when non-nil, is called with the remote address and
+	// the cause for each accepted connection closed before its handshake
+	// completed: refused (ErrUnauthorized; ErrHandshakeVersion, naming
+	// both versions; a malformed hello), out of HandshakeTimeout, over
+	// MaxPendingHandshakesPerSource, or closed as the oldest pending at
+	// MaxPendingHandshakes. It runs on the acceptor's goroutines, possibly
+	// concurrently, once for every connection a stranger opens: it must be
+	// safe for concurrent use and must not block (rate-limit any logging).
+	// Nil means the causes are dropped.
+	HandshakeFailed func(remote net.Addr, err error)
 	// BodyTimeout bounds the reading of one frame body once its header
 	// has arrived: a body must be complete within BodyTimeout plus one
 	// second per MiB declared (a 1 MiB/s floor), or the connection is
@@ -695,10 +705,12 @@ func (t *TCP) acceptLoop() {
 		}
 		delay = 0
 		hctx, cancel := context.WithTimeout(t.ctx, t.cfg.HandshakeTimeout)
-		p := t.hs.admit(sourceOf(raw.RemoteAddr()), cancel)
+		src := sourceOf(raw.RemoteAddr())
+		p := t.hs.admit(src, cancel)
 		if p == nil {
 			cancel()
 			raw.Close()
+			t.handshakeFailed(raw, fmt.Errorf("transport: closed at once: %d handshakes already pending from %v (MaxPendingHandshakesPerSource)", t.cfg.MaxPendingHandshakesPerSource, src))
 			continue
 		}
 		t.mu.Lock()
@@ -719,13 +731,18 @@ func (t *TCP) acceptLoop() {
 // it.
 func (t *TCP) serveConn(hctx context.Context, raw net.Conn, p *pendingHS) {
 	defer t.wg.Done()
-	ss, nc, ok := t.acceptHandshake(hctx, raw)
-	if !t.hs.done(p) && ok { // closed as the oldest pending at the bound
+	ss, nc, err := t.acceptHandshake(hctx, raw)
+	if !t.hs.done(p) { // closed as the oldest pending at the bound
 		raw.Close()
-		ok = false
+		err = fmt.Errorf("transport: closed as the oldest of %d pending handshakes (MaxPendingHandshakes)", t.cfg.MaxPendingHandshakes)
+	} else if err != nil && errors.Is(hctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("transport: handshake not finished within HandshakeTimeout (%v): %w", t.cfg.HandshakeTimeout, err)
 	}
 	p.cancel()
-	if !ok {
+	if err != nil {
+		if t.ctx.Err() == nil {
+			t.handshakeFailed(raw, err)
+		}
 		return
 	}
 	from := ss.peer
@@ -756,7 +773,7 @@ func (t *TCP) serveConn(hctx context.Context, raw net.Conn, p *pendingHS) {
 // acceptHandshake runs TLS and the handshake on an accepted connection
 // until hctx ends (HandshakeTimeout after the accept, or sooner when the
 // connection is closed as the oldest pending); on failure it closes raw.
-func (t *TCP) acceptHandshake(hctx context.Context, raw net.Conn) (session, net.Conn, bool) {
+func (t *TCP) acceptHandshake(hctx context.Context, raw net.Conn) (session, net.Conn, error) {
 	if tc, ok := raw.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
@@ -768,7 +785,7 @@ func (t *TCP) acceptHandshake(hctx context.Context, raw net.Conn) (session, net.
 		if err := tc.HandshakeContext(hctx); err != nil {
 			unblock()
 			raw.Close()
-			return session{}, nil, false
+			return session{}, nil, fmt.Errorf("transport: TLS: %w", err)
 		}
 		nc = tc
 		binding = tlsBinding(tc)
@@ -782,15 +799,26 @@ func (t *TCP) acceptHandshake(hctx context.Context, raw net.Conn) (session, net.
 		return key, err
 	}
 	ss, err := serverHandshakeFor(nc, t.cfg.ID, keyFor, binding)
-	if !unblock() || err != nil {
+	if !unblock() && err == nil {
+		err = hctx.Err() // the deadline fired as the handshake ended: it is poisoned
+	}
+	if err != nil {
 		raw.Close()
-		return session{}, nil, false
+		return session{}, nil, err
 	}
 	if key != nil {
 		trust(secret, key)
 	}
 	raw.SetDeadline(time.Time{})
-	return ss, nc, true
+	return ss, nc, nil
+}
+
+// handshakeFailed reports why an accepted connection was closed before
+// its handshake completed (TCPConfig.HandshakeFailed).
+func (t *TCP) handshakeFailed(raw net.Conn, err error) {
+	if f := t.cfg.HandshakeFailed; f != nil {
+		f(raw.RemoteAddr(), err)
+	}
 }
 
 // conn is one authenticated connection. A dialed (client) connection
