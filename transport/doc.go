@@ -225,13 +225,15 @@
 // the member's dial run out its 5 s). [TCPConfig.HandshakeFailed], when
 // set, is told the cause of each accepted connection closed before its
 // handshake completed (refused, another version, out of time, over a
-// bound): the acceptor's only view of them. Without a secret anyone who sends a
-// hello is a peer, and peers' connections are not capped. Once a frame
-// header has arrived, its body must arrive within [TCPConfig.BodyTimeout]
-// (30 s by default) plus one second per MiB declared, or the connection
-// is dropped, so a peer that declares a large body and stalls frees its
-// buffer and the callers waiting on it. An authenticated peer may still
-// have MaxConcurrentRequests
+// bound): the acceptor's only view of them. A flood from many sources
+// can still close members' handshakes as the oldest pending, if 64 new
+// connections arrive within one handshake's round trips. Without a
+// secret anyone who sends a hello is a peer, and peers' connections are
+// not capped. Once a frame header has arrived, its body must arrive
+// within [TCPConfig.BodyTimeout] (30 s by default) plus one second per
+// MiB declared, or the connection is dropped, so a peer that declares a
+// large body and stalls frees its buffer and the callers waiting on it.
+// An authenticated peer may still have MaxConcurrentRequests
 // frames of MaxFrameSize in flight, and an idle connection between frames
 // is not timed.
 //
