@@ -51,7 +51,7 @@ func TestCluster_TCPNoLeak(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	ctx := context.Background()
 	c, err := ps.NewCluster(ctx, ps.ClusterConfig{
-		Servers: 2, Workers: 3, TCP: true, Secret: []byte("s3cret"),
+		Servers: 2, Workers: 3, TCP: true, Secret: []byte("s3cret, 16 bytes or more"),
 		Compression: transport.Always(transport.CodecLZ4),
 		EPSP:        epsp.Config{Batch: 8}, Store: ps.StoreConfig{Optimizer: ps.SGD{LR: 0.5}},
 	})
@@ -95,14 +95,14 @@ func TestCluster_TCPNoLeak(t *testing.T) {
 func TestCluster_WrongSecret(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	ctx := context.Background()
-	a, err := ps.NewCluster(ctx, ps.ClusterConfig{Servers: 1, Workers: 1, TCP: true, Secret: []byte("right"),
+	a, err := ps.NewCluster(ctx, ps.ClusterConfig{Servers: 1, Workers: 1, TCP: true, Secret: []byte("the right secret"),
 		Local: []transport.NodeID{"server-0"}, Peers: map[transport.NodeID]string{"coordinator": "127.0.0.1:1", "worker-0": "127.0.0.1:1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
 	start := time.Now()
-	_, err = ps.NewCluster(ctx, ps.ClusterConfig{Servers: 1, Workers: 1, TCP: true, Secret: []byte("wrong"),
+	_, err = ps.NewCluster(ctx, ps.ClusterConfig{Servers: 1, Workers: 1, TCP: true, Secret: []byte("the wrong secret"),
 		Local: []transport.NodeID{"coordinator", "worker-0"}, Peers: map[transport.NodeID]string{"server-0": a.Addr("server-0")}})
 	if !errors.Is(err, transport.ErrUnauthorized) {
 		t.Fatalf("err = %v, want ErrUnauthorized", err)
@@ -144,7 +144,7 @@ func TestCluster_OneNodePerProcess(t *testing.T) {
 	ch := make(chan res, len(nodes))
 	for i, n := range nodes {
 		go func() {
-			c, err := ps.NewCluster(ctx, ps.ClusterConfig{Servers: 2, Workers: 2, TCP: true, Secret: []byte("k"),
+			c, err := ps.NewCluster(ctx, ps.ClusterConfig{Servers: 2, Workers: 2, TCP: true, Secret: []byte("k, 16 bytes long"),
 				Local: []transport.NodeID{n}, Listen: book[n], Peers: book, EPSP: epsp.Config{Batch: 8},
 				Store: ps.StoreConfig{Optimizer: ps.SGD{LR: 0.5}}, CloseTimeout: 3 * time.Second})
 			ch <- res{i, c, err}

@@ -470,7 +470,7 @@ func TestElastic_LostWorkerRejoinsAfterCooldown(t *testing.T) {
 // ErrForbidden naming it.
 func TestElastic_JoinOverTCP(t *testing.T) {
 	const clocks = 8
-	const secret = "elastic-secret"
+	const secret = "elastic-secret-16"
 	l := newLedger()
 	c := elasticCluster(t, l, 2, pstest.Elastic(3, 0, 0), pstest.TCP(secret))
 	join := func(i int) (*ps.Worker, *transport.TCP) {

@@ -93,14 +93,14 @@ func TestCluster_TCP(t *testing.T) {
 func TestStart_WrongSecretFailsFast(t *testing.T) {
 	s, err := ps.NewServer("server-0", ps.ServerConfig{})
 	must(t, err)
-	str, err := transport.NewTCP(transport.TCPConfig{ID: "server-0", Secret: []byte("right")}, s)
+	str, err := transport.NewTCP(transport.TCPConfig{ID: "server-0", Secret: []byte("the right secret")}, s)
 	must(t, err)
 	defer str.Close()
 	w, err := ps.NewWorker("worker-0", ps.WorkerConfig{Coordinator: "coordinator", StartTimeout: 10 * time.Second,
 		Client: ps.ClientConfig{Servers: []transport.NodeID{"server-0"}}})
 	must(t, err)
 	defer w.Close()
-	wtr, err := transport.NewTCP(transport.TCPConfig{ID: "worker-0", Secret: []byte("wrong")}, w)
+	wtr, err := transport.NewTCP(transport.TCPConfig{ID: "worker-0", Secret: []byte("the wrong secret")}, w)
 	must(t, err)
 	defer wtr.Close()
 	wtr.AddPeer("server-0", str.Addr().String())

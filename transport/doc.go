@@ -73,7 +73,10 @@
 // connection broke with the call in flight (such calls fail promptly, not
 // at their deadline); [ErrUnauthorized] when the handshake fails (a frame
 // that fails its tag kills its connection: calls in flight on it fail with
-// ErrUnreachable wrapping ErrUnauthorized);
+// ErrUnreachable wrapping ErrUnauthorized); [ErrHandshakeVersion] when
+// the peer speaks another handshake version; [ErrWeakSecret] (from
+// [TCPConfig.Validate], or with ErrUnauthorized for a per-peer secret)
+// for a secret shorter than [MinSecretLen];
 // [ErrFrameTooLarge] for a body over the maximum; a [*RemoteError] when the
 // peer's handler returned an error.
 //
@@ -119,22 +122,67 @@
 //
 // # Handshake and security
 //
-// Before any frame, the dialer sends a hello ("FLCN", version 2, flags,
+// Before any frame, the dialer sends a hello ("FLCN", version 3, flags,
 // its node name, a 32-byte random nonce) and the acceptor answers with a
-// status byte and its own hello. With [TCPConfig.Secret] set, each side
-// then proves the secret with HMAC-SHA256 over both hellos (role-tagged,
-// so neither proof can be replayed as the other), and the acceptor sends a
-// final status byte. A peer without the secret, with a different one, or
-// with a mismatched setting is refused with [ErrUnauthorized] and cannot
-// get a single frame to the handler. The dialer also checks that the node
-// answering at an address has the name it dialed (under
-// [TCPConfig.CertIdentity], in its certificate as well as its hello).
-// The handshake protocol is ours (no published spec), built from standard
-// parts; version 2 does not interoperate with version 1.
+// status byte and its own hello (its name and nonce, nothing keyed). With
+// [TCPConfig.Secret] set, the dialer then proves the secret with
+// HMAC-SHA256 over both hellos; only once that proof has checked does the
+// acceptor answer with a status byte and its own proof (role-tagged, so
+// neither proof can be replayed as the other), which the dialer checks. A
+// wrong proof gets the refusal status and the connection closed. A peer
+// without the secret, with a different one, or with a mismatched setting
+// is refused with [ErrUnauthorized] and cannot get a single frame to the
+// handler. The dialer also checks, before it proves anything, that the
+// node answering at an address has the name it dialed (under
+// [TCPConfig.CertIdentity], in its certificate as well as its hello). A
+// hello of another version is answered with a status that carries the
+// acceptor's version,
+// and both sides fail with [ErrHandshakeVersion] naming both ("transport:
+// peer speaks handshake v2, we speak v3"); an acceptor of version 1 or 2
+// answers a version 3 hello as malformed. The handshake protocol is ours
+// (no published spec), built from standard parts; handshake.go has its
+// layout.
+//
+// Who proves first. A stranger who connects gets the acceptor's name and
+// nonce and nothing that would test a guess of the secret offline
+// (version 2 sent the acceptor's proof right after the stranger's hello).
+// The dialer's proof, in turn, goes to whoever answers at the address it
+// dials, so a party that can take over a configured address (or sit on
+// the path to it) could collect one proof per dial and guess the secret
+// offline. That is accepted: a node dials only the addresses its
+// configuration names, taking one over needs a foothold on the cluster's
+// network or name service, TLS ([TCPConfig.TLS]) with a verified server
+// certificate authenticates the acceptor before any proof is sent, and
+// every guess costs a scrypt
+// derivation (below), as does a guess from a handshake recorded on the
+// path, which was always possible without TLS.
+//
+// Secrets. A secret must have at least [MinSecretLen] (16) bytes, or
+// [TCPConfig.Validate] refuses it with [ErrWeakSecret] (a per-peer secret
+// that short refuses its peer with the same error): 16 bytes hold 128
+// random bits, the strength of the AES keys behind the frame tags, and a
+// secret any shorter cannot be random enough to resist guessing.
+// Neither the MACs nor the frame keys use the secret as it is: it is
+// stretched first with scrypt (RFC 7914, golang.org/x/crypto/scrypt),
+// N = 2^15, r = 8, p = 1, a 32-byte key, salted with the fixed label
+// "falcon/transport/v3 secret". One derivation takes 32 MiB and about
+// 68 ms of one core of the project's 2-core Xeon VM (Go 1.26,
+// 2026-12-05), so an offline guess costs that much, about 15 guesses per
+// second per core where the bare HMAC-SHA256 allowed about 940,000. The
+// salt is fixed, so a dictionary's scrypt outputs, once computed, serve
+// against every deployment: length and randomness keep a secret out of
+// dictionaries, the KDF only makes each guess dear; use 32 random bytes. A
+// process derives each distinct secret once (a cache of 256 keys; NewTCP
+// derives [TCPConfig.Secret], about 70 ms the first time), at most two at
+// a time; keys derived for names that connecting peers claimed but did
+// not prove are the first to leave the cache. The acceptor derives a key
+// only for a secret [TCPConfig.PeerSecret] gives a claimed name, so a
+// PeerSecret that answers any name lets a stranger buy one derivation per
+// fresh name.
 //
 // With a secret and without TLS, the handshake also keys the wire: both
 // sides derive one AES-256 key per direction with HKDF-SHA256 (RFC 5869)
-// from the secret, salted with a hash of both hellos (both names, both
+// from the stretched secret, salted with a hash of both hellos (both names, both
 // nonces), and every frame header and body record carries a GMAC tag
 // (AES-GCM with an empty plaintext, NIST SP 800-38D) whose nonce is a
 // per-direction counter of tags, never sent and never reused. So the
@@ -160,9 +208,7 @@
 //     peer is one of the nodes given the secret, and any of them can claim
 //     any name, so any member can claim any role (a worker can send what
 //     only the coordinator may send). It separates members from strangers,
-//     not members from each other. Use at least 32 random bytes: the
-//     secret is not stretched, a guessable one can be found offline from
-//     one recorded handshake.
+//     not members from each other (see Secrets above for its strength).
 //   - Keys per pair of nodes ([TCPConfig.PeerSecret] with [PairKeys],
 //     minted by the operator with [MintPairKeys]) prove identity: the key
 //     of a and b is held by a, b and the operator only, so the acceptor b
@@ -187,16 +233,30 @@
 // therefore the recommended way to prove identity; pair keys suit small
 // fixed clusters without a CA.
 //
-// Exhaustion. At most [TCPConfig.MaxPendingHandshakes] accepted
-// connections (64 by default) may be in their TLS and handshake at once;
-// further ones wait unaccepted in the kernel's listen backlog, so strangers
-// hold at most that many descriptors, each for at most
-// [TCPConfig.HandshakeTimeout] (with a secret: without one, anyone who
-// sends a hello is a peer, and peers' connections are not capped). Once a frame header has arrived, its body
-// must arrive within [TCPConfig.BodyTimeout] (30 s by default) plus one
-// second per MiB declared, or the connection is dropped, so a peer that
-// declares a large body and stalls frees its buffer and the callers
-// waiting on it. An authenticated peer may still have MaxConcurrentRequests
+// Exhaustion. An accepted connection has [TCPConfig.HandshakeTimeout]
+// (3 s by default) from its accept to finish TLS and the handshake. The
+// accept loop never waits for a handshake to finish: at most
+// [TCPConfig.MaxPendingHandshakesPerSource] (16 by default) connections
+// from one source (an IPv4 address, an IPv6 /64) may be in their
+// handshake at once, and one more from that source is closed as soon as
+// it is accepted; at most [TCPConfig.MaxPendingHandshakes] (64 by
+// default) may be in all, and one more closes the oldest pending. So idle
+// strangers hold few descriptors, each briefly, and a member's fresh
+// connection is accepted and its handshake served at once (measured by a
+// test: a member completes a request while 500 idle strangers, from one
+// source or from ten, are connected; before this, 200 idle strangers made
+// the member's dial run out its 5 s). [TCPConfig.HandshakeFailed], when
+// set, is told the cause of each accepted connection closed before its
+// handshake completed (refused, another version, out of time, over a
+// bound): the acceptor's only view of them. A flood from many sources
+// can still close members' handshakes as the oldest pending, if 64 new
+// connections arrive within one handshake's round trips. Without a
+// secret anyone who sends a hello is a peer, and peers' connections are
+// not capped. Once a frame header has arrived, its body must arrive
+// within [TCPConfig.BodyTimeout] (30 s by default) plus one second per
+// MiB declared, or the connection is dropped, so a peer that declares a
+// large body and stalls frees its buffer and the callers waiting on it.
+// An authenticated peer may still have MaxConcurrentRequests
 // frames of MaxFrameSize in flight, and an idle connection between frames
 // is not timed.
 //

@@ -50,7 +50,7 @@ func Example_tcp() {
 		}
 		return []byte(fmt.Sprint(s)), nil
 	}}
-	secret := []byte("example secret")
+	secret := []byte("example secret of 32 bytes, ok..")
 	srv, err := transport.NewTCP(transport.TCPConfig{ID: "server", Secret: secret}, sum)
 	if err != nil {
 		fmt.Println(err)

@@ -132,7 +132,7 @@ func rawClient(t *testing.T, srv *TCP) net.Conn {
 	}
 	t.Cleanup(func() { c.Close() })
 	c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := clientHandshake(c, "raw", nil, nil); err != nil {
+	if _, err := clientHandshake(c, "raw", "", nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	return c

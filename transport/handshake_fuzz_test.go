@@ -26,10 +26,11 @@ func helloBytes(version, flags byte, id string, declared int) []byte {
 }
 
 // FuzzHandshake feeds arbitrary bytes to both sides of the handshake, with
-// and without a secret, and to the hello decoder. Nothing may panic or
-// allocate beyond the declared limits; with a secret no input may pass
-// (that would be a forged proof); a decoded hello re-encodes to the bytes
-// it came from.
+// and without a (stretched) secret key, and to the hello decoder. Nothing
+// may panic or allocate beyond the declared limits; with a key no input
+// may pass (that would be a forged proof); a decoded hello re-encodes to
+// the bytes it came from; and the acceptor, until the input has proved
+// the key, writes nothing but status bytes and its hello (no keyed value).
 func FuzzHandshake(f *testing.F) {
 	good, err := newHello("worker-1", []byte("k"))
 	if err != nil {
@@ -40,7 +41,11 @@ func FuzzHandshake(f *testing.F) {
 	f.Add(append(append([]byte{statusOK}, good.raw...), make([]byte, macLen+1)...))
 	f.Add(helloBytes(handshakeVersion, 0, "srv", 3))
 	f.Add(helloBytes(handshakeVersion, flagSecret, "srv", 3))
-	f.Add(helloBytes(1, 0, "old", 3))                      // version 1 peer
+	f.Add(helloBytes(1, 0, "old", 3))          // version 1 peer
+	f.Add(helloBytes(2, flagSecret, "old", 3)) // version 2 peer
+	f.Add(append(append([]byte{statusOK}, good.raw...), statusOK))
+	f.Add([]byte{statusVersion, 2})
+	f.Add([]byte{statusMalformed})
 	f.Add(helloBytes(handshakeVersion, 0, "x", 0xffff))    // declares 64 KiB id
 	f.Add(helloBytes(handshakeVersion, 0, "", maxIDLen+1)) // just over the limit
 	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
@@ -54,14 +59,24 @@ func FuzzHandshake(f *testing.F) {
 			}
 		}
 		for _, secret := range [][]byte{nil, []byte("fuzz secret")} {
-			ss, err := serverHandshake(&fuzzRW{r: bytes.NewReader(data)}, "srv", secret, nil)
+			srw := &fuzzRW{r: bytes.NewReader(data)}
+			ss, err := serverHandshake(srw, "srv", secret, nil)
 			if err == nil && len(secret) > 0 {
 				t.Fatalf("server accepted %q without the secret", ss.peer)
+			}
+			if out := srw.w.Bytes(); len(secret) > 0 && len(out) > 2 {
+				// status and the server's hello (8 + 3 + nonce), then at
+				// most the refusal: no MAC
+				const hl = 1 + 8 + 3 + nonceLen
+				tail := out[min(hl, len(out)):]
+				if out[0] != statusOK || len(out) < hl || len(tail) > 0 && !bytes.Equal(tail, []byte{statusRefused}) {
+					t.Fatalf("server wrote %d bytes (%x) to a peer that proved nothing", len(out), out)
+				}
 			}
 			if err == nil && (ss.send != nil || len(ss.peer) > maxIDLen) {
 				t.Fatalf("unauthenticated session %+v", ss)
 			}
-			ss, err = clientHandshake(&fuzzRW{r: bytes.NewReader(data)}, "cli", secret, nil)
+			ss, err = clientHandshake(&fuzzRW{r: bytes.NewReader(data)}, "cli", "", secret, nil)
 			if err == nil && len(secret) > 0 {
 				t.Fatalf("client accepted %q without the secret", ss.peer)
 			}

@@ -77,20 +77,18 @@ func peerLeaf(tc *tls.Conn) *x509.Certificate {
 	return cs.VerifiedChains[0][0]
 }
 
-// acceptSecretFor returns the secretFor of the handshake on the accepted
-// connection nc: under CertIdentity, a name nc's client certificate does
-// not prove is refused, whatever secret it might know.
-func (t *TCP) acceptSecretFor(nc net.Conn) func(NodeID) ([]byte, bool) {
+// checkAccepted checks, under CertIdentity, that the client certificate
+// of the accepted connection nc proves the name id its hello claims: a
+// name it does not prove is refused, whatever secret it might know.
+func (t *TCP) checkAccepted(nc net.Conn, id NodeID) error {
 	if !t.cfg.CertIdentity {
-		return t.secretFor
+		return nil
 	}
 	tc, _ := nc.(*tls.Conn)
-	return func(id NodeID) ([]byte, bool) {
-		if tc == nil || checkCertName(peerLeaf(tc), id, "client") != nil {
-			return nil, false
-		}
-		return t.secretFor(id)
+	if tc == nil {
+		return fmt.Errorf("%w: client claims %q without TLS", errIdentity, id)
 	}
+	return checkCertName(peerLeaf(tc), id, "client")
 }
 
 // dialTLS adjusts the TLS config of a dial to node to: under CertIdentity

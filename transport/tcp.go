@@ -50,16 +50,19 @@ type TCPConfig struct {
 	// that a peer holds some certificate of the CA.
 	CertIdentity bool
 	// Secret, when non-empty, is a shared secret every connection must
-	// prove in both directions (an HMAC-SHA256 challenge-response, see
-	// doc.go) before any frame is accepted; without TLS, every frame is
-	// then authenticated too (a GMAC tag under a per-connection key), so
-	// bytes injected, replayed, reordered or modified on the path are
-	// refused and the connection dropped. The name a peer proved is the
-	// from a Handler sees; a shared secret proves membership only, so any
-	// holder can claim any name (see "Trust model" in doc.go). Use at least 32 random bytes: the secret is
-	// not stretched, a guessable one can be found offline from one
-	// recorded handshake. Nil means no authentication at all: a peer's
-	// claimed name is then taken on trust and frames are not checked.
+	// prove in both directions (an HMAC-SHA256 challenge-response, the
+	// dialer first, see doc.go) before any frame is accepted; without TLS,
+	// every frame is then authenticated too (a GMAC tag under a
+	// per-connection key), so bytes injected, replayed, reordered or
+	// modified on the path are refused and the connection dropped. The
+	// name a peer proved is the from a Handler sees; a shared secret proves
+	// membership only, so any holder can claim any name (see "Trust model"
+	// in doc.go). It must have at least
+	// MinSecretLen (16) bytes, or Validate fails with ErrWeakSecret; use 32
+	// random bytes. It is stretched with scrypt (kdf.go) before use, once
+	// per process: NewTCP takes about 70 ms the first time a process sees
+	// a secret. Nil means no authentication at all: a peer's claimed name
+	// is then taken on trust and frames are not checked.
 	Secret []byte
 	// PeerSecret, when non-nil, replaces Secret with one secret per peer:
 	// it returns the secret this node shares with the named peer, for the
@@ -75,15 +78,37 @@ type TCPConfig struct {
 	// DialTimeout bounds connecting to a peer, TLS and handshake included.
 	// Zero means 5 s.
 	DialTimeout time.Duration
-	// HandshakeTimeout bounds an accepted connection's TLS and handshake.
-	// Zero means 5 s.
+	// HandshakeTimeout bounds an accepted connection's TLS and handshake,
+	// counted from its accept. Zero means 3 s: a handshake is two round
+	// trips after TLS's, so 3 s leaves a loaded machine or a long path
+	// ample room, while a connection that sends nothing is gone soon.
 	HandshakeTimeout time.Duration
 	// MaxPendingHandshakes bounds the accepted connections that have not
-	// finished their handshake; while that many are pending, no further
-	// connection is accepted (they wait in the kernel's listen backlog),
-	// so idle or slow strangers hold at most this many descriptors, each
-	// for at most HandshakeTimeout. Zero means 64.
+	// finished their TLS and handshake. The accept loop never waits for
+	// one to finish: a connection accepted at the bound closes the oldest
+	// pending one, so idle strangers hold at most this many descriptors,
+	// each for at most HandshakeTimeout, and cannot keep a member's fresh
+	// connection from being accepted. Zero means 64.
 	MaxPendingHandshakes int
+	// MaxPendingHandshakesPerSource bounds the pending handshakes (see
+	// MaxPendingHandshakes) from one source: one IPv4 address, or one
+	// IPv6 /64 prefix (the block one host is usually given). A connection
+	// accepted over it is closed at once, so one host cannot take every
+	// slot, nor close the others' pending handshakes at its own pace
+	// without bound. A node dials each peer once and redials only
+	// after its connection died, so a member host rarely has more than a
+	// few handshakes pending with one acceptor. Zero means 16.
+	MaxPendingHandshakesPerSource int
+	// HandshakeFailed, when non-nil, is called with the remote address and
+	// the cause for each accepted connection closed before its handshake
+	// completed: refused (ErrUnauthorized; ErrHandshakeVersion, naming
+	// both versions; a malformed hello), out of HandshakeTimeout, over
+	// MaxPendingHandshakesPerSource, or closed as the oldest pending at
+	// MaxPendingHandshakes. It runs on the acceptor's goroutines, possibly
+	// concurrently, once for every connection a stranger opens: it must be
+	// safe for concurrent use and must not block (rate-limit any logging).
+	// Nil means the causes are dropped.
+	HandshakeFailed func(remote net.Addr, err error)
 	// BodyTimeout bounds the reading of one frame body once its header
 	// has arrived: a body must be complete within BodyTimeout plus one
 	// second per MiB declared (a 1 MiB/s floor), or the connection is
@@ -120,13 +145,15 @@ func DefaultTCPConfig() TCPConfig {
 		MaxFrameSize:          DefaultMaxFrameSize,
 		Compression:           Never,
 		DialTimeout:           5 * time.Second,
-		HandshakeTimeout:      5 * time.Second,
+		HandshakeTimeout:      3 * time.Second,
 		MaxPendingHandshakes:  64,
 		BodyTimeout:           30 * time.Second,
 		ReconnectBackoff:      20 * time.Millisecond,
 		MaxReconnectBackoff:   2 * time.Second,
 		WriteTimeout:          time.Minute,
 		MaxConcurrentRequests: 1024,
+
+		MaxPendingHandshakesPerSource: 16,
 	}
 }
 
@@ -147,10 +174,14 @@ func (c *TCPConfig) Validate() error {
 		return fmt.Errorf("transport: TCPConfig.MaxReconnectBackoff %v is negative", c.MaxReconnectBackoff)
 	case c.MaxPendingHandshakes < 0:
 		return fmt.Errorf("transport: TCPConfig.MaxPendingHandshakes %d is negative", c.MaxPendingHandshakes)
+	case c.MaxPendingHandshakesPerSource < 0:
+		return fmt.Errorf("transport: TCPConfig.MaxPendingHandshakesPerSource %d is negative", c.MaxPendingHandshakesPerSource)
 	case c.MaxConcurrentRequests < 0:
 		return fmt.Errorf("transport: TCPConfig.MaxConcurrentRequests %d is negative", c.MaxConcurrentRequests)
 	case len(c.Secret) > 0 && c.PeerSecret != nil:
 		return errors.New("transport: TCPConfig has both Secret and PeerSecret")
+	case len(c.Secret) > 0 && len(c.Secret) < MinSecretLen:
+		return checkSecret("TCPConfig.Secret", c.Secret)
 	case c.TLS != nil && len(c.TLS.Certificates) == 0 && c.TLS.GetCertificate == nil && c.TLS.GetConfigForClient == nil:
 		return errors.New("transport: TCPConfig.TLS has no certificate to accept connections with")
 	}
@@ -184,6 +215,9 @@ func (c TCPConfig) withDefaults() TCPConfig {
 	}
 	if c.MaxPendingHandshakes == 0 {
 		c.MaxPendingHandshakes = d.MaxPendingHandshakes
+	}
+	if c.MaxPendingHandshakesPerSource == 0 {
+		c.MaxPendingHandshakesPerSource = d.MaxPendingHandshakesPerSource
 	}
 	if c.BodyTimeout == 0 {
 		c.BodyTimeout = d.BodyTimeout
@@ -233,7 +267,8 @@ type TCP struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	stats  counters
-	hsSem  chan struct{} // one slot per accepted connection in its handshake
+	key    []byte     // Secret stretched (kdf.go); nil without a Secret
+	hs     pendingSet // accepted connections in their handshake
 
 	mu      sync.Mutex
 	closed  bool
@@ -273,6 +308,13 @@ func NewTCP(cfg TCPConfig, h Handler) (*TCP, error) {
 		return nil, errors.New("transport: NewTCP with nil Handler")
 	}
 	cfg = cfg.withDefaults()
+	var key []byte
+	if len(cfg.Secret) > 0 {
+		var err error
+		if key, err = stretch(context.Background(), cfg.Secret, true); err != nil {
+			return nil, err
+		}
+	}
 	ln, err := net.Listen("tcp", cfg.ListenAddr)
 	if err != nil {
 		return nil, fmt.Errorf("transport: listen on %s: %w", cfg.ListenAddr, err)
@@ -287,7 +329,8 @@ func NewTCP(cfg TCPConfig, h Handler) (*TCP, error) {
 		peers:   make(map[NodeID]string, len(cfg.Peers)),
 		out:     make(map[NodeID]*peerState),
 		inbound: make(map[*conn]struct{}),
-		hsSem:   make(chan struct{}, cfg.MaxPendingHandshakes),
+		key:     key,
+		hs:      newPendingSet(cfg.MaxPendingHandshakes, cfg.MaxPendingHandshakesPerSource),
 
 		msgLocks: make(map[NodeID]*msgLock),
 	}
@@ -564,6 +607,16 @@ func (t *TCP) dial(ctx context.Context, to NodeID, addr string) (*conn, error) {
 	defer cancel()
 	stop := context.AfterFunc(t.ctx, cancel) // Close interrupts dials
 	defer stop()
+	_, key, err := t.handshakeKey(dctx, to, true)
+	if err != nil {
+		switch {
+		case t.ctx.Err() != nil:
+			return nil, ErrClosed
+		case errors.Is(err, ErrUnauthorized):
+			return nil, fmt.Errorf("handshake with %q at %s: %w", to, addr, err)
+		}
+		return nil, fmt.Errorf("%w: handshake with %q at %s: %v", ErrUnreachable, to, addr, err)
+	}
 	d := net.Dialer{}
 	raw, err := d.DialContext(dctx, "tcp", addr)
 	if err != nil {
@@ -581,7 +634,7 @@ func (t *TCP) dial(ctx context.Context, to NodeID, addr string) (*conn, error) {
 		if t.ctx.Err() != nil {
 			return nil, ErrClosed
 		}
-		if errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrCorruptFrame) {
+		if errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrCorruptFrame) || errors.Is(err, ErrHandshakeVersion) {
 			return nil, fmt.Errorf("handshake with %q at %s: %w", to, addr, err)
 		}
 		var cve *tls.CertificateVerificationError
@@ -608,16 +661,9 @@ func (t *TCP) dial(ctx context.Context, to NodeID, addr string) (*conn, error) {
 		nc = tc
 		binding = tlsBinding(tc)
 	}
-	secret, ok := t.secretFor(to)
-	if !ok {
-		return fail(fmt.Errorf("%w: no secret for peer %q", ErrUnauthorized, to))
-	}
-	ss, err := clientHandshake(nc, t.cfg.ID, secret, binding)
+	ss, err := clientHandshake(nc, t.cfg.ID, to, key, binding)
 	if err != nil {
 		return fail(err)
-	}
-	if ss.peer != to {
-		return fail(fmt.Errorf("address %s belongs to node %q", addr, ss.peer))
 	}
 	if !unblock() {
 		// The dial deadline fired during the handshake: the deadline is
@@ -655,20 +701,16 @@ func tlsBinding(tc *tls.Conn) []byte {
 	return b
 }
 
+// acceptLoop accepts connections and starts each one's handshake. It
+// never waits for a handshake to finish: a connection from a source over
+// MaxPendingHandshakesPerSource is closed at once, and one accepted at
+// MaxPendingHandshakes closes the oldest pending handshake (pendingSet).
 func (t *TCP) acceptLoop() {
 	defer t.wg.Done()
 	var delay time.Duration
 	for {
-		// A slot for the handshake first: at the cap, connections wait
-		// unaccepted in the listen backlog.
-		select {
-		case t.hsSem <- struct{}{}:
-		case <-t.ctx.Done():
-			return
-		}
 		raw, err := t.ln.Accept()
 		if err != nil {
-			<-t.hsSem
 			if t.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
 			}
@@ -682,25 +724,45 @@ func (t *TCP) acceptLoop() {
 			continue
 		}
 		delay = 0
+		hctx, cancel := context.WithTimeout(t.ctx, t.cfg.HandshakeTimeout)
+		src := sourceOf(raw.RemoteAddr())
+		p := t.hs.admit(src, cancel)
+		if p == nil {
+			cancel()
+			raw.Close()
+			t.handshakeFailed(raw, fmt.Errorf("transport: closed at once: %d handshakes already pending from %v (MaxPendingHandshakesPerSource)", t.cfg.MaxPendingHandshakesPerSource, src))
+			continue
+		}
 		t.mu.Lock()
 		if t.closed {
 			t.mu.Unlock()
-			<-t.hsSem
+			t.hs.done(p)
+			cancel()
 			raw.Close()
 			return
 		}
 		t.wg.Add(1)
 		t.mu.Unlock()
-		go t.serveConn(raw)
+		go t.serveConn(hctx, raw, p)
 	}
 }
 
-// serveConn authenticates an accepted connection and serves it.
-func (t *TCP) serveConn(raw net.Conn) {
+// serveConn authenticates an accepted connection within hctx and serves
+// it.
+func (t *TCP) serveConn(hctx context.Context, raw net.Conn, p *pendingHS) {
 	defer t.wg.Done()
-	ss, nc, ok := t.acceptHandshake(raw)
-	<-t.hsSem
-	if !ok {
+	ss, nc, err := t.acceptHandshake(hctx, raw)
+	if !t.hs.done(p) { // closed as the oldest pending at the bound
+		raw.Close()
+		err = fmt.Errorf("transport: closed as the oldest of %d pending handshakes (MaxPendingHandshakes)", t.cfg.MaxPendingHandshakes)
+	} else if err != nil && errors.Is(hctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("transport: handshake not finished within HandshakeTimeout (%v): %w", t.cfg.HandshakeTimeout, err)
+	}
+	p.cancel()
+	if err != nil {
+		if t.ctx.Err() == nil {
+			t.handshakeFailed(raw, err)
+		}
 		return
 	}
 	from := ss.peer
@@ -729,13 +791,12 @@ func (t *TCP) serveConn(raw net.Conn) {
 }
 
 // acceptHandshake runs TLS and the handshake on an accepted connection
-// within HandshakeTimeout; on failure it closes raw.
-func (t *TCP) acceptHandshake(raw net.Conn) (session, net.Conn, bool) {
+// until hctx ends (HandshakeTimeout after the accept, or sooner when the
+// connection is closed as the oldest pending); on failure it closes raw.
+func (t *TCP) acceptHandshake(hctx context.Context, raw net.Conn) (session, net.Conn, error) {
 	if tc, ok := raw.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	hctx, cancel := context.WithTimeout(t.ctx, t.cfg.HandshakeTimeout)
-	defer cancel()
 	unblock := context.AfterFunc(hctx, func() { raw.SetDeadline(time.Unix(1, 0)) })
 	nc := raw
 	var binding []byte
@@ -744,18 +805,43 @@ func (t *TCP) acceptHandshake(raw net.Conn) (session, net.Conn, bool) {
 		if err := tc.HandshakeContext(hctx); err != nil {
 			unblock()
 			raw.Close()
-			return session{}, nil, false
+			return session{}, nil, fmt.Errorf("transport: TLS: %w", err)
 		}
 		nc = tc
 		binding = tlsBinding(tc)
 	}
-	ss, err := serverHandshakeFor(nc, t.cfg.ID, t.acceptSecretFor(nc), binding)
-	if !unblock() || err != nil {
+	// A key derived for a name the client claims is trusted in the cache
+	// only once the client has proved it (see stretch).
+	var secret, key []byte
+	keyFor := func(peer NodeID) ([]byte, error) {
+		if err := t.checkAccepted(nc, peer); err != nil {
+			return nil, err
+		}
+		var err error
+		secret, key, err = t.handshakeKey(hctx, peer, false)
+		return key, err
+	}
+	ss, err := serverHandshakeFor(nc, t.cfg.ID, keyFor, binding)
+	if !unblock() && err == nil {
+		err = hctx.Err() // the deadline fired as the handshake ended: it is poisoned
+	}
+	if err != nil {
 		raw.Close()
-		return session{}, nil, false
+		return session{}, nil, err
+	}
+	if key != nil {
+		trust(secret, key)
 	}
 	raw.SetDeadline(time.Time{})
-	return ss, nc, true
+	return ss, nc, nil
+}
+
+// handshakeFailed reports why an accepted connection was closed before
+// its handshake completed (TCPConfig.HandshakeFailed).
+func (t *TCP) handshakeFailed(raw net.Conn, err error) {
+	if f := t.cfg.HandshakeFailed; f != nil {
+		f(raw.RemoteAddr(), err)
+	}
 }
 
 // conn is one authenticated connection. A dialed (client) connection

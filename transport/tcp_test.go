@@ -234,9 +234,9 @@ func TestTCP_WrongSecretRefused(t *testing.T) {
 		name           string
 		client, server []byte
 	}{
-		{"different secrets", []byte("secret-A"), []byte("secret-B")},
-		{"client without secret", nil, []byte("secret-B")},
-		{"server without secret", []byte("secret-A"), nil},
+		{"different secrets", []byte("falcon test secret"), []byte("secret-B, 16 bytes+")},
+		{"client without secret", nil, []byte("secret-B, 16 bytes+")},
+		{"server without secret", []byte("falcon test secret"), nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -269,7 +269,7 @@ func TestTCP_WrongSecretRefused(t *testing.T) {
 }
 
 func TestTCP_RightSecretAccepted(t *testing.T) {
-	nodes := tcpCluster(t, transport.TCPConfig{Secret: []byte("s3cret")}, []transport.Handler{transporttest.Echo{}, transporttest.Echo{}})
+	nodes := tcpCluster(t, transport.TCPConfig{Secret: []byte("falcon test secret")}, []transport.Handler{transporttest.Echo{}, transporttest.Echo{}})
 	got, err := nodes[0].Request(testCtx(t), nodes[1].LocalID(), []byte("hi"))
 	if err != nil || string(got) != "hi" {
 		t.Fatalf("Request = %q, %v", got, err)

@@ -286,13 +286,13 @@ func openFDs(t *testing.T) int {
 }
 
 // Connections that never finish the handshake are capped: many idle ones
-// do not each hold a descriptor on the acceptor.
+// from one source do not each hold a descriptor on the acceptor.
 func TestTCP_PendingHandshakesCapped(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("counts descriptors in /proc")
 	}
 	const idle = 300
-	limit := DefaultTCPConfig().MaxPendingHandshakes
+	limit := DefaultTCPConfig().MaxPendingHandshakesPerSource
 	srv, err := NewTCP(TCPConfig{ID: "srv", HandshakeTimeout: 2 * time.Second}, &countingHandler{})
 	if err != nil {
 		t.Fatal(err)
@@ -321,7 +321,9 @@ func TestTCP_PendingHandshakesCapped(t *testing.T) {
 		c.Close()
 	}
 	conns = nil
-	// Once the idle ones are gone, a genuine peer gets through.
+	// Once the acceptor has seen the idle ones go, a genuine peer from the
+	// same source gets through.
+	waitPending(t, srv, 0)
 	cli, err := NewTCP(TCPConfig{ID: "cli", Peers: map[NodeID]string{"srv": srv.Addr().String()}}, &countingHandler{})
 	if err != nil {
 		t.Fatal(err)
@@ -344,7 +346,7 @@ func rawAuthClient(t *testing.T, srv *TCP, secret []byte) (net.Conn, *conn) {
 	}
 	t.Cleanup(func() { c.Close() })
 	c.SetDeadline(time.Now().Add(10 * time.Second))
-	ss, err := clientHandshake(c, "raw", secret, nil)
+	ss, err := clientHandshake(c, "raw", "", testKey(t, secret), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -606,7 +608,7 @@ func TestHandshake_ChannelBindingMismatchRefused(t *testing.T) {
 				}
 				done <- err
 			}()
-			ss, err := clientHandshake(a, "cli", secret, tc.cb)
+			ss, err := clientHandshake(a, "cli", "", secret, tc.cb)
 			if err != nil {
 				a.Close()
 			}
@@ -633,6 +635,7 @@ func TestHandshake_ChannelBindingMismatchRefused(t *testing.T) {
 // waits for a body it has started to receive.
 func TestTCP_StalledResponseDropped(t *testing.T) {
 	secret := []byte("stall test secret")
+	key := testKey(t, secret)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -647,7 +650,7 @@ func TestTCP_StalledResponseDropped(t *testing.T) {
 		}
 		defer c.Close()
 		c.SetDeadline(time.Now().Add(10 * time.Second))
-		ss, err := serverHandshake(c, "srv", secret, nil)
+		ss, err := serverHandshake(c, "srv", key, nil)
 		if err != nil {
 			return
 		}

@@ -87,7 +87,7 @@ func TestLocalCluster(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, bin, tinyArgs(policy)...)
-			cmd.Env = append(os.Environ(), "FALCON_SECRET=test-secret-"+policy)
+			cmd.Env = append(os.Environ(), "FALCON_SECRET=a-test-secret-"+policy)
 			var out, errb bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errb
 			start := time.Now()
@@ -130,7 +130,7 @@ func TestLocalCluster_WrongSecret(t *testing.T) {
 	start := time.Now()
 	err := runLocal(context.Background(), localConfig{
 		exe: bin, args: args, secret: "the-right-secret", timeout: 30 * time.Second,
-		secretFor: map[transport.NodeID]string{"worker-1": "a-wrong-secret"},
+		secretFor: map[transport.NodeID]string{"worker-1": "the-wrong-secret"},
 		workers:   3, servers: 2, stdout: &out, stderr: &errb,
 	})
 	took := time.Since(start)
@@ -335,7 +335,7 @@ func TestRole_MissingServerNamed(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "-role=coordinator", "-servers=2", "-workers=1", "-start-timeout=1s", "-listen=127.0.0.1:0",
 		"-peers=server-0="+dead+",server-1="+dead+",worker-0="+dead)
-	cmd.Env = append(os.Environ(), "FALCON_SECRET=s")
+	cmd.Env = append(os.Environ(), "FALCON_SECRET=sixteen-byte-key")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err = cmd.Run()

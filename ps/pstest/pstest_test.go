@@ -131,7 +131,7 @@ func (m line) Gradient(p []float32, samples []int, grad []float32) float64 {
 // secret: training works and Close leaves no goroutine (the cleanup's
 // goleak check).
 func TestNewCluster_TCP(t *testing.T) {
-	c := pstest.NewCluster(t, pstest.TCP("a secret"), pstest.Workers(2), pstest.Optimizer(ps.SGD{LR: 0.5}))
+	c := pstest.NewCluster(t, pstest.TCP("a secret, 16 bytes+"), pstest.Workers(2), pstest.Optimizer(ps.SGD{LR: 0.5}))
 	if c.Net != nil {
 		t.Fatal("TCP cluster has an in-process network")
 	}

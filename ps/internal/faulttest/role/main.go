@@ -69,7 +69,7 @@ func run(o opts) error {
 	open := func(h transport.Handler) (*transport.TCP, error) {
 		cfg := transport.DefaultTCPConfig()
 		cfg.ID, cfg.ListenAddr, cfg.Peers = id, peers[id], peers
-		cfg.Secret = []byte("faulttest")
+		cfg.Secret = []byte("faulttest secret!")
 		cfg.MaxReconnectBackoff = 100 * time.Millisecond
 		return transport.NewTCP(cfg, h)
 	}
