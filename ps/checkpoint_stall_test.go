@@ -2,6 +2,9 @@ package ps
 
 import (
 	"context"
+	"path/filepath"
+	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,7 +26,8 @@ func stallServer(tb testing.TB, n, windows int) *Server {
 	for k := 0; k*klen < n; k++ {
 		keys, lens = append(keys, uint64(k)), append(lens, klen)
 	}
-	if err := s.store.InitValues(keys, lens, make([]float32, klen*len(keys))); err != nil {
+	keys, lens = append(keys, 1<<40), append(lens, 1) // the pulled key
+	if err := s.store.InitValues(keys, lens, make([]float32, klen*(len(keys)-1)+1)); err != nil {
 		tb.Fatal(err)
 	}
 	for i := range windows {
@@ -32,15 +36,15 @@ func stallServer(tb testing.TB, n, windows int) *Server {
 	return s
 }
 
-// pullReq is a pull of the first value of key 0.
+// pullReq is a pull of the 1-value key of stallServer.
 func pullReq() []byte {
 	cl := &Client{}
-	return cl.encode(nil, opPull, []piece{{key: 0, n: 1 << 16}}, 0, nil, pushArgs{})
+	return cl.encode(nil, opPull, []piece{{key: 1 << 40, n: 1}}, 0, nil, pushArgs{})
 }
 
 // BenchmarkCheckpoint_PullDuring measures a checkpoint of a 96 MiB Adam
 // shard (8 Mi values) and 40k client windows, and the longest a pull of
-// key 0 and a push waited while it ran (metrics max-pull-ms and
+// one value and a push waited while it ran (metrics max-pull-ms and
 // max-push-ms). Numbers, not asserts: see the package doc, Durability.
 func BenchmarkCheckpoint_PullDuring(b *testing.B) {
 	s := stallServer(b, 8<<20, 40000)
@@ -87,4 +91,113 @@ func BenchmarkCheckpoint_PullDuring(b *testing.B) {
 	b.ReportMetric(float64(ck.Microseconds())/1000, "ckpt-ms")
 	b.ReportMetric(float64(maxPull.Microseconds())/1000, "max-pull-ms")
 	b.ReportMetric(float64(maxPush.Microseconds())/1000, "max-push-ms")
+}
+
+// TestCheckpoint_SnapshotIsCopyOnWrite: a snapshot begun, then copied a
+// slice at a time while updates of every kind (Apply, the wire path
+// applyBytes, Flush) write keys it has copied, keys it has half copied
+// and keys it has not reached, is the state at its beginning, bit for
+// bit; the store has every update.
+func TestCheckpoint_SnapshotIsCopyOnWrite(t *testing.T) {
+	for _, opt := range []Optimizer{SGD{LR: 0.1}, Adam{LR: 0.01}} {
+		s := shardedStores(t, 1, KeyRange{Servers: 1}, opt, ckKeys, ckLens, 2, true)[0]
+		want := s.Checkpoint()
+		ck := s.beginSnapshot(nil, nil)
+		g := func(n int) []float32 {
+			v := make([]float32, n)
+			for i := range v {
+				v[i] = float32(i%3) - 1
+			}
+			return v
+		}
+		s.snapshotSlice(20) // key 1 (3 values) whole, key 5 (40) half
+		if err := s.Apply([]uint64{1, 5}, nil, g(43), 1); err != nil {
+			t.Fatal(err)
+		}
+		gb := make([]byte, 4*17)
+		putF32s(gb, g(17))
+		if err := s.applyBytes([]uint64{1 << 62}, nil, gb, 1); err != nil { // not reached
+			t.Fatal(err)
+		}
+		s.Flush(7, 1) // every key: the buffered clock
+		for !s.snapshotSlice(7) {
+		}
+		if s.snap != nil {
+			t.Fatal("snapshot still set when complete")
+		}
+		if !slices.Equal(f32Bits(ck.Values), f32Bits(want.Values)) || !slices.Equal(f32Bits(ck.State), f32Bits(want.State)) || !reflect.DeepEqual(ck, want) {
+			t.Fatalf("%s: the snapshot holds updates made after it began", opt.Name())
+		}
+		if s.Steps(1) != want.Keys[0].Steps+2 || slices.Equal(f32Bits(s.vals), f32Bits(want.Values)) {
+			t.Fatalf("%s: the store lost the updates", opt.Name())
+		}
+	}
+}
+
+// TestCheckpoint_RequestsServedDuring: while a checkpoint is being taken
+// (held at a seam after it began), a pull and a push are served; the
+// checkpoint file is the state when it began, and the restart (the
+// checkpoint, then the log since) has the push too.
+func TestCheckpoint_RequestsServedDuring(t *testing.T) {
+	dir := t.TempDir()
+	cfg := ServerConfig{Store: StoreConfig{Optimizer: Adam{LR: 0.1}}, Durable: DurableConfig{Dir: dir, Log: true}}
+	s, err := NewServer("s", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if err := s.store.InitValues([]uint64{1}, []int{1}, []float32{0.5}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := s.store.Value(nil, 1)
+	begun, release := make(chan struct{}), make(chan struct{})
+	s.dur.hook = func(stage string) {
+		if stage == "begun" {
+			close(begun)
+			<-release
+		}
+	}
+	ckErr := make(chan error, 1)
+	go func() { ckErr <- s.Checkpoint() }()
+	<-begun
+	served := make(chan error, 1)
+	go func() {
+		cl := &Client{}
+		_, err := s.HandleRequest(ctx, "c", cl.encode(nil, opPull, []piece{{key: 1, n: 1}}, 0, nil, pushArgs{}))
+		if err == nil {
+			_, err = s.HandleRequest(ctx, "c", idPush(3, 1, 2))
+		}
+		served <- err
+	}()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second): // a hang guard, not a speed bound
+		close(release)
+		t.Fatal("a pull and a push waited for the checkpoint")
+	}
+	after, _ := s.store.Value(nil, 1)
+	close(release)
+	if err := <-ckErr; err != nil {
+		t.Fatal(err)
+	}
+	ck, err := ReadCheckpointFile(filepath.Join(dir, "s.ckpt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(f32Bits(ck.Values), f32Bits(before)) || ck.Keys[0].Steps != 0 {
+		t.Fatalf("checkpoint holds %v (%d steps), want the state when it began, %v (0)", ck.Values, ck.Keys[0].Steps, before)
+	}
+	s.Close()
+	r, err := NewServer("s", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if got, _ := r.store.Value(nil, 1); !slices.Equal(f32Bits(got), f32Bits(after)) || r.store.Steps(1) != 1 {
+		t.Fatalf("restart holds %v (%d steps), want %v (1)", got, r.store.Steps(1), after)
+	}
 }

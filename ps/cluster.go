@@ -117,6 +117,10 @@ type ClusterConfig struct {
 	// Heartbeat and CoordinatorTimeout are the workers' (WorkerConfig).
 	Heartbeat, CoordinatorTimeout time.Duration
 	// Durable gives every server durable state (ServerConfig.Durable).
+	// With a Dir, NewCluster sets its Layout (LayoutHash of Partitioner
+	// and Servers) and, when RunID is empty, picks a random run id (a new
+	// run: checkpoints of another run are refused) and logs it; give it
+	// back as RunID to resume the run after its processes restart.
 	Durable DurableConfig
 	// Retry is how long clients resend a request a server did not answer
 	// (ClientConfig.Retry).
@@ -174,6 +178,9 @@ func (c *ClusterConfig) Validate() error {
 // Client, no coordinator) has no flush to guard and checks none.
 func (c *ClusterConfig) serverConfig() ServerConfig {
 	sc := ServerConfig{Store: c.Store, Durable: c.Durable}
+	if c.Durable.Dir != "" && c.Partitioner != nil {
+		sc.Durable.Layout = LayoutHash(c.Partitioner, c.Servers)
+	}
 	if c.Workers > 0 {
 		sc.Access = ClusterAccess(c.Servers, c.slots())
 	}
@@ -306,6 +313,14 @@ func NewCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error) 
 			opts = append(opts, transport.WithCompression(cfg.Compression))
 		}
 		c.net = transport.NewInmemNetwork(opts...)
+	}
+	if cfg.Durable.Dir != "" && cfg.Durable.RunID == "" && slices.ContainsFunc(cfg.localNodes(), func(n transport.NodeID) bool {
+		r, _, _ := ParseNode(n, cfg.Servers, cfg.slots())
+		return r == RoleServer
+	}) {
+		cfg.Durable.RunID = NewRunID()
+		c.cfg.Durable.RunID = cfg.Durable.RunID
+		c.log.Info("ps: a new run; give its id as ClusterConfig.Durable.RunID to resume it after a restart", "run", cfg.Durable.RunID)
 	}
 	c.cc = ClientConfig{Servers: serverNodes(cfg.Servers), Width: cfg.Width, Partitioner: cfg.Partitioner, Retry: cfg.Retry}
 

@@ -1,13 +1,21 @@
 package ps
 
 import (
+	"cmp"
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 )
 
@@ -47,29 +55,64 @@ import (
 type DurableConfig struct {
 	// Dir holds the checkpoint and the log; empty means no durability.
 	Dir string
+	// RunID names the run the server's state belongs to. It is written
+	// into every checkpoint, and a checkpoint of another run is refused
+	// with ErrCheckpointMismatch naming both ids. Empty: the server
+	// adopts the id of the checkpoint it finds (a server alone cannot tell
+	// its restart from a new run) or, finding none, picks a random one
+	// (Server.RunID). NewCluster picks a random one when it is empty, so
+	// a new cluster over an earlier run's files refuses them; a cluster
+	// whose processes restart resumes its run when given the run's id
+	// (logged when the cluster starts and named in the refusal; the
+	// cluster binary's -run-id).
+	RunID string
+	// Layout is LayoutHash of the partitioner and number of servers of
+	// the cluster the server belongs to; a checkpoint taken under another
+	// layout is refused (ErrCheckpointMismatch: move it with Reshard).
+	// Zero means unchecked (a server outside a cluster); a Cluster sets it.
+	Layout uint64
 	// CheckpointEvery is the number of flushes between checkpoints; zero
 	// means none counted by flushes.
 	CheckpointEvery int
 	// CheckpointPeriod, when positive, also checkpoints after the first
-	// update applied at least this long after the last checkpoint (for
-	// policies that never flush, ASP and SSP). With neither, checkpoints
-	// are taken only on demand (Server.Checkpoint).
+	// update applied at least this long after the last checkpoint began
+	// (for policies that never flush, ASP and SSP).
 	CheckpointPeriod time.Duration
+	// LogMaxBytes, with Log, also checkpoints once the current log holds
+	// this many bytes, which bounds the log and the replay at a restart
+	// to about LogMaxBytes plus one request whatever the other schedule
+	// (or with none). Zero means DefaultLogMaxBytes.
+	LogMaxBytes int64
 	// Log records every update between checkpoints (see above).
 	Log bool
 	// LogSync fsyncs each log record.
 	LogSync bool
 }
 
+// DefaultLogMaxBytes is the request log size that triggers a checkpoint
+// when DurableConfig.LogMaxBytes is zero: 64 MiB (our choice: replayed in
+// well under a second, small beside a shard worth checkpointing).
+const DefaultLogMaxBytes = 64 << 20
+
 // Validate checks the configuration.
 func (c *DurableConfig) Validate() error {
-	if c.CheckpointEvery < 0 || c.CheckpointPeriod < 0 {
-		return errors.New("ps: negative DurableConfig.CheckpointEvery or CheckpointPeriod")
+	if c.CheckpointEvery < 0 || c.CheckpointPeriod < 0 || c.LogMaxBytes < 0 {
+		return errors.New("ps: negative DurableConfig.CheckpointEvery, CheckpointPeriod or LogMaxBytes")
 	}
 	if (c.Log || c.CheckpointEvery > 0 || c.CheckpointPeriod > 0) && c.Dir == "" {
 		return errors.New("ps: DurableConfig needs a Dir")
 	}
+	if len(c.RunID) > maxCheckpointName {
+		return fmt.Errorf("ps: DurableConfig.RunID of %d bytes (at most %d)", len(c.RunID), maxCheckpointName)
+	}
 	return nil
+}
+
+// NewRunID returns a random run id: 16 hex digits from crypto/rand.
+func NewRunID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // Server-side ops carrying a request id (client u64, seq u64) before the
@@ -83,18 +126,35 @@ const (
 type reqID struct{ client, seq uint64 }
 
 // durable is a server's durable state; its fields are guarded by the
-// server's write lock.
+// server's write lock, except ckMu, ckWG and hook.
 type durable struct {
 	cfg       DurableConfig
 	ckPath    string
-	gen       uint64
+	gen       uint64 // the generation of the log being written
+	ckGen     uint64 // the LogGen of the checkpoint on disk: logs from it on are live
 	log       *os.File
+	logBytes  int64 // bytes in log generation gen
 	flushed   int
 	flushes   int
 	replaying bool
 	windows   map[uint64]*ClientWindow
-	lastCk    time.Time // when the last checkpoint was written (or the server started)
+	lastCk    time.Time // when the last checkpoint began (or the server started)
+	ckFlushes int       // flushes when the last checkpoint began
+
+	ckMu    sync.Mutex     // one checkpoint or snapshot at a time; taken before the write lock
+	ckWG    sync.WaitGroup // the background checkpoint
+	ckState int            // ckIdle, ckQueued (started, not begun), ckBegun
+	ckAgain bool           // one came due after the running one began
+	ckErr   error          // the last background checkpoint's error
+	closed  bool
+	hook    func(stage string) // tests: called outside the lock ("begun", "copied")
 }
+
+const (
+	ckIdle = iota
+	ckQueued
+	ckBegun
+)
 
 func (s *Server) logPath(gen uint64) string {
 	return filepath.Join(s.dur.cfg.Dir, fmt.Sprintf("%s.log.%d", s.name, gen))
@@ -102,38 +162,113 @@ func (s *Server) logPath(gen uint64) string {
 
 // openDurable restores the server's state from its directory and opens
 // the log. It runs in NewServer, before the server serves anything.
+// Temporary files of checkpoints that a crash interrupted are removed,
+// and logs older than the checkpoint; the checkpoint must be this
+// server's (Checkpoint.checkHeader).
 func (s *Server) openDurable(cfg DurableConfig) error {
+	if cfg.Log && cfg.LogMaxBytes == 0 {
+		cfg.LogMaxBytes = DefaultLogMaxBytes
+	}
 	s.dur = &durable{cfg: cfg, flushed: -1, windows: map[uint64]*ClientWindow{}, lastCk: time.Now()}
 	if cfg.Dir == "" {
 		return nil
 	}
 	s.dur.ckPath = filepath.Join(cfg.Dir, s.name+".ckpt")
+	if err := s.removeOrphans(); err != nil {
+		return fmt.Errorf("ps: %s: %w", s.name, err)
+	}
 	ck, err := ReadCheckpointFile(s.dur.ckPath)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
+		if s.dur.cfg.RunID == "" {
+			s.dur.cfg.RunID = NewRunID()
+		}
 	case err != nil:
 		return fmt.Errorf("ps: %s: restore: %w", s.name, err)
 	default:
+		if err := ck.checkHeader(s.name, cfg); err != nil {
+			return fmt.Errorf("ps: %s: restore %s: %w", s.name, s.dur.ckPath, err)
+		}
+		s.dur.cfg.RunID = ck.RunID
 		if err := s.store.Restore(ck); err != nil {
 			return fmt.Errorf("ps: %s: restore %s: %w", s.name, s.dur.ckPath, err)
 		}
-		s.dur.gen, s.dur.flushed = ck.LogGen, ck.Flushed
+		s.dur.gen, s.dur.ckGen, s.dur.flushed = ck.LogGen, ck.LogGen, ck.Flushed
 		for _, w := range ck.Clients {
 			s.dur.windows[w.Client] = &ClientWindow{Client: w.Client, Max: w.Max, Window: w.Window}
 		}
+		s.removeStaleLogs(ck.LogGen) // a crash after the checkpoint's rename left them
 	}
 	if !cfg.Log {
 		return nil
 	}
-	if err := s.replay(s.logPath(s.dur.gen)); err != nil {
-		return fmt.Errorf("ps: %s: %w", s.name, err)
+	// The checkpoint's generation and every later one (a checkpoint
+	// begun, which opened the next log, but not written: see
+	// beginCheckpoint) are replayed in order.
+	for {
+		if err := s.replay(s.logPath(s.dur.gen)); err != nil {
+			return fmt.Errorf("ps: %s: %w", s.name, err)
+		}
+		if _, err := os.Stat(s.logPath(s.dur.gen + 1)); err != nil {
+			break
+		}
+		s.dur.gen++
 	}
 	f, err := os.OpenFile(s.logPath(s.dur.gen), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
+	if fi, err := f.Stat(); err == nil {
+		s.dur.logBytes = fi.Size()
+	}
 	s.dur.log = f
 	return nil
+}
+
+// removeOrphans removes the temporary files of this server's checkpoints
+// (".<name>.ckpt.tmp-*", see WriteFileAtomic) that a crash during a write
+// left behind. Other servers' files in the directory are left alone.
+func (s *Server) removeOrphans() error {
+	tmps, err := filepath.Glob(filepath.Join(s.dur.cfg.Dir, "."+globEscape(s.name)+".ckpt.tmp-*"))
+	if err != nil {
+		return err
+	}
+	for _, t := range tmps {
+		if err := os.Remove(t); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("removing the orphan %s: %w", t, err)
+		}
+	}
+	return nil
+}
+
+// globEscape escapes the metacharacters of filepath.Match in s.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// removeStaleLogs removes this server's logs of generations below gen.
+func (s *Server) removeStaleLogs(gen uint64) {
+	logs, _ := filepath.Glob(filepath.Join(s.dur.cfg.Dir, globEscape(s.name)+".log.*"))
+	for _, l := range logs {
+		g, err := strconv.ParseUint(strings.TrimPrefix(filepath.Base(l), s.name+".log."), 10, 64)
+		if err == nil && g < gen {
+			os.Remove(l)
+		}
+	}
+}
+
+// removeLogs removes this server's logs of generations [from, to).
+func (s *Server) removeLogs(from, to uint64) {
+	for g := from; g < to; g++ {
+		os.Remove(s.logPath(g))
+	}
 }
 
 // maxLogRecord bounds one log record (a request is at most a frame).
@@ -235,10 +370,7 @@ func (s *Server) applied(rid reqID, req, tail []byte) error {
 	if s.dur.replaying {
 		return nil
 	}
-	if p := s.dur.cfg.CheckpointPeriod; p > 0 && time.Since(s.dur.lastCk) >= p {
-		// the checkpoint holds this update: nothing to log
-		return s.checkpointLocked()
-	}
+	defer s.dueLocked()
 	if s.dur.log == nil {
 		return nil
 	}
@@ -250,6 +382,7 @@ func (s *Server) applied(rid reqID, req, tail []byte) error {
 	if _, err := s.dur.log.Write(rec); err != nil {
 		return fmt.Errorf("ps: %s: request log: %w", s.name, err)
 	}
+	s.dur.logBytes += int64(len(rec))
 	if s.dur.cfg.LogSync {
 		return s.dur.log.Sync()
 	}
@@ -257,95 +390,267 @@ func (s *Server) applied(rid reqID, req, tail []byte) error {
 }
 
 // flushed applies a flush: the store's, then the bookkeeping, the log and
-// the periodic checkpoint.
+// the checkpoint schedule.
 func (s *Server) flush(req []byte, clock int, scale float32) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := s.store.Flush(clock, scale)
 	s.dur.flushed = max(s.dur.flushed, clock)
-	if err := s.applied(reqID{}, req, nil); err != nil {
-		return n, err
+	if !s.dur.replaying {
+		s.dur.flushes++
 	}
-	if s.dur.replaying {
-		return n, nil
-	}
-	s.dur.flushes++
-	if e := s.dur.cfg.CheckpointEvery; e > 0 && s.dur.flushes%e == 0 {
-		return n, s.checkpointLocked()
-	}
-	return n, nil
+	return n, s.applied(reqID{}, req, nil)
 }
 
-// Checkpoint writes the server's state to its checkpoint file now (see
-// DurableConfig) and starts a new log generation. Updates wait while it
-// runs.
-func (s *Server) Checkpoint() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.checkpointLocked()
-}
+// The checkpoint schedule. A checkpoint is due after CheckpointEvery
+// flushes, after CheckpointPeriod, or once the log holds LogMaxBytes,
+// each counted from when the last checkpoint began. A due checkpoint runs
+// in the background (one at a time; one that comes due while another
+// is running runs after it), so no request waits for it: the update that
+// made it due is answered at once (it is in the log, or in the
+// checkpoint). An error is logged and kept (Server.Close returns it);
+// the log then keeps growing until a later checkpoint succeeds, and the
+// state on disk stays restorable: the last checkpoint and every log
+// generation since.
+//
+// A checkpoint holds the write lock only briefly (checkpoint):
+//
+//  1. begin, under the write lock: the log is rotated (a new generation,
+//     which the checkpoint names) and a copy-on-write snapshot of the
+//     store begins (Store.beginSnapshot: the keys and gradient buffers
+//     are copied, O(keys + buffered values)); the client windows are
+//     copied, O(windows);
+//  2. the values and optimizer state are copied snapSlice values at a
+//     time, each slice under the write lock; between slices requests run,
+//     and an update first copies what the snapshot lacks of the keys it
+//     writes (Store.cow), so the snapshot is the state at 1 exactly;
+//  3. without any lock, the windows are sorted (O(n log n)) and the
+//     checkpoint is written (WriteCheckpointFile: encode, fsync, rename);
+//     then the logs before its generation are removed.
+//
+// A crash at any point leaves the previous checkpoint and every log
+// since it (the rotated one too), which openDurable replays in order.
+// Memory: the snapshot is one copy of the shard's values and state while
+// it runs (the file is written through a 64 KiB buffer).
 
-// Snapshot returns the server's state as a Checkpoint (for Reshard, or a
-// copy kept elsewhere).
-func (s *Server) Snapshot() *Checkpoint {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.snapshotLocked()
-}
+// snapSlice is the number of values (each with its optimizer state)
+// copied per hold of the write lock while a checkpoint is taken: 128 Ki
+// values, 512 KiB of values and 1 MiB of Adam state, about 0.2 ms at
+// memory bandwidth (BenchmarkCheckpoint_PullDuring).
+const snapSlice = 1 << 17
 
-func (s *Server) snapshotLocked() *Checkpoint {
-	ck := s.store.Checkpoint()
-	ck.Flushed, ck.LogGen = s.dur.flushed, s.dur.gen
-	for _, w := range s.dur.windows {
-		ck.Clients = append(ck.Clients, *w)
+// dueLocked starts a checkpoint in the background when the schedule says
+// one is due. Under the write lock.
+func (s *Server) dueLocked() {
+	d := s.dur
+	if d.replaying || d.closed || d.cfg.Dir == "" {
+		return
 	}
-	sortWindows(ck.Clients)
-	return ck
+	c := d.cfg
+	due := c.CheckpointEvery > 0 && d.flushes-d.ckFlushes >= c.CheckpointEvery ||
+		c.CheckpointPeriod > 0 && time.Since(d.lastCk) >= c.CheckpointPeriod ||
+		c.LogMaxBytes > 0 && d.log != nil && d.logBytes >= c.LogMaxBytes
+	if !due {
+		return
+	}
+	switch d.ckState {
+	case ckIdle:
+		d.ckState = ckQueued
+		d.ckWG.Add(1)
+		go s.background()
+	case ckBegun:
+		d.ckAgain = true
+	}
 }
 
-func sortWindows(ws []ClientWindow) {
-	for i := 1; i < len(ws); i++ {
-		for j := i; j > 0 && ws[j].Client < ws[j-1].Client; j-- {
-			ws[j], ws[j-1] = ws[j-1], ws[j]
+// background runs due checkpoints until none is.
+func (s *Server) background() {
+	defer s.dur.ckWG.Done()
+	for {
+		err := s.checkpoint(true)
+		s.mu.Lock()
+		if err != nil {
+			s.dur.ckErr = err
+		}
+		again := s.dur.ckAgain && !s.dur.closed
+		s.dur.ckAgain = false
+		s.dur.ckState = ckIdle
+		if again {
+			s.dur.ckState = ckQueued
+		}
+		s.mu.Unlock()
+		if err != nil {
+			s.logger().Warn("ps: checkpoint failed; the request log keeps every update until one succeeds", "node", s.name, "err", err)
+		}
+		if !again {
+			return
 		}
 	}
 }
 
-func (s *Server) checkpointLocked() error {
+func (s *Server) logger() *slog.Logger {
+	if s.opts.log != nil {
+		return s.opts.log
+	}
+	return slog.Default()
+}
+
+// Checkpoint writes the server's state to its checkpoint file now (see
+// DurableConfig), after any checkpoint running in the background, and
+// starts a new log generation. Requests are served while it runs (see
+// the schedule above).
+func (s *Server) Checkpoint() error {
 	if s.dur.cfg.Dir == "" {
 		return fmt.Errorf("ps: %s: no DurableConfig.Dir to checkpoint into", s.name)
 	}
-	ck := s.snapshotLocked()
-	ck.LogGen = s.dur.gen + 1
-	if err := WriteCheckpointFile(s.dur.ckPath, ck); err != nil {
+	return s.checkpoint(false)
+}
+
+// RunID is the run the server's checkpoints belong to
+// (DurableConfig.RunID, or the one it adopted or picked); empty without
+// a DurableConfig.Dir.
+func (s *Server) RunID() string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.dur.cfg.RunID
+}
+
+// checkpoint takes a checkpoint (steps 1–3 above); background says the
+// schedule started it.
+func (s *Server) checkpoint(background bool) error {
+	d := s.dur
+	d.ckMu.Lock()
+	defer d.ckMu.Unlock()
+	ck, err := s.beginCheckpoint(background)
+	if err != nil {
 		return fmt.Errorf("ps: %s: checkpoint: %w", s.name, err)
 	}
-	old := s.dur.gen
-	s.dur.gen++
-	s.dur.lastCk = time.Now()
-	if s.dur.log == nil {
-		return nil
+	s.completeSnapshot(ck)
+	if err := WriteCheckpointFile(d.ckPath, ck); err != nil {
+		return fmt.Errorf("ps: %s: checkpoint: %w", s.name, err)
 	}
-	s.dur.log.Close()
-	f, err := os.OpenFile(s.logPath(s.dur.gen), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		s.dur.log = nil
-		return err
-	}
-	s.dur.log = f
-	os.Remove(s.logPath(old))
+	s.mu.Lock()
+	prev := d.ckGen
+	d.ckGen = ck.LogGen
+	s.mu.Unlock()
+	s.removeLogs(prev, ck.LogGen)
 	return nil
 }
 
-// Close closes the server's log file. The server serves nothing after.
-func (s *Server) Close() error {
+// beginCheckpoint is step 1: it rotates the log and begins the snapshot,
+// under the write lock. The snapshot's storage is allocated before the
+// lock is taken.
+func (s *Server) beginCheckpoint(background bool) (*Checkpoint, error) {
+	d := s.dur
+	vals, state := s.snapStorage()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.dur.log == nil {
-		return nil
+	if d.closed {
+		return nil, errors.New("server closed")
 	}
-	err := s.dur.log.Close()
-	s.dur.log = nil
+	var f *os.File
+	if d.cfg.Log {
+		var err error
+		if f, err = os.OpenFile(s.logPath(d.gen+1), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	ck := s.snapshotLocked(vals, state)
+	d.gen++
+	ck.LogGen = d.gen
+	if d.log != nil {
+		d.log.Close()
+	}
+	d.log, d.logBytes = f, 0
+	d.lastCk, d.ckFlushes = time.Now(), d.flushes
+	if background {
+		d.ckState = ckBegun
+	}
+	return ck, nil
+}
+
+// snapStorage allocates the storage of a snapshot of the store's current
+// size, without the write lock (a large allocation may have to clear its
+// memory).
+func (s *Server) snapStorage() (vals, state []float32) {
+	s.mu.RLock()
+	n, slots := s.store.Size(), s.store.slots
+	s.mu.RUnlock()
+	if n == 0 {
+		return nil, nil
+	}
+	return make([]float32, n), make([]float32, n*slots)
+}
+
+// Snapshot returns the server's state as a Checkpoint (for Reshard, or a
+// copy kept elsewhere), taken as a checkpoint is (steps 1 and 2 above,
+// without the log rotation): requests are served while it is copied.
+func (s *Server) Snapshot() *Checkpoint {
+	s.dur.ckMu.Lock()
+	defer s.dur.ckMu.Unlock()
+	vals, state := s.snapStorage()
+	s.mu.Lock()
+	ck := s.snapshotLocked(vals, state)
+	ck.LogGen = s.dur.gen
+	s.mu.Unlock()
+	s.completeSnapshot(ck)
+	return ck
+}
+
+// snapshotLocked begins a snapshot: the store's (copy-on-write), the
+// header, the flushed clock and a copy of the client windows (sorted
+// later, without the lock). Under the write lock and ckMu.
+func (s *Server) snapshotLocked(vals, state []float32) *Checkpoint {
+	ck := s.store.beginSnapshot(vals, state)
+	ck.RunID, ck.Server, ck.Layout = s.dur.cfg.RunID, s.name, s.dur.cfg.Layout
+	ck.Flushed = s.dur.flushed
+	if len(s.dur.windows) > 0 {
+		ck.Clients = make([]ClientWindow, 0, len(s.dur.windows))
+	}
+	for _, w := range s.dur.windows {
+		ck.Clients = append(ck.Clients, *w)
+	}
+	return ck
+}
+
+// completeSnapshot is step 2 and the sort of step 3. Under ckMu, without
+// the write lock.
+func (s *Server) completeSnapshot(ck *Checkpoint) {
+	if h := s.dur.hook; h != nil {
+		h("begun")
+	}
+	for done := false; !done; {
+		s.mu.Lock()
+		done = s.store.snapshotSlice(snapSlice)
+		s.mu.Unlock()
+	}
+	sortWindows(ck.Clients)
+	if h := s.dur.hook; h != nil {
+		h("copied")
+	}
+}
+
+// sortWindows sorts windows by client id (O(n log n)).
+func sortWindows(ws []ClientWindow) {
+	slices.SortFunc(ws, func(a, b ClientWindow) int { return cmp.Compare(a.Client, b.Client) })
+}
+
+// Close waits for a checkpoint running in the background and closes the
+// server's log file. The server serves nothing after. It returns the
+// error of the last background checkpoint, if it failed.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.dur.closed = true
+	s.mu.Unlock()
+	s.dur.ckWG.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := s.dur.ckErr
+	s.dur.ckErr = nil
+	if s.dur.log != nil {
+		err = errors.Join(err, s.dur.log.Close())
+		s.dur.log = nil
+	}
 	return err
 }
 

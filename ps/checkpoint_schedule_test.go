@@ -1,0 +1,101 @@
+package ps
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// TestCheckpoint_OrphansRemovedAtStart: temporary files that a crash
+// during checkpoint writes left (and a log older than the checkpoint)
+// are removed when the server starts; the checkpoint itself is
+// untouched and restored, and another server's files are left alone.
+func TestCheckpoint_OrphansRemovedAtStart(t *testing.T) {
+	dir := t.TempDir()
+	cfg := DurableConfig{Dir: dir, Log: true}
+	s, err := headerServer(t, "server-0", cfg, 10, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	path := filepath.Join(dir, "server-0.ckpt")
+	ck, _ := os.ReadFile(path)
+	orphans := []string{".server-0.ckpt.tmp-123", ".server-0.ckpt.tmp-4567", "server-0.log.0"}
+	for _, o := range orphans {
+		os.WriteFile(filepath.Join(dir, o), ck[:len(ck)/2], 0o644)
+	}
+	other := filepath.Join(dir, ".server-1.ckpt.tmp-9")
+	os.WriteFile(other, ck, 0o644)
+	r, err := headerServer(t, "server-0", cfg, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range orphans {
+		if _, err := os.Stat(filepath.Join(dir, o)); err == nil {
+			t.Errorf("%s is still there after the start", o)
+		}
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("another server's temporary file was removed: %v", err)
+	}
+	if now, _ := os.ReadFile(path); !bytes.Equal(now, ck) {
+		t.Error("the checkpoint changed")
+	}
+	if v, ok := r.store.Value(nil, 10); !ok || v[0] != 1 {
+		t.Errorf("restored key 10 = %v (%v), want 1", v, ok)
+	}
+}
+
+// TestCheckpoint_LogRotatedBySize: with LogMaxBytes and no other
+// schedule, checkpoints keep the request log below LogMaxBytes: after 300
+// pushes of ~100-byte records only the current log is on disk, below the
+// bound, and the restart has every push. A config with Log and no
+// schedule at all gets DefaultLogMaxBytes.
+func TestCheckpoint_LogRotatedBySize(t *testing.T) {
+	dir := t.TempDir()
+	const limit = 1024
+	cfg := ServerConfig{Store: StoreConfig{Optimizer: Adam{LR: 0.1}}, Durable: DurableConfig{Dir: dir, Log: true, LogMaxBytes: limit}}
+	s, err := NewServer("s", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if err := s.store.InitValues([]uint64{1}, []int{1}, []float32{0.5}); err != nil {
+		t.Fatal(err)
+	}
+	const pushes = 300
+	for seq := range uint64(pushes) {
+		if _, err := s.HandleRequest(ctx, "c", idPush(3, seq+1, float32(seq%7)-3)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.dur.ckWG.Wait() // no request runs: the background checkpoint ends
+	logs, _ := filepath.Glob(filepath.Join(dir, "s.log.*"))
+	if s.dur.gen == 0 || len(logs) != 1 || logs[0] != s.logPath(s.dur.gen) {
+		t.Fatalf("after %d pushes: log generation %d, logs on disk %v; want the log rotated and only the current one kept", pushes, s.dur.gen, logs)
+	}
+	if fi, err := os.Stat(logs[0]); err != nil || fi.Size() >= limit {
+		t.Fatalf("the current log holds %d bytes (%v), want < %d", fi.Size(), err, limit)
+	}
+	r, err := NewServer("s", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if !slices.Equal(f32Bits(r.store.vals), f32Bits(s.store.vals)) || r.store.Steps(1) != pushes {
+		t.Fatalf("restart holds %v (%d steps), want %v (%d)", r.store.vals, r.store.Steps(1), s.store.vals, pushes)
+	}
+
+	d, err := NewServer("d", ServerConfig{Durable: DurableConfig{Dir: dir, Log: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if d.dur.cfg.LogMaxBytes != DefaultLogMaxBytes {
+		t.Fatalf("a log with no schedule is bounded at %d bytes, want DefaultLogMaxBytes", d.dur.cfg.LogMaxBytes)
+	}
+}
