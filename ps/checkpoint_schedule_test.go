@@ -99,3 +99,50 @@ func TestCheckpoint_LogRotatedBySize(t *testing.T) {
 		t.Fatalf("a log with no schedule is bounded at %d bytes, want DefaultLogMaxBytes", d.dur.cfg.LogMaxBytes)
 	}
 }
+
+// TestCheckpoint_FailedWriteLosesNothing: a checkpoint that begins (the
+// log rotated) but is never written — its write fails, as a crash would
+// leave it — loses no update: the restart replays the log it began and
+// the one before.
+func TestCheckpoint_FailedWriteLosesNothing(t *testing.T) {
+	dir := t.TempDir()
+	cfg := ServerConfig{Store: StoreConfig{Optimizer: Adam{LR: 0.1}}, Durable: DurableConfig{Dir: dir, Log: true}}
+	s, err := NewServer("s", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	e := newMsg(nil, opInit)
+	e.u32(1)
+	e.u64(1)
+	e.u32(1)
+	e.pad4()
+	e.f32s([]float32{0.5})
+	if _, err := s.HandleRequest(ctx, "c", e.b); err != nil {
+		t.Fatal(err)
+	}
+	s.HandleRequest(ctx, "c", idPush(3, 1, 1))
+	s.dur.hook = func(stage string) {
+		if stage == "copied" { // a directory where the file goes: the rename fails
+			os.Mkdir(filepath.Join(dir, "s.ckpt"), 0o755)
+		}
+	}
+	if err := s.Checkpoint(); err == nil {
+		t.Fatal("the checkpoint over a directory succeeded")
+	}
+	s.dur.hook = nil
+	os.Remove(filepath.Join(dir, "s.ckpt"))
+	s.HandleRequest(ctx, "c", idPush(3, 2, -2)) // into the log the checkpoint began
+	if s.dur.gen != 1 {
+		t.Fatalf("log generation %d, want 1", s.dur.gen)
+	}
+	r, err := NewServer("s", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if !slices.Equal(f32Bits(r.store.vals), f32Bits(s.store.vals)) || r.store.Steps(1) != 2 {
+		t.Fatalf("restart holds %v (%d steps), want %v (2)", r.store.vals, r.store.Steps(1), s.store.vals)
+	}
+}

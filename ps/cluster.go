@@ -979,6 +979,11 @@ func (c *Cluster) close() error {
 			errs = append(errs, err)
 		}
 	}
+	for i, s := range c.srvs { // their logs, and a checkpoint running in the background
+		if err := s.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", ServerNode(i), err))
+		}
+	}
 	return errors.Join(errs...)
 }
 
