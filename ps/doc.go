@@ -206,15 +206,37 @@
 // # Durability
 //
 // A server with ServerConfig.Durable set keeps a checkpoint (checkpoint.go:
-// key layout, per-key versions, values, optimizer state, buffered clocks,
-// the last flushed clock and the request-id windows; a versioned format
-// with a CRC-32C over the content, written atomically every
-// CheckpointEvery flushes, after CheckpointPeriod, and by
-// Server.Checkpoint) and, with Log, a log
-// of every update since (durable.go), and restores both at NewServer. A
-// truncated or bit-flipped checkpoint is refused with ErrCorruptCheckpoint
-// naming the file; a torn last log record (the kill came during its
-// write, so it was never acknowledged) is cut. With ClientConfig.Retry
+// a header naming the run, the server and the layout, then key layout,
+// per-key versions, values, optimizer state, buffered clocks, the last
+// flushed clock and the request-id windows; a versioned format with a
+// CRC-32C over the content, written atomically every CheckpointEvery
+// flushes, after CheckpointPeriod, once the log holds LogMaxBytes
+// (default 64 MiB, so a log never grows without bound) and by
+// Server.Checkpoint) and, with Log, a log of every update since
+// (durable.go), and restores both at NewServer. A truncated or
+// bit-flipped checkpoint is refused with ErrCorruptCheckpoint naming the
+// file; an intact one of another server, another run (DurableConfig.RunID:
+// NewCluster picks a random one unless given the id of the run to
+// resume), another layout (LayoutHash of the partitioner and servers) or
+// another format version is refused with ErrCheckpointMismatch naming
+// both sides (TestCheckpoint_CopiedFileRefused, _StaleRunRefused,
+// _OldVersionRefused, _LayoutAndReshard). Temporary files of interrupted
+// checkpoint writes are removed at start. A torn last log record (the
+// kill came during its write, so it was never acknowledged) is cut.
+//
+// Checkpoints do not stall requests: the write lock is held to rotate the
+// log and begin a copy-on-write snapshot (O(keys + buffered values +
+// client windows)) and then per slice of 128 Ki values with their state;
+// updates copy what the snapshot lacks of a key before writing it; the
+// windows are sorted and the file encoded, fsynced and renamed without
+// the lock, in the background for scheduled checkpoints. A 96 MiB Adam
+// shard with 40k client windows: the checkpoint took 1.2–1.5 s and a
+// one-value pull waited as long; now 0.44–0.56 s, and the longest pull
+// wait during it (26–40 ms) is that of the loaded 2-core test machine
+// without a checkpoint (12–47 ms) (BenchmarkCheckpoint_PullDuring;
+// TestCheckpoint_RequestsServedDuring, _SnapshotIsCopyOnWrite).
+//
+// With ClientConfig.Retry
 // workers resend requests a restarting server does not answer, and pushes
 // carry request ids, so a resent push is applied once; LeaseConfig.
 // ServerRestart makes the coordinator resend flushes as long. A BSP run
@@ -223,11 +245,12 @@
 // (TestDurable_ServerRestartBitIdentical in-process,
 // TestMultiProcess_ServerRestartBitIdentical across processes). Reshard
 // moves the checkpoints of N servers onto any number of servers, every
-// value, state element and version bit for bit (write them as the new
-// servers' <Dir>/<name>.ckpt); it needs checkpoints without buffered
-// clocks. Policies that count steps rather than clocks (Sync-opt) can
-// leave a worker waiting once the others have run their last clock; stop
-// it with its ctx.
+// value, state element and version bit for bit, and gives them the new
+// layout's header (write them as the new servers' <Dir>/<name>.ckpt and
+// start the cluster with the same RunID); it needs checkpoints without
+// buffered clocks. Policies that count steps rather than clocks
+// (Sync-opt) can leave a worker waiting once the others have run their
+// last clock; stop it with its ctx.
 //
 // Non-finite values are refused: a push, accumulation or init holding a
 // NaN or ±Inf returns ErrNonFinite naming the key and element and changes

@@ -24,18 +24,22 @@ import (
 // stopped:
 //
 //   - a checkpoint (checkpoint.go), written atomically every
-//     CheckpointEvery flushes, after CheckpointPeriod, and on demand
-//     (Server.Checkpoint), as
-//     <Dir>/<name>.ckpt;
+//     CheckpointEvery flushes, after CheckpointPeriod, once the log holds
+//     LogMaxBytes (the schedule, below: in the background, without
+//     stalling requests) and on demand (Server.Checkpoint), as
+//     <Dir>/<name>.ckpt. Its header names the run, the server and the
+//     layout; a server restores only its own (ErrCheckpointMismatch);
 //   - with Log, a request log <Dir>/<name>.log.<generation>: every
 //     update applied since that checkpoint (init, push, flush), appended
 //     as one record (length u32, CRC-32C u32, the request's bytes) before
-//     the update is acknowledged. A checkpoint starts a new generation and
-//     removes the old log.
+//     the update is acknowledged. A checkpoint starts a new generation
+//     when it begins and removes the older logs once it is written.
 //
-// NewServer restores the checkpoint and replays the log of its
-// generation, so the restarted store is bit for bit the one that was
-// killed (records are replayed in the order they were applied, under the
+// NewServer removes the temporary files of checkpoint writes a crash
+// interrupted and logs older than the checkpoint, restores the
+// checkpoint and replays the log of its generation and every later one
+// (those of checkpoints begun but never written), so the restarted store
+// is bit for bit the one that was killed (records are replayed in the order they were applied, under the
 // same lock). A record torn by the kill (never acknowledged) ends the
 // replay; a damaged record before the end refuses the start with
 // ErrCorruptCheckpoint. The log is written to the page cache, which a
