@@ -231,9 +231,11 @@
 // windows are sorted and the file encoded, fsynced and renamed without
 // the lock, in the background for scheduled checkpoints. A 96 MiB Adam
 // shard with 40k client windows: the checkpoint took 1.2–1.5 s and a
-// one-value pull waited as long; now 0.44–0.56 s, and the longest pull
-// wait during it (26–40 ms) is that of the loaded 2-core test machine
-// without a checkpoint (12–47 ms) (BenchmarkCheckpoint_PullDuring;
+// one-value pull waited as long; now 0.15–0.69 s, holding the lock
+// 1.9–3.5 ms to begin (the windows' copy, most of it) and 0.075 ms per
+// slice (median), and the longest pull wait during it, 6–85 ms over six
+// runs, is of the order of the loaded 2-core test machine's own without
+// a checkpoint, 3–47 ms (BenchmarkCheckpoint_PullDuring, _LockHolds;
 // TestCheckpoint_RequestsServedDuring, _SnapshotIsCopyOnWrite).
 //
 // With ClientConfig.Retry
