@@ -3,9 +3,12 @@ package ps
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -144,5 +147,59 @@ func TestCheckpoint_FailedWriteLosesNothing(t *testing.T) {
 	defer r.Close()
 	if !slices.Equal(f32Bits(r.store.vals), f32Bits(s.store.vals)) || r.store.Steps(1) != 2 {
 		t.Fatalf("restart holds %v (%d steps), want %v (2)", r.store.vals, r.store.Steps(1), s.store.vals)
+	}
+}
+
+// countHandler counts the log records at warning level and above.
+type countHandler struct{ n *atomic.Int64 }
+
+func (h countHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h countHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn {
+		h.n.Add(1)
+	}
+	return nil
+}
+func (h countHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h countHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestCheckpoint_FailingScheduleBacksOff: a scheduled checkpoint that
+// cannot begin (its next log cannot be created) is logged once and tried
+// again after another LogMaxBytes of log, not at every update; Close
+// returns its error. The pushes are all applied and logged meanwhile.
+func TestCheckpoint_FailingScheduleBacksOff(t *testing.T) {
+	dir := t.TempDir()
+	var warned atomic.Int64
+	cfg := ServerConfig{Store: StoreConfig{Optimizer: SGD{LR: 1}}, Durable: DurableConfig{Dir: dir, Log: true, LogMaxBytes: 1024}}
+	s, err := NewServer("s", cfg, WithLogger(slog.New(countHandler{&warned})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.store.InitValues([]uint64{1}, []int{1}, []float32{0}); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(s.logPath(1), 0o755) // a directory where the next log goes
+	ctx := context.Background()
+	rec := 0
+	for seq := uint64(1); ; seq++ {
+		if _, err := s.HandleRequest(ctx, "c", idPush(3, seq, -1)); err != nil {
+			t.Fatal(err)
+		}
+		s.dur.ckWG.Wait() // one push at a time: each sees the last attempt's end
+		if rec == 0 && warned.Load() == 1 {
+			rec = int(seq) // the first failure
+		}
+		if rec > 0 && int(seq) == rec+5 {
+			break
+		}
+	}
+	if n := warned.Load(); n != 1 {
+		t.Fatalf("%d failed attempts logged for 5 pushes after the first, want 1", n)
+	}
+	if v, _ := s.store.Value(nil, 1); v[0] != float32(rec+5) {
+		t.Fatalf("value %v after %d pushes", v[0], rec+5)
+	}
+	if err := s.Close(); err == nil || !strings.Contains(err.Error(), "checkpoint") {
+		t.Fatalf("Close: %v, want the failed checkpoint's error", err)
 	}
 }

@@ -39,12 +39,12 @@ import (
 // interrupted and logs older than the checkpoint, restores the
 // checkpoint and replays the log of its generation and every later one
 // (those of checkpoints begun but never written), so the restarted store
-// is bit for bit the one that was killed (records are replayed in the order they were applied, under the
-// same lock). A record torn by the kill (never acknowledged) ends the
-// replay; a damaged record before the end refuses the start with
-// ErrCorruptCheckpoint. The log is written to the page cache, which a
-// killed process cannot lose; LogSync adds an fsync per record against a
-// power loss, at its cost.
+// is bit for bit the one that was killed (records are replayed in the
+// order they were applied, under the same lock). A record torn by the
+// kill (never acknowledged) ends the replay; a damaged record before the
+// end refuses the start with ErrCorruptCheckpoint. The log is written to
+// the page cache, which a killed process cannot lose; LogSync adds an
+// fsync per record against a power loss, at its cost.
 //
 // Request ids make retries safe: a client with ClientConfig.Retry set
 // stamps every push with (its random id, a sequence number) and resends a
@@ -137,7 +137,7 @@ type durable struct {
 	gen       uint64 // the generation of the log being written
 	ckGen     uint64 // the LogGen of the checkpoint on disk: logs from it on are live
 	log       *os.File
-	logBytes  int64 // bytes in log generation gen
+	logBytes  int64 // bytes in log generation gen (since a failed begin, when one failed)
 	flushed   int
 	flushes   int
 	replaying bool
@@ -556,6 +556,9 @@ func (s *Server) beginCheckpoint(background bool) (*Checkpoint, error) {
 	if d.cfg.Log {
 		var err error
 		if f, err = os.OpenFile(s.logPath(d.gen+1), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
+			// the schedule tries again a period, CheckpointEvery flushes
+			// or LogMaxBytes of log later, not at every update
+			d.lastCk, d.ckFlushes, d.logBytes = time.Now(), d.flushes, 0
 			return nil, err
 		}
 	}
