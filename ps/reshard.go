@@ -146,12 +146,13 @@ func Reshard(old []*Checkpoint, from, to Partitioner, servers int) ([]*Checkpoin
 }
 
 // LayoutHash fingerprints a layout (the partitioner p over servers
-// servers) by what it does: FNV-1a (64 bits) over servers and the
-// segments p returns for a fixed set of probes — the keys 0…255, 64 keys
-// spread over the key space by the golden-ratio multiplier 0x9E3779B97F4A7C15
-// (Knuth's multiplicative hashing), 0 and 2⁶⁴−1, each of length 1, and 4
-// of them at every length 2^k+1, k = 4…24, which finds any split
-// threshold (MaxSegment) up to 16 Mi values. Any deterministic
+// servers) by what it does: FNV-1a, 64 bits (Fowler, Noll and Vo), over
+// servers and the segments p returns for a fixed set of probes — the
+// keys 0…255, 64 keys i·0x9E3779B97F4A7C15 spread over the key space by
+// the golden-ratio multiplier (Knuth's multiplicative hashing) and
+// 2⁶⁴−1, each of length 1, and the keys 0, 1, 7 and 2⁶³ at every length
+// 2^k+1, k = 4…24, which finds any split threshold (MaxSegment) up to
+// 16 Mi values. Any deterministic
 // Partitioner can be fingerprinted, whatever its fields. Two layouts that
 // place every probe alike hash alike: the hash tells layouts apart that
 // differ in the number of servers, the placement of small keys or the
