@@ -11,15 +11,19 @@ import (
 	"slices"
 )
 
-// Checkpoint is one server's durable state: the key layout (every key, its
-// length and its version, the number of optimizer steps it received), the
-// values, the optimizer state, the gradient buffers of clocks not yet
-// flushed, the last flushed clock and the request ids already applied
-// (so a push retried across a restart is not applied twice).
+// Checkpoint is one server's durable state: a header naming whose state it
+// is (the run, the server, the cluster's layout), the key layout (every
+// key, its length and its version, the number of optimizer steps it
+// received), the values, the optimizer state, the gradient buffers of
+// clocks not yet flushed, the last flushed clock and the request ids
+// already applied (so a push retried across a restart is not applied
+// twice).
 //
-// Encoded form, version 1 (little-endian):
+// Encoded form, version 2 (little-endian):
 //
-//	magic "FLCNPSCK" | version u32 = 1 | optimizer name: n u32, n bytes |
+//	magic "FLCNPSCK" | version u32 = 2 |
+//	run id: n u32, n bytes | server: n u32, n bytes | layout u64 |
+//	optimizer name: n u32, n bytes |
 //	slots u32 | flushed i64 | log generation u64 |
 //	keys u32 | keys × (key u64, len u32, steps i64) |
 //	values: Σlen × f32 | state: slots·Σlen × f32 |
@@ -30,8 +34,18 @@ import (
 // The decoder checks every count against the bytes that remain before it
 // allocates, and the checksum before it builds anything, so a truncated or
 // bit-flipped file is refused with ErrCorruptCheckpoint (CRC-32C detects
-// every burst of up to 32 flipped bits).
+// every burst of up to 32 flipped bits). Version 1 (no header) is
+// refused, naming both versions: its file names no server and no run, so
+// nothing could check that it is this server's.
+//
+// A server restores only its own checkpoint (openDurable): RunID, Server
+// and Layout must match the server's; a mismatch is refused with
+// ErrCheckpointMismatch naming both sides. State moves to another layout
+// only through Reshard, which writes the new header.
 type Checkpoint struct {
+	RunID     string // the run that wrote it (DurableConfig.RunID)
+	Server    string // the server that took it (its node name)
+	Layout    uint64 // LayoutHash of the run's partitioner and servers; 0: none (a server outside a cluster)
 	Optimizer string // the optimizer's Name; a restore must use the same
 	Slots     int
 	Flushed   int    // the last clock flushed, −1 before the first
@@ -77,22 +91,137 @@ type ClientWindow struct {
 // checksum mismatch, inconsistent sizes) or does not fit the server.
 var ErrCorruptCheckpoint = errors.New("ps: corrupt checkpoint")
 
+// ErrCheckpointMismatch: a checkpoint is intact but not this server's: it
+// names another server, another run or another layout, or is of another
+// format version. The error names both sides.
+var ErrCheckpointMismatch = errors.New("ps: checkpoint of another server, run, layout or format")
+
 const (
 	checkpointMagic   = "FLCNPSCK"
-	CheckpointVersion = 1 // the version EncodeCheckpoint writes and DecodeCheckpoint reads
+	CheckpointVersion = 2 // the version EncodeCheckpoint writes and DecodeCheckpoint reads
 )
+
+// maxCheckpointName bounds the run id and server name a checkpoint
+// carries (bytes).
+const maxCheckpointName = 256
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Checkpoint returns a deep copy of the store's state (flushed and the
 // dedup windows are the server's; zero here).
+// It only reads the store.
 func (s *Store) Checkpoint() *Checkpoint {
-	ck := &Checkpoint{Optimizer: s.opt.Name(), Slots: s.slots, Flushed: -1,
-		Values: slices.Clone(s.vals), State: slices.Clone(s.state)}
+	sn := s.newSnap(nil, nil)
+	s.copySlice(sn, len(s.vals)+1)
+	return sn.ck
+}
+
+// storeSnap is a copy-on-write snapshot of a store being taken: the
+// state of every entry as it was at beginSnapshot, copied into ck
+// either by snapshotSlice, a slice at a time, or by cow just before an
+// update first writes the entry, whichever comes first.
+type storeSnap struct {
+	ck   *Checkpoint
+	done []int // per entry of the snapshot, elements [0, done[j]) copied
+	next int   // entries before next are copied whole
+}
+
+// beginSnapshot starts a copy-on-write snapshot of the store and returns
+// its Checkpoint, whose Values and State are filled as snapshotSlice and
+// the updates' cow calls copy them (vals and state are used as that
+// storage when large enough). It copies the keys and the gradient
+// buffers now: O(keys + buffered values). While the snapshot runs, every
+// write to an entry's value or state goes through cow first; keys added
+// meanwhile are not in it.
+func (s *Store) beginSnapshot(vals, state []float32) *Checkpoint {
+	s.snap = s.newSnap(vals, state)
+	return s.snap.ck
+}
+
+// newSnap returns a snapshot of the store with nothing copied yet but the
+// keys and the gradient buffers; it only reads the store.
+func (s *Store) newSnap(vals, state []float32) *storeSnap {
+	n := len(s.vals)
+	if n == 0 {
+		vals, state = nil, nil
+	} else {
+		if cap(vals) < n {
+			vals = make([]float32, n)
+		}
+		if cap(state) < n*s.slots {
+			state = make([]float32, n*s.slots)
+		}
+		vals, state = vals[:n], state[:n*s.slots]
+		if s.slots == 0 {
+			state = nil
+		}
+	}
+	ck := &Checkpoint{Optimizer: s.opt.Name(), Slots: s.slots, Flushed: -1, Values: vals, State: state}
 	ck.Keys = make([]CheckpointKey, len(s.ents))
 	for i, e := range s.ents {
 		ck.Keys[i] = CheckpointKey{Key: e.key, Len: e.n, Steps: e.step}
 	}
+	ck.Pending = s.pendingCheckpoint()
+	return &storeSnap{ck: ck, done: make([]int, len(s.ents))}
+}
+
+// snapshotSlice copies up to budget more values (each with its optimizer
+// state) of the snapshot begun by beginSnapshot and reports whether it is
+// complete; then the store has no snapshot any more.
+func (s *Store) snapshotSlice(budget int) bool {
+	if !s.copySlice(s.snap, budget) {
+		return false
+	}
+	s.snap = nil
+	return true
+}
+
+// copySlice copies up to budget more values of sn and reports whether it
+// is complete.
+func (s *Store) copySlice(sn *storeSnap, budget int) bool {
+	for budget > 0 && sn.next < len(sn.done) {
+		j := sn.next
+		a, n := sn.done[j], s.ents[j].n
+		b := min(n, a+budget)
+		s.copyEntry(sn, j, a, b)
+		sn.done[j] = b
+		budget -= b - a
+		if b == n {
+			sn.next++
+		}
+	}
+	return sn.next == len(sn.done)
+}
+
+// cow copies what the snapshot lacks of entry j, before an update writes
+// it. Called by every write to a value or its state while s.snap is set.
+func (s *Store) cow(j int32) {
+	sn := s.snap
+	if int(j) >= len(sn.done) {
+		return // added after the snapshot began
+	}
+	if a, n := sn.done[j], s.ents[j].n; a < n {
+		s.copyEntry(sn, int(j), a, n)
+		sn.done[j] = n
+	}
+}
+
+// copyEntry copies elements [a, b) of entry j's value and state into the
+// snapshot, at the same offsets: entries are laid out in order in both.
+func (s *Store) copyEntry(sn *storeSnap, j, a, b int) {
+	e := s.ents[j]
+	ck := sn.ck
+	copy(ck.Values[e.off+a:e.off+b], s.vals[e.off+a:e.off+b])
+	base := e.off * s.slots
+	for k := range s.slots {
+		o := base + k*e.n
+		copy(ck.State[o+a:o+b], s.state[o+a:o+b])
+	}
+}
+
+// pendingCheckpoint copies the gradient buffers of the unflushed clocks.
+func (s *Store) pendingCheckpoint() []PendingClock {
+	var out []PendingClock
 	for _, c := range s.Pending() {
 		b := s.bufs[c]
 		touched := slices.Sorted(slices.Values(b.touched))
@@ -102,9 +231,9 @@ func (s *Store) Checkpoint() *Checkpoint {
 			pc.Entries = append(pc.Entries, PendingEntry{Index: int(j), Weight: b.weight[j]})
 			pc.Sum = append(pc.Sum, b.sum[e.off:e.off+e.n]...)
 		}
-		ck.Pending = append(ck.Pending, pc)
+		out = append(out, pc)
 	}
-	return ck
+	return out
 }
 
 // Restore loads ck into an empty store whose optimizer has ck's name.
@@ -180,9 +309,30 @@ func (ck *Checkpoint) check() error {
 
 // EncodeCheckpoint appends the encoded form of ck to dst.
 func EncodeCheckpoint(dst []byte, ck *Checkpoint) []byte {
-	e := encoder{append(dst, checkpointMagic...)}
-	start := len(dst)
+	w := &appendWriter{b: dst}
+	writeCheckpoint(w, ck) // an appendWriter never fails
+	return w.b
+}
+
+// appendWriter is an io.Writer appending to b.
+type appendWriter struct{ b []byte }
+
+func (w *appendWriter) Write(p []byte) (int, error) { w.b = append(w.b, p...); return len(p), nil }
+
+// ckChunk is the buffer of writeCheckpoint (bytes).
+const ckChunk = 1 << 16
+
+// writeCheckpoint writes the encoded form of ck to w through one buffer
+// of ckChunk bytes, computing the checksum as it goes: a checkpoint of
+// any size is written without a second copy of it in memory.
+func writeCheckpoint(w io.Writer, ck *Checkpoint) error {
+	cw := ckWriter{w: w, e: encoder{make([]byte, 0, ckChunk+64)}}
+	e := &cw.e
+	e.b = append(e.b, checkpointMagic...)
 	e.u32(CheckpointVersion)
+	e.str(ck.RunID)
+	e.str(ck.Server)
+	e.u64(ck.Layout)
 	e.str(ck.Optimizer)
 	e.u32(uint32(ck.Slots))
 	e.i64(int64(ck.Flushed))
@@ -192,9 +342,10 @@ func EncodeCheckpoint(dst []byte, ck *Checkpoint) []byte {
 		e.u64(k.Key)
 		e.u32(uint32(k.Len))
 		e.i64(k.Steps)
+		cw.spill()
 	}
-	e.f32s(ck.Values)
-	e.f32s(ck.State)
+	cw.f32s(ck.Values)
+	cw.f32s(ck.State)
 	e.u32(uint32(len(ck.Pending)))
 	for _, pc := range ck.Pending {
 		e.i64(int64(pc.Clock))
@@ -202,17 +353,60 @@ func EncodeCheckpoint(dst []byte, ck *Checkpoint) []byte {
 		for _, pe := range pc.Entries {
 			e.u32(uint32(pe.Index))
 			e.f64(pe.Weight)
+			cw.spill()
 		}
-		e.f32s(pc.Sum)
+		cw.f32s(pc.Sum)
 	}
 	e.u32(uint32(len(ck.Clients)))
 	for _, c := range ck.Clients {
 		e.u64(c.Client)
 		e.u64(c.Max)
 		e.u64(c.Window)
+		cw.spill()
 	}
-	e.u32(crc32.Checksum(e.b[start:], castagnoli))
-	return e.b
+	cw.flush()
+	e.u32(cw.crc)
+	cw.flush()
+	return cw.err
+}
+
+// ckWriter buffers writeCheckpoint's output in e and keeps the running
+// CRC-32C of what it wrote.
+type ckWriter struct {
+	w   io.Writer
+	e   encoder
+	crc uint32
+	err error
+}
+
+// spill writes the buffer out once it holds ckChunk bytes.
+func (c *ckWriter) spill() {
+	if len(c.e.b) >= ckChunk {
+		c.flush()
+	}
+}
+
+func (c *ckWriter) flush() {
+	c.crc = crc32.Update(c.crc, castagnoli, c.e.b)
+	if c.err == nil {
+		_, c.err = c.w.Write(c.e.b)
+	}
+	c.e.b = c.e.b[:0]
+}
+
+// f32s writes vals as little-endian float32 bits, a buffer at a time.
+func (c *ckWriter) f32s(vals []float32) {
+	for len(vals) > 0 {
+		room := (ckChunk + 64 - len(c.e.b)) / 4
+		if room == 0 {
+			c.flush()
+			continue
+		}
+		n := min(room, len(vals))
+		c.e.f32s(vals[:n])
+		vals = vals[n:]
+		c.spill()
+	}
 }
 
 // maxCheckpointSlots bounds the optimizer slots a checkpoint may declare
@@ -220,21 +414,27 @@ func EncodeCheckpoint(dst []byte, ck *Checkpoint) []byte {
 const maxCheckpointSlots = 16
 
 // DecodeCheckpoint decodes a checkpoint written by EncodeCheckpoint.
-// Errors wrap ErrCorruptCheckpoint (or ErrWireVersion for another format
-// version) and say what is wrong.
+// Errors wrap ErrCorruptCheckpoint, or ErrCheckpointMismatch and
+// ErrWireVersion for another format version, and say what is wrong.
 func DecodeCheckpoint(b []byte) (*Checkpoint, error) {
 	if len(b) < len(checkpointMagic)+4+4 || string(b[:len(checkpointMagic)]) != checkpointMagic {
 		return nil, fmt.Errorf("%w: no checkpoint magic (%d bytes)", ErrCorruptCheckpoint, len(b))
 	}
 	body := b[len(checkpointMagic) : len(b)-4]
 	if v := binary.LittleEndian.Uint32(body); v != CheckpointVersion {
-		return nil, fmt.Errorf("%w: checkpoint version %d, this build reads %d", ErrWireVersion, v, CheckpointVersion)
+		return nil, fmt.Errorf("%w: %w: checkpoint format version %d, this build reads version %d", ErrCheckpointMismatch, ErrWireVersion, v, CheckpointVersion)
 	}
 	if got, want := binary.LittleEndian.Uint32(b[len(b)-4:]), crc32.Checksum(b[:len(b)-4], castagnoli); got != want {
 		return nil, fmt.Errorf("%w: checksum %08x, computed %08x (truncated or damaged)", ErrCorruptCheckpoint, got, want)
 	}
 	d := decoder{b: body[4:]}
 	ck := &Checkpoint{}
+	ck.RunID = d.str()
+	ck.Server = d.str()
+	ck.Layout = d.u64()
+	if d.err == nil && (len(ck.RunID) > maxCheckpointName || len(ck.Server) > maxCheckpointName) {
+		return nil, fmt.Errorf("%w: run id of %d bytes, server name of %d", ErrCorruptCheckpoint, len(ck.RunID), len(ck.Server))
+	}
 	ck.Optimizer = d.str()
 	ck.Slots = int(d.u32())
 	ck.Flushed = d.int(-1, 1<<62, "flushed clock")
@@ -329,11 +529,7 @@ func readF32s(d *decoder, n int) []float32 {
 // WriteCheckpointFile writes ck to path atomically (WriteFileAtomic): a
 // crash during the write leaves the previous checkpoint in place.
 func WriteCheckpointFile(path string, ck *Checkpoint) error {
-	b := EncodeCheckpoint(nil, ck)
-	return WriteFileAtomic(path, 0o644, func(w io.Writer) error {
-		_, err := w.Write(b)
-		return err
-	})
+	return WriteFileAtomic(path, 0o644, func(w io.Writer) error { return writeCheckpoint(w, ck) })
 }
 
 // maxCheckpointFile bounds the file ReadCheckpointFile reads (16 GiB).
@@ -362,4 +558,23 @@ func ReadCheckpointFile(path string) (*Checkpoint, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return ck, nil
+}
+
+// checkHeader refuses a checkpoint that is not server name's in the run
+// and layout of cfg: another server's name, another run id (when cfg
+// names one) or another layout (when cfg has one). Errors wrap
+// ErrCheckpointMismatch and name both sides.
+func (ck *Checkpoint) checkHeader(name string, cfg DurableConfig) error {
+	if ck.Server != name {
+		return fmt.Errorf("%w: taken on server %q, this is server %q (a file copied or renamed?)", ErrCheckpointMismatch, ck.Server, name)
+	}
+	if cfg.RunID != "" && ck.RunID != cfg.RunID {
+		return fmt.Errorf("%w: of run %q, this server runs %q (a checkpoint left by an earlier run; set DurableConfig.RunID %q to resume that run, or remove the file to start afresh)",
+			ErrCheckpointMismatch, ck.RunID, cfg.RunID, ck.RunID)
+	}
+	if cfg.Layout != 0 && ck.Layout != cfg.Layout {
+		return fmt.Errorf("%w: taken under layout %016x, this server runs under layout %016x (another partitioner or number of servers; move the state with Reshard)",
+			ErrCheckpointMismatch, ck.Layout, cfg.Layout)
+	}
+	return nil
 }

@@ -17,17 +17,24 @@ func withCRC(b []byte) []byte {
 
 // FuzzCheckpointDecode: no input makes DecodeCheckpoint panic or allocate
 // more than the input can hold; whatever it accepts re-encodes to the
-// same bytes. The fuzzer's input gets a valid checksum half of the time
-// (the first byte chooses), so the field checks are reached. The seeds
-// (valid checkpoints with Adam state, pending clocks and client windows,
-// and damaged ones) run in every normal test run.
+// same bytes, whether appended (EncodeCheckpoint) or streamed to a writer
+// (writeCheckpoint, as files are written), and a streamed write that fails part way returns the error;
+// its header is accepted by the server it names and refused, with
+// ErrCheckpointMismatch, by any other. The fuzzer's input gets a valid
+// checksum half of the time (the first byte chooses), so the field
+// checks are reached. The seeds (valid checkpoints with headers, Adam
+// state, pending clocks and client windows; one of format version 1;
+// damaged ones) run in every normal test run.
 func FuzzCheckpointDecode(f *testing.F) {
 	s := shardedStores(f, 1, KeyRange{Servers: 1}, Adam{LR: 0.01}, ckKeys[:3], ckLens[:3], 2, true)[0]
 	ck := s.Checkpoint()
 	ck.Clients = []ClientWindow{{Client: 1, Max: 9, Window: 3}}
+	ck.RunID, ck.Server, ck.Layout = "0123456789abcdef", "server-0", LayoutHash(Modulo{Servers: 2}, 2)
 	good := EncodeCheckpoint(nil, ck)
+	v1 := append([]byte(nil), good...)
+	binary.LittleEndian.PutUint32(v1[len(checkpointMagic):], 1)
 	empty, _ := NewStore(StoreConfig{})
-	for _, seed := range [][]byte{good, good[:len(good)/2], EncodeCheckpoint(nil, empty.Checkpoint()), []byte(checkpointMagic)} {
+	for _, seed := range [][]byte{good, good[:len(good)/2], withCRC(v1), EncodeCheckpoint(nil, empty.Checkpoint()), []byte(checkpointMagic)} {
 		f.Add(append([]byte{0}, seed...))
 		f.Add(append([]byte{1}, seed...))
 	}
@@ -49,11 +56,51 @@ func FuzzCheckpointDecode(f *testing.F) {
 		if again := EncodeCheckpoint(nil, ck); !bytes.Equal(again, b) {
 			t.Fatalf("accepted %d bytes that re-encode to %d other bytes", len(b), len(again))
 		}
+		var sw smallWriter
+		if err := writeCheckpoint(&sw, ck); err != nil || !bytes.Equal(sw.b, b) {
+			t.Fatalf("streamed: %d bytes (%v), want the %d accepted", len(sw.b), err, len(b))
+		}
+		fail := &smallWriter{fail: len(b) / 2}
+		if err := writeCheckpoint(fail, ck); !errors.Is(err, errShortDisk) {
+			t.Fatalf("a write failing after %d of %d bytes: err %v", fail.fail, len(b), err)
+		}
+		own := DurableConfig{RunID: ck.RunID, Layout: ck.Layout}
+		if err := ck.checkHeader(ck.Server, own); err != nil {
+			t.Fatalf("its own server refuses it: %v", err)
+		}
+		for _, other := range []DurableConfig{{RunID: ck.RunID + "x"}, {Layout: ck.Layout + 1}} {
+			if err := ck.checkHeader(ck.Server, other); !errors.Is(err, ErrCheckpointMismatch) {
+				t.Fatalf("run %q layout %x accepted for run %q layout %x: %v", other.RunID, other.Layout, ck.RunID, ck.Layout, err)
+			}
+		}
+		if err := ck.checkHeader(ck.Server+"x", own); !errors.Is(err, ErrCheckpointMismatch) {
+			t.Fatalf("server %q's checkpoint accepted by %q: %v", ck.Server, ck.Server+"x", err)
+		}
 		st, _ := NewStore(StoreConfig{Optimizer: fuzzOpt{ck.Optimizer, ck.Slots}})
 		if err := st.Restore(ck); err != nil && !errors.Is(err, ErrCorruptCheckpoint) {
 			t.Fatalf("restore: %v", err)
 		}
 	})
+}
+
+// errShortDisk is smallWriter's failure.
+var errShortDisk = errors.New("test: disk full")
+
+// smallWriter keeps what it is given; with fail > 0 it takes no more
+// than fail bytes and then fails, as a full disk does.
+type smallWriter struct {
+	b    []byte
+	fail int
+}
+
+func (w *smallWriter) Write(p []byte) (int, error) {
+	if w.fail > 0 && len(w.b)+len(p) > w.fail {
+		n := w.fail - len(w.b)
+		w.b = append(w.b, p[:n]...)
+		return n, errShortDisk
+	}
+	w.b = append(w.b, p...)
+	return len(p), nil
 }
 
 // fuzzOpt is an optimizer with any name and slot count, so that a decoded

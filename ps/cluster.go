@@ -125,6 +125,10 @@ type ClusterConfig struct {
 	// Heartbeat and CoordinatorTimeout are the workers' (WorkerConfig).
 	Heartbeat, CoordinatorTimeout time.Duration
 	// Durable gives every server durable state (ServerConfig.Durable).
+	// With a Dir, NewCluster sets its Layout (LayoutHash of Partitioner
+	// and Servers) and, when RunID is empty, picks a random run id (a new
+	// run: checkpoints of another run are refused) and logs it; give it
+	// back as RunID to resume the run after its processes restart.
 	Durable DurableConfig
 	// Retry is how long clients resend a request a server did not answer
 	// (ClientConfig.Retry).
@@ -189,6 +193,9 @@ func (c *ClusterConfig) serverConfig() ServerConfig {
 		// the cluster's clients resend for Retry, each try waiting at
 		// most the default RequestTimeout of 30 s (dedup.go)
 		sc.Durable.DedupIdle = 2 * (c.Retry + 30*time.Second)
+	}
+	if c.Durable.Dir != "" && c.Partitioner != nil {
+		sc.Durable.Layout = LayoutHash(c.Partitioner, c.Servers)
 	}
 	if c.Workers > 0 {
 		sc.Access = ClusterAccess(c.Servers, c.slots())
@@ -322,6 +329,14 @@ func NewCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error) 
 			opts = append(opts, transport.WithCompression(cfg.Compression))
 		}
 		c.net = transport.NewInmemNetwork(opts...)
+	}
+	if cfg.Durable.Dir != "" && cfg.Durable.RunID == "" && slices.ContainsFunc(cfg.localNodes(), func(n transport.NodeID) bool {
+		r, _, _ := ParseNode(n, cfg.Servers, cfg.slots())
+		return r == RoleServer
+	}) {
+		cfg.Durable.RunID = NewRunID()
+		c.cfg.Durable.RunID = cfg.Durable.RunID
+		c.log.Info("ps: a new run; give its id as ClusterConfig.Durable.RunID to resume it after a restart", "run", cfg.Durable.RunID)
 	}
 	c.cc = ClientConfig{Servers: serverNodes(cfg.Servers), Width: cfg.Width, Partitioner: cfg.Partitioner, Retry: cfg.Retry}
 
@@ -984,6 +999,11 @@ func (c *Cluster) close() error {
 	if c.net != nil {
 		if err := c.net.Close(); err != nil && !errors.Is(err, transport.ErrClosed) {
 			errs = append(errs, err)
+		}
+	}
+	for i, s := range c.srvs { // their logs, and a checkpoint running in the background
+		if err := s.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", ServerNode(i), err))
 		}
 	}
 	return errors.Join(errs...)

@@ -132,6 +132,7 @@ func TestServer_CheckpointPeriod(t *testing.T) {
 	}
 	time.Sleep(25 * time.Millisecond)
 	s.HandleRequest(ctx, "c", idPush(1, 2, 0.25))
+	s.dur.ckWG.Wait() // the checkpoint runs in the background
 	r, err := NewServer("s", cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,13 @@ import (
 // a half-accumulated clock is not moved. The request-id windows of every
 // client are merged (the highest sequence seen anywhere wins), so a
 // retried push stays refused as a duplicate wherever it lands.
+//
+// Headers: the checkpoints must be of one run; one taken in a cluster
+// (a non-zero Layout) must be server i's (ServerNode(i)) under from's
+// layout (LayoutHash(from, len(old))), else ErrCheckpointMismatch. The
+// new checkpoints keep the run id and name server i (ServerNode(i)) under
+// to's layout, so written as <Dir>/server-<i>.ckpt they restore into a
+// cluster of the new layout and the same run (DurableConfig.RunID).
 func Reshard(old []*Checkpoint, from, to Partitioner, servers int) ([]*Checkpoint, error) {
 	if len(old) == 0 || servers <= 0 {
 		return nil, fmt.Errorf("ps: reshard of %d checkpoints onto %d servers", len(old), servers)
@@ -31,7 +38,15 @@ func Reshard(old []*Checkpoint, from, to Partitioner, servers int) ([]*Checkpoin
 	}
 	parts := map[uint64]map[int]part{} // key → old server → its segment
 	windows := map[uint64]ClientWindow{}
+	fromHash := LayoutHash(from, len(old))
 	for s, ck := range old {
+		if ck.RunID != ref.RunID {
+			return nil, fmt.Errorf("ps: reshard: %w: server %d's is of run %q, server 0's of run %q", ErrCheckpointMismatch, s, ck.RunID, ref.RunID)
+		}
+		if name := string(ServerNode(s)); ck.Layout != 0 && (ck.Server != name || ck.Layout != fromHash) {
+			return nil, fmt.Errorf("ps: reshard: %w: checkpoint %d was taken on %q under layout %016x; the old layout's server %d is %q under %016x",
+				ErrCheckpointMismatch, s, ck.Server, ck.Layout, s, name, fromHash)
+		}
 		if ck.Optimizer != ref.Optimizer || ck.Slots != ref.Slots {
 			return nil, fmt.Errorf("ps: reshard: server %d ran %s, server 0 %s", s, ck.Optimizer, ref.Optimizer)
 		}
@@ -60,8 +75,10 @@ func Reshard(old []*Checkpoint, from, to Partitioner, servers int) ([]*Checkpoin
 		}
 	}
 	out := make([]*Checkpoint, servers)
+	toHash := LayoutHash(to, servers)
 	for i := range out {
-		out[i] = &Checkpoint{Optimizer: ref.Optimizer, Slots: ref.Slots, Flushed: flushed}
+		out[i] = &Checkpoint{RunID: ref.RunID, Server: string(ServerNode(i)), Layout: toHash,
+			Optimizer: ref.Optimizer, Slots: ref.Slots, Flushed: flushed}
 	}
 	keys := make([]uint64, 0, len(parts))
 	for k := range parts {
@@ -126,4 +143,58 @@ func Reshard(old []*Checkpoint, from, to Partitioner, servers int) ([]*Checkpoin
 		}
 	}
 	return out, nil
+}
+
+// LayoutHash fingerprints a layout (the partitioner p over servers
+// servers) by what it does: FNV-1a, 64 bits (Fowler, Noll and Vo), over
+// servers and the segments p returns for a fixed set of probes — the
+// keys 0…255, 64 keys i·0x9E3779B97F4A7C15 spread over the key space by
+// the golden-ratio multiplier (Knuth's multiplicative hashing) and
+// 2⁶⁴−1, each of length 1, and the keys 0, 1, 7 and 2⁶³ at every length
+// 2^k+1, k = 4…24, which finds any split threshold (MaxSegment) up to
+// 16 Mi values. Any deterministic
+// Partitioner can be fingerprinted, whatever its fields. Two layouts that
+// place every probe alike hash alike: the hash tells layouts apart that
+// differ in the number of servers, the placement of small keys or the
+// split of long ones, not ones that differ only on keys or lengths no
+// probe has.
+func LayoutHash(p Partitioner, servers int) uint64 {
+	const (
+		offset = 14695981039346656037
+		prime  = 1099511628211
+	)
+	h := uint64(offset)
+	mix := func(v uint64) {
+		for range 8 {
+			h ^= v & 0xff
+			h *= prime
+			v >>= 8
+		}
+	}
+	mix(uint64(servers))
+	var segs []Segment
+	probe := func(key uint64, n int) {
+		segs = p.Locate(segs[:0], key, n)
+		mix(key)
+		mix(uint64(n))
+		mix(uint64(len(segs)))
+		for _, s := range segs {
+			mix(uint64(s.Off))
+			mix(uint64(s.Len))
+			mix(uint64(s.Server))
+		}
+	}
+	for k := range uint64(256) {
+		probe(k, 1)
+	}
+	for i := range uint64(64) {
+		probe(i*0x9E3779B97F4A7C15, 1)
+	}
+	probe(1<<64-1, 1)
+	for k := 4; k <= 24; k++ {
+		for _, key := range []uint64{0, 1, 7, 1 << 63} {
+			probe(key, 1<<k+1)
+		}
+	}
+	return h
 }

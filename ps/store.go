@@ -59,6 +59,8 @@ type Store struct {
 	slot  [][]float32 // scratch: state slices passed to the optimizer
 
 	finite bool // refuse non-finite values (not StoreConfig.AcceptNonFinite)
+
+	snap *storeSnap // a snapshot being taken (checkpoint.go): writes call cow first
 }
 
 type entry struct {
@@ -286,6 +288,9 @@ func (s *Store) Apply(keys []uint64, lens []int, grads []float32, scale float32)
 }
 
 func (s *Store) step(e *entry, g []float32, scale float32) {
+	if s.snap != nil {
+		s.cow(s.index[e.key])
+	}
 	e.step++
 	s.update(e, 0, e.n, g, scale)
 }
@@ -325,6 +330,9 @@ func (s *Store) applyBytes(keys []uint64, lens []int, gb []byte, scale float32) 
 	}
 	off := 0
 	for _, j := range s.idx {
+		if s.snap != nil {
+			s.cow(j)
+		}
 		e := &s.ents[j]
 		e.step++
 		switch {

@@ -51,6 +51,8 @@ type options struct {
 	startWait time.Duration
 	stateEach time.Duration
 	timeline  string
+	stateDir  string
+	runID     string
 
 	policy     string
 	staleness  int
@@ -114,6 +116,8 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up (non-zero exit) if the run takes longer than this")
 	fs.DurationVar(&o.startWait, "start-timeout", 15*time.Second, "how long each role waits for its peers at start-up before naming the missing ones")
 	fs.DurationVar(&o.stateEach, "state-every", 0, "coordinator: print every worker's state (clock, speed, parallelism, straggler/pioneer) at this interval; 0 never")
+	fs.StringVar(&o.stateDir, "state-dir", "", "server: keep a checkpoint (every 10 flushes) and a request log in this directory, and resume from them at start; needs -run-id")
+	fs.StringVar(&o.runID, "run-id", "", "the run's name, the same on every node: a server resumes only the -state-dir checkpoints of this run and refuses an earlier run's")
 	fs.StringVar(&o.timeline, "timeline", "", "write this process's timeline (Chrome trace-event JSON) to this file; the local mode writes one per node, <name>-<node>.json")
 
 	fs.StringVar(&o.policy, "policy", "bsp", "sync policy: "+strings.Join(policyNames(), ", "))
@@ -259,6 +263,9 @@ func (o *options) validate() error {
 	}
 	if o.pad < 0 {
 		return fmt.Errorf("%w: -pad %d", errUsage, o.pad)
+	}
+	if o.stateDir != "" && o.runID == "" {
+		return fmt.Errorf("%w: -state-dir needs -run-id, the same on every node (a new name starts a new run; the old name resumes it)", errUsage)
 	}
 	if o.modelName != "softmax" && o.modelName != "mlp" {
 		return fmt.Errorf("%w: -model %q (want softmax or mlp)", errUsage, o.modelName)

@@ -474,3 +474,21 @@ func TestSparseDataset(t *testing.T) {
 		}
 	}
 }
+
+// TestStateDir_NeedsRunID: -state-dir without -run-id is refused saying
+// so; with it, the servers get durable state of that run.
+func TestStateDir_NeedsRunID(t *testing.T) {
+	none := func(string) (string, bool) { return "", false }
+	base := []string{"-role=server", "-servers=1", "-workers=1", "-peers=coordinator=127.0.0.1:7000,server-0=127.0.0.1:7001,worker-0=127.0.0.1:7002", "-listen=127.0.0.1:7001", "-state-dir=" + t.TempDir()}
+	if _, _, err := parseArgs(base, none, io.Discard); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "-run-id") {
+		t.Fatalf("-state-dir without -run-id: err %v", err)
+	}
+	o, _, err := parseArgs(append(base, "-run-id=r7"), none, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := o.clusterConfig(nil, "127.0.0.1:7001")
+	if err != nil || cfg.Durable.RunID != "r7" || cfg.Durable.Dir != o.stateDir || !cfg.Durable.Log {
+		t.Fatalf("durable config %+v (%v)", cfg.Durable, err)
+	}
+}

@@ -89,6 +89,9 @@ func (o *options) clusterConfig(peers map[transport.NodeID]string, listen string
 	if o.secret == "" {
 		cfg.Secret = nil
 	}
+	if o.stateDir != "" {
+		cfg.Durable = ps.DurableConfig{Dir: o.stateDir, RunID: o.runID, Log: true, CheckpointEvery: 10}
+	}
 	if o.tlsCert != "" {
 		if cfg.TLS, err = loadTLS(o.tlsCert, o.tlsKey, o.tlsCA); err != nil {
 			return cfg, err

@@ -152,6 +152,13 @@ func (c *Cluster) RestartServer(i int, down time.Duration) (*ps.Server, error) {
 	if err := c.Net.Kill(id); err != nil {
 		return nil, err
 	}
+	// A killed process runs nothing more: a checkpoint the old server
+	// runs in the background ends before the new one starts, as the kill
+	// would have ended it (either way its files restore the same state).
+	c.mu.Lock()
+	old := c.Servers[i]
+	c.mu.Unlock()
+	old.Close()
 	time.Sleep(down)
 	s, err := ps.NewServer(string(id), c.srvCfg, c.srvOpts...)
 	if err != nil {
