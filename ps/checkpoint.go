@@ -84,8 +84,8 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// Checkpoint returns a deep copy of the store's state (flushed and the
-// dedup windows are the server's; zero here).
+// Checkpoint returns a deep copy of the store's state (the dedup windows
+// are the server's; none here).
 func (s *Store) Checkpoint() *Checkpoint {
 	ck := &Checkpoint{Optimizer: s.opt.Name(), Slots: s.slots, Flushed: -1,
 		Values: slices.Clone(s.vals), State: slices.Clone(s.state)}
@@ -93,14 +93,14 @@ func (s *Store) Checkpoint() *Checkpoint {
 	for i, e := range s.ents {
 		ck.Keys[i] = CheckpointKey{Key: e.key, Len: e.n, Steps: e.step}
 	}
+	ck.Flushed = s.flushed
 	for _, c := range s.Pending() {
 		b := s.bufs[c]
-		touched := slices.Sorted(slices.Values(b.touched))
+		rows := slices.SortedFunc(slices.Values(b.rows), func(x, y accRow) int { return int(x.ent) - int(y.ent) })
 		pc := PendingClock{Clock: c}
-		for _, j := range touched {
-			e := s.ents[j]
-			pc.Entries = append(pc.Entries, PendingEntry{Index: int(j), Weight: b.weight[j]})
-			pc.Sum = append(pc.Sum, b.sum[e.off:e.off+e.n]...)
+		for _, r := range rows {
+			pc.Entries = append(pc.Entries, PendingEntry{Index: int(r.ent), Weight: r.weight})
+			pc.Sum = append(pc.Sum, b.sum[r.off:r.off+s.ents[r.ent].n]...)
 		}
 		ck.Pending = append(ck.Pending, pc)
 	}
@@ -128,15 +128,23 @@ func (s *Store) Restore(ck *Checkpoint) error {
 	}
 	copy(s.vals, ck.Values)
 	copy(s.state, ck.State)
+	for i := range s.ents {
+		e := &s.ents[i]
+		e.mag, _ = exactMags(s.vals[e.off:e.off+e.n], s.state[e.off*s.slots:(e.off+e.n)*s.slots], s.slots)
+	}
+	s.flushed = max(ck.Flushed, -1)
 	for _, pc := range ck.Pending {
-		b := s.newBuf()
+		b := &accBuf{at: make(map[int32]int32, len(pc.Entries))}
 		off := 0
 		for _, pe := range pc.Entries {
-			e := s.ents[pe.Index]
-			copy(b.sum[e.off:e.off+e.n], pc.Sum[off:off+e.n])
-			b.weight[pe.Index] = pe.Weight
-			b.touched = append(b.touched, int32(pe.Index))
-			off += e.n
+			n := s.ents[pe.Index].n
+			r := b.row(int32(pe.Index), n)
+			sum := b.sum[r.off : r.off+n]
+			copy(sum, pc.Sum[off:off+n])
+			r.weight = pe.Weight
+			m, _ := exactMags(sum, nil, 0)
+			r.mag = m[0]
+			off += n
 		}
 		s.bufs[pc.Clock] = b
 	}

@@ -261,7 +261,10 @@ func (s *Server) applied(rid reqID, req, tail []byte) error {
 func (s *Server) flush(req []byte, clock int, scale float32) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := s.store.Flush(clock, scale)
+	n, err := s.store.Flush(clock, scale)
+	if err != nil {
+		return 0, err
+	}
 	s.dur.flushed = max(s.dur.flushed, clock)
 	if err := s.applied(reqID{}, req, nil); err != nil {
 		return n, err

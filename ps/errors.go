@@ -37,9 +37,16 @@ var (
 	// server unreachable during a flush, a worker that failed); the message
 	// carries the cause.
 	ErrAborted = errors.New("ps: run aborted")
-	// ErrNonFinite: a gradient or initial value is NaN or ±Inf; the
-	// request was refused and changed nothing.
+	// ErrNonFinite: a gradient or initial value is NaN or ±Inf, a scale
+	// or weight lies outside float32's range, or the request's arithmetic
+	// would store a NaN or ±Inf (a value, an optimizer state or a
+	// gradient buffer overflowing float32); the request was refused and
+	// changed nothing.
 	ErrNonFinite = errors.New("ps: non-finite value")
+	// ErrClockNotOpen: an accumulating push named a clock outside the
+	// window of open clocks (StoreConfig.AccumulateWindow): already
+	// flushed, or too far ahead. Nothing was buffered.
+	ErrClockNotOpen = errors.New("ps: clock not open for accumulation")
 	// ErrRemote: a peer failed in a way no other sentinel describes.
 	ErrRemote = errors.New("ps: remote error")
 )
@@ -68,6 +75,7 @@ const (
 	codeJoinRefused
 	codeRejoinTooSoon
 	codeBelowMinimum
+	codeClockNotOpen
 )
 
 var codeErrors = [...]error{
@@ -90,6 +98,7 @@ var codeErrors = [...]error{
 	codeJoinRefused:       ErrJoinRefused,
 	codeRejoinTooSoon:     ErrRejoinTooSoon,
 	codeBelowMinimum:      ErrBelowMinimum,
+	codeClockNotOpen:      ErrClockNotOpen,
 }
 
 // codeOf maps an error to its wire code.
