@@ -181,69 +181,77 @@ const magMax = 3
 type mags [magMax]float64
 
 // bounder is implemented by the optimizers whose step the Store can bound
-// without computing it: given the bounds m before one Update at step with
-// gradients |g| ≤ g and scale, bound returns the bounds after it and true
-// when every intermediate and result is bounded by maxF32, false
-// otherwise (then the Store computes the step exactly and checks it).
+// without computing it: stepBound returns the coefficients of one step's
+// bound at scale (for every step number), false when it has none.
 type bounder interface {
-	bound(m mags, g float64, scale float32, step int64) (mags, bool)
+	stepBound(scale float32) (stepBound, bool)
 }
 
-// bmul and badd are the rounded-up bounds of a product and a sum.
-func bmul(x, y float64) float64 { return x * y * up }
-func badd(x, y float64) float64 { return (x + y) * up }
+// stepBound bounds one optimizer step, for every key, in a form costing a
+// few float64 operations per key. With m the bounds before the step and g
+// the bound on the key's gradients, the bounds after it are
+//
+//	s1 = (a1·m[1] + k1·g)·up
+//	s2 = (a2·m[2] + k2·g²)·up
+//	w  = (m[0] + c1·s1 + k0·g)·up
+//
+// and they hold when kg·g, w ≤ maxF32, s1 ≤ lim1 and s2 ≤ lim2 (the limits
+// keep the intermediates that are not themselves stored, such as Adam's
+// v·ic2 and a·m, finite). Every coefficient includes the rounding factors
+// of the operations it stands for.
+type stepBound struct {
+	a1, a2, k0, k1, k2, kg, c1 float64
+	lim1, lim2                 float64
+}
 
-// within reports whether every bound is at most maxF32 (false for NaN).
-func within(xs ...float64) bool {
-	for _, x := range xs {
-		if !(x <= maxF32) {
-			return false
-		}
-	}
-	return true
+// next returns the bounds after one step from m with gradients bounded by
+// g, and whether they pass.
+func (b *stepBound) next(m mags, g float64) (mags, bool) {
+	s1 := (b.a1*m[1] + b.k1*g) * up
+	s2 := (b.a2*m[2] + b.k2*g*g) * up
+	w := (m[0] + b.c1*s1 + b.k0*g) * up
+	return mags{w, s1, s2}, b.kg*g <= maxF32 && s1 <= b.lim1 && s2 <= b.lim2 && w <= maxF32
 }
 
 func abs32(x float32) float64 { return math.Abs(float64(x)) }
 
-// bound: w ← w − a·g with a = fl(η·scale), as Update and the fused
+// stepBound: w ← w − a·g with a = fl(η·scale), as Update and the fused
 // wire-bytes kernel compute it.
-func (o SGD) bound(m mags, g float64, scale float32, _ int64) (mags, bool) {
+func (o SGD) stepBound(scale float32) (stepBound, bool) {
 	a := abs32(o.LR * scale)
-	ag := bmul(a, g)
-	m[0] = badd(m[0], ag)
-	return m, within(a, ag, m[0])
+	return stepBound{k0: a * up, kg: 1, lim1: maxF32, lim2: maxF32}, a <= maxF32
 }
 
-// bound: v ← μ·v + scale·g; w ← w − η·v.
-func (o Momentum) bound(m mags, g float64, scale float32, _ int64) (mags, bool) {
-	sg := bmul(abs32(scale), g)
-	m[1] = badd(bmul(abs32(o.Mu), m[1]), sg)
-	lv := bmul(abs32(o.LR), m[1])
-	m[0] = badd(m[0], lv)
-	return m, within(sg, m[1], lv, m[0])
+// stepBound: v ← μ·v + scale·g; w ← w − η·v.
+func (o Momentum) stepBound(scale float32) (stepBound, bool) {
+	return stepBound{a1: abs32(o.Mu) * up, k1: abs32(scale) * up, c1: abs32(o.LR) * up,
+		kg: abs32(scale) * up, lim1: maxF32, lim2: maxF32}, true
 }
 
-// bound: the steps of Update, with the denominator √v̂+ε at least ε (so
-// ε must be positive and β1, β2 in [0, 1) for a bound).
-func (o Adam) bound(m mags, g float64, scale float32, step int64) (mags, bool) {
+// stepBound: the steps of Update with its bias-corrected rate
+// a_t = η/(1−β1^t) and ic2_t = 1/(1−β2^t) at their largest, t = 1 (both
+// fall with t for β in [0, 1)), and the denominator √v̂+ε at least ε (so ε
+// must be positive and β1, β2 in [0, 1) for a bound):
+//
+//	m' = β1·m + (1−β1)·s·g,  v' = β2·v + (1−β2)·(s·g)²,  |w'| ≤ |w| + a·m'/ε
+//
+// with v'·ic2 and a·m' kept finite through lim2 and lim1.
+func (o Adam) stepBound(scale float32) (stepBound, bool) {
 	b1, b2, eps := o.params()
-	if !(eps > 0) || !(b1 >= 0 && b1 < 1) || !(b2 >= 0 && b2 < 1) {
-		return m, false
+	if !(eps > 0 && eps <= maxF32) || !(b1 >= 0 && b1 < 1) || !(b2 >= 0 && b2 < 1) {
+		return stepBound{}, false
 	}
-	t := float64(step)
-	a := abs32(float32(float64(o.LR) / (1 - math.Pow(float64(b1), t))))
-	ic2 := abs32(float32(1 / (1 - math.Pow(float64(b2), t))))
-	gi := bmul(abs32(scale), g)
-	m[1] = badd(bmul(float64(b1), m[1]), bmul(float64(1-b1), gi))
-	c2g := bmul(float64(1-b2), gi)
-	g2 := bmul(c2g, gi)
-	m[2] = badd(bmul(float64(b2), m[2]), g2)
-	vh := bmul(m[2], ic2)
-	den := badd(math.Sqrt(vh)*up, float64(eps))
-	am := bmul(a, m[1])
-	step1 := am / float64(eps) * up
-	m[0] = badd(m[0], step1)
-	return m, within(a, ic2, gi, m[1], c2g, g2, m[2], vh, den, am, step1, m[0])
+	a := abs32(o.LR) / (1 - float64(b1)) * up * up
+	ic2 := 1 / (1 - float64(b2)) * up * up
+	s := abs32(scale)
+	return stepBound{
+		a1: float64(b1) * up, k1: float64(1-b1) * s * up * up,
+		a2: float64(b2) * up, k2: float64(1-b2) * s * s * up * up * up,
+		kg:   s * up * up,
+		c1:   a * up * up / float64(eps),
+		lim1: min(maxF32, maxF32/(a*up)),
+		lim2: maxF32 / (ic2 * up),
+	}, a <= maxF32 && ic2 <= maxF32
 }
 
 // exactMags returns the bounds of one key from its values w and state

@@ -96,6 +96,7 @@ type Store struct {
 	tmp     []float32
 	slot    [][]float32 // scratch: state slices passed to the optimizer
 	next    []mags      // scratch: the bounds of the request's keys after it
+	rows    []int32     // scratch: the buffer rows of the request's keys
 
 	finite bool // refuse non-finite values (not StoreConfig.AcceptNonFinite)
 }
@@ -365,15 +366,20 @@ func (s *Store) bounded(g float64, scale float32) bool {
 	if s.bnd == nil {
 		return false
 	}
-	s.next = s.next[:0]
+	sb, ok := s.bnd.stepBound(scale)
+	if !ok {
+		return false
+	}
+	next := s.next[:0]
 	for _, j := range s.idx {
-		e := &s.ents[j]
-		m, ok := s.bnd.bound(e.mag, g, scale, e.step+1)
+		m, ok := sb.next(s.ents[j].mag, g)
 		if !ok {
+			s.next = next
 			return false
 		}
-		s.next = append(s.next, m)
+		next = append(next, m)
 	}
+	s.next = next
 	return true
 }
 
@@ -569,29 +575,40 @@ func (s *Store) accumulate(clock int, keys []uint64, lens []int, gf []float32, g
 	}
 	b := s.bufs[clock]
 	w := float32(weight)
+	// rows[k]: the row of key k in b, −1 when it has none yet.
+	rows := s.rows[:0]
+	for _, j := range s.idx {
+		r := int32(-1)
+		if b != nil {
+			if x, ok := b.at[j]; ok {
+				r = x
+			}
+		}
+		rows = append(rows, r)
+	}
+	s.rows = rows
 	if s.finite {
 		// sum' = sum + w·g: bounded per row, as a step is.
-		wg := bmul(float64(w), g)
-		s.next = s.next[:0]
-		for _, j := range s.idx {
-			var m mags
-			if b != nil {
-				if r, ok := b.at[j]; ok {
-					m[0] = b.rows[r].mag
-				}
+		wg := float64(w) * g * up
+		next := s.next[:0]
+		for _, r := range rows {
+			m := wg * up
+			if r >= 0 {
+				m = (b.rows[r].mag + wg) * up
 			}
-			m[0] = badd(m[0], wg)
-			if !within(wg, m[0]) {
+			if !(m <= maxF32) {
+				s.next = next
 				if gf == nil {
 					gf = decoded(gb)
 				}
 				return s.accumulateExact(clock, gf, w, weight)
 			}
-			s.next = append(s.next, m)
+			next = append(next, mags{m})
 		}
+		s.next = next
 	}
 	if b == nil {
-		b = &accBuf{at: make(map[int32]int32)}
+		b = &accBuf{at: make(map[int32]int32, len(s.idx))}
 		s.bufs[clock] = b
 	}
 	if cap(s.tmp) < chunk {
@@ -606,26 +623,30 @@ func (s *Store) accumulate(clock int, keys []uint64, lens []int, gf []float32, g
 	}
 	off := 0
 	for k, j := range s.idx {
-		e := s.ents[j]
-		r := b.row(j, e.n)
+		n := s.ents[j].n
+		ri := rows[k]
+		if ri < 0 {
+			ri = b.newRow(j, n)
+		}
+		r := &b.rows[ri]
 		r.weight += weight
 		if s.finite {
 			r.mag = s.next[k][0]
 		}
-		sum := b.sum[r.off : r.off+e.n]
+		sum := b.sum[r.off : r.off+n]
 		if inPlace {
 			// sum += w·g as sum −= (−w)·g: bit for bit the same, since
 			// IEEE rounding is symmetric in sign.
-			axpyNeg(sum, view[off:off+e.n], -w)
+			axpyNeg(sum, view[off:off+n], -w)
 		} else {
-			for a := 0; a < e.n; a += chunk {
-				end := min(a+chunk, e.n)
+			for a := 0; a < n; a += chunk {
+				end := min(a+chunk, n)
 				gc := s.tmp[:end-a]
 				getF32s(gc, gb[4*(off+a):])
 				axpyNeg(sum[a:end], gc, -w)
 			}
 		}
-		off += e.n
+		off += n
 	}
 	return nil
 }
@@ -634,13 +655,19 @@ func (s *Store) accumulate(clock int, keys []uint64, lens []int, gf []float32, g
 func (b *accBuf) row(j int32, n int) *accRow {
 	r, ok := b.at[j]
 	if !ok {
-		r = int32(len(b.rows))
-		b.at[j] = r
-		b.rows = append(b.rows, accRow{ent: j, off: len(b.sum)})
-		b.sum = slices.Grow(b.sum, n)[:len(b.sum)+n]
-		clear(b.sum[len(b.sum)-n:])
+		r = b.newRow(j, n)
 	}
 	return &b.rows[r]
+}
+
+// newRow appends a zero row for entry j (n values) and returns its index.
+func (b *accBuf) newRow(j int32, n int) int32 {
+	r := int32(len(b.rows))
+	b.at[j] = r
+	b.rows = append(b.rows, accRow{ent: j, off: len(b.sum)})
+	b.sum = slices.Grow(b.sum, n)[:len(b.sum)+n]
+	clear(b.sum[len(b.sum)-n:])
+	return r
 }
 
 // accumulateExact is the accumulation of g (the keys s.idx back to back)
@@ -761,17 +788,22 @@ func (s *Store) flushBounded(b *accBuf, scale float32) bool {
 	if s.bnd == nil {
 		return false
 	}
-	s.next = s.next[:0]
+	sb, ok := s.bnd.stepBound(scale)
+	if !ok {
+		return false
+	}
+	next := s.next[:0]
 	for _, row := range b.rows {
-		e := &s.ents[row.ent]
 		inv := float64(float32(1 / row.weight))
-		g := bmul(row.mag, inv)
-		m, ok := s.bnd.bound(e.mag, g, scale, e.step+1)
-		if !ok || !within(inv, g) {
+		g := row.mag * inv * up
+		m, ok := sb.next(s.ents[row.ent].mag, g)
+		if !ok || !(g <= maxF32) {
+			s.next = next
 			return false
 		}
-		s.next = append(s.next, m)
+		next = append(next, m)
 	}
+	s.next = next
 	return true
 }
 
