@@ -36,9 +36,9 @@
 // StoreConfig.AccumulateWindow (default 4) clocks after the last flushed
 // one; an accumulate into another clock is refused with ErrClockNotOpen
 // and allocates nothing. A buffer holds only the keys pushed into it (at
-// most 8·V + 96·K bytes for V values in K keys) and is dropped at its
+// most 8·V + 128·K + 256 bytes for V values in K keys) and is dropped at its
 // flush, so a shard of N values in E keys buffers at most
-// AccumulateWindow·(8·N + 96·E) bytes while flushes come in order.
+// AccumulateWindow·(8·N + 128·E + 256) bytes while flushes come in order.
 //
 // # Roles
 //

@@ -74,11 +74,12 @@ func (c *StoreConfig) Validate() error {
 // and is dropped at its flush. For a clock whose pushes touched K keys of V
 // values in all, it takes at most
 //
-//	8·V + 96·K bytes
+//	8·V + 128·K + 256 bytes
 //
-// (4 bytes per value, doubled by slice growth; per key a 32-byte row and
-// its index entry in a Go map); for a shard of N values in E keys, at most
-// AccumulateWindow·(8·N + 96·E) bytes for all clocks together while
+// (4 bytes per value and a 32-byte row per key, both doubled at most by
+// slice growth, at most 64 bytes per key for its entry in a Go map, and
+// 256 for the buffer's headers; accBuf.bytes counts it so); for a shard of N values in E keys, at most
+// AccumulateWindow·(8·N + 128·E + 256) bytes for all clocks together while
 // flushes come in order (a clock skipped by a later flush keeps its buffer
 // until it is flushed).
 type Store struct {
@@ -125,7 +126,7 @@ type accRow struct {
 }
 
 // bytes is the buffer's memory, as the Store doc's formula counts it.
-func (b *accBuf) bytes() int { return 4*cap(b.sum) + 32*cap(b.rows) + 64*len(b.at) }
+func (b *accBuf) bytes() int { return 256 + 4*cap(b.sum) + 32*cap(b.rows) + 64*len(b.at) }
 
 // NewStore returns an empty store.
 func NewStore(cfg StoreConfig) (*Store, error) {
