@@ -256,3 +256,66 @@ func TestMaxHi_Kernel(t *testing.T) {
 		}
 	}
 }
+
+// TestStepBound_Sound: for each optimizer with a bound, random values,
+// states and gradients at or near their bounds (magnitudes spread from
+// 1e-30 to float32's maximum) are stepped in float32, and whenever the
+// bound passes, every result is finite and within the bound it gives. A
+// bound that missed a rounding or an intermediate would let an overflow
+// through.
+func TestStepBound_Sound(t *testing.T) {
+	rng := uint64(7)
+	u := func() float64 { rng = rng*6364136223846793005 + 1442695040888963407; return float64(rng>>11) / (1 << 53) }
+	mag := func() float64 { return math.Pow(10, -30+u()*68.6) } // up to ≈ 4e38: some past float32
+	at := func(b float64) float32 { // a float32 of magnitude at most b, often exactly at it
+		x := float32(b)
+		if float64(x) > b || math.IsInf(float64(x), 0) {
+			x = math.Nextafter32(x, 0)
+		}
+		if u() < 0.5 {
+			x *= float32(u())
+		}
+		if u() < 0.5 {
+			x = -x
+		}
+		return x
+	}
+	passed := 0
+	for _, opt := range []Optimizer{SGD{LR: 0.01}, SGD{LR: 3}, Momentum{LR: 0.1, Mu: 0.9}, Momentum{LR: 2, Mu: 0.99}, Adam{LR: 0.001}, Adam{LR: 0.5, Beta1: 0.5, Beta2: 0.6, Eps: 1e-3}} {
+		bd := opt.(bounder)
+		for range 20000 {
+			m := mags{mag(), mag(), mag()}
+			g := mag()
+			scale := float32(math.Pow(10, -5+u()*10))
+			step := int64(1 + u()*5)
+			sb, ok := bd.stepBound(scale)
+			if !ok {
+				continue
+			}
+			next, ok := sb.next(m, g)
+			if !ok {
+				continue
+			}
+			passed++
+			const n = 8
+			w, gs := make([]float32, n), make([]float32, n)
+			st := [][]float32{make([]float32, n), make([]float32, n)}
+			for i := range n {
+				w[i], gs[i] = at(m[0]), at(g)
+				st[0][i], st[1][i] = at(m[1]), float32(math.Abs(float64(at(m[2]))))
+			}
+			opt.Update(w, gs, scale, st[:opt.Slots()], step)
+			for i := range n {
+				got := []float32{w[i], st[0][i], st[1][i]}
+				for q := range 1 + opt.Slots() {
+					if x := math.Abs(float64(got[q])); !(x <= next[q]) {
+						t.Fatalf("%s: bounds %v, g %v, scale %v, step %d: result %d[%d] = %v beyond its bound %v", opt.Name(), m, g, scale, step, q, i, got[q], next[q])
+					}
+				}
+			}
+		}
+	}
+	if passed < 10000 {
+		t.Fatalf("only %d bounds passed: the test checks little", passed)
+	}
+}
