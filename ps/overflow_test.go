@@ -265,9 +265,14 @@ func TestMaxHi_Kernel(t *testing.T) {
 // through.
 func TestStepBound_Sound(t *testing.T) {
 	rng := uint64(7)
-	u := func() float64 { rng = rng*6364136223846793005 + 1442695040888963407; return float64(rng>>11) / (1 << 53) }
-	mag := func() float64 { return math.Pow(10, -30+u()*68.6) } // up to ≈ 4e38: some past float32
-	at := func(b float64) float32 { // a float32 of magnitude at most b, often exactly at it
+	u := func() float64 {
+		rng = rng*6364136223846793005 + 1442695040888963407
+		return float64(rng>>11) / (1 << 53)
+	}
+	// mag: a magnitude up to ≈ 4e38, some past float32's range; at: a
+	// float32 of magnitude at most b, often exactly at it.
+	mag := func() float64 { return math.Pow(10, -30+u()*68.6) }
+	at := func(b float64) float32 {
 		x := float32(b)
 		if float64(x) > b || math.IsInf(float64(x), 0) {
 			x = math.Nextafter32(x, 0)
