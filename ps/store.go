@@ -332,20 +332,22 @@ func (s *Store) Apply(keys []uint64, lens []int, grads []float32, scale float32)
 	if err != nil {
 		return err
 	}
+	var sb stepBound
 	if s.finite {
 		if err := checkScale("push", scale); err != nil {
 			return err
 		}
-		if !s.bounded(g, scale) {
+		var ok bool
+		if sb, ok = s.bounded(g, scale); !ok {
 			return s.applyExact(s.idx, grads, scale)
 		}
 	}
 	off := 0
-	for k, j := range s.idx {
+	for _, j := range s.idx {
 		e := &s.ents[j]
 		s.step(e, grads[off:off+e.n], scale)
 		if s.finite {
-			e.mag = s.next[k]
+			e.mag, _ = sb.next(e.mag, g)
 		}
 		off += e.n
 	}
@@ -360,28 +362,35 @@ func checkScale(what string, scale float32) error {
 	return nil
 }
 
-// bounded computes into s.next the bounds of the keys s.idx after one
-// step with gradients bounded by g and scale, and reports whether all of
-// them pass (finite.go); false when the optimizer has no bound.
-func (s *Store) bounded(g float64, scale float32) bool {
+// bounded reports whether one step of each key of s.idx with gradients
+// bounded by g at scale keeps every bound within float32 (finite.go), and
+// returns the step's bound for the commit, which updates each key's
+// bounds with it (recomputed: a few operations, cheaper than storing
+// them). The bound is monotone in the bounds before the step, so one
+// check at their largest over the keys clears them all; only when it
+// fails are the keys checked one by one.
+func (s *Store) bounded(g float64, scale float32) (stepBound, bool) {
 	if s.bnd == nil {
-		return false
+		return stepBound{}, false
 	}
 	sb, ok := s.bnd.stepBound(scale)
 	if !ok {
-		return false
+		return sb, false
 	}
-	next := s.next[:0]
+	var hi mags
 	for _, j := range s.idx {
-		m, ok := sb.next(s.ents[j].mag, g)
-		if !ok {
-			s.next = next
-			return false
-		}
-		next = append(next, m)
+		m := &s.ents[j].mag
+		hi[0], hi[1], hi[2] = max(hi[0], m[0]), max(hi[1], m[1]), max(hi[2], m[2])
 	}
-	s.next = next
-	return true
+	if _, ok := sb.next(hi, g); ok {
+		return sb, true
+	}
+	for _, j := range s.idx {
+		if _, ok := sb.next(s.ents[j].mag, g); !ok {
+			return sb, false
+		}
+	}
+	return sb, true
 }
 
 // applyExact is one step on each key of idx with gradients g (back to
@@ -470,11 +479,13 @@ func (s *Store) applyBytes(keys []uint64, lens []int, gb []byte, scale float32) 
 	if err != nil {
 		return err
 	}
+	var sb stepBound
 	if s.finite {
 		if err := checkScale("push", scale); err != nil {
 			return err
 		}
-		if !s.bounded(g, scale) {
+		var ok bool
+		if sb, ok = s.bounded(g, scale); !ok {
 			return s.applyExact(s.idx, decoded(gb), scale)
 		}
 	}
@@ -484,7 +495,7 @@ func (s *Store) applyBytes(keys []uint64, lens []int, gb []byte, scale float32) 
 		s.tmp = make([]float32, chunk)
 	}
 	off := 0
-	for k, j := range s.idx {
+	for _, j := range s.idx {
 		e := &s.ents[j]
 		e.step++
 		switch {
@@ -501,7 +512,7 @@ func (s *Store) applyBytes(keys []uint64, lens []int, gb []byte, scale float32) 
 			}
 		}
 		if s.finite {
-			e.mag = s.next[k]
+			e.mag, _ = sb.next(e.mag, g)
 		}
 		off += e.n
 	}
@@ -588,25 +599,22 @@ func (s *Store) accumulate(clock int, keys []uint64, lens []int, gf []float32, g
 		rows = append(rows, r)
 	}
 	s.rows = rows
+	// sum' = sum + w·g: bounded per row, as a step is, at the largest
+	// bound over the rows.
+	wg := float64(w) * g * up
 	if s.finite {
-		// sum' = sum + w·g: bounded per row, as a step is.
-		wg := float64(w) * g * up
-		next := s.next[:0]
+		hi := 0.0
 		for _, r := range rows {
-			m := wg * up
 			if r >= 0 {
-				m = (b.rows[r].mag + wg) * up
+				hi = max(hi, b.rows[r].mag)
 			}
-			if !(m <= maxF32) {
-				s.next = next
-				if gf == nil {
-					gf = decoded(gb)
-				}
-				return s.accumulateExact(clock, gf, w, weight)
-			}
-			next = append(next, mags{m})
 		}
-		s.next = next
+		if !((hi+wg)*up <= maxF32) {
+			if gf == nil {
+				gf = decoded(gb)
+			}
+			return s.accumulateExact(clock, gf, w, weight)
+		}
 	}
 	if b == nil {
 		b = &accBuf{at: make(map[int32]int32, len(s.idx))}
@@ -632,7 +640,7 @@ func (s *Store) accumulate(clock int, keys []uint64, lens []int, gf []float32, g
 		r := &b.rows[ri]
 		r.weight += weight
 		if s.finite {
-			r.mag = s.next[k][0]
+			r.mag = (r.mag + wg) * up
 		}
 		sum := b.sum[r.off : r.off+n]
 		if inPlace {
@@ -757,7 +765,8 @@ func (s *Store) Flush(clock int, scale float32) (int, error) {
 	}
 	// entry order: deterministic
 	slices.SortFunc(b.rows, func(x, y accRow) int { return int(x.ent) - int(y.ent) })
-	if s.finite && !s.flushBounded(b, scale) {
+	sb, ok := s.flushBounded(b, scale)
+	if s.finite && !ok {
 		if err := s.flushExact(b, scale); err != nil {
 			for r, row := range b.rows {
 				b.at[row.ent] = int32(r)
@@ -765,7 +774,7 @@ func (s *Store) Flush(clock int, scale float32) (int, error) {
 			return 0, fmt.Errorf("clock %d: %w", clock, err)
 		}
 	} else {
-		for k, row := range b.rows {
+		for _, row := range b.rows {
 			e := &s.ents[row.ent]
 			sum := b.sum[row.off : row.off+e.n]
 			inv := float32(1 / row.weight)
@@ -774,7 +783,7 @@ func (s *Store) Flush(clock int, scale float32) (int, error) {
 			}
 			s.step(e, sum, scale)
 			if s.finite {
-				e.mag = s.next[k]
+				e.mag, _ = sb.next(e.mag, row.mag*float64(inv)*up)
 			}
 		}
 	}
@@ -784,28 +793,33 @@ func (s *Store) Flush(clock int, scale float32) (int, error) {
 }
 
 // flushBounded is bounded for a flush: each row's mean gradient is
-// bounded by its sum's bound over its weight.
-func (s *Store) flushBounded(b *accBuf, scale float32) bool {
-	if s.bnd == nil {
-		return false
+// bounded by its sum's bound over its weight. False without the check
+// (s.finite false), when no bounds are kept.
+func (s *Store) flushBounded(b *accBuf, scale float32) (stepBound, bool) {
+	if s.bnd == nil || !s.finite {
+		return stepBound{}, false
 	}
 	sb, ok := s.bnd.stepBound(scale)
 	if !ok {
-		return false
+		return sb, false
 	}
-	next := s.next[:0]
+	var hi mags
+	hg := 0.0
 	for _, row := range b.rows {
-		inv := float64(float32(1 / row.weight))
-		g := row.mag * inv * up
-		m, ok := sb.next(s.ents[row.ent].mag, g)
-		if !ok || !(g <= maxF32) {
-			s.next = next
-			return false
-		}
-		next = append(next, m)
+		m := &s.ents[row.ent].mag
+		hi[0], hi[1], hi[2] = max(hi[0], m[0]), max(hi[1], m[1]), max(hi[2], m[2])
+		hg = max(hg, row.mag*float64(float32(1/row.weight))*up)
 	}
-	s.next = next
-	return true
+	if _, ok := sb.next(hi, hg); ok && hg <= maxF32 {
+		return sb, true
+	}
+	for _, row := range b.rows {
+		g := row.mag * float64(float32(1/row.weight)) * up
+		if _, ok := sb.next(s.ents[row.ent].mag, g); !ok || !(g <= maxF32) {
+			return sb, false
+		}
+	}
+	return sb, true
 }
 
 // flushExact is a flush computed into scratch (applyExact), the mean
