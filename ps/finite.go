@@ -40,9 +40,11 @@ import (
 // A result whose bound, and every intermediate's, is at most
 // math.MaxFloat32 is finite (rounding is monotone, so a float32 operation
 // on values whose exact result is at most MaxFloat32 returns at most
-// MaxFloat32). When every key's bounds pass, the request is applied in
-// place as before and the new bounds are stored: the check costs a few
-// float64 operations per key and no pass over the values. When one does
+// MaxFloat32). The bound is monotone in the bounds before the step, so it
+// is checked once, at their largest over the request's keys, and key by
+// key only when that fails. When it passes, the request is applied in
+// place as before and each key's new bounds are stored: the check costs a
+// few float64 operations per key and no pass over the values. When one does
 // not pass (values near float32's range, bounds grown over many steps, an
 // optimizer other than SGD, Momentum and Adam), the request is computed
 // exactly into scratch memory the size of the request, every result is
