@@ -323,14 +323,13 @@
 // pp-GB/s and 0.74 → 0.62 of the copy ceiling on a quiet hour, 2.33 →
 // 1.95 pp-GB/s and 0.39 → 0.36 on a loaded one. The overflow bounds add
 // no pass over the values: in process CPU time against the build without
-// them (min of 15 runs, one key of 1e3–1e6 values) Momentum and Adam
-// applies take 0.96–1.13× and SGD 0.56–0.65× (the same loop as before:
-// not a gain of this check), accumulate-and-flush 0.57–0.79× (its float32
-// path now uses the SSE kernel); where the per-key work shows, 1000 keys
-// of one value each, a push takes 1.9× (SGD) and 1.2× (Adam), four
-// accumulates and a flush 3.0× and 1.8× (a map lookup per key into the
-// sparse buffer). A trusted cluster can skip both checks with
-// StoreConfig.AcceptNonFinite.
+// them (min of 15 runs), an apply of one key of 1e3–1e6 values takes
+// 0.92–1.09× (SGD, Momentum, Adam), four accumulates and a flush
+// 0.68–0.92× (the float32 accumulate now uses the SSE kernel); where the
+// per-key work shows, 1000 keys of one value each, a push takes 1.6× (SGD)
+// and 1.1× (Adam), four accumulates and a flush 2.8× and 1.8× (a map
+// lookup per key into the sparse buffer). A trusted cluster can skip both
+// checks with StoreConfig.AcceptNonFinite.
 // Start-up is bounded: Start waits at most StartTimeout and the
 // ErrStartTimeout error says who is missing, e.g.
 //
