@@ -27,8 +27,10 @@ func accOne(w wireStore, clock int) error {
 	return w.cl.do(context.Background(), opPush, accKeys[:1], []float32{1}, nil, accLens[:1], pushArgs{mode: modeAccumulate, clock: clock, scale: 1, weight: 1})
 }
 
-func buffered(w wireStore) (n int, pending int) {
-	w.srv.View(func(s *Store) { n, pending = s.bufferedBytes(), len(s.Pending()) })
+// buffered returns the bytes of the open clocks' buffers and of the spare,
+// and the number of clocks buffered.
+func buffered(w wireStore) (open, spare, pending int) {
+	w.srv.View(func(s *Store) { open, spare = s.bufferedBytes(); pending = len(s.Pending()) })
 	return
 }
 
@@ -57,14 +59,14 @@ func TestServer_AccumulateUnopenedClock(t *testing.T) {
 	if got := ms.TotalAlloc - before; got > 1<<20 {
 		t.Errorf("256 refused pushes allocated %d bytes, want < 1 MiB", got)
 	}
-	if n, p := buffered(w); n != 0 || p != 0 {
-		t.Errorf("after refused pushes: %d bytes buffered in %d clocks, want none", n, p)
+	if n, sp, p := buffered(w); n != 0 || sp != 0 || p != 0 {
+		t.Errorf("after refused pushes: %d bytes buffered in %d clocks (spare %d), want none", n, p, sp)
 	}
 	// the legitimate twin: clock 0 is open before the first flush
 	if err := accOne(w, 0); err != nil {
 		t.Fatal(err)
 	}
-	if n, p := buffered(w); p != 1 || n == 0 || n > 1024 {
+	if n, _, p := buffered(w); p != 1 || n == 0 || n > 1024 {
 		t.Errorf("one value pushed into clock 0: %d bytes buffered in %d clocks, want 1 clock of at most 1 KiB", n, p)
 	}
 }
@@ -72,7 +74,8 @@ func TestServer_AccumulateUnopenedClock(t *testing.T) {
 // TestServer_AccumulateWindow: the open clocks are F+1 … F+W with F the
 // last flushed clock and W the window (DefaultAccumulateWindow); an
 // accumulate and flush of an open clock apply the weighted mean, the
-// buffer is freed by the flush, and the window moves with it.
+// buffer is released by the flush (its memory kept as the one spare the
+// next clock reuses, no larger than it was), and the window moves with it.
 func TestServer_AccumulateWindow(t *testing.T) {
 	w := newAccShard(t)
 	ctx := context.Background()
@@ -89,8 +92,12 @@ func TestServer_AccumulateWindow(t *testing.T) {
 	if err := w.cl.do(ctx, opPush, accKeys[:1], []float32{5}, nil, accLens[:1], pushArgs{mode: modeAccumulate, clock: 0, scale: 1, weight: 3}); err != nil {
 		t.Fatal(err)
 	}
+	open0, _, _ := buffered(w)
 	if err := w.flush(0, 1); err != nil {
 		t.Fatal(err)
+	}
+	if open, spare, p := buffered(w); p != W-1 || spare == 0 || spare > open0/(W) || open >= open0 {
+		t.Errorf("after the flush of clock 0: %d clocks buffered in %d bytes, spare %d; before it %d bytes in %d clocks", p, open, spare, open0, W)
 	}
 	out := make([]float32, 1)
 	if err := w.cl.Pull(ctx, accKeys[:1], out, accLens[:1]); err != nil {
@@ -110,8 +117,15 @@ func TestServer_AccumulateWindow(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n, p := buffered(w); n != 0 || p != 0 {
-		t.Errorf("after every flush: %d bytes buffered in %d clocks, want none", n, p)
+	if n, sp, p := buffered(w); n != 0 || p != 0 || sp == 0 || sp > 1024 {
+		t.Errorf("after every flush: %d bytes buffered in %d clocks, spare %d; want none and one small spare", n, p, sp)
+	}
+	// the next clock reuses the spare
+	if err := accOne(w, 2*W); err != nil {
+		t.Fatal(err)
+	}
+	if n, sp, p := buffered(w); n == 0 || p != 1 || sp != 0 {
+		t.Errorf("after a push into a new clock: %d bytes in %d clocks, spare %d; want the spare reused", n, p, sp)
 	}
 }
 

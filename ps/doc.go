@@ -37,8 +37,10 @@
 // one; an accumulate into another clock is refused with ErrClockNotOpen
 // and allocates nothing. A buffer holds only the keys pushed into it (at
 // most 8·V + 128·K + 256 bytes for V values in K keys) and is dropped at its
-// flush, so a shard of N values in E keys buffers at most
-// AccumulateWindow·(8·N + 128·E + 256) bytes while flushes come in order.
+// flush (its memory kept as one spare for the next clock's buffer), so a
+// shard of N values in E keys buffers at most
+// (AccumulateWindow+1)·(8·N + 128·E + 256) bytes while flushes come in
+// order.
 //
 // # Roles
 //

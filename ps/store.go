@@ -81,7 +81,9 @@ func (c *StoreConfig) Validate() error {
 // 256 for the buffer's headers; accBuf.bytes counts it so); for a shard of N values in E keys, at most
 // AccumulateWindow·(8·N + 128·E + 256) bytes for all clocks together while
 // flushes come in order (a clock skipped by a later flush keeps its buffer
-// until it is flushed).
+// until it is flushed), plus one spare: the memory of the last buffer
+// flushed, emptied, which the next clock's buffer reuses (so a run does
+// not allocate a buffer per clock; it is at most one buffer's size).
 type Store struct {
 	opt     Optimizer
 	bnd     bounder // opt, when its steps can be bounded (finite.go)
@@ -91,6 +93,7 @@ type Store struct {
 	vals    []float32
 	state   []float32
 	bufs    map[int]*accBuf
+	spare   *accBuf // the last flushed buffer, emptied, for the next clock
 	window  int
 	flushed int     // the highest clock flushed, −1 before the first
 	idx     []int32 // scratch: entry indices of the request being served
@@ -617,7 +620,7 @@ func (s *Store) accumulate(clock int, keys []uint64, lens []int, gf []float32, g
 		}
 	}
 	if b == nil {
-		b = &accBuf{at: make(map[int32]int32, len(s.idx))}
+		b = s.newBuf(len(s.idx))
 		s.bufs[clock] = b
 	}
 	if cap(s.tmp) < chunk {
@@ -706,7 +709,7 @@ func (s *Store) accumulateExact(clock int, g []float32, w float32, weight float6
 	}
 	s.next = next
 	if b == nil {
-		b = &accBuf{at: make(map[int32]int32)}
+		b = s.newBuf(len(s.idx))
 		s.bufs[clock] = b
 	}
 	off = 0
@@ -734,14 +737,16 @@ func (s *Store) Pending() []int {
 // Flushed returns the highest clock flushed, −1 before the first flush.
 func (s *Store) Flushed() int { return s.flushed }
 
-// bufferedBytes is the memory of the gradient buffers, as the Store doc's
-// formula counts it.
-func (s *Store) bufferedBytes() int {
-	n := 0
+// bufferedBytes is the memory of the gradient buffers of open clocks and
+// of the spare, as the Store doc's formula counts it.
+func (s *Store) bufferedBytes() (open, spare int) {
 	for _, b := range s.bufs {
-		n += b.bytes()
+		open += b.bytes()
 	}
-	return n
+	if s.spare != nil {
+		spare = s.spare.bytes()
+	}
+	return open, spare
 }
 
 // Flush applies the buffer of clock: for every key pushed in that clock one
@@ -789,7 +794,21 @@ func (s *Store) Flush(clock int, scale float32) (int, error) {
 	}
 	delete(s.bufs, clock)
 	s.flushed = max(s.flushed, clock)
-	return len(b.rows), nil
+	n := len(b.rows)
+	clear(b.at)
+	b.rows, b.sum = b.rows[:0], b.sum[:0]
+	s.spare = b
+	return n, nil
+}
+
+// newBuf returns an empty buffer for about keys keys: the spare left by
+// the last flush, or a new one.
+func (s *Store) newBuf(keys int) *accBuf {
+	if b := s.spare; b != nil {
+		s.spare = nil
+		return b
+	}
+	return &accBuf{at: make(map[int32]int32, keys)}
 }
 
 // flushBounded is bounded for a flush: each row's mean gradient is
