@@ -326,12 +326,13 @@
 // 1.95 pp-GB/s and 0.39 → 0.36 on a loaded one. The overflow bounds add
 // no pass over the values: in process CPU time against the build without
 // them (min of 15 runs), an apply of one key of 1e3–1e6 values takes
-// 0.92–1.09× (SGD, Momentum, Adam), four accumulates and a flush
-// 0.68–0.92× (the float32 accumulate now uses the SSE kernel); where the
-// per-key work shows, 1000 keys of one value each, a push takes 1.6× (SGD)
-// and 1.1× (Adam), four accumulates and a flush 2.8× and 1.8× (a map
-// lookup per key into the sparse buffer). A trusted cluster can skip both
-// checks with StoreConfig.AcceptNonFinite.
+// 0.97–1.08× (Momentum, Adam; SGD's varies 0.54–1.01× between builds of
+// the same loop, code placement), four accumulates and a flush 0.49–0.56×
+// (the float32 accumulate now uses the SSE kernel, and buffers are
+// reused); where the per-key work shows, 1000 keys of one value each, a
+// push takes 1.6× (SGD) and 1.1× (Adam), four accumulates and a flush
+// 2.4× and 1.6× (a map lookup per key into the sparse buffer). A trusted
+// cluster can skip both checks with StoreConfig.AcceptNonFinite.
 // Start-up is bounded: Start waits at most StartTimeout and the
 // ErrStartTimeout error says who is missing, e.g.
 //
