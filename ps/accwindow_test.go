@@ -37,7 +37,8 @@ func buffered(w wireStore) (open, spare, pending int) {
 // TestServer_AccumulateUnopenedClock (issue 25, finding 4): 256
 // accumulates of one value into clocks the coordinator never opened are
 // refused with ErrClockNotOpen and allocate nothing: no buffer, and less
-// than 1 MiB allocated in all (the error messages); before the fix each
+// than 4 MiB allocated in all (the requests and error messages, about
+// 0.43 MB measured); before the fix each
 // allocated a buffer of the whole shard (256 KiB, 64 MiB in all) kept
 // until a flush that never comes. The same push into an open clock is
 // accepted and buffers only what it pushed.
@@ -56,8 +57,8 @@ func TestServer_AccumulateUnopenedClock(t *testing.T) {
 		}
 	}
 	runtime.ReadMemStats(&ms)
-	if got := ms.TotalAlloc - before; got > 1<<20 {
-		t.Errorf("256 refused pushes allocated %d bytes, want < 1 MiB", got)
+	if got := ms.TotalAlloc - before; got > 4<<20 {
+		t.Errorf("256 refused pushes allocated %d bytes, want < 4 MiB", got)
 	}
 	if n, sp, p := buffered(w); n != 0 || sp != 0 || p != 0 {
 		t.Errorf("after refused pushes: %d bytes buffered in %d clocks (spare %d), want none", n, p, sp)
