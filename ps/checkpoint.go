@@ -107,9 +107,8 @@ const maxCheckpointName = 256
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// Checkpoint returns a deep copy of the store's state (flushed and the
-// dedup windows are the server's; zero here).
-// It only reads the store.
+// Checkpoint returns a deep copy of the store's state (the dedup windows
+// are the server's; none here). It only reads the store.
 func (s *Store) Checkpoint() *Checkpoint {
 	sn := s.newSnap(nil, nil)
 	s.copySlice(sn, len(s.vals)+1)
@@ -156,7 +155,7 @@ func (s *Store) newSnap(vals, state []float32) *storeSnap {
 			state = nil
 		}
 	}
-	ck := &Checkpoint{Optimizer: s.opt.Name(), Slots: s.slots, Flushed: -1, Values: vals, State: state}
+	ck := &Checkpoint{Optimizer: s.opt.Name(), Slots: s.slots, Flushed: s.flushed, Values: vals, State: state}
 	ck.Keys = make([]CheckpointKey, len(s.ents))
 	for i, e := range s.ents {
 		ck.Keys[i] = CheckpointKey{Key: e.key, Len: e.n, Steps: e.step}
@@ -224,12 +223,11 @@ func (s *Store) pendingCheckpoint() []PendingClock {
 	var out []PendingClock
 	for _, c := range s.Pending() {
 		b := s.bufs[c]
-		touched := slices.Sorted(slices.Values(b.touched))
+		rows := slices.SortedFunc(slices.Values(b.rows), func(x, y accRow) int { return int(x.ent) - int(y.ent) })
 		pc := PendingClock{Clock: c}
-		for _, j := range touched {
-			e := s.ents[j]
-			pc.Entries = append(pc.Entries, PendingEntry{Index: int(j), Weight: b.weight[j]})
-			pc.Sum = append(pc.Sum, b.sum[e.off:e.off+e.n]...)
+		for _, r := range rows {
+			pc.Entries = append(pc.Entries, PendingEntry{Index: int(r.ent), Weight: r.weight})
+			pc.Sum = append(pc.Sum, b.sum[r.off:r.off+s.ents[r.ent].n]...)
 		}
 		out = append(out, pc)
 	}
@@ -257,15 +255,23 @@ func (s *Store) Restore(ck *Checkpoint) error {
 	}
 	copy(s.vals, ck.Values)
 	copy(s.state, ck.State)
+	for i := range s.ents {
+		e := &s.ents[i]
+		e.mag, _ = exactMags(s.vals[e.off:e.off+e.n], s.state[e.off*s.slots:(e.off+e.n)*s.slots], s.slots)
+	}
+	s.flushed = max(ck.Flushed, -1)
 	for _, pc := range ck.Pending {
-		b := s.newBuf()
+		b := &accBuf{at: make(map[int32]int32, len(pc.Entries))}
 		off := 0
 		for _, pe := range pc.Entries {
-			e := s.ents[pe.Index]
-			copy(b.sum[e.off:e.off+e.n], pc.Sum[off:off+e.n])
-			b.weight[pe.Index] = pe.Weight
-			b.touched = append(b.touched, int32(pe.Index))
-			off += e.n
+			n := s.ents[pe.Index].n
+			r := b.row(int32(pe.Index), n)
+			sum := b.sum[r.off : r.off+n]
+			copy(sum, pc.Sum[off:off+n])
+			r.weight = pe.Weight
+			m, _ := exactMags(sum, nil, 0)
+			r.mag = m[0]
+			off += n
 		}
 		s.bufs[pc.Clock] = b
 	}

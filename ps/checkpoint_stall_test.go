@@ -132,7 +132,9 @@ func TestCheckpoint_SnapshotIsCopyOnWrite(t *testing.T) {
 		if err := s.applyBytes([]uint64{1 << 62}, nil, gb, 1); err != nil { // not reached
 			t.Fatal(err)
 		}
-		s.Flush(7, 1) // every key: the buffered clock
+		if _, err := s.Flush(2, 1); err != nil { // every key: the buffered clock
+			t.Fatal(err)
+		}
 		for !s.snapshotSlice(7) {
 		}
 		if s.snap != nil {

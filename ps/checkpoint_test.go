@@ -48,7 +48,7 @@ func shardedStores(t testing.TB, n int, part Partitioner, opt Optimizer, keys []
 		apply(full(), func(s *Store, k uint64, v []float32) error { return s.Apply([]uint64{k}, nil, v, 1) })
 	}
 	if pending {
-		apply(full(), func(s *Store, k uint64, v []float32) error { return s.Accumulate(7, []uint64{k}, nil, v, 3) })
+		apply(full(), func(s *Store, k uint64, v []float32) error { return s.Accumulate(2, []uint64{k}, nil, v, 3) })
 	}
 	return stores
 }
@@ -75,7 +75,7 @@ func TestCheckpoint_RoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, st := range []*Store{s, r} {
-			st.Flush(7, 1)
+			st.Flush(2, 1)
 			if err := st.Apply([]uint64{5}, nil, make([]float32, 40), 1); err != nil {
 				t.Fatal(err)
 			}

@@ -703,7 +703,10 @@ func (s *Server) flush(req []byte, clock int, scale float32) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n := s.store.Flush(clock, scale)
+	n, err := s.store.Flush(clock, scale)
+	if err != nil {
+		return 0, s.settle(mark, reqID{}, err) // refused: its record is cut off again
+	}
 	s.dur.flushed = max(s.dur.flushed, clock)
 	if !s.dur.replaying {
 		s.dur.flushes++

@@ -37,13 +37,20 @@ var (
 	// server unreachable during a flush, a worker that failed); the message
 	// carries the cause.
 	ErrAborted = errors.New("ps: run aborted")
-	// ErrNonFinite: a gradient or initial value is NaN or ±Inf; the
-	// request was refused and changed nothing.
+	// ErrNonFinite: a gradient or initial value is NaN or ±Inf, a scale
+	// or weight lies outside float32's range, or the request's arithmetic
+	// would store a NaN or ±Inf (a value, an optimizer state or a
+	// gradient buffer overflowing float32); the request was refused and
+	// changed nothing.
 	ErrNonFinite = errors.New("ps: non-finite value")
 	// ErrLogFailed: a durable server could not append the update to its
 	// request log (a full disk, an I/O error); the update was refused and
 	// changed nothing. The message names the log and the cause.
 	ErrLogFailed = errors.New("ps: request log not written")
+	// ErrClockNotOpen: an accumulating push named a clock outside the
+	// window of open clocks (StoreConfig.AccumulateWindow): already
+	// flushed, or too far ahead. Nothing was buffered.
+	ErrClockNotOpen = errors.New("ps: clock not open for accumulation")
 	// ErrRemote: a peer failed in a way no other sentinel describes.
 	ErrRemote = errors.New("ps: remote error")
 )
@@ -73,6 +80,7 @@ const (
 	codeRejoinTooSoon
 	codeBelowMinimum
 	codeLogFailed
+	codeClockNotOpen
 )
 
 var codeErrors = [...]error{
@@ -96,6 +104,7 @@ var codeErrors = [...]error{
 	codeRejoinTooSoon:     ErrRejoinTooSoon,
 	codeBelowMinimum:      ErrBelowMinimum,
 	codeLogFailed:         ErrLogFailed,
+	codeClockNotOpen:      ErrClockNotOpen,
 }
 
 // codeOf maps an error to its wire code.

@@ -2,14 +2,14 @@
 
 package ps
 
-// anyNonFinite reports whether some value of v is NaN or ±Inf, 16 lanes at
-// a time with SSE2 (part of every amd64 CPU).
-func anyNonFinite(v []float32) bool {
+// maxHi returns the largest (bits>>16)&0x7fff over v (see hiBound), 16
+// lanes at a time with SSE2 (part of every amd64 CPU).
+func maxHi(v []float32) uint32 {
 	if len(v) == 0 {
-		return false
+		return 0
 	}
-	return anyNonFiniteSSE(&v[0], len(v))
+	return maxHiSSE(&v[0], len(v))
 }
 
 //go:noescape
-func anyNonFiniteSSE(x *float32, n int) bool
+func maxHiSSE(x *float32, n int) uint32

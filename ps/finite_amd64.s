@@ -2,14 +2,16 @@
 
 #include "textflag.h"
 
-// func anyNonFiniteSSE(x *float32, n int) bool
-// Reports whether some x[i], i < n, is NaN or ±Inf. A single is
-// non-finite exactly when its high 16 bits without the sign are at least
-// 0x7f80 (exponent all ones). Each lane's high word is masked to its 15
+// func maxHiSSE(x *float32, n int) uint32
+// Returns the largest high half-word without the sign, (bits>>16)&0x7fff,
+// of x[i], i < n (0 for n = 0). A single is non-finite exactly when that
+// half-word is at least 0x7f80 (exponent all ones), and |x| < the single
+// with bits (h+1)<<16 otherwise. Each lane is masked to its 15 high
 // magnitude bits (the low word to zero) and folded into a running signed
 // 16-bit maximum (PMAXSW, SSE2): two vector operations per four values.
-// 16 lanes per iteration into four accumulators, then 4, then 1.
-TEXT ·anyNonFiniteSSE(SB), NOSPLIT, $0-17
+// 16 lanes per iteration into four accumulators, then 4, then 1; the four
+// 32-bit lanes of the result are folded into one at the end.
+TEXT ·maxHiSSE(SB), NOSPLIT, $0-20
 	MOVQ x+0(FP), SI
 	MOVQ n+8(FP), CX
 	MOVQ $0x7fff0000, AX
@@ -54,11 +56,9 @@ loop1:
 	CMPQ CX, $0
 	JLE  done
 	MOVL (SI), DX
-	ANDL $0x7f800000, DX
-	CMPL DX, $0x7f800000
-	JNE  next
-	MOVQ $1, BX
-next:
+	ANDL $0x7fff0000, DX
+	CMPL DX, BX
+	CMOVLHI DX, BX
 	ADDQ $4, SI
 	DECQ CX
 	JMP  loop1
@@ -67,12 +67,15 @@ done:
 	PMAXSW X5, X4
 	PMAXSW X7, X6
 	PMAXSW X6, X4
-	// a word > 0x7f7f marks a non-finite lane
-	MOVQ $0x7f7f7f7f, AX
-	MOVQ AX, X1
-	PSHUFD $0x00, X1, X1
-	PCMPGTW X1, X4
-	PMOVMSKB X4, AX
-	ORQ  BX, AX
-	SETNE ret+16(FP)
+	// fold the four 32-bit lanes: each is h<<16 with h < 0x8000
+	PSHUFD $0x4e, X4, X1
+	PMAXSW X1, X4
+	PSHUFD $0xb1, X4, X1
+	PMAXSW X1, X4
+	MOVQ X4, AX
+	ANDL $0x7fff0000, AX
+	CMPL AX, BX
+	CMOVLHI AX, BX
+	SHRL $16, BX
+	MOVL BX, ret+16(FP)
 	RET

@@ -2,5 +2,5 @@
 
 package ps
 
-// anyNonFinite reports whether some value of v is NaN or ±Inf.
-func anyNonFinite(v []float32) bool { return anyNonFiniteGo(v) }
+// maxHi returns the largest (bits>>16)&0x7fff over v (see hiBound).
+func maxHi(v []float32) uint32 { return maxHiGo(v) }

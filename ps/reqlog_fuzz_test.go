@@ -77,7 +77,8 @@ func FuzzRequestLogReplay(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, "s.log.0"), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cfg := ServerConfig{Store: StoreConfig{Optimizer: Adam{LR: 0.1}}, Durable: DurableConfig{Dir: dir, Log: true, RunID: "fuzz"}} // a fixed run: the snapshots compared name it
+		// a fixed run: the snapshots compared name it
+		cfg := ServerConfig{Store: StoreConfig{Optimizer: Adam{LR: 0.1}}, Durable: DurableConfig{Dir: dir, Log: true, RunID: "fuzz"}}
 		quiet := WithLogger(slog.New(slog.DiscardHandler)) // skipped records are logged
 		s, err := NewServer("s", cfg, quiet)
 		if err != nil {

@@ -203,6 +203,9 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 		if math.IsNaN(scale) || math.IsInf(scale, 0) {
 			return nil, fmt.Errorf("%w: flush scale %v", ErrMalformed, scale)
 		}
+		if math.Abs(scale) > math.MaxFloat32 {
+			return nil, fmt.Errorf("%w: flush scale %v outside float32's range", ErrNonFinite, scale)
+		}
 		n, err := s.flush(req, clock, float32(scale))
 		if err != nil {
 			return nil, err
@@ -269,6 +272,12 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 		}
 		if math.IsNaN(scale) || math.IsInf(scale, 0) || !(weight > 0) || math.IsInf(weight, 0) {
 			return nil, fmt.Errorf("%w: push scale %v, weight %v", ErrMalformed, scale, weight)
+		}
+		// Both travel as float64 and are used as float32: a finite
+		// float64 beyond float32's range would become ±Inf (see
+		// finite.go; Store.Accumulate checks the weight's range).
+		if math.Abs(scale) > math.MaxFloat32 || weight > math.MaxFloat32 {
+			return nil, fmt.Errorf("%w: push scale %v, weight %v outside float32's range", ErrNonFinite, scale, weight)
 		}
 		// Requests are read-only (the transport may lend the caller's
 		// buffer): a pushpull writes its values into dst. Apply and read

@@ -3,6 +3,7 @@ package ps
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -10,21 +11,41 @@ import (
 type StoreConfig struct {
 	// Optimizer applies updates; nil means SGD{LR: 0.01}.
 	Optimizer Optimizer
-	// AcceptNonFinite turns off the refusal of NaN and ±Inf gradients and
-	// initial values (ErrNonFinite). The check is one read pass over a
-	// request's values before they are applied; see the package doc,
-	// Performance, for what it costs.
+	// AcceptNonFinite turns off the refusal of NaN and ±Inf gradients,
+	// initial values and results (ErrNonFinite; see finite.go). The check
+	// is one read pass over a request's values before they are applied
+	// and a bound per key; see the package doc, Performance, for what it
+	// costs.
 	AcceptNonFinite bool
+	// AccumulateWindow is the number of clocks open to accumulating
+	// pushes: with F the highest clock flushed (−1 before the first
+	// flush), an accumulate into clock c is accepted only for
+	// F < c ≤ F + AccumulateWindow and refused with ErrClockNotOpen
+	// otherwise, before anything is allocated. Every accumulating policy
+	// of package epsp (BSP, enforced EPSP, EPSPv2, LB-BSP, SyncOpt) flushes
+	// its clocks in order and lets no worker push into clock c before
+	// clock c−1 is flushed, so it needs 1; the default leaves room for a
+	// policy that pipelines a few clocks. Zero means
+	// DefaultAccumulateWindow.
+	AccumulateWindow int
 }
 
+// DefaultAccumulateWindow is the default StoreConfig.AccumulateWindow.
+const DefaultAccumulateWindow = 4
+
 // DefaultStoreConfig returns the default store configuration: SGD with
-// learning rate 0.01.
-func DefaultStoreConfig() StoreConfig { return StoreConfig{Optimizer: SGD{LR: 0.01}} }
+// learning rate 0.01, non-finite values refused, DefaultAccumulateWindow.
+func DefaultStoreConfig() StoreConfig {
+	return StoreConfig{Optimizer: SGD{LR: 0.01}, AccumulateWindow: DefaultAccumulateWindow}
+}
 
 // Validate checks the configuration.
 func (c *StoreConfig) Validate() error {
 	if c.Optimizer != nil && c.Optimizer.Slots() < 0 {
 		return errors.New("ps: optimizer with negative Slots")
+	}
+	if c.AccumulateWindow < 0 {
+		return fmt.Errorf("ps: negative StoreConfig.AccumulateWindow %d", c.AccumulateWindow)
 	}
 	return nil
 }
@@ -36,7 +57,9 @@ func (c *StoreConfig) Validate() error {
 // calls).
 //
 // Every mutating call validates the whole request first and changes nothing
-// when it returns an error.
+// when it returns an error; with the non-finite check on (the default) that
+// includes a request whose arithmetic would store a NaN or ±Inf (see
+// finite.go for how that is checked).
 //
 // Gradient buffers (Accumulate/Flush) implement the sample-weighted merge of
 // enforced synchronisation: for a clock c and a key k,
@@ -45,18 +68,39 @@ func (c *StoreConfig) Validate() error {
 //
 // over the pushes i of clock c that carry k, w_i being the push weight
 // (its sample count), and Flush applies g_k with one optimizer step.
+//
+// Buffers exist only for open clocks (StoreConfig.AccumulateWindow) and are
+// sparse: a clock's buffer holds the keys pushed into it and nothing else,
+// and is dropped at its flush. For a clock whose pushes touched K keys of V
+// values in all, it takes at most
+//
+//	8·V + 128·K + 256 bytes
+//
+// (4 bytes per value and a 32-byte row per key, both doubled at most by
+// slice growth, at most 64 bytes per key for its entry in a Go map, and
+// 256 for the buffer's headers; accBuf.bytes counts it so); for a shard of N values in E keys, at most
+// AccumulateWindow·(8·N + 128·E + 256) bytes for all clocks together while
+// flushes come in order (a clock skipped by a later flush keeps its buffer
+// until it is flushed), plus one spare: the memory of the last buffer
+// flushed, emptied, which the next clock's buffer reuses (so a run does
+// not allocate a buffer per clock; it is at most one buffer's size).
 type Store struct {
-	opt   Optimizer
-	slots int
-	index map[uint64]int32
-	ents  []entry
-	vals  []float32
-	state []float32
-	bufs  map[int]*accBuf
-	free  []*accBuf
-	idx   []int32 // scratch: entry indices of the request being served
-	tmp   []float32
-	slot  [][]float32 // scratch: state slices passed to the optimizer
+	opt     Optimizer
+	bnd     bounder // opt, when its steps can be bounded (finite.go)
+	slots   int
+	index   map[uint64]int32
+	ents    []entry
+	vals    []float32
+	state   []float32
+	bufs    map[int]*accBuf
+	spare   *accBuf // the last flushed buffer, emptied, for the next clock
+	window  int
+	flushed int     // the highest clock flushed, −1 before the first
+	idx     []int32 // scratch: entry indices of the request being served
+	tmp     []float32
+	slot    [][]float32 // scratch: state slices passed to the optimizer
+	next    []mags      // scratch: the bounds of the request's keys after it
+	rows    []int32     // scratch: the buffer rows of the request's keys
 
 	finite bool // refuse non-finite values (not StoreConfig.AcceptNonFinite)
 
@@ -68,13 +112,26 @@ type entry struct {
 	off  int // offset of the value in vals (and of slot 0 in state / slots)
 	n    int
 	step int64 // updates applied to this key
+	mag  mags  // bounds on |value| and |state slot| (finite.go)
 }
 
+// accBuf is the gradient buffer of one clock: one row per key pushed into
+// it, its weighted sum in sum[row.off : row.off+n].
 type accBuf struct {
-	sum     []float32 // indexed like vals
-	weight  []float64 // per entry; 0 means untouched
-	touched []int32
+	at   map[int32]int32 // entry index → row
+	rows []accRow
+	sum  []float32
 }
+
+type accRow struct {
+	ent    int32
+	off    int
+	weight float64 // Σ w_i
+	mag    float64 // bound on |sum|
+}
+
+// bytes is the buffer's memory, as the Store doc's formula counts it.
+func (b *accBuf) bytes() int { return 256 + 4*cap(b.sum) + 32*cap(b.rows) + 64*len(b.at) }
 
 // NewStore returns an empty store.
 func NewStore(cfg StoreConfig) (*Store, error) {
@@ -84,13 +141,22 @@ func NewStore(cfg StoreConfig) (*Store, error) {
 	if cfg.Optimizer == nil {
 		cfg.Optimizer = DefaultStoreConfig().Optimizer
 	}
-	return &Store{
-		opt:    cfg.Optimizer,
-		slots:  cfg.Optimizer.Slots(),
-		index:  make(map[uint64]int32),
-		bufs:   make(map[int]*accBuf),
-		finite: !cfg.AcceptNonFinite,
-	}, nil
+	if cfg.AccumulateWindow == 0 {
+		cfg.AccumulateWindow = DefaultAccumulateWindow
+	}
+	s := &Store{
+		opt:     cfg.Optimizer,
+		slots:   cfg.Optimizer.Slots(),
+		index:   make(map[uint64]int32),
+		bufs:    make(map[int]*accBuf),
+		window:  cfg.AccumulateWindow,
+		flushed: -1,
+		finite:  !cfg.AcceptNonFinite,
+	}
+	if b, ok := cfg.Optimizer.(bounder); ok && s.slots < magMax {
+		s.bnd = b
+	}
+	return s, nil
 }
 
 // Optimizer returns the store's optimizer.
@@ -185,6 +251,7 @@ func (s *Store) Init(keys []uint64, lens []int, init Initializer) error {
 		}
 		v := s.add(k, lens[i])
 		init.Init(k, 0, v)
+		s.ents[len(s.ents)-1].mag, _ = exactMags(v, nil, 0)
 	}
 	return nil
 }
@@ -195,14 +262,16 @@ func (s *Store) InitValues(keys []uint64, lens []int, vals []float32) error {
 	if err := s.checkInit(keys, lens, len(vals)); err != nil {
 		return err
 	}
-	if err := s.checkFinite(keys, lens, vals); err != nil {
+	if _, err := s.checkFinite(keys, lens, vals); err != nil {
 		return err
 	}
 	off := 0
 	for i, k := range keys {
 		n := lens[i]
 		if _, ok := s.index[k]; !ok {
-			copy(s.add(k, n), vals[off:off+n])
+			v := s.add(k, n)
+			copy(v, vals[off:off+n])
+			s.ents[len(s.ents)-1].mag, _ = exactMags(v, nil, 0)
 		}
 		off += n
 	}
@@ -217,18 +286,7 @@ func (s *Store) add(k uint64, n int) []float32 {
 	if s.slots > 0 {
 		s.state = slices.Grow(s.state, n*s.slots)[:len(s.state)+n*s.slots]
 	}
-	for _, b := range s.bufs {
-		b.grow(len(s.vals), len(s.ents))
-	}
-	for _, b := range s.free {
-		b.grow(len(s.vals), len(s.ents))
-	}
 	return s.vals[off : off+n]
-}
-
-func (b *accBuf) grow(nvals, nents int) {
-	b.sum = append(b.sum, make([]float32, nvals-len(b.sum))...)
-	b.weight = append(b.weight, make([]float64, nents-len(b.weight))...)
 }
 
 // resolve validates a request (keys sorted and unique and held, lens match,
@@ -275,13 +333,110 @@ func (s *Store) Apply(keys []uint64, lens []int, grads []float32, scale float32)
 	if err := s.resolve(keys, lens, len(grads)); err != nil {
 		return err
 	}
-	if err := s.checkFinite(keys, nil, grads); err != nil {
+	g, err := s.checkFinite(keys, nil, grads)
+	if err != nil {
 		return err
+	}
+	var sb stepBound
+	if s.finite {
+		if err := checkScale("push", scale); err != nil {
+			return err
+		}
+		var ok bool
+		if sb, ok = s.bounded(g, scale); !ok {
+			return s.applyExact(s.idx, grads, scale)
+		}
 	}
 	off := 0
 	for _, j := range s.idx {
 		e := &s.ents[j]
 		s.step(e, grads[off:off+e.n], scale)
+		if s.finite {
+			e.mag, _ = sb.next(e.mag, g)
+		}
+		off += e.n
+	}
+	return nil
+}
+
+// checkScale refuses a scale that is not a finite float32.
+func checkScale(what string, scale float32) error {
+	if math.IsNaN(float64(scale)) || math.IsInf(float64(scale), 0) {
+		return fmt.Errorf("%w: %s scale %v", ErrNonFinite, what, scale)
+	}
+	return nil
+}
+
+// bounded reports whether one step of each key of s.idx with gradients
+// bounded by g at scale keeps every bound within float32 (finite.go), and
+// returns the step's bound for the commit, which updates each key's
+// bounds with it (recomputed: a few operations, cheaper than storing
+// them). The bound is monotone in the bounds before the step, so one
+// check at their largest over the keys clears them all; only when it
+// fails are the keys checked one by one.
+func (s *Store) bounded(g float64, scale float32) (stepBound, bool) {
+	if s.bnd == nil {
+		return stepBound{}, false
+	}
+	sb, ok := s.bnd.stepBound(scale)
+	if !ok {
+		return sb, false
+	}
+	var hi mags
+	for _, j := range s.idx {
+		m := &s.ents[j].mag
+		hi[0], hi[1], hi[2] = max(hi[0], m[0]), max(hi[1], m[1]), max(hi[2], m[2])
+	}
+	if _, ok := sb.next(hi, g); ok {
+		return sb, true
+	}
+	for _, j := range s.idx {
+		if _, ok := sb.next(s.ents[j].mag, g); !ok {
+			return sb, false
+		}
+	}
+	return sb, true
+}
+
+// applyExact is one step on each key of idx with gradients g (back to
+// back) computed into scratch: every key's new values and state are
+// computed from copies and checked, and copied in only when all are
+// finite. It resets the keys' bounds to their results' magnitudes.
+func (s *Store) applyExact(idx []int32, g []float32, scale float32) error {
+	xw := make([]float32, len(g))
+	xs := make([]float32, len(g)*s.slots)
+	slot := make([][]float32, s.slots)
+	next := s.next[:0]
+	off := 0
+	for _, j := range idx {
+		e := &s.ents[j]
+		w := xw[off : off+e.n]
+		copy(w, s.vals[e.off:e.off+e.n])
+		st := xs[off*s.slots : (off+e.n)*s.slots]
+		copy(st, s.state[e.off*s.slots:(e.off+e.n)*s.slots])
+		for q := range s.slots {
+			slot[q] = st[q*e.n : (q+1)*e.n]
+		}
+		s.opt.Update(w, g[off:off+e.n], scale, slot, e.step+1)
+		m, ok := exactMags(w, st, s.slots)
+		if !ok {
+			s.next = next
+			return fmt.Errorf("%w: the step (scale %g) would make key %d or its optimizer state non-finite; nothing applied", ErrNonFinite, scale, e.key)
+		}
+		next = append(next, m)
+		off += e.n
+	}
+	s.next = next
+	off = 0
+	for k, j := range idx {
+		if s.snap != nil {
+			s.cow(j) // a checkpoint is being taken: keep its copy of j first
+		}
+		e := &s.ents[j]
+		copy(s.vals[e.off:e.off+e.n], xw[off:off+e.n])
+		copy(s.state[e.off*s.slots:(e.off+e.n)*s.slots], xs[off*s.slots:(off+e.n)*s.slots])
+		e.step++
+		e.mag = next[k]
 		off += e.n
 	}
 	return nil
@@ -311,6 +466,17 @@ func (s *Store) update(e *entry, a, b int, g []float32, scale float32) {
 // straight from wire bytes: 16 KiB of float32s stays in L1.
 const chunk = 4096
 
+// decoded returns the wire bytes gb as float32s: a view when the platform
+// allows one, else a copy.
+func decoded(gb []byte) []float32 {
+	if v, ok := asF32s(gb); ok {
+		return v
+	}
+	v := make([]float32, len(gb)/4)
+	getF32s(v, gb)
+	return v
+}
+
 // applyBytes is Apply with the gradients as little-endian wire bytes
 // (len(gb) = 4·Σ lens), decoded in chunks (SGD fused with the decode).
 func (s *Store) applyBytes(keys []uint64, lens []int, gb []byte, scale float32) error {
@@ -320,8 +486,19 @@ func (s *Store) applyBytes(keys []uint64, lens []int, gb []byte, scale float32) 
 	if len(gb)%4 != 0 {
 		return fmt.Errorf("%w: %d gradient bytes", ErrMalformed, len(gb))
 	}
-	if err := s.checkFiniteBytes(keys, nil, gb); err != nil {
+	g, err := s.checkFiniteBytes(keys, nil, gb)
+	if err != nil {
 		return err
+	}
+	var sb stepBound
+	if s.finite {
+		if err := checkScale("push", scale); err != nil {
+			return err
+		}
+		var ok bool
+		if sb, ok = s.bounded(g, scale); !ok {
+			return s.applyExact(s.idx, decoded(gb), scale)
+		}
 	}
 	sgd, isSGD := s.opt.(SGD)
 	view, inPlace := asF32s(gb)
@@ -348,57 +525,8 @@ func (s *Store) applyBytes(keys []uint64, lens []int, gb []byte, scale float32) 
 				s.update(e, a, b, g, scale)
 			}
 		}
-		off += e.n
-	}
-	return nil
-}
-
-// accumulateBytes is Accumulate with the gradients as wire bytes.
-func (s *Store) accumulateBytes(clock int, keys []uint64, lens []int, gb []byte, weight float64) error {
-	if !(weight > 0) {
-		return fmt.Errorf("%w: accumulate weight %v", ErrMalformed, weight)
-	}
-	if err := s.resolve(keys, lens, len(gb)/4); err != nil {
-		return err
-	}
-	if len(gb)%4 != 0 {
-		return fmt.Errorf("%w: %d gradient bytes", ErrMalformed, len(gb))
-	}
-	if err := s.checkFiniteBytes(keys, nil, gb); err != nil {
-		return err
-	}
-	b := s.bufs[clock]
-	if b == nil {
-		b = s.newBuf()
-		s.bufs[clock] = b
-	}
-	if cap(s.tmp) < chunk {
-		s.tmp = make([]float32, chunk)
-	}
-	w := float32(weight)
-	view, inPlace := asF32s(gb)
-	off := 0
-	for _, j := range s.idx {
-		e := s.ents[j]
-		if b.weight[j] == 0 {
-			b.touched = append(b.touched, j)
-		}
-		b.weight[j] += weight
-		if inPlace {
-			// sum += w·g as sum −= (−w)·g: bit for bit the same, since
-			// IEEE rounding is symmetric in sign.
-			axpyNeg(b.sum[e.off:e.off+e.n], view[off:off+e.n], -w)
-			off += e.n
-			continue
-		}
-		for a := 0; a < e.n; a += chunk {
-			end := min(a+chunk, e.n)
-			g := s.tmp[:end-a]
-			getF32s(g, gb[4*(off+a):])
-			sum := b.sum[e.off+a : e.off+end]
-			for i := range sum {
-				sum[i] += w * g[i]
-			}
+		if s.finite {
+			e.mag, _ = sb.next(e.mag, g)
 		}
 		off += e.n
 	}
@@ -407,47 +535,204 @@ func (s *Store) accumulateBytes(clock int, keys []uint64, lens []int, gb []byte,
 
 // Accumulate adds weight·g_k to the buffer of clock for each key and weight
 // to the key's buffered weight; nothing is applied until Flush(clock).
-// weight must be positive (normally the push's sample count).
+// weight must be a float32 in [2^-126, MaxFloat32] (normally the push's
+// sample count): its reciprocal, by which Flush scales, is then finite.
+// clock must be open (StoreConfig.AccumulateWindow), else ErrClockNotOpen.
 func (s *Store) Accumulate(clock int, keys []uint64, lens []int, grads []float32, weight float64) error {
-	if !(weight > 0) {
+	return s.accumulate(clock, keys, lens, grads, nil, weight)
+}
+
+// accumulateBytes is Accumulate with the gradients as wire bytes.
+func (s *Store) accumulateBytes(clock int, keys []uint64, lens []int, gb []byte, weight float64) error {
+	return s.accumulate(clock, keys, lens, nil, gb, weight)
+}
+
+// minWeight is the smallest accumulate weight: float32's smallest normal.
+const minWeight = 0x1p-126
+
+// checkWeight refuses an accumulate weight outside [minWeight, maxF32].
+func checkWeight(weight float64) error {
+	if math.IsNaN(weight) || weight <= 0 {
 		return fmt.Errorf("%w: accumulate weight %v", ErrMalformed, weight)
 	}
-	if err := s.resolve(keys, lens, len(grads)); err != nil {
-		return err
-	}
-	if err := s.checkFinite(keys, nil, grads); err != nil {
-		return err
-	}
-	b := s.bufs[clock]
-	if b == nil {
-		b = s.newBuf()
-		s.bufs[clock] = b
-	}
-	w := float32(weight)
-	off := 0
-	for _, j := range s.idx {
-		e := s.ents[j]
-		if b.weight[j] == 0 {
-			b.touched = append(b.touched, j)
-		}
-		b.weight[j] += weight
-		sum := b.sum[e.off : e.off+e.n]
-		g := grads[off : off+e.n]
-		for i := range sum {
-			sum[i] += w * g[i]
-		}
-		off += e.n
+	if weight < minWeight || weight > maxF32 {
+		return fmt.Errorf("%w: accumulate weight %v outside float32's range [2^-126, %g]", ErrNonFinite, weight, maxF32)
 	}
 	return nil
 }
 
-func (s *Store) newBuf() *accBuf {
-	if n := len(s.free); n > 0 {
-		b := s.free[n-1]
-		s.free = s.free[:n-1]
-		return b
+// open refuses an accumulate into a clock that is not open.
+func (s *Store) open(clock int) error {
+	if clock <= s.flushed || clock-s.flushed > s.window {
+		return fmt.Errorf("%w: accumulate into clock %d; open are %d to %d (last flushed %d, window %d)",
+			ErrClockNotOpen, clock, s.flushed+1, s.flushed+s.window, s.flushed, s.window)
 	}
-	return &accBuf{sum: make([]float32, len(s.vals)), weight: make([]float64, len(s.ents))}
+	return nil
+}
+
+// accumulate is Accumulate with the gradients as float32s (gf) or wire
+// bytes (gb, when gf is nil).
+func (s *Store) accumulate(clock int, keys []uint64, lens []int, gf []float32, gb []byte, weight float64) error {
+	if err := checkWeight(weight); err != nil {
+		return err
+	}
+	if err := s.open(clock); err != nil {
+		return err
+	}
+	nv := len(gf)
+	if gf == nil {
+		nv = len(gb) / 4
+	}
+	if err := s.resolve(keys, lens, nv); err != nil {
+		return err
+	}
+	var g float64
+	var err error
+	if gf != nil {
+		g, err = s.checkFinite(keys, nil, gf)
+	} else {
+		if len(gb)%4 != 0 {
+			return fmt.Errorf("%w: %d gradient bytes", ErrMalformed, len(gb))
+		}
+		g, err = s.checkFiniteBytes(keys, nil, gb)
+	}
+	if err != nil {
+		return err
+	}
+	b := s.bufs[clock]
+	w := float32(weight)
+	// rows[k]: the row of key k in b, −1 when it has none yet.
+	rows := s.rows[:0]
+	for _, j := range s.idx {
+		r := int32(-1)
+		if b != nil {
+			if x, ok := b.at[j]; ok {
+				r = x
+			}
+		}
+		rows = append(rows, r)
+	}
+	s.rows = rows
+	// sum' = sum + w·g: bounded per row, as a step is, at the largest
+	// bound over the rows.
+	wg := float64(w) * g * up
+	if s.finite {
+		hi := 0.0
+		for _, r := range rows {
+			if r >= 0 {
+				hi = max(hi, b.rows[r].mag)
+			}
+		}
+		if !((hi+wg)*up <= maxF32) {
+			if gf == nil {
+				gf = decoded(gb)
+			}
+			return s.accumulateExact(clock, gf, w, weight)
+		}
+	}
+	if b == nil {
+		b = s.newBuf(len(s.idx))
+		s.bufs[clock] = b
+	}
+	if cap(s.tmp) < chunk {
+		s.tmp = make([]float32, chunk)
+	}
+	var view []float32
+	inPlace := gf != nil
+	if inPlace {
+		view = gf
+	} else {
+		view, inPlace = asF32s(gb)
+	}
+	off := 0
+	for k, j := range s.idx {
+		n := s.ents[j].n
+		ri := rows[k]
+		if ri < 0 {
+			ri = b.newRow(j, n)
+		}
+		r := &b.rows[ri]
+		r.weight += weight
+		if s.finite {
+			r.mag = (r.mag + wg) * up
+		}
+		sum := b.sum[r.off : r.off+n]
+		if inPlace {
+			// sum += w·g as sum −= (−w)·g: bit for bit the same, since
+			// IEEE rounding is symmetric in sign.
+			axpyNeg(sum, view[off:off+n], -w)
+		} else {
+			for a := 0; a < n; a += chunk {
+				end := min(a+chunk, n)
+				gc := s.tmp[:end-a]
+				getF32s(gc, gb[4*(off+a):])
+				axpyNeg(sum[a:end], gc, -w)
+			}
+		}
+		off += n
+	}
+	return nil
+}
+
+// row returns the row of entry j (n values), appending a zero one.
+func (b *accBuf) row(j int32, n int) *accRow {
+	r, ok := b.at[j]
+	if !ok {
+		r = b.newRow(j, n)
+	}
+	return &b.rows[r]
+}
+
+// newRow appends a zero row for entry j (n values) and returns its index.
+func (b *accBuf) newRow(j int32, n int) int32 {
+	r := int32(len(b.rows))
+	b.at[j] = r
+	b.rows = append(b.rows, accRow{ent: j, off: len(b.sum)})
+	b.sum = slices.Grow(b.sum, n)[:len(b.sum)+n]
+	clear(b.sum[len(b.sum)-n:])
+	return r
+}
+
+// accumulateExact is the accumulation of g (the keys s.idx back to back)
+// with weight w computed into scratch: each key's new sum is computed from
+// a copy and checked, and all are stored only when all are finite.
+func (s *Store) accumulateExact(clock int, g []float32, w float32, weight float64) error {
+	b := s.bufs[clock]
+	x := make([]float32, len(g))
+	next := s.next[:0]
+	off := 0
+	for _, j := range s.idx {
+		e := s.ents[j]
+		sum := x[off : off+e.n]
+		if b != nil {
+			if r, ok := b.at[j]; ok {
+				copy(sum, b.sum[b.rows[r].off:])
+			}
+		}
+		axpyNeg(sum, g[off:off+e.n], -w)
+		h := maxHi(sum)
+		if h >= hiNonFinite {
+			s.next = next
+			return fmt.Errorf("%w: clock %d: the buffered sum of key %d would overflow float32 (weight %v); nothing accumulated", ErrNonFinite, clock, e.key, weight)
+		}
+		next = append(next, mags{hiBound(h)})
+		off += e.n
+	}
+	s.next = next
+	if b == nil {
+		b = s.newBuf(len(s.idx))
+		s.bufs[clock] = b
+	}
+	off = 0
+	for k, j := range s.idx {
+		n := s.ents[j].n
+		r := b.row(j, n)
+		r.weight += weight
+		r.mag = next[k][0]
+		copy(b.sum[r.off:r.off+n], x[off:off+n])
+		off += n
+	}
+	return nil
 }
 
 // Pending lists the clocks with buffered gradients, in increasing order.
@@ -460,32 +745,133 @@ func (s *Store) Pending() []int {
 	return cs
 }
 
+// Flushed returns the highest clock flushed, −1 before the first flush.
+func (s *Store) Flushed() int { return s.flushed }
+
+// bufferedBytes is the memory of the gradient buffers of open clocks and
+// of the spare, as the Store doc's formula counts it.
+func (s *Store) bufferedBytes() (open, spare int) {
+	for _, b := range s.bufs {
+		open += b.bytes()
+	}
+	if s.spare != nil {
+		spare = s.spare.bytes()
+	}
+	return open, spare
+}
+
 // Flush applies the buffer of clock: for every key pushed in that clock one
 // optimizer step with the weighted mean gradient Σ w_i·g_i / Σ w_i
-// multiplied by scale. It reports how many keys were updated; a clock with
-// no buffered gradients updates nothing.
-func (s *Store) Flush(clock int, scale float32) int {
+// multiplied by scale, then drops the buffer, and makes clock the last
+// flushed if it is later than that (moving the window of open clocks). It
+// reports how many keys were updated; a clock with no buffered gradients
+// updates nothing. A flush whose steps would make a value or an optimizer
+// state non-finite is refused with ErrNonFinite and changes nothing (the
+// buffer stays).
+func (s *Store) Flush(clock int, scale float32) (int, error) {
+	if s.finite {
+		if err := checkScale("flush", scale); err != nil {
+			return 0, err
+		}
+	}
 	b := s.bufs[clock]
 	if b == nil {
-		return 0
+		s.flushed = max(s.flushed, clock)
+		return 0, nil
+	}
+	// entry order: deterministic
+	slices.SortFunc(b.rows, func(x, y accRow) int { return int(x.ent) - int(y.ent) })
+	sb, ok := s.flushBounded(b, scale)
+	if s.finite && !ok {
+		if err := s.flushExact(b, scale); err != nil {
+			for r, row := range b.rows {
+				b.at[row.ent] = int32(r)
+			}
+			return 0, fmt.Errorf("clock %d: %w", clock, err)
+		}
+	} else {
+		for _, row := range b.rows {
+			e := &s.ents[row.ent]
+			sum := b.sum[row.off : row.off+e.n]
+			inv := float32(1 / row.weight)
+			for i := range sum {
+				sum[i] *= inv
+			}
+			s.step(e, sum, scale)
+			if s.finite {
+				e.mag, _ = sb.next(e.mag, row.mag*float64(inv)*up)
+			}
+		}
 	}
 	delete(s.bufs, clock)
-	slices.Sort(b.touched) // entry order: deterministic
-	for _, j := range b.touched {
-		e := &s.ents[j]
-		sum := b.sum[e.off : e.off+e.n]
-		inv := float32(1 / b.weight[j])
-		for i := range sum {
-			sum[i] *= inv
-		}
-		s.step(e, sum, scale)
-		clear(sum)
-		b.weight[j] = 0
+	s.flushed = max(s.flushed, clock)
+	n := len(b.rows)
+	clear(b.at)
+	b.rows, b.sum = b.rows[:0], b.sum[:0]
+	s.spare = b
+	return n, nil
+}
+
+// newBuf returns an empty buffer for about keys keys: the spare left by
+// the last flush, or a new one.
+func (s *Store) newBuf(keys int) *accBuf {
+	if b := s.spare; b != nil {
+		s.spare = nil
+		return b
 	}
-	n := len(b.touched)
-	b.touched = b.touched[:0]
-	s.free = append(s.free, b)
-	return n
+	return &accBuf{at: make(map[int32]int32, keys)}
+}
+
+// flushBounded is bounded for a flush: each row's mean gradient is
+// bounded by its sum's bound over its weight. False without the check
+// (s.finite false), when no bounds are kept.
+func (s *Store) flushBounded(b *accBuf, scale float32) (stepBound, bool) {
+	if s.bnd == nil || !s.finite {
+		return stepBound{}, false
+	}
+	sb, ok := s.bnd.stepBound(scale)
+	if !ok {
+		return sb, false
+	}
+	var hi mags
+	hg := 0.0
+	for _, row := range b.rows {
+		m := &s.ents[row.ent].mag
+		hi[0], hi[1], hi[2] = max(hi[0], m[0]), max(hi[1], m[1]), max(hi[2], m[2])
+		hg = max(hg, row.mag*float64(float32(1/row.weight))*up)
+	}
+	if _, ok := sb.next(hi, hg); ok && hg <= maxF32 {
+		return sb, true
+	}
+	for _, row := range b.rows {
+		g := row.mag * float64(float32(1/row.weight)) * up
+		if _, ok := sb.next(s.ents[row.ent].mag, g); !ok || !(g <= maxF32) {
+			return sb, false
+		}
+	}
+	return sb, true
+}
+
+// flushExact is a flush computed into scratch (applyExact), the mean
+// gradients too.
+func (s *Store) flushExact(b *accBuf, scale float32) error {
+	idx := make([]int32, 0, len(b.rows))
+	var g []float32
+	for _, row := range b.rows {
+		n := s.ents[row.ent].n
+		inv := float32(1 / row.weight)
+		at := len(g)
+		g = append(g, b.sum[row.off:row.off+n]...)
+		mean := g[at:]
+		for i := range mean {
+			mean[i] *= inv
+		}
+		if anyNonFinite(mean) {
+			return fmt.Errorf("%w: the mean gradient of key %d overflows float32", ErrNonFinite, s.ents[row.ent].key)
+		}
+		idx = append(idx, row.ent)
+	}
+	return s.applyExact(idx, g, scale)
 }
 
 // Pull copies the values of keys, back to back, into out

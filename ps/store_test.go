@@ -119,30 +119,37 @@ func TestStore_AccumulateFlush(t *testing.T) {
 	if err := s.InitValues([]uint64{1, 2}, []int{1, 1}, []float32{10, 20}); err != nil {
 		t.Fatal(err)
 	}
-	must(t, s.Accumulate(3, []uint64{1, 2}, nil, []float32{1, 4}, 3))
-	must(t, s.Accumulate(3, []uint64{1}, nil, []float32{5}, 1))
-	must(t, s.Accumulate(4, []uint64{2}, nil, []float32{100}, 1))
+	must(t, s.Accumulate(0, []uint64{1, 2}, nil, []float32{1, 4}, 3))
+	must(t, s.Accumulate(0, []uint64{1}, nil, []float32{5}, 1))
+	must(t, s.Accumulate(1, []uint64{2}, nil, []float32{100}, 1))
 	if got := value(t, s, 1); got[0] != 10 {
 		t.Fatalf("accumulate applied early: %v", got)
 	}
-	if n := s.Flush(3, 2); n != 2 {
-		t.Errorf("flush updated %d keys, want 2", n)
+	if n, err := s.Flush(0, 2); n != 2 || err != nil {
+		t.Errorf("flush updated %d keys (%v), want 2", n, err)
 	}
 	// key 1: (3·1 + 1·5)/4 = 2, scaled 2 → 10 − 4 = 6. key 2: 4 → 20 − 8 = 12.
 	if got := []float32{value(t, s, 1)[0], value(t, s, 2)[0]}; !nearAll(got, []float32{6, 12}) {
 		t.Errorf("after flush = %v, want [6 12]", got)
 	}
-	if got := s.Pending(); !slices.Equal(got, []int{4}) {
-		t.Errorf("pending = %v, want [4]", got)
+	if got := s.Pending(); !slices.Equal(got, []int{1}) {
+		t.Errorf("pending = %v, want [1]", got)
 	}
-	if n := s.Flush(3, 1); n != 0 {
-		t.Errorf("second flush of clock 3 updated %d keys", n)
+	if n, err := s.Flush(0, 1); n != 0 || err != nil {
+		t.Errorf("second flush of clock 0 updated %d keys (%v)", n, err)
 	}
-	s.Flush(4, 1)
-	must(t, s.Accumulate(5, []uint64{2}, nil, []float32{1}, 1)) // reuses a freed buffer
-	s.Flush(5, 1)
+	must2(s.Flush(1, 1))
+	must(t, s.Accumulate(2, []uint64{2}, nil, []float32{1}, 1)) // a new buffer
+	must2(s.Flush(2, 1))
 	if got := value(t, s, 2)[0]; !near(got, 12-100-1) {
 		t.Errorf("key 2 = %v, want %v", got, 12-100-1)
+	}
+}
+
+// must2 panics on the error of a call returning a count and an error.
+func must2(_ int, err error) {
+	if err != nil {
+		panic(err)
 	}
 }
 

@@ -763,7 +763,10 @@ func (s *Sim) carryOut(out epsp.Output) {
 		if scale == 0 {
 			scale = 1
 		}
-		s.store.Flush(f.Clock, float32(scale))
+		if _, err := s.store.Flush(f.Clock, float32(scale)); err != nil {
+			s.fail(err) // a refused flush (a non-finite step) ends the run, as a refused push does
+			return
+		}
 	}
 	for _, o := range out.SetParallelism {
 		s.setParallelism(s.w[o.Worker], o.P)
