@@ -412,12 +412,6 @@ func (t *TCP) Close() error {
 	return nil
 }
 
-func (t *TCP) isClosed() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.closed
-}
-
 // Request sends req to node to and waits for the response. Failures:
 // ErrClosed after Close; ErrUnknownPeer for a name with no address;
 // ErrUnreachable (wrapping the cause) when the peer cannot be dialed or the
@@ -974,7 +968,7 @@ func (c *conn) sendCancel(id uint64) {
 	t.mu.Unlock()
 	go func() {
 		defer t.wg.Done()
-		c.writeFrame(nil, frameHeader{kind: kindCancel, id: id}, nil)
+		c.writeFrame(context.Background(), frameHeader{kind: kindCancel, id: id}, nil)
 	}()
 }
 
@@ -1334,17 +1328,17 @@ func (c *conn) serveRequest(ctx context.Context, cancel context.CancelFunc, id u
 		if len(msg) > maxErrorMsg {
 			msg = msg[:maxErrorMsg]
 		}
-		c.writeFrame(nil, frameHeader{kind: kindError, id: id, wireLen: len(msg), rawLen: len(msg)}, []byte(msg))
+		c.writeFrame(context.Background(), frameHeader{kind: kindError, id: id, wireLen: len(msg), rawLen: len(msg)}, []byte(msg))
 		return
 	}
 	if len(resp) > c.t.cfg.MaxFrameSize {
 		msg := fmt.Sprintf("response of %d bytes exceeds the maximum frame size %d", len(resp), c.t.cfg.MaxFrameSize)
-		c.writeFrame(nil, frameHeader{kind: kindError, id: id, wireLen: len(msg), rawLen: len(msg)}, []byte(msg))
+		c.writeFrame(context.Background(), frameHeader{kind: kindError, id: id, wireLen: len(msg), rawLen: len(msg)}, []byte(msg))
 		return
 	}
-	if err := c.writeMsg(nil, kindResponse, id, resp); err != nil && !c.isDead() {
+	if err := c.writeMsg(context.Background(), kindResponse, id, resp); err != nil && !c.isDead() {
 		msg := err.Error()
-		c.writeFrame(nil, frameHeader{kind: kindError, id: id, wireLen: len(msg), rawLen: len(msg)}, []byte(msg))
+		c.writeFrame(context.Background(), frameHeader{kind: kindError, id: id, wireLen: len(msg), rawLen: len(msg)}, []byte(msg))
 	}
 }
 

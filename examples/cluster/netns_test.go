@@ -85,13 +85,12 @@ func (l *netLab) limit(rate string) {
 
 // netRun is one run's summary.
 type netRun struct {
-	wire, raw  float64
-	clockS     float64 // wall_s / clocks
-	acc        float64
-	wallS      float64
-	clocks     int
-	summary    string
-	stdoutTail string
+	wire, raw float64
+	clockS    float64 // wall_s / clocks
+	acc       float64
+	wallS     float64
+	clocks    int
+	summary   string
 }
 
 // runCluster runs the cluster binary with one node per host (coordinator,
