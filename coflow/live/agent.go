@@ -180,18 +180,23 @@ func (a *Agent) notify() {
 }
 
 // remote turns a handler's error from a peer back into this package's
-// sentinel when its text carries one.
+// sentinel when its text carries one (the first, the outermost cause).
 func remote(err error) error {
 	var re *transport.RemoteError
 	if !errors.As(err, &re) {
 		return err
 	}
-	for _, s := range []error{ErrInvalidCoflow, ErrUnknownCoflow, ErrAgentDead, ErrTooLarge, ErrMalformed, ErrInvalidConfig, ErrClosed} {
-		if strings.Contains(re.Msg, s.Error()) {
-			return fmt.Errorf("%w: %s: %w", s, re.Node, err)
+	var first error
+	at := len(re.Msg)
+	for _, s := range []error{ErrInvalidCoflow, ErrUnknownCoflow, ErrAgentDead, ErrCoordinatorDead, ErrBadAllocation, ErrTooLarge, ErrMalformed, ErrInvalidConfig, ErrClosed} {
+		if i := strings.Index(re.Msg, s.Error()); i >= 0 && i < at {
+			first, at = s, i
 		}
 	}
-	return err
+	if first == nil {
+		return err
+	}
+	return fmt.Errorf("%w: %s: %w", first, re.Node, err)
 }
 
 func (a *Agent) coordErr(err error) error {

@@ -125,7 +125,11 @@ func (cl *cluster) transfer(ctx context.Context, id CoflowID, flows []coflow.Flo
 	}
 	wg.Wait()
 	close(errs)
-	return <-errs
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	return errors.Join(all...)
 }
 
 func randomBytes(n int, seed uint64) []byte {
@@ -167,6 +171,9 @@ func lz4Fabric(n int, bps, cores float64) *coflow.Fabric {
 	fab := coflow.NewFabric(n, bps).SetCores(cores)
 	p, _ := codecprof.Defaults().Lookup(transport.CodecLZ4, codecprof.Text)
 	fab.Codecs = []coflow.CodecProfile{{Name: "lz4", CompressSpeed: p.CompressBps, DecompressSpeed: p.DecompressBps, Ratio: p.Ratio}}
+	if raceEnabled {
+		fab.Codecs[0].CompressSpeed, fab.Codecs[0].DecompressSpeed = 10e6, 50e6
+	}
 	return fab
 }
 
@@ -218,10 +225,11 @@ func waitResult(t *testing.T, c *Coordinator, id CoflowID) Result {
 // FVDF compresses text on a slow fabric with cores to spare: the bytes
 // arrive exactly, fewer go on the wire, and the profile the scheduler sees
 // is the predictor's, fed with live measurements (it moves off a starting
-// profile deliberately set far from the truth).
+// profile deliberately set off the truth: lz4 on text runs at hundreds of
+// MB/s per core, a few tens under the race detector, and shrinks to ≈ 0.36).
 func TestRoundTripCompressedFVDF(t *testing.T) {
 	fab := lz4Fabric(3, 2e6, 2)
-	fab.Codecs[0].CompressSpeed = 1e12 // no real lz4 is this fast
+	fab.Codecs[0].CompressSpeed = 7e6
 	fab.Codecs[0].Ratio = 0.5
 	cfg, acfg := testConfigs(3, fab, mustSched(t, "fvdf"))
 	cl := newCluster(t, cfg, acfg)
@@ -236,7 +244,7 @@ func TestRoundTripCompressedFVDF(t *testing.T) {
 		t.Fatalf("wire %v of raw %v: FVDF did not compress text", r.WireBytes, r.Bytes)
 	}
 	p := cl.coord.Profile(0, 1)
-	if p.CompressSpeed >= 1e11 || p.Ratio == 0.5 {
+	if p.CompressSpeed == 7e6 || p.Ratio == 0.5 {
 		t.Fatalf("profile %+v still the starting one: measurements did not reach the predictor", p)
 	}
 	if p.Ratio > 0.8 || p.DecompressSpeed <= 0 {
@@ -255,9 +263,10 @@ func TestPacingHoldsRate(t *testing.T) {
 	if _, err := cl.run(testCtx(t), flows, [][]byte{randomBytes(1e6, 3)}); err != nil {
 		t.Fatal(err)
 	}
-	// 1e6 bytes at 2e6 B/s is 0.5 s; one chunk may go as a burst and the
-	// last chunk starts once the bytes before it are paid for.
-	if el, min := time.Since(start), time.Duration((1e6-2*float64(64<<10))/2e6*float64(time.Second)); el < min {
+	// 1e6 bytes at 2e6 B/s is 0.5 s: the bucket starts empty and each
+	// chunk goes once paid for (an earlier version let two chunks go at
+	// once and took 0.46 s).
+	if el, min := time.Since(start), 490*time.Millisecond; el < min {
 		t.Fatalf("1 MB at 2 MB/s took %v < %v: pacing broken", el, min)
 	}
 }

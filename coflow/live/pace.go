@@ -9,9 +9,11 @@ import (
 
 // bucket paces one flow's wire bytes at its allocated rate: a token bucket
 // kept as a virtual clock. vt is when the bytes taken so far are paid for at
-// the rate; a send of n bytes may start once vt ≤ now, and moves vt on by
-// n/rate. After idling, vt is kept no further back than burst/rate, so at most
-// burst bytes go at once (burst is one chunk: the flow is paced in chunk-sized
+// the rate; a send of n bytes waits until vt + n/rate ≤ now (it pays before
+// it goes) and moves vt on by n/rate. The bucket starts empty, so a flow
+// that runs at one rate throughout takes bytes/rate, as in the fluid model;
+// after idling, vt is kept no further back than burst/rate, so at most burst
+// bytes go at once (burst is one chunk: the flow is paced in chunk-sized
 // quanta). When the rate changes, the debt still to pay (vt − now) is
 // rescaled to the new rate; rate 0 pauses the flow until a positive rate.
 type bucket struct {
@@ -56,15 +58,21 @@ func (b *bucket) wait(ctx context.Context, n int) error {
 		var sleep time.Duration
 		if r > 0 {
 			now := time.Now()
+			if b.vt.IsZero() {
+				b.vt = now // start empty
+			}
 			if floor := now.Add(-seconds(b.burst / r)); b.vt.Before(floor) {
 				b.vt = floor
 			}
-			if !b.vt.After(now) {
+			// n bytes may go once they are paid for: vt + n/r ≤ now (a
+			// send over the burst needs a full bucket).
+			due := b.vt.Add(seconds(math.Min(float64(n), b.burst) / r))
+			if !due.After(now) {
 				b.vt = b.vt.Add(seconds(float64(n) / r))
 				b.mu.Unlock()
 				return nil
 			}
-			sleep = b.vt.Sub(now)
+			sleep = due.Sub(now)
 		}
 		b.mu.Unlock()
 		if r <= 0 {
