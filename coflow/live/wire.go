@@ -344,6 +344,9 @@ func decodeRegister(b []byte) (registerMsg, error) {
 	d := open(b, tRegister)
 	var m registerMsg
 	m.Weight = d.f64()
+	if d.err == nil && !finiteNonNeg(m.Weight) {
+		d.fail("weight %v", m.Weight)
+	}
 	n := d.count(MaxFlowsPerCoflow, sizeFlow)
 	if n > 0 {
 		m.Flows = make([]wireFlow, n)
