@@ -635,20 +635,16 @@ func (a *Agent) receiveChunk(ctx context.Context, from transport.NodeID, m chunk
 		a.mu.Unlock()
 		return fmt.Errorf("%w: chunk from %q, not an agent", ErrMalformed, from)
 	}
+	a.mu.Unlock()
+	// Only flows the coordinator announced hold state here; the sender may
+	// have heard of the flow a moment before this agent did.
+	t := time.NewTimer(a.cfg.AnnounceTimeout)
+	defer t.Stop()
+	fl, err := a.await(ctx, CoflowID(m.Coflow), int(m.Flow), t.C, func(*aflow) bool { return true })
+	if err != nil {
+		return err
+	}
 	ac := a.coflows[m.Coflow]
-	if ac == nil {
-		ac = &acoflow{flows: make(map[uint32]*aflow)}
-		a.coflows[m.Coflow] = ac
-	}
-	if ac.err != nil {
-		a.mu.Unlock()
-		return ac.err
-	}
-	fl := ac.flows[m.Flow]
-	if fl == nil {
-		fl = &aflow{src: src, dst: a.port, bytes: m.Total, class: m.Class}
-		ac.flows[m.Flow] = fl
-	}
 	if fl.src != src || fl.dst != a.port || fl.bytes != m.Total || fl.complete || fl.taken {
 		a.mu.Unlock()
 		return fmt.Errorf("%w: chunk of coflow %d flow %d does not fit it", ErrMalformed, m.Coflow, m.Flow)
@@ -664,12 +660,15 @@ func (a *Agent) receiveChunk(ctx context.Context, from transport.NodeID, m chunk
 	out := fl.buf[m.Offset : m.Offset+uint64(m.RawLen)]
 	a.mu.Unlock()
 
-	var err error
 	if m.Kind == kindRaw {
 		err = decompress(kindRaw, m.Payload, out)
 	} else {
+		var derr error
 		var took time.Duration
-		took, err = a.dpool.run(ctx, func() { err = decompress(m.Kind, m.Payload, out) })
+		took, err = a.dpool.run(ctx, func() { derr = decompress(m.Kind, m.Payload, out) })
+		if err == nil {
+			err = derr
+		}
 		if err == nil {
 			a.addMeas(m.Class, m.Kind, func(x *measurement) {
 				x.RawD += uint64(m.RawLen)

@@ -426,3 +426,27 @@ func TestTCPWithSecret(t *testing.T) {
 	}
 	_ = bytes.Equal
 }
+
+// A chunk whose compressed payload does not decode to its declared size is
+// refused (ErrMalformed reaches the sender) and counts for nothing: the
+// flow stays incomplete. (An earlier version lost the decoder's error and
+// took the garbage as delivered.)
+func TestCorruptChunkRefused(t *testing.T) {
+	cfg, acfg := testConfigs(2, coflow.NewFabric(2, 1e6), mustSched(t, "sebf"))
+	cl := newCluster(t, cfg, acfg)
+	ctx := testCtx(t)
+	id, err := cl.agents[0].Register(ctx, []coflow.Flow{{Src: 0, Dst: 1, Bytes: 100}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := chunkHead(chunkMsg{Coflow: uint64(id), Flow: 0, Offset: 0, Total: 100, Kind: kindLZ4, RawLen: 100})
+	_, err = cl.net.Node("a0").Request(ctx, "a1", append(head, 0xff, 0x00, 0x01))
+	if !errors.Is(remote(err), ErrMalformed) {
+		t.Fatalf("corrupt chunk: %v, want ErrMalformed", err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if got, err := cl.agents[1].Receive(rctx, id, 0); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("receive after a corrupt chunk: %d bytes, %v", len(got), err)
+	}
+}
