@@ -458,7 +458,7 @@ func (c *Coordinator) observe(x measurement, now time.Duration) {
 		}
 		c.preds[key] = pr
 	}
-	m := predictor.Measurement{At: now, Class: int(x.Class) + 1}
+	m := predictor.Measurement{At: now} // one predictor per class: no class feature
 	if x.RawC > 0 && x.NsC > 0 {
 		m.CompressSpeed = float64(x.RawC) / (float64(x.NsC) / 1e9)
 		m.Ratio = float64(x.OutC) / float64(x.RawC)
