@@ -75,6 +75,8 @@ func helper(args []string) error {
 		_, err = c.Write(make([]byte, n))
 		c.Close()
 		return err
+	case "agent":
+		return runAgent(os.Getenv("FALCON_TESTBED_SPEC"))
 	case "spin":
 		secs, _ := strconv.ParseFloat(args[1], 64)
 		end := time.Now().Add(time.Duration(secs * float64(time.Second)))
