@@ -670,7 +670,7 @@ func (a *Agent) receiveChunk(ctx context.Context, from transport.NodeID, m chunk
 			err = derr
 		}
 		if err == nil {
-			a.addMeas(m.Class, m.Kind, func(x *measurement) {
+			a.addMeas(fl.class, m.Kind, func(x *measurement) { // the announced class, not the chunk's
 				x.RawD += uint64(m.RawLen)
 				x.NsD += uint64(max(took, 1))
 			})

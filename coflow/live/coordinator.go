@@ -79,6 +79,7 @@ type Coordinator struct {
 	base        *coflow.Fabric // starting profiles
 	kinds       []byte         // fabric codec k → kind (index k-1)
 	sched       coflow.Scheduler
+	schedName   string
 	eventDriven bool
 	timer       coflow.Timer
 	check       coflow.Config
@@ -118,16 +119,17 @@ func NewCoordinator(cfg Config) (*Coordinator, error) {
 	}
 	cfg = cfg.withDefaults()
 	c := &Coordinator{
-		cfg:     cfg,
-		fab:     copyFabric(cfg.Fabric),
-		base:    copyFabric(cfg.Fabric),
-		sched:   cfg.Scheduler,
-		coflows: make(map[CoflowID]*cstate),
-		portOf:  make(map[transport.NodeID]int, len(cfg.Agents)),
-		preds:   make(map[predKey]predictor.Predictor),
-		wake:    make(chan struct{}, 1),
-		quit:    make(chan struct{}),
-		done:    make(chan struct{}),
+		cfg:       cfg,
+		fab:       copyFabric(cfg.Fabric),
+		base:      copyFabric(cfg.Fabric),
+		sched:     cfg.Scheduler,
+		schedName: cfg.Scheduler.Name(),
+		coflows:   make(map[CoflowID]*cstate),
+		portOf:    make(map[transport.NodeID]int, len(cfg.Agents)),
+		preds:     make(map[predKey]predictor.Predictor),
+		wake:      make(chan struct{}, 1),
+		quit:      make(chan struct{}),
+		done:      make(chan struct{}),
 	}
 	for _, p := range cfg.Fabric.Codecs {
 		c.kinds = append(c.kinds, codecKind(p.Name))
@@ -515,10 +517,8 @@ func (c *Coordinator) loop() {
 			next = c.timerAt
 		}
 		c.mu.Unlock()
-		if c.cfg.OnComplete != nil {
-			for _, r := range results {
-				c.cfg.OnComplete(r)
-			}
+		for _, r := range results {
+			c.onComplete(r)
 		}
 		c.send(pushes)
 		pushes = pushes[:0]
@@ -532,6 +532,15 @@ func (c *Coordinator) loop() {
 			return
 		}
 	}
+}
+
+// onComplete calls Config.OnComplete, ignoring a panic in it.
+func (c *Coordinator) onComplete(r Result) {
+	if c.cfg.OnComplete == nil {
+		return
+	}
+	defer func() { _ = recover() }()
+	c.cfg.OnComplete(r)
 }
 
 // send delivers one push per agent concurrently, each bounded by
@@ -586,19 +595,21 @@ func (c *Coordinator) schedule(now time.Duration, pushes []pushJob) []pushJob {
 	st := c.buildState(now)
 	var allocs []coflow.Allocation
 	if len(st.Coflows) > 0 {
-		allocs = c.sched.Schedule(now, st)
+		var err error
+		allocs, err = c.callScheduler(now, st)
 		c.calls++
 		c.lastCall = now
-		if err := c.check.CheckAllocation(now, st, allocs); err != nil {
+		if err == nil {
+			err = c.check.CheckAllocation(now, st, allocs)
+		}
+		if err != nil {
 			for _, cs := range slices.Clone(c.active) {
-				c.failCoflow(cs, now, reasonBadAlloc, "", fmt.Errorf("%w: %s: %w", ErrBadAllocation, c.sched.Name(), err))
+				c.failCoflow(cs, now, reasonBadAlloc, "", fmt.Errorf("%w: %s: %w", ErrBadAllocation, c.schedName, err))
 			}
 			allocs = nil
 		}
-		if c.timer != nil {
-			if at, ok := c.timer.NextWakeup(now); ok && at > now {
-				c.timerAt, c.hasTimer = at, true
-			}
+		if at, ok := c.nextWakeup(now); ok && at > now {
+			c.timerAt, c.hasTimer = at, true
 		}
 	}
 	for _, cs := range c.active {
@@ -642,6 +653,31 @@ func (c *Coordinator) schedule(now time.Duration, pushes []pushJob) []pushJob {
 		pushes = append(pushes, pushJob{to: ps.name, msg: msg})
 	}
 	return pushes
+}
+
+// callScheduler calls the scheduler, turning a panic into an error (a
+// user's scheduler must not take the coordinator down).
+func (c *Coordinator) callScheduler(now time.Duration, st *coflow.State) (allocs []coflow.Allocation, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			allocs, err = nil, fmt.Errorf("scheduler panicked: %v", p)
+		}
+	}()
+	return c.sched.Schedule(now, st), nil
+}
+
+// nextWakeup asks the scheduler's Timer, if any, for its next call (a
+// panic means no timer).
+func (c *Coordinator) nextWakeup(now time.Duration) (at time.Duration, ok bool) {
+	if c.timer == nil {
+		return 0, false
+	}
+	defer func() {
+		if recover() != nil {
+			at, ok = 0, false
+		}
+	}()
+	return c.timer.NextWakeup(now)
 }
 
 // buildState fills the scheduler's view from the active coflows.

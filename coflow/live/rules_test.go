@@ -1,6 +1,7 @@
 package live
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -51,6 +52,45 @@ func TestReschedulingRules(t *testing.T) {
 			waitResult(t, cl.coord, id)
 			if n := cl.coord.Calls(); n < tc.min || n > tc.max {
 				t.Fatalf("%d scheduler calls, want %d..%d", n, tc.min, tc.max)
+			}
+		})
+	}
+}
+
+// greedy gives every flow twice its source port's capacity; panicky
+// panics. Neither takes the coordinator down: the active coflows fail with
+// ErrBadAllocation, at the coordinator and at the agents.
+type greedy struct{}
+
+func (greedy) Name() string { return "greedy" }
+func (greedy) Schedule(_ time.Duration, s *coflow.State) []coflow.Allocation {
+	var out []coflow.Allocation
+	for _, c := range s.Coflows {
+		for _, f := range c.Flows {
+			out = append(out, coflow.Allocation{Flow: f.Ref, Rate: 2 * s.Fabric.Ports[f.Src].Ingress})
+		}
+	}
+	return out
+}
+
+type panicky struct{}
+
+func (panicky) Name() string                                              { return "panicky" }
+func (panicky) Schedule(time.Duration, *coflow.State) []coflow.Allocation { panic("boom") }
+
+func TestBadSchedulerFailsCoflows(t *testing.T) {
+	for _, s := range []coflow.Scheduler{greedy{}, panicky{}} {
+		t.Run(s.Name(), func(t *testing.T) {
+			cfg, acfg := testConfigs(2, coflow.NewFabric(2, 1e6), s)
+			cl := newCluster(t, cfg, acfg)
+			flows := []coflow.Flow{{Src: 0, Dst: 1, Bytes: 100e3}}
+			id, err := cl.run(testCtx(t), flows, [][]byte{randomBytes(100e3, 1)})
+			if !errors.Is(err, ErrBadAllocation) {
+				t.Fatalf("got %v, want ErrBadAllocation", err)
+			}
+			r := cl.coord.Results()
+			if len(r) != 1 || r[0].ID != id || !errors.Is(r[0].Err, ErrBadAllocation) {
+				t.Fatalf("results %+v", r)
 			}
 		})
 	}
