@@ -19,16 +19,6 @@ func codecKind(name string) byte {
 	return kindRaw
 }
 
-func kindName(k byte) string {
-	switch k {
-	case kindLZ4:
-		return "lz4"
-	case kindSnappy:
-		return "snappy"
-	}
-	return "raw"
-}
-
 // compress compresses raw with codec k into a buffer it allocates and
 // reports whether the result is smaller than raw; when it is not, the chunk
 // is to be sent raw (the caller still counts the attempt's ratio).

@@ -43,16 +43,15 @@ type cflow struct {
 }
 
 type cstate struct {
-	id       CoflowID
-	arrival  time.Duration
-	weight   float64
-	bytes    float64
-	flows    []cflow
-	left     int
-	done     bool
-	finish   time.Duration
-	err      error
-	reported bool
+	id      CoflowID
+	arrival time.Duration
+	weight  float64
+	bytes   float64
+	flows   []cflow
+	left    int
+	done    bool
+	finish  time.Duration
+	err     error
 }
 
 type portState struct {

@@ -44,12 +44,6 @@ func (b *bucket) setRate(r float64) {
 	b.changed = make(chan struct{})
 }
 
-func (b *bucket) getRate() float64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.rate
-}
-
 // wait blocks until n bytes may go, or ctx ends.
 func (b *bucket) wait(ctx context.Context, n int) error {
 	for {
