@@ -90,6 +90,24 @@ func runAgent(specJSON string) error {
 	if err != nil {
 		return err
 	}
+	// Data and checksums are made before the start and checked after the
+	// end, so the application's own CPU does not compete with the agent's
+	// under the quota.
+	type fk struct{ i, j int }
+	send := map[fk][]byte{}
+	want := map[fk][32]byte{}
+	got := map[fk][]byte{}
+	var gotMu sync.Mutex
+	for i, c := range sp.Coflows {
+		for j, f := range c.Flows {
+			if f.Src == sp.Port {
+				send[fk{i, j}] = flowData(i, j, int(f.Bytes))
+			}
+			if f.Dst == sp.Port {
+				want[fk{i, j}] = sha256.Sum256(flowData(i, j, int(f.Bytes)))
+			}
+		}
+	}
 	start := time.Unix(0, sp.StartNS)
 	at := func(ms int) { time.Sleep(time.Until(start.Add(time.Duration(ms) * time.Millisecond))) }
 	errs := make(chan error, 1+2*len(sp.Coflows)*8)
@@ -114,7 +132,7 @@ func runAgent(specJSON string) error {
 				go func() {
 					defer wg.Done()
 					at(c.ArrivalMS)
-					if err := a.Send(ctx, live.CoflowID(i), j, flowData(i, j, int(f.Bytes))); err != nil {
+					if err := a.Send(ctx, live.CoflowID(i), j, send[fk{i, j}]); err != nil {
 						errs <- fmt.Errorf("send %d/%d: %w", i, j, err)
 					}
 				}()
@@ -123,12 +141,14 @@ func runAgent(specJSON string) error {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					got, err := a.Receive(ctx, live.CoflowID(i), j)
+					data, err := a.Receive(ctx, live.CoflowID(i), j)
 					if err != nil {
 						errs <- fmt.Errorf("receive %d/%d: %w", i, j, err)
-					} else if sha256.Sum256(got) != sha256.Sum256(flowData(i, j, int(f.Bytes))) {
-						errs <- fmt.Errorf("receive %d/%d: bytes differ", i, j)
+						return
 					}
+					gotMu.Lock()
+					got[fk{i, j}] = data
+					gotMu.Unlock()
 				}()
 			}
 		}
@@ -138,6 +158,11 @@ func runAgent(specJSON string) error {
 	var all []error
 	for err := range errs {
 		all = append(all, err)
+	}
+	for k, h := range want {
+		if d, ok := got[k]; ok && sha256.Sum256(d) != h {
+			all = append(all, fmt.Errorf("receive %d/%d: bytes differ", k.i, k.j))
+		}
 	}
 	// Stay up a moment so the last reports and chunk acknowledgements land.
 	time.Sleep(300 * time.Millisecond)
