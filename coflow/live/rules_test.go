@@ -95,3 +95,45 @@ func TestBadSchedulerFailsCoflows(t *testing.T) {
 		})
 	}
 }
+
+// always is SEBF with every flow compressed with codec k on half a core at
+// each end (an always-compress baseline such as "sebf+lz4").
+type always struct {
+	*coflow.Ordered
+	k int
+}
+
+func (a always) Schedule(now time.Duration, s *coflow.State) []coflow.Allocation {
+	out := a.Ordered.Schedule(now, s)
+	for i := range out {
+		out[i].Codec, out[i].SendCores, out[i].RecvCores = a.k, 0.5, 0.5
+	}
+	return out
+}
+
+// Both codecs the agents run (lz4 and snappy blocks) carry text exactly and
+// shrink it on the wire.
+func TestAlwaysCompressEachCodec(t *testing.T) {
+	for k, name := range []string{"lz4", "snappy"} {
+		t.Run(name, func(t *testing.T) {
+			fab := coflow.NewFabric(3, 4e6).SetCores(4)
+			fab.Codecs = []coflow.CodecProfile{
+				{Name: "lz4", CompressSpeed: 100e6, DecompressSpeed: 500e6, Ratio: 0.4},
+				{Name: "snappy", CompressSpeed: 100e6, DecompressSpeed: 300e6, Ratio: 0.45},
+			}
+			cfg, acfg := testConfigs(3, fab, always{mustSched(t, "sebf").(*coflow.Ordered), k + 1})
+			cl := newCluster(t, cfg, acfg)
+			flows := []coflow.Flow{{Src: 0, Dst: 1, Bytes: 500_001}, {Src: 2, Dst: 1, Bytes: 70_000}}
+			id, err := cl.run(testCtx(t), flows, [][]byte{textBytes(500_001, 7), textBytes(70_000, 8)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := waitResult(t, cl.coord, id); !(r.WireBytes < 0.6*r.Bytes) {
+				t.Fatalf("%s: wire %v of raw %v", name, r.WireBytes, r.Bytes)
+			}
+			if p := cl.coord.Profile(0, k+1); p.CompressSpeed == 100e6 {
+				t.Fatalf("%s: profile %+v not measured", name, p)
+			}
+		})
+	}
+}
