@@ -21,7 +21,7 @@ func TestConformanceOrder(t *testing.T) {
 		flows []coflow.Flow
 	}
 	specs := []coflowSpec{
-		{"L", []coflow.Flow{{Src: 0, Dst: 1, Bytes: 1.5e6}, {Src: 2, Dst: 3, Bytes: 1.5e6}}},
+		{"L", []coflow.Flow{{Src: 0, Dst: 1, Bytes: 3e6}, {Src: 2, Dst: 3, Bytes: 3e6}}},
 		{"M", []coflow.Flow{{Src: 2, Dst: 3, Bytes: 750e3}}},
 		{"S", []coflow.Flow{{Src: 0, Dst: 1, Bytes: 250e3}}},
 	}
@@ -31,10 +31,10 @@ func TestConformanceOrder(t *testing.T) {
 		text  bool    // compressible data and an lz4 codec with a core per port
 		want  []string
 	}{
-		// Alone, L takes 0.5 s at 3 MB/s; S 83 ms, M 250 ms.
+		// Alone, L takes 1 s at 3 MB/s; S 83 ms, M 250 ms.
 		{"sebf", 3e6, false, []string{"S", "M", "L"}},
 		{"fifo", 3e6, false, []string{"L", "S", "M"}},
-		// Compressed (lz4 on text, ratio ≈ 0.36), L takes ≈ 0.54 s at 1 MB/s.
+		// Compressed (lz4 on text, ratio ≈ 0.36), L takes ≈ 1.1 s at 1 MB/s.
 		{"fvdf", 1e6, true, []string{"S", "M", "L"}},
 	} {
 		t.Run(tc.sched, func(t *testing.T) {

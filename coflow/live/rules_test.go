@@ -17,7 +17,7 @@ type everyTick struct {
 func (e everyTick) NextWakeup(now time.Duration) (time.Duration, bool) { return now + e.period, true }
 
 // The coordinator applies the simulator's rescheduling rules. One coflow
-// of two flows on disjoint ports at 1 MB/s, 100 kB (0→1) and 400 kB (2→3):
+// of two flows on disjoint ports at 1 MB/s, 100 kB (0→1) and 800 kB (2→3):
 //   - SEBF is EventDriven and MADD makes both flows finish together, so
 //     its only call is the arrival (the completion leaves nothing active);
 //   - Fair is called on every flow completion too: arrival and the 100 kB
@@ -26,7 +26,7 @@ func (e everyTick) NextWakeup(now time.Duration) (time.Duration, bool) { return 
 //     the arrival's call, waits for a call the coflow's end pre-empts (with
 //     nothing left to schedule): one call;
 //   - SEBF with a 40 ms Timer is also called at its timers: over the
-//     ≈ 0.4 s coflow, several more calls.
+//     ≈ 0.8 s coflow, several more calls.
 func TestReschedulingRules(t *testing.T) {
 	sebf := func() coflow.Scheduler { return mustSched(t, "sebf") }
 	for _, tc := range []struct {
@@ -44,8 +44,8 @@ func TestReschedulingRules(t *testing.T) {
 			cfg, acfg := testConfigs(4, coflow.NewFabric(4, 1e6), tc.sched)
 			cfg.CoalesceFlowEvents = tc.coalesce
 			cl := newCluster(t, cfg, acfg)
-			flows := []coflow.Flow{{Src: 0, Dst: 1, Bytes: 100e3}, {Src: 2, Dst: 3, Bytes: 400e3}}
-			id, err := cl.run(testCtx(t), flows, [][]byte{randomBytes(100e3, 1), randomBytes(400e3, 2)})
+			flows := []coflow.Flow{{Src: 0, Dst: 1, Bytes: 100e3}, {Src: 2, Dst: 3, Bytes: 800e3}}
+			id, err := cl.run(testCtx(t), flows, [][]byte{randomBytes(100e3, 1), randomBytes(800e3, 2)})
 			if err != nil {
 				t.Fatal(err)
 			}
