@@ -82,8 +82,13 @@
 // call with ErrCoordinatorDead naming the coordinator, for good (make a new
 // agent). A push is bounded by PushTimeout (1 s), a report and a client
 // request by ReportTimeout (1 s), Send's wait for the coordinator to announce
-// the flow by AnnounceTimeout (2 s). A scheduler decision that breaks a
-// capacity or core budget fails the active coflows with ErrBadAllocation.
+// the flow by AnnounceTimeout (2 s), as is a receiver's for a chunk of a
+// flow it has not yet been told of (only announced flows hold state at an
+// agent). Receive waits until its ctx ends: the data may legitimately take
+// long, but a failure anywhere in the coflow ends it at once. A scheduler
+// decision that breaks a capacity or core budget, or a scheduler that
+// panics, fails the active coflows with ErrBadAllocation; the coordinator
+// goes on.
 //
 // Messages (see wire.go for the layout) are versioned binary; every decoder
 // checks list counts against fixed bounds and the bytes present before
@@ -91,6 +96,11 @@
 // Config.MaxCoflows, a flow's size by MaxFlowBytes, an agent's receive
 // buffers by AgentConfig.MaxBufferedBytes. A coflow's state (and received
 // data not yet taken) is kept until it is unregistered.
+//
+// Package internal/testbed runs this runtime with real limits on one Linux
+// machine (as root): each agent a process in its own network namespace, its
+// link rate-limited each way by tc and its cores a CFS quota
+// (TestLiveOnBed prints live and simulated average CCTs side by side).
 //
 // Over TCP use the transport's shared secret (TCPConfig.Secret, at least 32
 // random bytes): chunks and allocations then come only from members.
