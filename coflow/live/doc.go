@@ -55,13 +55,15 @@
 // goes raw. Each pool runs at most ⌈k⌉ jobs at once for the k cores the
 // scheduler grants the port in that role (Σ SendCores of the flows it sends,
 // Σ RecvCores of those it receives), each worker duty-cycled to k/⌈k⌉ of a
-// core, so on average the pool uses the granted cores. The receiver writes
+// core (after a job of CPU time t it keeps its slot idle for
+// t·(⌈k⌉/k − 1)), so on average the pool uses the granted cores. The receiver writes
 // each chunk straight into the flow's buffer and acknowledges it; Receive
 // returns the buffer once every byte is in.
 //
 // Codec profiles come from live measurement: the sender times each chunk's
-// compression (wall time in the worker, raw bytes, compressed bytes) and the
-// receiver each decompression; agents aggregate them per (data class, codec)
+// compression (raw bytes, compressed bytes, and the CPU time of the worker
+// thread on Linux, its wall time elsewhere) and the receiver each
+// decompression; agents aggregate them per (data class, codec)
 // and report them; the coordinator feeds them to one predictor per (class,
 // codec) (Config.Predictor, by predictor.New name; "ewma" by default), started
 // from the fabric's profile, and writes the predictions (speeds per core,
@@ -110,7 +112,8 @@
 // Arrival is the registration time at the coordinator; a coflow finishes when
 // the coordinator learns that its last flow was acknowledged (one report
 // after the last chunk's acknowledgement). Remaining bytes are as of the last
-// report, so a scheduler sees them up to one ReportInterval late. The CPU the
-// codec pools use is measured as wall time per chunk, which on a loaded
-// machine includes waiting for a CPU.
+// report, so a scheduler sees them up to one ReportInterval late. A
+// worker's duty cycle is computed from each job's CPU time (see above), so
+// a job stalled by a CFS quota or a busy machine does not idle its slot for
+// a multiple of the stall; elsewhere wall time stands in, stalls included.
 package live

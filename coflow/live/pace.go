@@ -3,6 +3,7 @@ package live
 import (
 	"context"
 	"math"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -137,7 +138,13 @@ func (p *pool) setCores(c float64) {
 }
 
 // run runs job in a worker slot, waiting for one until ctx ends, and
-// returns job's wall time.
+// returns the job's cost: the CPU time of the thread that ran it (the
+// goroutine is locked to its thread meanwhile) where the system reports it
+// (Linux), its wall time elsewhere. CPU time is what a per-core codec speed
+// means, and it excludes the time the thread waited for a CPU: on a loaded
+// machine or under a CFS quota a job's wall time can be many times its CPU
+// time, and a duty cycle computed from it would keep the slot idle for that
+// many times too long.
 func (p *pool) run(ctx context.Context, job func()) (time.Duration, error) {
 	for {
 		p.mu.Lock()
@@ -154,9 +161,7 @@ func (p *pool) run(ctx context.Context, job func()) (time.Duration, error) {
 			return 0, ctx.Err()
 		}
 	}
-	start := time.Now()
-	job()
-	t := time.Since(start)
+	t := measure(job)
 	p.mu.Lock()
 	duty := p.duty
 	p.mu.Unlock()
@@ -174,4 +179,18 @@ func (p *pool) run(ctx context.Context, job func()) (time.Duration, error) {
 	p.changed = make(chan struct{})
 	p.mu.Unlock()
 	return t, nil
+}
+
+// measure runs job and returns its cost (see pool.run).
+func measure(job func()) time.Duration {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	c0, ok0 := threadCPU()
+	start := time.Now()
+	job()
+	wall := time.Since(start)
+	if c1, ok1 := threadCPU(); ok0 && ok1 && c1 >= c0 {
+		return c1 - c0
+	}
+	return wall
 }

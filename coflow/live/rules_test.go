@@ -137,3 +137,21 @@ func TestAlwaysCompressEachCodec(t *testing.T) {
 		})
 	}
 }
+
+// A codec job's cost is its thread's CPU time, not its wall time: a job
+// that sleeps 50 ms costs next to nothing (an earlier version charged the
+// wall time, so a job stalled by a CFS quota held its worker's slot idle
+// for (1/duty − 1) times the stall).
+func TestPoolChargesCPUTime(t *testing.T) {
+	if _, ok := threadCPU(); !ok {
+		t.Skip("no per-thread CPU clock here")
+	}
+	p := newPool(1)
+	cost, err := p.run(testCtx(t), func() { time.Sleep(50 * time.Millisecond) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cost > 25*time.Millisecond {
+		t.Fatalf("a sleeping job cost %v", cost)
+	}
+}
