@@ -240,3 +240,51 @@ func TestConfigValidate(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// The scaling rule on this machine: ten ports at 40 Mbit/s with 0.12-core
+// quotas (1.2 cores in all). While five 6 MB transfers cross the bridge
+// (0→5, 1→6, …), a process spinning two threads in every port's cgroup for
+// 2 s gets its quota: at most 0.24 CPU s (+ 10 % and a period), at least
+// half of it, so the bed itself (veth, bridge, tbf, the kernel's softirq
+// work) leaves the agents the CPU their quotas promise. Each CPU figure is
+// logged.
+func TestBedScale(t *testing.T) {
+	const ports, quota, secs = 10, 0.12, 2.0
+	b := newBed(t, Config{Ports: ports, RateBits: []float64{40e6}, Cores: []float64{quota}})
+	spins := make([]*commandOut, ports)
+	errs := make([]error, ports)
+	var wg sync.WaitGroup
+	for k := range ports {
+		spins[k] = b.helperCmd(k, "spin", strconv.FormatFloat(secs, 'f', -1, 64))
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[k] = spins[k].cmd.Run() }()
+	}
+	rates := make([]float64, ports/2)
+	var tw sync.WaitGroup
+	for k := range ports / 2 {
+		tw.Add(1)
+		go func() { defer tw.Done(); rates[k] = transfer(t, b, k, k+ports/2, 6<<20) }()
+	}
+	tw.Wait()
+	wg.Wait()
+	want := quota * secs
+	var cpus []string
+	for k := range ports {
+		if errs[k] != nil {
+			t.Fatalf("spin %d: %v %s", k, errs[k], spins[k].err.String())
+		}
+		var cpu float64
+		if _, err := fmt.Sscan(strings.TrimSpace(spins[k].out.String()), &cpu); err != nil {
+			t.Fatalf("spin %d said %q", k, spins[k].out.String())
+		}
+		cpus = append(cpus, fmt.Sprintf("%.3f", cpu))
+		if cpu > want*1.1+0.01 || cpu < want/2 {
+			t.Errorf("port %d: spin got %.3f CPU s, want %.3f..%.3f", k, cpu, want/2, want*1.1+0.01)
+		}
+	}
+	var mbs []string
+	for _, r := range rates {
+		mbs = append(mbs, fmt.Sprintf("%.2f", r/1e6))
+	}
+	t.Logf("CPU s per port under %.2f core for %.0f s (quota %.3f): %s; transfers MB/s: %s", quota, secs, want, strings.Join(cpus, " "), strings.Join(mbs, " "))
+}
