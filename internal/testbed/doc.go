@@ -19,5 +19,27 @@
 // and that a port's process gets the CPU its quota promises while traffic
 // flows.
 //
+// # Usage
+//
+//	b, err := testbed.New(testbed.Config{Ports: 10, RateBits: []float64{40e6}, Cores: []float64{0.12}})
+//	if errors.Is(err, testbed.ErrUnsupported) { t.Skip(err) }
+//	defer b.Close()                      // after every command has ended
+//	cmd := b.Command(k, exe, args...)    // runs in port k's namespace and cgroup
+//	// listen on b.Addr(k); the machine itself is testbed.ControlAddr
+//
+// Slice folds a coflow-benchmark trace onto the bed's ports (ports mod N,
+// flows merged per port pair, bytes and arrivals scaled). The tests run the
+// coflow runtime (package coflow/live) on the bed, agents as processes in
+// the ports' namespaces and the coordinator in the test process:
+// TestLiveOnBed (a small workload, by default) and TestReplayFB2010 (a slice
+// of FB2010 with codecprof's named data classes, minutes), which prints one
+// line per scheduler, "sched=NAME live_avg_cct_ms=X sim_avg_cct_ms=Y
+// wire_bytes=W raw_bytes=R":
+//
+//	FALCON_TESTBED_REPLAY=1 go test -run ReplayFB2010 -v -timeout 30m ./internal/testbed
+//
+// Every test skips when not root and under -race (the race detector's CPU
+// cost would swamp the quotas).
+//
 // The v2 path is written but has only been run on a v1 machine.
 package testbed
