@@ -38,7 +38,7 @@
 //
 //	FALCON_TESTBED_REPLAY=1 go test -run ReplayFB2010 -v -timeout 30m ./internal/testbed
 //
-// Every test skips when not root and under -race (the race detector's CPU
+// The tests that make a bed skip when not root and under -race (the race detector's CPU
 // cost would swamp the quotas).
 //
 // The v2 path is written but has only been run on a v1 machine.
