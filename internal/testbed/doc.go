@@ -38,8 +38,8 @@
 //
 //	FALCON_TESTBED_REPLAY=1 go test -run ReplayFB2010 -v -timeout 30m ./internal/testbed
 //
-// The tests that make a bed skip when not root and under -race (the race detector's CPU
-// cost would swamp the quotas).
+// The tests that make a bed skip when not root and under -race (the race
+// detector's CPU cost would swamp the quotas).
 //
 // The v2 path is written but has only been run on a v1 machine.
 package testbed
