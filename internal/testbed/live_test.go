@@ -226,7 +226,7 @@ func TestLiveOnBed(t *testing.T) {
 	wl := liveWorkload(ports)
 	for _, name := range []string{"sebf", "fvdf"} {
 		t.Run(name, func(t *testing.T) {
-			runLive(t, b, name, wl, []codecprof.Class{codecprof.Text}, bits/8, cores, 3*time.Second, time.Minute)
+			runLive(t, b, name, wl, []codecprof.Class{codecprof.Text}, bits/8, cores, 5*time.Second, time.Minute)
 		})
 	}
 }
