@@ -1,7 +1,6 @@
 package live
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -424,7 +423,6 @@ func TestTCPWithSecret(t *testing.T) {
 	if r := waitResult(t, coord, id); !(r.WireBytes < r.Bytes) {
 		t.Fatalf("wire %v, raw %v: nothing compressed", r.WireBytes, r.Bytes)
 	}
-	_ = bytes.Equal
 }
 
 // A chunk whose compressed payload does not decode to its declared size is
