@@ -1,0 +1,196 @@
+package live
+
+import (
+	"context"
+	"math"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// bucket paces one flow's wire bytes at its allocated rate: a token bucket
+// kept as a virtual clock. vt is when the bytes taken so far are paid for at
+// the rate; a send of n bytes waits until vt + n/rate ≤ now (it pays before
+// it goes) and moves vt on by n/rate. The bucket starts empty, so a flow
+// that runs at one rate throughout takes bytes/rate, as in the fluid model;
+// after idling, vt is kept no further back than burst/rate, so at most burst
+// bytes go at once (burst is one chunk: the flow is paced in chunk-sized
+// quanta). When the rate changes, the debt still to pay (vt − now) is
+// rescaled to the new rate; rate 0 pauses the flow until a positive rate.
+type bucket struct {
+	mu      sync.Mutex
+	rate    float64 // bytes/s
+	burst   float64
+	vt      time.Time
+	changed chan struct{}
+}
+
+func newBucket(burst float64) *bucket {
+	return &bucket{burst: burst, changed: make(chan struct{})}
+}
+
+func (b *bucket) setRate(r float64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if r == b.rate {
+		return
+	}
+	now := time.Now()
+	if b.rate > 0 && r > 0 && b.vt.After(now) {
+		debt := b.vt.Sub(now).Seconds() * b.rate / r
+		b.vt = now.Add(seconds(debt))
+	}
+	b.rate = r
+	close(b.changed)
+	b.changed = make(chan struct{})
+}
+
+// wait blocks until n bytes may go, or ctx ends.
+func (b *bucket) wait(ctx context.Context, n int) error {
+	for {
+		b.mu.Lock()
+		r, ch := b.rate, b.changed
+		var sleep time.Duration
+		if r > 0 {
+			now := time.Now()
+			if b.vt.IsZero() {
+				b.vt = now // start empty
+			}
+			if floor := now.Add(-seconds(b.burst / r)); b.vt.Before(floor) {
+				b.vt = floor
+			}
+			// n bytes may go once they are paid for: vt + n/r ≤ now (a
+			// send over the burst needs a full bucket).
+			due := b.vt.Add(seconds(math.Min(float64(n), b.burst) / r))
+			if !due.After(now) {
+				b.vt = b.vt.Add(seconds(float64(n) / r))
+				b.mu.Unlock()
+				return nil
+			}
+			sleep = due.Sub(now)
+		}
+		b.mu.Unlock()
+		if r <= 0 {
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		t := time.NewTimer(sleep)
+		select {
+		case <-t.C:
+		case <-ch:
+			t.Stop()
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+}
+
+func seconds(s float64) time.Duration {
+	if s > float64(math.MaxInt64)/1e9 {
+		return math.MaxInt64
+	}
+	return time.Duration(s * 1e9)
+}
+
+// pool is a codec worker pool sized to the cores the scheduler grants: at
+// most ⌈cores⌉ jobs run at once (capped by max), and when cores is not a
+// whole number each worker is duty-cycled to cores/⌈cores⌉ of a core (after
+// a job that ran t it keeps its slot idle for t·(⌈cores⌉/cores − 1)), so the
+// pool uses at most the granted cores on average. With no cores granted it
+// still runs one job at a time, unthrottled: a chunk compressed under an
+// earlier grant must still be decompressed.
+type pool struct {
+	mu      sync.Mutex
+	limit   int
+	duty    float64 // fraction of a core per worker, (0, 1]
+	busy    int
+	changed chan struct{}
+	max     int
+}
+
+func newPool(max int) *pool {
+	return &pool{limit: 1, duty: 1, max: max, changed: make(chan struct{})}
+}
+
+func (p *pool) setCores(c float64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	limit, duty := 1, 1.0
+	if c > 0 && !math.IsInf(c, 0) {
+		limit = int(math.Ceil(c - 1e-9))
+		if limit > p.max {
+			limit = p.max
+		}
+		limit = max(limit, 1)
+		duty = math.Min(1, c/float64(limit))
+	}
+	if limit == p.limit && duty == p.duty {
+		return
+	}
+	p.limit, p.duty = limit, duty
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// run runs job in a worker slot, waiting for one until ctx ends, and
+// returns the job's cost: the CPU time of the thread that ran it (the
+// goroutine is locked to its thread meanwhile) where the system reports it
+// (Linux), its wall time elsewhere. CPU time is what a per-core codec speed
+// means, and it excludes the time the thread waited for a CPU: on a loaded
+// machine or under a CFS quota a job's wall time can be many times its CPU
+// time, and a duty cycle computed from it would keep the slot idle for that
+// many times too long.
+func (p *pool) run(ctx context.Context, job func()) (time.Duration, error) {
+	for {
+		p.mu.Lock()
+		if p.busy < p.limit {
+			p.busy++
+			p.mu.Unlock()
+			break
+		}
+		ch := p.changed
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	t := measure(job)
+	p.mu.Lock()
+	duty := p.duty
+	p.mu.Unlock()
+	if duty < 1 {
+		idle := time.NewTimer(seconds(t.Seconds() * (1/duty - 1)))
+		select {
+		case <-idle.C:
+		case <-ctx.Done():
+			idle.Stop()
+		}
+	}
+	p.mu.Lock()
+	p.busy--
+	close(p.changed)
+	p.changed = make(chan struct{})
+	p.mu.Unlock()
+	return t, nil
+}
+
+// measure runs job and returns its cost (see pool.run).
+func measure(job func()) time.Duration {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	c0, ok0 := threadCPU()
+	start := time.Now()
+	job()
+	wall := time.Since(start)
+	if c1, ok1 := threadCPU(); ok0 && ok1 && c1 >= c0 {
+		return c1 - c0
+	}
+	return wall
+}

@@ -1,0 +1,157 @@
+package live
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/falconml/falcon/coflow"
+)
+
+// everyTick is SEBF that also asks to be called every period (a Timer).
+type everyTick struct {
+	*coflow.Ordered
+	period time.Duration
+}
+
+func (e everyTick) NextWakeup(now time.Duration) (time.Duration, bool) { return now + e.period, true }
+
+// The coordinator applies the simulator's rescheduling rules. One coflow
+// of two flows on disjoint ports at 1 MB/s, 100 kB (0→1) and 800 kB (2→3):
+//   - SEBF is EventDriven and MADD makes both flows finish together, so
+//     its only call is the arrival (the completion leaves nothing active);
+//   - Fair is called on every flow completion too: arrival and the 100 kB
+//     flow's end;
+//   - Fair with CoalesceFlowEvents of 10 s: the flow's end, within 10 s of
+//     the arrival's call, waits for a call the coflow's end pre-empts (with
+//     nothing left to schedule): one call;
+//   - SEBF with a 40 ms Timer is also called at its timers: over the
+//     ≈ 0.8 s coflow, several more calls.
+func TestReschedulingRules(t *testing.T) {
+	sebf := func() coflow.Scheduler { return mustSched(t, "sebf") }
+	for _, tc := range []struct {
+		name     string
+		sched    coflow.Scheduler
+		coalesce time.Duration
+		min, max int
+	}{
+		{"sebf", sebf(), 0, 1, 1},
+		{"fair", mustSched(t, "fair"), 0, 2, 2},
+		{"fair-coalesced", mustSched(t, "fair"), 10 * time.Second, 1, 1},
+		{"sebf-timer", everyTick{sebf().(*coflow.Ordered), 40 * time.Millisecond}, 0, 4, 1000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, acfg := testConfigs(4, coflow.NewFabric(4, 1e6), tc.sched)
+			cfg.CoalesceFlowEvents = tc.coalesce
+			cl := newCluster(t, cfg, acfg)
+			flows := []coflow.Flow{{Src: 0, Dst: 1, Bytes: 100e3}, {Src: 2, Dst: 3, Bytes: 800e3}}
+			id, err := cl.run(testCtx(t), flows, [][]byte{randomBytes(100e3, 1), randomBytes(800e3, 2)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitResult(t, cl.coord, id)
+			if n := cl.coord.Calls(); n < tc.min || n > tc.max {
+				t.Fatalf("%d scheduler calls, want %d..%d", n, tc.min, tc.max)
+			}
+		})
+	}
+}
+
+// greedy gives every flow twice its source port's capacity; panicky
+// panics. Neither takes the coordinator down: the active coflows fail with
+// ErrBadAllocation, at the coordinator and at the agents.
+type greedy struct{}
+
+func (greedy) Name() string { return "greedy" }
+func (greedy) Schedule(_ time.Duration, s *coflow.State) []coflow.Allocation {
+	var out []coflow.Allocation
+	for _, c := range s.Coflows {
+		for _, f := range c.Flows {
+			out = append(out, coflow.Allocation{Flow: f.Ref, Rate: 2 * s.Fabric.Ports[f.Src].Ingress})
+		}
+	}
+	return out
+}
+
+type panicky struct{}
+
+func (panicky) Name() string                                              { return "panicky" }
+func (panicky) Schedule(time.Duration, *coflow.State) []coflow.Allocation { panic("boom") }
+
+func TestBadSchedulerFailsCoflows(t *testing.T) {
+	for _, s := range []coflow.Scheduler{greedy{}, panicky{}} {
+		t.Run(s.Name(), func(t *testing.T) {
+			cfg, acfg := testConfigs(2, coflow.NewFabric(2, 1e6), s)
+			cl := newCluster(t, cfg, acfg)
+			flows := []coflow.Flow{{Src: 0, Dst: 1, Bytes: 100e3}}
+			id, err := cl.run(testCtx(t), flows, [][]byte{randomBytes(100e3, 1)})
+			if !errors.Is(err, ErrBadAllocation) {
+				t.Fatalf("got %v, want ErrBadAllocation", err)
+			}
+			r := cl.coord.Results()
+			if len(r) != 1 || r[0].ID != id || !errors.Is(r[0].Err, ErrBadAllocation) {
+				t.Fatalf("results %+v", r)
+			}
+		})
+	}
+}
+
+// always is SEBF with every flow compressed with codec k on half a core at
+// each end (an always-compress baseline such as "sebf+lz4").
+type always struct {
+	*coflow.Ordered
+	k int
+}
+
+func (a always) Schedule(now time.Duration, s *coflow.State) []coflow.Allocation {
+	out := a.Ordered.Schedule(now, s)
+	for i := range out {
+		out[i].Codec, out[i].SendCores, out[i].RecvCores = a.k, 0.5, 0.5
+	}
+	return out
+}
+
+// Both codecs the agents run (lz4 and snappy blocks) carry text exactly and
+// shrink it on the wire.
+func TestAlwaysCompressEachCodec(t *testing.T) {
+	for k, name := range []string{"lz4", "snappy"} {
+		t.Run(name, func(t *testing.T) {
+			fab := coflow.NewFabric(3, 4e6).SetCores(4)
+			fab.Codecs = []coflow.CodecProfile{
+				{Name: "lz4", CompressSpeed: 100e6, DecompressSpeed: 500e6, Ratio: 0.4},
+				{Name: "snappy", CompressSpeed: 100e6, DecompressSpeed: 300e6, Ratio: 0.45},
+			}
+			cfg, acfg := testConfigs(3, fab, always{mustSched(t, "sebf").(*coflow.Ordered), k + 1})
+			cl := newCluster(t, cfg, acfg)
+			flows := []coflow.Flow{{Src: 0, Dst: 1, Bytes: 500_001}, {Src: 2, Dst: 1, Bytes: 70_000}}
+			id, err := cl.run(testCtx(t), flows, [][]byte{textBytes(500_001, 7), textBytes(70_000, 8)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := waitResult(t, cl.coord, id); !(r.WireBytes < 0.6*r.Bytes) {
+				t.Fatalf("%s: wire %v of raw %v", name, r.WireBytes, r.Bytes)
+			}
+			if p := cl.coord.Profile(0, k+1); p.CompressSpeed == 100e6 {
+				t.Fatalf("%s: profile %+v not measured", name, p)
+			}
+		})
+	}
+}
+
+// A codec job's cost is its thread's CPU time, not its wall time: a job
+// that sleeps 50 ms costs next to nothing (an earlier version charged the
+// wall time, so a job stalled by a CFS quota held its worker's slot idle
+// for (1/duty − 1) times the stall).
+func TestPoolChargesCPUTime(t *testing.T) {
+	if _, ok := threadCPU(); !ok {
+		t.Skip("no per-thread CPU clock here")
+	}
+	p := newPool(1)
+	cost, err := p.run(testCtx(t), func() { time.Sleep(50 * time.Millisecond) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cost > 25*time.Millisecond {
+		t.Fatalf("a sleeping job cost %v", cost)
+	}
+}
