@@ -1,4 +1,4 @@
-// Command cluster runs a Falcon parameter-server cluster as separate OS
+// Command falcon-cluster runs a Falcon parameter-server cluster as separate OS
 // processes talking over real TCP: one coordinator, -servers servers and
 // -workers workers, each a role of this one binary built on ps.Cluster.
 //
