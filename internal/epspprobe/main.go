@@ -2,7 +2,7 @@
 // policies in the simulator: clocks completed in a fixed virtual time and
 // the blocked fraction, per suite scenario and seed, on a synthetic model
 // (throughput does not depend on what is trained). It is a development
-// tool; the convergence study is examples/straggler.
+// tool; the convergence study is cmd/falcon-study.
 //
 //	go run ./internal/epspprobe -seeds 3
 package main

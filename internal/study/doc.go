@@ -1,5 +1,5 @@
 // Package study holds the paired statistics of Falcon's convergence study
-// (examples/straggler/PROTOCOL.md): the paired reduction of a time to
+// (cmd/falcon-study/PROTOCOL.md): the paired reduction of a time to
 // target, its median over seeds, a percentile-bootstrap confidence interval
 // of that median and the verdict a row of the study may carry.
 //

@@ -245,7 +245,7 @@ type agreementResult struct {
 //
 // Why: at the study's learning rate the policies that apply stale
 // gradients oscillate, and a second live run of the same seeds orders
-// them differently from the first (examples/straggler README); a ranking
+// them differently from the first (cmd/falcon-study README); a ranking
 // that live training does not reproduce cannot be asked of a simulator.
 // Which policies count is decided by live runs alone.
 func agreement(simT, liveT []float64, reps [][]float64, tol float64) agreementResult {
