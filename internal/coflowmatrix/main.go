@@ -341,20 +341,25 @@ func (m *matrix) scheduler(c Cell, cfs []coflow.Coflow, probe bool) (coflow.Sche
 		return nil, nil, err
 	}
 	if c.Resched == "timers" {
-		s = &guarded{inner: s, T: GuardPeriod, d: GuardSlice, fair: coflow.NewFair()}
+		if s, err = coflow.NewGuard(s, GuardPeriod, GuardSlice); err != nil {
+			return nil, nil, err
+		}
 	}
+	var cc fvdf.CompressorConfig
 	switch c.Comp {
 	case "none":
+		return s, nil, nil
 	case "lz4":
-		s = &compressor{inner: s, codec: 1, cfs: cfs}
+		cc.Codec = 1
 	case "snappy":
-		s = &compressor{inner: s, codec: 2, cfs: cfs}
+		cc.Codec = 2
 	case "policy":
-		s = &compressor{inner: s, codecs: []transport.Codec{transport.CodecLZ4, transport.CodecSnappy}, cfs: cfs}
+		cc.Codecs, cc.Overhead = []transport.Codec{transport.CodecLZ4, transport.CodecSnappy}, PolicyOverhead
 	default:
 		return nil, nil, fmt.Errorf("unknown compression %q", c.Comp)
 	}
-	return s, nil, nil
+	s, err = fvdf.NewCompressor(s, cc)
+	return s, nil, err
 }
 
 // runOne runs Cell c on workload w, with every first-stage arrival moved by
