@@ -282,3 +282,17 @@ func (p *JobPlan) CompressAtWrite(fab *coflow.Fabric, codec int) (*JobPlan, erro
 	}
 	return q, nil
 }
+
+// RawBytes returns the plan's total raw bytes: Raw's sum after
+// CompressAtWrite, else the coflows' bytes.
+func (p *JobPlan) RawBytes() float64 {
+	var s float64
+	for i := range p.Coflows {
+		if p.Raw != nil {
+			s += p.Raw[i]
+		} else {
+			s += p.Coflows[i].TotalBytes()
+		}
+	}
+	return s
+}

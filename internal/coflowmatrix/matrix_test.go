@@ -27,7 +27,7 @@ func TestCells_RunAndCompress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := len(Rescheduling) * (len(Schedulers)*len(Compression) + 1); len(m.cells) != want {
+	if want := len(Rescheduling) * (len(Schedulers)*len(Compression) + 1 + len(Isolating)); len(m.cells) != want {
 		t.Fatalf("%d cells, want %d", len(m.cells), want)
 	}
 	for _, c := range m.cells {
@@ -40,10 +40,13 @@ func TestCells_RunAndCompress(t *testing.T) {
 			if r.wire < r.raw*(1-1e-9) || r.wire > r.raw*(1+1e-9) {
 				t.Fatalf("%s: wire %v raw %v", c.key(), r.wire, r.raw)
 			}
-		case "lz4", "snappy":
+		case "lz4", "snappy", "write-lz4":
 			if r.wire > 0.5*r.raw {
 				t.Fatalf("%s: wire %v of raw %v: not compressed", c.key(), r.wire, r.raw)
 			}
+		}
+		if want := m.work[0].plan.RawBytes(); r.raw < want*(1-1e-9) || r.raw > want*(1+1e-9) {
+			t.Fatalf("%s: raw %v, want the plan's %v", c.key(), r.raw, want)
 		}
 		if len(r.jct) != len(tr.Coflows) || len(r.cct) != len(m.work[0].plan.Coflows) {
 			t.Fatalf("%s: %d JCTs, %d CCTs", c.key(), len(r.jct), len(r.cct))
