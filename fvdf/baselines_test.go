@@ -1,7 +1,9 @@
 package fvdf_test
 
 import (
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/falconml/falcon/coflow"
 	"github.com/falconml/falcon/fvdf"
@@ -128,5 +130,48 @@ func TestOrderBySEBF_Order(t *testing.T) {
 				t.Fatalf("OrderBySEBF %v: C2's flow %+v, want compressed", tc.sebfOrder, a)
 			}
 		}
+	}
+}
+
+// TestNewBaseline_Rules: every name parses and prints back, builds under
+// every rule, and is called as the rule says: on every flow completion
+// only under "every", with a timer no later than the guard's next slice
+// boundary under "timers"; bad names and rules are refused.
+func TestNewBaseline_Rules(t *testing.T) {
+	for _, name := range fvdf.BaselineNames() {
+		b, err := fvdf.ParseBaseline(name)
+		if err != nil || b.String() != name {
+			t.Fatalf("ParseBaseline(%q) = %v, %v", name, b, err)
+		}
+		for _, rule := range fvdf.ReschedulingRules() {
+			s, err := fvdf.NewBaseline(b, fvdf.BaselineConfig{Rescheduling: rule})
+			if err != nil {
+				t.Fatalf("%s/%s: %v", name, rule, err)
+			}
+			ed, ok := s.(coflow.EventDriven)
+			if !ok || ed.OnlyOnArrivalsAndCompletions() != (rule != fvdf.ReschedEvery) {
+				t.Errorf("%s/%s: event-driven %v", name, rule, ok && ed.OnlyOnArrivalsAndCompletions())
+			}
+			if rule == fvdf.ReschedTimers {
+				tm, ok := s.(coflow.Timer)
+				if !ok {
+					t.Fatalf("%s/%s: no timer", name, rule)
+				}
+				if at, ok := tm.NextWakeup(5 * time.Second); !ok || at > 10*time.Second {
+					t.Errorf("%s/%s: wake-up %v %v, want ≤ 10 s", name, rule, at, ok)
+				}
+			}
+		}
+	}
+	for _, bad := range []string{"", "fifo", "sebf+gzip", "sebf+none", "sebf-rho+policy", "fvdf+lz4", "sebf-order", "sebf+write-policy"} {
+		if _, err := fvdf.ParseBaseline(bad); !errors.Is(err, fvdf.ErrBadInput) {
+			t.Errorf("ParseBaseline(%q): %v, want ErrBadInput", bad, err)
+		}
+	}
+	if _, err := fvdf.NewBaseline(fvdf.Baseline{Sched: "sebf", Comp: "lz4"}, fvdf.BaselineConfig{Rescheduling: "sometimes"}); !errors.Is(err, fvdf.ErrConfig) {
+		t.Errorf("rule sometimes: %v", err)
+	}
+	if _, err := fvdf.NewBaseline(fvdf.Baseline{Sched: "sebf", Comp: "zstd"}, fvdf.BaselineConfig{}); !errors.Is(err, fvdf.ErrConfig) {
+		t.Errorf("codec zstd: %v", err)
 	}
 }

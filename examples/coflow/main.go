@@ -79,6 +79,8 @@ func main() {
 	flag.Float64Var(&o.comp.cores, "cores", 4, "with compression: cores per machine usable by codecs")
 	flag.StringVar(&o.comp.data, "data", "shuffle", "with compression: data mix: shuffle, a class (float32, sparse, int8, text, random) or class=w,...")
 	flag.StringVar(&o.comp.predictor, "predictor", "ewma", "with compression: codec-speed predictor: oracle, last, ewma, ar, lstm, gru")
+	flag.StringVar(&o.comp.resched, "resched", "", "with compression: rescheduling rule of every scheduler: varys (coflow arrivals and completions), timers (plus the T/δ starvation guard, 10 s/200 ms), every (every flow completion, coalesced by -coalesce); empty: each scheduler's own (fvdf: varys with its guard; sebf and the baselines: varys)")
+	flag.DurationVar(&o.comp.coalesce, "coalesce", 100*time.Millisecond, "with -resched every: flow completions within this window of the last call share one call (0: a call at each)")
 	flag.Parse()
 	o.set = map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
