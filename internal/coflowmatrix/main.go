@@ -1,6 +1,9 @@
 // Command coflowmatrix runs the coflow baseline matrix on the FB2010 trace:
 // schedulers (SEBF, D-CLAS, Sincronia) × compression (none, always lz4,
-// always snappy, the per-flow Policy rule) plus FVDF, × rescheduling
+// always snappy, the per-flow Policy rule; the always-compress wrappers
+// are fvdf.Compressor, work-conserving) plus FVDF and the baselines that
+// isolate its mechanism (protocol.go, Isolating: sebf+write-lz4,
+// sebf-order+fvdf, sebf-rho), × rescheduling
 // (Varys' rule, T/δ timers, every flow completion coalesced) × fabric
 // settings × seeds, under the protocol in protocol.go. It prints progress
 // on stderr and writes, under -out, runs.csv (one line per run),
