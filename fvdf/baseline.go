@@ -140,7 +140,8 @@ type BaselineConfig struct {
 	// StarvationPeriod and StarvationSlice are set from the rule, and
 	// OrderBySEBF from the name.
 	FVDF Config
-	// Estimator is what FVDF decides with. Nil means Nominal.
+	// Estimator is what FVDF and the Compressor decide with. Nil means
+	// Nominal for FVDF and the fabric's fixed profiles for the Compressor.
 	Estimator Estimator
 }
 
@@ -243,5 +244,6 @@ func NewBaseline(b Baseline, cfg BaselineConfig) (coflow.Scheduler, error) {
 	default:
 		return nil, fmt.Errorf("%w: %s: no codec %q among the fabric's", ErrConfig, b, b.Comp)
 	}
+	cc.Estimator = cfg.Estimator
 	return NewCompressor(s, cc)
 }

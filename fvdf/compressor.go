@@ -24,6 +24,12 @@ type CompressorConfig struct {
 	// Overhead is the Policy rule's per-decision overhead (policy mode).
 	// Zero means none.
 	Overhead time.Duration
+	// Estimator, if not nil, gives the codec profiles the wrapper plans
+	// with at each call (the reference codec's, scaled per class by
+	// coflow.Fabric.ClassFactors, as FVDF's planner does; not derated);
+	// the same knowledge of drifting codec speeds FVDF gets in a replay.
+	// Nil means the fabric's nominal profiles, fixed.
+	Estimator Estimator
 }
 
 // Compressor turns a raw-rate scheduler (package coflow's SEBF, D-CLAS,
@@ -78,6 +84,7 @@ type Compressor struct {
 	codec  int
 	codecs []transport.Codec
 	over   time.Duration
+	estor  Estimator
 
 	fab         *coflow.Fabric
 	nk          int
@@ -122,7 +129,7 @@ func NewCompressor(inner coflow.Scheduler, cfg CompressorConfig) (*Compressor, e
 	if cfg.Overhead < 0 {
 		return nil, fmt.Errorf("%w: negative policy overhead %v", ErrConfig, cfg.Overhead)
 	}
-	return &Compressor{inner: inner, codec: cfg.Codec, codecs: cfg.Codecs, over: cfg.Overhead}, nil
+	return &Compressor{inner: inner, codec: cfg.Codec, codecs: cfg.Codecs, over: cfg.Overhead, estor: cfg.Estimator}, nil
 }
 
 // Name returns the inner scheduler's name.
@@ -163,7 +170,28 @@ func (c *Compressor) prepare(fab *coflow.Fabric) {
 			c.sp[i], c.up[i] = fab.ClassSpeeds(0, 0, cl, k)
 		}
 	}
-	c.est = make([][]predictor.Estimate, fab.NumClasses())
+	c.policyEstimates()
+}
+
+// estimate replaces the profiles by the Estimator's at now.
+func (c *Compressor) estimate(now time.Duration, fab *coflow.Fabric) {
+	for k := 1; k < c.nk; k++ {
+		e := c.estor.Estimate(now, fab, k)
+		for cl := range fab.NumClasses() {
+			fs, fd, fr := fab.ClassFactors(cl, k)
+			i := cl*c.nk + k
+			c.rho[i], c.sp[i], c.up[i] = e.Ratio*fr, e.CompressSpeed*fs, e.DecompressSpeed*fd
+		}
+	}
+	c.policyEstimates()
+}
+
+// policyEstimates sets the Policy rule's estimates from the profiles.
+func (c *Compressor) policyEstimates() {
+	c.est = c.est[:0]
+	for range c.fab.NumClasses() {
+		c.est = append(c.est, nil)
+	}
 	for cl := range c.est {
 		for j := range c.codecs {
 			if j+1 >= c.nk {
@@ -204,6 +232,10 @@ func (c *Compressor) Schedule(now time.Duration, s *coflow.State) []coflow.Alloc
 	fab := s.Fabric
 	if c.fab != fab {
 		c.prepare(fab)
+	}
+	if c.estor != nil {
+		c.estimate(now, fab)
+		c.prevFab = nil // the profiles may have changed: no reuse
 	}
 	if c.codec != 0 && !c.prevSpread && fab == c.prevFab && coflow.SameAllocations(al, c.prevIn) {
 		return c.out

@@ -3,6 +3,7 @@ package fvdf_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/falconml/falcon/coflow"
 	"github.com/falconml/falcon/coflow/coflowtest"
@@ -132,6 +133,39 @@ func TestNewCompressor_Errors(t *testing.T) {
 	} {
 		if _, err := fvdf.NewCompressor(tc.inner, tc.cfg); !errors.Is(err, fvdf.ErrConfig) {
 			t.Errorf("%+v: %v, want ErrConfig", tc.cfg, err)
+		}
+	}
+}
+
+// halfSpeed estimates every codec at half the fabric's nominal speeds.
+type halfSpeed struct{}
+
+func (halfSpeed) Estimate(_ time.Duration, f *coflow.Fabric, k int) coflow.CodecProfile {
+	p := f.Codec(k)
+	p.CompressSpeed /= 2
+	p.DecompressSpeed /= 2
+	return p
+}
+
+// TestCompressor_Estimator: with an Estimator the wrapper reserves cores
+// for the estimated speeds (half the nominal: twice the cores), and
+// without one for the fabric's.
+func TestCompressor_Estimator(t *testing.T) {
+	fab := starvedFabric(1e8)
+	fab.Ports[0].Cores = 10
+	st := coflowtest.NewState(fab).Coflow(1, 0, coflowtest.F(0, 2, 1e9)).State()
+	for _, tc := range []struct {
+		est       fvdf.Estimator
+		wantCores float64 // sender cores at the full port: 1e8/0.5/s
+	}{{nil, 2}, {halfSpeed{}, 4}} {
+		sebf, _ := coflow.NewSEBF(coflow.DefaultOrderedConfig())
+		c, err := fvdf.NewCompressor(sebf, fvdf.CompressorConfig{Codec: 1, Estimator: tc.est})
+		if err != nil {
+			t.Fatal(err)
+		}
+		al := c.Schedule(0, st)
+		if len(al) != 1 || !near(al[0].SendCores, tc.wantCores) || !near(al[0].RecvCores, tc.wantCores/10) {
+			t.Fatalf("estimator %T: %+v, want %v sender cores", tc.est, al, tc.wantCores)
 		}
 	}
 }

@@ -166,7 +166,8 @@ func SchedulerNames() []string {
 // guard; "fvdf-raw", FVDF with compression disabled, which equals
 // sebf-guard; or any baseline of ParseBaseline ("sebf+lz4",
 // "dclas+snappy", "sebf+write-lz4", "sebf-order+fvdf", "sebf-rho", ...,
-// built by NewBaseline under cfg.Rescheduling). A compress-at-write
+// built by NewBaseline under cfg.Rescheduling; FVDF and the compressing
+// wrappers plan with the same estimator, cfg.Predictor). A compress-at-write
 // baseline replays the one-stage jobs of cfg.Jobs (PlanJobs) through
 // JobPlan.CompressAtWrite: its CCTs are those of the compressed
 // shuffles (each arriving when its slower map ends), its JCT includes the
@@ -257,7 +258,9 @@ func Run(name string, cfs []coflow.Coflow, ports int, cfg ReplayConfig) (Metrics
 		if guard.StarvationPeriod > 0 {
 			bc.GuardPeriod, bc.GuardSlice = guard.StarvationPeriod, guard.StarvationSlice
 		}
-		if b.Comp == "fvdf" {
+		if b.Comp != "none" && b.WriteCodec() == "" {
+			// FVDF and the compressing wrappers plan with the same
+			// knowledge of the drifting codec speeds.
 			if bc.Estimator, err = estimator(); err != nil {
 				return Metrics{}, err
 			}
