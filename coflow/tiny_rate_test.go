@@ -12,7 +12,7 @@ import (
 // allocation (rate and cores far below any real value, still positive).
 type tinyCompressed struct{ every bool }
 
-func (tinyCompressed) Name() string { return "tiny" }
+func (tinyCompressed) Name() string                         { return "tiny" }
 func (t tinyCompressed) OnlyOnArrivalsAndCompletions() bool { return !t.every }
 func (tinyCompressed) Schedule(_ time.Duration, s *coflow.State) []coflow.Allocation {
 	var out []coflow.Allocation
