@@ -74,3 +74,33 @@ func TestBootstrap(t *testing.T) {
 		t.Fatalf("verdict %q, want tie", got)
 	}
 }
+
+// TestSmallProtocol_Unchanged: the small protocol's cells are those it
+// named when it was committed (none of the Isolating cells): at Varys'
+// rule 13 cells per setting, at T/δ timers 7 at two settings, at every
+// flow completion 3 at one.
+func TestSmallProtocol_Unchanged(t *testing.T) {
+	n := 0
+	for _, set := range Settings {
+		for _, rs := range Rescheduling {
+			for _, s := range Schedulers {
+				for _, c := range Compression {
+					if SmallProtocol(Cell{s, c, rs, set}) {
+						n++
+					}
+				}
+			}
+			if SmallProtocol(Cell{"fvdf", "fvdf", rs, set}) {
+				n++
+			}
+			for _, b := range Isolating {
+				if SmallProtocol(Cell{b.Sched, b.Comp, rs, set}) {
+					t.Errorf("%s/%s/%s in the small protocol", b.Sched, b.Comp, rs)
+				}
+			}
+		}
+	}
+	if want := 13*len(Settings) + 7*2 + 3; n != want {
+		t.Fatalf("%d small-protocol cells, want %d", n, want)
+	}
+}

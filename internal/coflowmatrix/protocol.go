@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"time"
 
 	"github.com/falconml/falcon/fvdf"
@@ -114,7 +115,12 @@ const (
 //     at (1 G, 4).
 //
 // All 5 seeds throughout.
+//
+// The Isolating cells, added later, are not part of it.
 func SmallProtocol(c Cell) bool {
+	if slices.Contains(Isolating, fvdf.Baseline{Sched: c.Sched, Comp: c.Comp}) {
+		return false
+	}
 	switch c.Resched {
 	case "varys":
 		return true
