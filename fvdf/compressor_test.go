@@ -169,3 +169,31 @@ func TestCompressor_Estimator(t *testing.T) {
 		}
 	}
 }
+
+// TestCompressor_NoStaleReuse: the inner allocation is the same in two
+// calls (SEBF serves A alone), but in the second a coflow has arrived
+// whose paused flow can take what A frees: the wrapper must not return
+// its previous output.
+func TestCompressor_NoStaleReuse(t *testing.T) {
+	fab := starvedFabric(1e8)
+	one := coflowtest.NewState(fab).Coflow(1, 0, coflowtest.F(0, 2, 1e9)).State()
+	two := coflowtest.NewState(fab).Coflow(1, 0, coflowtest.F(0, 2, 1e9)).Coflow(2, 0, coflowtest.F(1, 2, 5e9)).State()
+	sebf, _ := coflow.NewSEBF(coflow.DefaultOrderedConfig())
+	c, err := fvdf.NewCompressor(sebf, fvdf.CompressorConfig{Codec: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		st    *coflow.State
+		wantB float64
+	}{{one, 0}, {two, 0.75e8}, {two, 0.75e8}, {one, 0}} {
+		al := c.Schedule(0, tc.st)
+		if err := coflowtest.CheckAllocation(0, tc.st, al); err != nil {
+			t.Fatal(err)
+		}
+		b := rates(al)[coflow.FlowRef{Coflow: 1}]
+		if tc.wantB == 0 && b.Rate != 0 || tc.wantB > 0 && !near(b.Rate, tc.wantB) {
+			t.Fatalf("call %d: B %+v, want rate %v", i, b, tc.wantB)
+		}
+	}
+}
