@@ -79,7 +79,9 @@
 // backfilling), per-flow Fair (max-min) and PFP (shortest remaining flow
 // first), D-CLAS (Aalo) and Sincronia (BSSI order with MADD and backfilling,
 // or greedy per-flow priority).
-// NewScheduler builds any of them by name with default settings.
+// NewScheduler builds any of them by name with default settings. Guard
+// adds Varys' T/δ starvation guard (a max-min fair slice every period)
+// to any scheduler, for those without one built in.
 //
 // # Simulation semantics
 //

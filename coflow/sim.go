@@ -1104,6 +1104,12 @@ func (s *Sim) setCompressed(f *flowRec, a *Allocation, t float64, running bool) 
 		if s.cfg.ChunkBytes > 0 && frac > 0 {
 			b := min(s.cfg.ChunkBytes, f.rem)
 			cr.lagFull = max(0, b/cRate+b/tRate+b/dRate-b/f.disp)
+			if !(cr.lagFull < math.Inf(1)) {
+				// Stage rates so small that a chunk's time overflows
+				// (Inf − Inf is NaN): the fill never ends, so the flow
+				// never finishes; a NaN would stall the event loop.
+				cr.lagFull = math.Inf(1)
+			}
 			cr.lagEnd = t + frac*cr.lagFull
 		}
 	} else {

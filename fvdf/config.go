@@ -12,6 +12,14 @@ type Config struct {
 	// the schedule is Varys' SEBF + MADD + backfilling. Zero (false) means
 	// compression is considered.
 	DisableCompression bool
+	// OrderBySEBF replaces steps 1–2's order (ascending Γ', the bottleneck
+	// with compression) by SEBF's (ascending Γ of the raw bytes on the
+	// full capacities, ties by arrival then index: package coflow's SEBF
+	// order, bit for bit); steps 3–5, FVDF's per-flow compression, core
+	// allocation, backfilling and guard, are unchanged. The baseline
+	// "sebf-order+fvdf" of the study: FVDF's CCT over this one's is what
+	// FVDF's ordering earns. Zero (false) means FVDF's order.
+	OrderBySEBF bool
 	// CPUFraction is the fraction (0, 1] of each machine's free cores
 	// (Port.Cores − Port.Background) that FVDF may reserve for codecs (the
 	// CPU budget). Zero means 1.

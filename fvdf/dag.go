@@ -89,6 +89,11 @@ type JobPlan struct {
 	// and FinalPerWireByte[j] its last stage's io seconds per wire byte.
 	Map, Final       []time.Duration
 	FinalPerWireByte []float64
+	// Raw, set by CompressAtWrite (nil otherwise), is each coflow's raw
+	// bytes; its Coflows then carry the compressed bytes. CodecCPUSeconds
+	// is the codec core-time CompressAtWrite charged to the compute stages.
+	Raw             []float64
+	CodecCPUSeconds float64
 }
 
 func ports(c *coflow.Coflow) (src, dst int) {
@@ -182,4 +187,112 @@ func (p *JobPlan) JCTs(res *coflow.Result) []time.Duration {
 		out[j] = p.Map[j] + (last.Finish - res.Coflows[st[0]].Arrival) + p.Final[j] + io
 	}
 	return out
+}
+
+// CompressAtWrite returns a copy of p in which every shuffle is compressed
+// when its map output is written and decompressed when its reducers read
+// it, as Spark does by default (spark.shuffle.compress = true: "Whether to
+// compress map output files", with spark.io.compression.codec, lz4 by
+// default; Spark configuration guide, "Compression and Serialization").
+// It is the baseline "sebf+write-lz4": the network then carries
+// already-compressed bytes at full wire rate and the codec's CPU is
+// charged to the compute stages, not to the transfer:
+//
+//   - every flow's bytes become ρ_f·V_f (ρ_f: fabric codec codec on the
+//     flow's class, coflow.Fabric.Profile); the copy's flows are sent raw;
+//   - the map side of shuffle c takes longer by
+//     Δmap_c = max_p (Σ_{f from p} V_f/s_f) / K_p, where s_f is the
+//     codec's per-core compression speed for f's class at p
+//     (coflow.Fabric.ClassSpeeds) and K_p the port's free cores
+//     (Port.FreeCores: the codec cores of the other baselines), spread
+//     over them as fluid cores (the study's CPU model); the stage ends
+//     with its slowest machine;
+//   - the reduce side takes longer by Δred_c = max_p (Σ_{f to p} V_f/u_f) / K_p
+//     (decompression at the readers).
+//
+// A first stage's map ends Δmap later: its Arrival and Map grow by Δmap. A
+// later stage is released Δred of its parent plus its own Δmap later
+// (ReleaseDelay; its mappers are the parent's reducers, which write it
+// compressed). A job's last reduce grows by that stage's Δred (Final).
+// ReleasePerWireByte and FinalPerWireByte are unchanged: they already
+// charge reading the shuffle as written, now ρ·V. Raw holds every
+// coflow's raw bytes and CodecCPUSeconds the codec core-seconds
+// (Σ V_f/s_f + V_f/u_f), which the simulator, seeing raw flows, does not
+// count. The speeds are the fabric's nominal profiles (no drift). It
+// fails with ErrConfig when a port that sends or receives has no free
+// cores, or codec is not a fabric codec.
+func (p *JobPlan) CompressAtWrite(fab *coflow.Fabric, codec int) (*JobPlan, error) {
+	if codec < 1 || codec > len(fab.Codecs) {
+		return nil, fmt.Errorf("%w: codec %d not in [1,%d]", ErrConfig, codec, len(fab.Codecs))
+	}
+	q := &JobPlan{Coflows: make([]coflow.Coflow, len(p.Coflows)), Stages: p.Stages,
+		Map: append([]time.Duration(nil), p.Map...), Final: append([]time.Duration(nil), p.Final...),
+		FinalPerWireByte: p.FinalPerWireByte, Raw: make([]float64, len(p.Coflows))}
+	n := fab.NumPorts()
+	cin, cout := make([]float64, n), make([]float64, n)
+	dmap, dred := make([]time.Duration, len(p.Coflows)), make([]time.Duration, len(p.Coflows))
+	sec := func(x float64) time.Duration { return time.Duration(math.Round(x * 1e9)) }
+	for i := range p.Coflows {
+		c := p.Coflows[i]
+		c.Flows = append([]coflow.Flow(nil), c.Flows...)
+		clear(cin)
+		clear(cout)
+		for j := range c.Flows {
+			f := &c.Flows[j]
+			if f.Class < 0 || f.Class >= fab.NumClasses() {
+				return nil, fmt.Errorf("%w: coflow index %d flow %d: class %d, fabric has %d", ErrConfig, i, j, f.Class, fab.NumClasses())
+			}
+			if f.Src < 0 || f.Src >= n || f.Dst < 0 || f.Dst >= n {
+				return nil, fmt.Errorf("%w: coflow index %d flow %d: ports %d->%d outside [0,%d)", ErrConfig, i, j, f.Src, f.Dst, n)
+			}
+			s, u := fab.ClassSpeeds(f.Src, f.Dst, f.Class, codec)
+			cin[f.Src] += f.Bytes / s
+			cout[f.Dst] += f.Bytes / u
+			q.CodecCPUSeconds += f.Bytes/s + f.Bytes/u
+			q.Raw[i] += f.Bytes
+			f.Bytes *= fab.Profile(f.Class, codec).Ratio
+		}
+		var tm, tr float64
+		for port := range n {
+			k := fab.Ports[port].FreeCores()
+			if (cin[port] > 0 || cout[port] > 0) && !(k > 0) {
+				return nil, fmt.Errorf("%w: port %d has no free cores to compress at write", ErrConfig, port)
+			}
+			if cin[port] > 0 {
+				tm = math.Max(tm, cin[port]/k)
+			}
+			if cout[port] > 0 {
+				tr = math.Max(tr, cout[port]/k)
+			}
+		}
+		dmap[i], dred[i] = sec(tm), sec(tr)
+		q.Coflows[i] = c
+	}
+	for i := range q.Coflows {
+		c := &q.Coflows[i]
+		if c.Parent == 0 {
+			c.Arrival += dmap[i]
+		} else {
+			c.ReleaseDelay += dred[c.Parent-1] + dmap[i]
+		}
+	}
+	for j, st := range q.Stages {
+		q.Map[j] += dmap[st[0]]
+		q.Final[j] += dred[st[len(st)-1]]
+	}
+	return q, nil
+}
+
+// RawBytes returns the plan's total raw bytes: Raw's sum after
+// CompressAtWrite, else the coflows' bytes.
+func (p *JobPlan) RawBytes() float64 {
+	var s float64
+	for i := range p.Coflows {
+		if p.Raw != nil {
+			s += p.Raw[i]
+		} else {
+			s += p.Coflows[i].TotalBytes()
+		}
+	}
+	return s
 }

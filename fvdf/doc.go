@@ -60,14 +60,33 @@
 // and compresses per flow; [Scheduler.Order] exposes the priority order of
 // its last call (the study compares it with SEBF's).
 //
+// Baselines that isolate FVDF's mechanism ([Baseline], [ParseBaseline],
+// [NewBaseline]; the names examples/coflow -sched and the matrix in
+// internal/coflowmatrix take, each under the rescheduling rules
+// [ReschedVarys], [ReschedTimers], [ReschedEvery]):
+//
+//   - "sebf+lz4", "dclas+lz4", "sincronia+lz4" (and "+snappy", "+policy"):
+//     the raw scheduler inside a [Compressor], which always compresses
+//     (or decides per flow with the Policy rule) and is work-conserving:
+//     bandwidth a core-starved flow cannot use is re-offered in the same
+//     call to the other flows, in the inner scheduler's priority order;
+//   - "sebf+write-lz4": compress at write, as Spark does
+//     (spark.shuffle.compress): [JobPlan.CompressAtWrite] puts ρ·V on the
+//     wire at full rate and charges the codec's CPU to the map and reduce
+//     stages;
+//   - "sebf-order+fvdf": FVDF with SEBF's order ([Config.OrderBySEBF]),
+//     so FVDF over it is what FVDF's ordering earns;
+//   - "sebf-rho": SEBF keyed by the compressed bottleneck ρΓ ([SEBFRho])
+//     inside an always-lz4 Compressor.
+//
 // [Jobs] wraps coflows in map → shuffle → reduce jobs for JCT; [PlanJobs]
 // builds multi-stage jobs (chains of 1..k shuffles from a declared
 // distribution, each released by its parent's completion after the
 // reducers' compute and their reading of the shuffle as written, ρ·V when
 // compressed; [DAGConfig]), whose one-stage, no-I/O case is exactly Jobs'
 // formula. [Run]
-// replays a workload under "fvdf", "sebf" or "fvdf-raw" and returns
-// [Metrics]; examples/fvdf is the command-line front end. [WaitTracker]
+// replays a workload under "fvdf", "sebf", "fvdf-raw" or any baseline
+// name (under ReplayConfig.Rescheduling) and returns [Metrics]; examples/fvdf is the command-line front end. [WaitTracker]
 // measures how long coflows go unserved.
 //
 // [Policy] applies the rule per message on a live link: compress when

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"time"
 
@@ -57,6 +58,14 @@ type ReplayConfig struct {
 	FVDF Config
 	// Jobs configures the job model for JCT.
 	Jobs JobConfig
+	// Rescheduling is the rescheduling rule (ReschedVarys, ReschedTimers,
+	// ReschedEvery; see NewBaseline) every scheduler runs under; its T/δ
+	// guard is FVDF's (FVDF.StarvationPeriod, StarvationSlice; zero: 10 s,
+	// 200 ms). With ReschedEvery, Sim.CoalesceFlowEvents coalesces the
+	// calls. Empty means each name's own rule: "fvdf" Varys' rule with its
+	// guard, "sebf" Varys' rule, "sebf-guard" with the guard, and Varys'
+	// rule for the other baselines.
+	Rescheduling string
 }
 
 // Metrics summarises one scheduler's run.
@@ -139,15 +148,31 @@ func (c *ReplayConfig) validate() error {
 	return nil
 }
 
-// SchedulerNames lists the names Run accepts.
-func SchedulerNames() []string { return []string{"fvdf", "sebf", "sebf-guard", "fvdf-raw"} }
+// SchedulerNames lists the names Run accepts: the baselines of
+// ParseBaseline (BaselineNames) and "sebf-guard", "fvdf-raw".
+func SchedulerNames() []string {
+	out := []string{"fvdf", "sebf", "sebf-guard", "fvdf-raw"}
+	for _, n := range BaselineNames() {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 // Run replays coflows on a fabric of ports ports under the scheduler
-// called name ("fvdf"; "sebf", package coflow's Varys SEBF with its
-// defaults, no starvation guard; "sebf-guard", the same with FVDF's T/δ
+// called name and returns its metrics: "fvdf"; "sebf", package coflow's
+// Varys SEBF with its defaults; "sebf-guard", the same with FVDF's T/δ
 // guard; "fvdf-raw", FVDF with compression disabled, which equals
-// sebf-guard) and returns its metrics. Runs are
-// deterministic for a config.
+// sebf-guard; or any baseline of ParseBaseline ("sebf+lz4",
+// "dclas+snappy", "sebf+write-lz4", "sebf-order+fvdf", "sebf-rho", ...,
+// built by NewBaseline under cfg.Rescheduling; FVDF and the compressing
+// wrappers plan with the same estimator, cfg.Predictor). A compress-at-write
+// baseline replays the one-stage jobs of cfg.Jobs (PlanJobs) through
+// JobPlan.CompressAtWrite: its CCTs are those of the compressed
+// shuffles (each arriving when its slower map ends), its JCT includes the
+// codec time of the map and reduce stages, RawBytes are the raw bytes and
+// CPUSeconds include the codec's. Runs are deterministic for a config.
 func Run(name string, cfs []coflow.Coflow, ports int, cfg ReplayConfig) (Metrics, error) {
 	fab, err := cfg.Fabric(ports)
 	if err != nil {
@@ -162,42 +187,49 @@ func Run(name string, cfs []coflow.Coflow, ports int, cfg ReplayConfig) (Metrics
 		return Metrics{}, err
 	}
 	truth := &TrueSpeeds{Fabric: fab, Contention: cont}
+	estimator := func() (Estimator, error) {
+		if cfg.Predictor == PredictorOracle {
+			return Oracle{Contention: cont}, nil
+		}
+		p, err := NewPredicted(cfg.Predictor, cfg.PredictorConfig)
+		if err != nil {
+			return nil, err
+		}
+		if n := cfg.TrainSamples; n >= 0 {
+			if n == 0 {
+				n = 2000
+			}
+			tc, err := NewContention(cfg.Contention, rand.New(rand.NewPCG(cfg.Seed^0x747261696e, 0x636f6e74)))
+			if err != nil {
+				return nil, err
+			}
+			if err := p.Train(fab, tc, n); err != nil {
+				return nil, err
+			}
+		}
+		truth.Sink = p.Observe
+		return p, nil
+	}
 	var sched coflow.Scheduler
-	switch name {
-	case "fvdf", "fvdf-raw":
+	var plan *JobPlan // compress at write
+	legacy := name == "sebf-guard" || name == "fvdf-raw" || cfg.Rescheduling == "" && (name == "fvdf" || name == "sebf")
+	switch {
+	case legacy && cfg.Rescheduling != "":
+		return Metrics{}, fmt.Errorf("%w: %q has its own rescheduling rule; use sebf or fvdf with a rule", ErrBadInput, name)
+	case name == "fvdf" && legacy, name == "fvdf-raw":
 		fc := cfg.FVDF
 		fc.DisableCompression = fc.DisableCompression || name == "fvdf-raw"
 		fc.SequentialStages = fc.SequentialStages || !cfg.Sim.Pipelining
-		var est Estimator
-		switch cfg.Predictor {
-		case PredictorOracle:
-			est = Oracle{Contention: cont}
-		default:
-			p, err := NewPredicted(cfg.Predictor, cfg.PredictorConfig)
-			if err != nil {
-				return Metrics{}, err
-			}
-			if n := cfg.TrainSamples; n >= 0 {
-				if n == 0 {
-					n = 2000
-				}
-				tc, err := NewContention(cfg.Contention, rand.New(rand.NewPCG(cfg.Seed^0x747261696e, 0x636f6e74)))
-				if err != nil {
-					return Metrics{}, err
-				}
-				if err := p.Train(fab, tc, n); err != nil {
-					return Metrics{}, err
-				}
-			}
-			truth.Sink = p.Observe
-			est = p
+		est, err := estimator()
+		if err != nil {
+			return Metrics{}, err
 		}
 		s, err := New(fc, est)
 		if err != nil {
 			return Metrics{}, err
 		}
 		sched = s
-	case "sebf", "sebf-guard":
+	case name == "sebf" && legacy, name == "sebf-guard":
 		oc := coflow.DefaultOrderedConfig()
 		if name == "sebf-guard" {
 			fc := cfg.FVDF
@@ -212,7 +244,38 @@ func Run(name string, cfs []coflow.Coflow, ports int, cfg ReplayConfig) (Metrics
 			return Metrics{}, err
 		}
 	default:
-		return Metrics{}, fmt.Errorf("%w: scheduler %q (known: %v)", ErrBadInput, name, SchedulerNames())
+		b, err := ParseBaseline(name)
+		if err != nil {
+			return Metrics{}, fmt.Errorf("%w (or sebf-guard, fvdf-raw)", err)
+		}
+		fc := cfg.FVDF
+		fc.SequentialStages = fc.SequentialStages || !cfg.Sim.Pipelining
+		guard := fc
+		if err := guard.Validate(); err != nil {
+			return Metrics{}, err
+		}
+		bc := BaselineConfig{Rescheduling: cfg.Rescheduling, Codecs: cfg.Codecs, PolicyOverhead: DefaultPolicyConfig().Overhead, FVDF: fc}
+		if guard.StarvationPeriod > 0 {
+			bc.GuardPeriod, bc.GuardSlice = guard.StarvationPeriod, guard.StarvationSlice
+		}
+		if b.Comp != "none" && b.WriteCodec() == "" {
+			// FVDF and the compressing wrappers plan with the same
+			// knowledge of the drifting codec speeds.
+			if bc.Estimator, err = estimator(); err != nil {
+				return Metrics{}, err
+			}
+		}
+		if sched, err = NewBaseline(b, bc); err != nil {
+			return Metrics{}, err
+		}
+		if w := b.WriteCodec(); w != "" {
+			if plan, err = PlanJobs(cfs, DAGConfig{Jobs: cfg.Jobs}); err != nil {
+				return Metrics{}, err
+			}
+			if plan, err = plan.CompressAtWrite(fab, bc.CodecIndex(w)); err != nil {
+				return Metrics{}, err
+			}
+		}
 	}
 	wt := &WaitTracker{Inner: sched}
 	sc := *cfg.Sim
@@ -221,22 +284,35 @@ func Run(name string, cfs []coflow.Coflow, ports int, cfg ReplayConfig) (Metrics
 	if err != nil {
 		return Metrics{}, err
 	}
-	res, err := sim.Run(cfs)
+	in := cfs
+	if plan != nil {
+		in = plan.Coflows
+	}
+	res, err := sim.Run(in)
 	if err != nil {
 		return Metrics{}, fmt.Errorf("fvdf: replay %s: %w", name, err)
-	}
-	jobs, err := Jobs(cfs, cfg.Jobs)
-	if err != nil {
-		return Metrics{}, err
 	}
 	m := Metrics{Sched: name, Coflows: len(cfs), WireBytes: res.WireBytes, RawBytes: res.RawBytes,
 		CPUSeconds: res.CPUSeconds, MaxWait: wt.MaxWait(), Calls: res.Calls}
 	m.CCT = make([]time.Duration, len(res.Coflows))
 	var sumC, sumJ float64
-	for i, c := range res.Coflows {
-		m.CCT[i] = c.CCT
-		sumC += float64(c.CCT)
-		sumJ += float64(jobs[i].MapDuration + c.CCT + jobs[i].ReduceDuration)
+	if plan != nil {
+		m.RawBytes, m.CPUSeconds = plan.RawBytes(), m.CPUSeconds+plan.CodecCPUSeconds
+		for i, j := range plan.JCTs(res) {
+			m.CCT[i] = res.Coflows[i].CCT
+			sumC += float64(m.CCT[i])
+			sumJ += float64(j)
+		}
+	} else {
+		jobs, err := Jobs(cfs, cfg.Jobs)
+		if err != nil {
+			return Metrics{}, err
+		}
+		for i, c := range res.Coflows {
+			m.CCT[i] = c.CCT
+			sumC += float64(c.CCT)
+			sumJ += float64(jobs[i].MapDuration + c.CCT + jobs[i].ReduceDuration)
+		}
 	}
 	if n := len(cfs); n > 0 {
 		m.AvgCCT = time.Duration(sumC / float64(n))

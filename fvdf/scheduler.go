@@ -288,10 +288,14 @@ func New(cfg Config, est Estimator) (*Scheduler, error) {
 	return &Scheduler{cfg: cfg, est: est, fair: coflow.NewFair()}, nil
 }
 
-// Name returns "fvdf", or "fvdf-raw" with compression disabled.
+// Name returns "fvdf", "fvdf-raw" with compression disabled, or
+// "sebf-order+fvdf" with Config.OrderBySEBF.
 func (s *Scheduler) Name() string {
-	if s.cfg.DisableCompression {
+	switch {
+	case s.cfg.DisableCompression:
 		return "fvdf-raw"
+	case s.cfg.OrderBySEBF:
+		return "sebf-order+fvdf"
 	}
 	return "fvdf"
 }
@@ -388,7 +392,23 @@ func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Alloc
 		}
 	}
 	s.byLo = s.byLo[:0]
+	if s.cfg.OrderBySEBF {
+		// SEBF's key: Γ of the raw bytes on the full capacities, as
+		// plan computes it with no codec (bit for bit package coflow's).
+		// Step 3 then plans every coflow with codecs.
+		codecs := pl.codecs
+		pl.codecs = nil
+		for i := range st.Coflows {
+			s.order = append(s.order, i)
+			gamma[i], _ = pl.plan(&st.Coflows[i], pl.capIn, pl.capOut, pl.capCores, nil)
+			s.exact[i] = true
+		}
+		pl.codecs = codecs
+	}
 	for i := range st.Coflows {
+		if s.cfg.OrderBySEBF {
+			break
+		}
 		c := &st.Coflows[i]
 		s.order = append(s.order, i)
 		m := s.memoFor(c.Index)

@@ -20,12 +20,14 @@ type compressionOptions struct {
 	cores         float64
 	data          string
 	predictor     string
+	resched       string        // "": each scheduler's own rule
+	coalesce      time.Duration // -resched every: coalescing window
 }
 
 // wantsCompression reports whether a run needs the compression-aware
 // replay: a scheduler only fvdf knows, or one of its flags set.
 func wantsCompression(names []string, c compressionOptions, set map[string]bool) bool {
-	for _, f := range []string{"bandwidth", "cores", "data", "predictor"} {
+	for _, f := range []string{"bandwidth", "cores", "data", "predictor", "resched"} {
 		if set[f] {
 			return true
 		}
@@ -44,7 +46,13 @@ func wantsCompression(names []string, c compressionOptions, set map[string]bool)
 //	sched=<name> mode=exact coflows=<n> avg_cct_ms=<f> p95_cct_ms=<f> avg_jct_ms=<f> wire_bytes=<n> raw_bytes=<n> max_wait_ms=<f> wall_ms=<f>
 func runCompression(tr *coflow.Trace, names []string, o options, w io.Writer) error {
 	if o.mode != "exact" {
-		return fmt.Errorf("compression-aware replay (-sched fvdf, -bandwidth, -cores, -data, -predictor) needs -mode exact")
+		return fmt.Errorf("compression-aware replay (-sched fvdf, -bandwidth, -cores, -data, -predictor, -resched) needs -mode exact")
+	}
+	if r := o.comp.resched; r != "" && !slices.Contains(fvdf.ReschedulingRules(), r) {
+		return fmt.Errorf("-resched %q: want one of %s", r, strings.Join(fvdf.ReschedulingRules(), ", "))
+	}
+	if o.comp.coalesce < 0 {
+		return fmt.Errorf("-coalesce %v must not be negative", o.comp.coalesce)
 	}
 	for _, n := range names {
 		if !slices.Contains(fvdf.SchedulerNames(), n) {
@@ -63,10 +71,20 @@ func runCompression(tr *coflow.Trace, names []string, o options, w io.Writer) er
 	if o.comp.bandwidthGbps > 0 {
 		bw = o.comp.bandwidthGbps * 125e6
 	}
-	cfg := fvdf.ReplayConfig{Bandwidth: bw, Cores: o.comp.cores, Mix: mix, Predictor: o.comp.predictor, Seed: o.seed}
+	cfg := fvdf.ReplayConfig{Bandwidth: bw, Cores: o.comp.cores, Mix: mix, Predictor: o.comp.predictor, Seed: o.seed, Rescheduling: o.comp.resched}
 	cfg.Jobs.Seed = o.seed
-	fmt.Fprintf(w, "compression-aware replay: %d ports, %d coflows, %.4g Gbit/s ports, %g cores, data %s, predictor %s\n",
-		tr.Ports, len(cfs), bw*8/1e9, o.comp.cores, o.comp.data, o.comp.predictor)
+	rule := o.comp.resched
+	if rule == "" {
+		rule = "default"
+	}
+	if rule == fvdf.ReschedEvery {
+		sc := coflow.DefaultConfig()
+		sc.CoalesceFlowEvents = o.comp.coalesce
+		cfg.Sim = &sc
+		rule += fmt.Sprintf(" (coalesced %v)", o.comp.coalesce)
+	}
+	fmt.Fprintf(w, "compression-aware replay: %d ports, %d coflows, %.4g Gbit/s ports, %g cores, data %s, predictor %s, rescheduling %s\n",
+		tr.Ports, len(cfs), bw*8/1e9, o.comp.cores, o.comp.data, o.comp.predictor, rule)
 	for _, n := range names {
 		start := time.Now()
 		m, err := fvdf.Run(n, cfs, tr.Ports, cfg)

@@ -14,12 +14,19 @@
 // weigh 1), read by coflow.Trace.ReadWeights; the trace file keeps the
 // coflow-benchmark format. Weighted schedulers (sincronia) use them.
 //
-// With -sched fvdf (or sebf-guard, fvdf-raw), or any of -bandwidth, -cores,
-// -data, -predictor, the replay models compression (package fvdf: per-machine
-// cores, lz4/snappy profiles for a data mix, a codec-speed predictor) and
-// prints one line per scheduler:
+// With -sched fvdf (or sebf-guard, fvdf-raw, or a baseline of
+// fvdf.ParseBaseline: sebf+lz4, dclas+lz4, sincronia+lz4 and +snappy,
+// +policy, +write-lz4, sebf-order+fvdf, sebf-rho), or any of -bandwidth,
+// -cores, -data, -predictor, -resched, the replay models compression
+// (package fvdf: per-machine cores, lz4/snappy profiles for a data mix, a
+// codec-speed predictor) and prints one line per scheduler:
 //
 //	sched=<name> mode=exact coflows=<n> avg_cct_ms=<float> p95_cct_ms=<float> avg_jct_ms=<float> wire_bytes=<n> raw_bytes=<n> max_wait_ms=<float> wall_ms=<float>
+//
+// -resched varys|timers|every runs every scheduler under one rescheduling
+// rule (coflow arrivals and completions; plus the 10 s/200 ms T/δ guard;
+// every flow completion, coalesced by -coalesce, 100 ms); without it each
+// keeps its own (fvdf: arrivals and completions with its guard).
 //
 // Modes: exact (default) is coflow.Sim, the event-driven fluid simulator;
 // coflowsim replays with the coflowsim-compatible semantics of package
@@ -79,6 +86,8 @@ func main() {
 	flag.Float64Var(&o.comp.cores, "cores", 4, "with compression: cores per machine usable by codecs")
 	flag.StringVar(&o.comp.data, "data", "shuffle", "with compression: data mix: shuffle, a class (float32, sparse, int8, text, random) or class=w,...")
 	flag.StringVar(&o.comp.predictor, "predictor", "ewma", "with compression: codec-speed predictor: oracle, last, ewma, ar, lstm, gru")
+	flag.StringVar(&o.comp.resched, "resched", "", "with compression: rescheduling rule of every scheduler: varys (coflow arrivals and completions), timers (plus the T/δ starvation guard, 10 s/200 ms), every (every flow completion, coalesced by -coalesce); empty: each scheduler's own (fvdf: varys with its guard; sebf and the baselines: varys)")
+	flag.DurationVar(&o.comp.coalesce, "coalesce", 100*time.Millisecond, "with -resched every: flow completions within this window of the last call share one call (0: a call at each)")
 	flag.Parse()
 	o.set = map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { o.set[f.Name] = true })

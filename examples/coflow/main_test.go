@@ -172,9 +172,66 @@ func TestRun_CompressionNeedsExactMode(t *testing.T) {
 	if err := run(o, io.Discard); err == nil || !strings.Contains(err.Error(), "-mode exact") {
 		t.Fatalf("run = %v, want an error asking for -mode exact", err)
 	}
-	o.mode, o.scheds = "exact", "fvdf,dclas"
-	if err := run(o, io.Discard); err == nil || !strings.Contains(err.Error(), "dclas") {
-		t.Fatalf("run = %v, want an error naming dclas", err)
+	o.mode, o.scheds = "exact", "fvdf,fifo"
+	if err := run(o, io.Discard); err == nil || !strings.Contains(err.Error(), "fifo") {
+		t.Fatalf("run = %v, want an error naming fifo", err)
+	}
+}
+
+// TestRun_Baselines runs every isolating baseline and FVDF under each
+// -resched rule on text (which compresses): one line per name, the same
+// raw bytes for all, every compressing baseline fewer wire bytes than raw
+// (compress at write too), raw SEBF none; bad rules and a name with its
+// own rule are refused.
+func TestRun_Baselines(t *testing.T) {
+	names := []string{"fvdf", "sebf", "sebf+lz4", "dclas+lz4", "sebf+snappy", "dclas+snappy", "sebf+write-lz4", "sebf-order+fvdf", "sebf-rho"}
+	for _, rule := range []string{"varys", "timers", "every"} {
+		t.Run(rule, func(t *testing.T) {
+			o := testOptions()
+			o.scheds = strings.Join(names, ",")
+			o.comp = compressionOptions{bandwidthGbps: 10, cores: 1, data: "text", predictor: "oracle", resched: rule, coalesce: 100 * time.Millisecond}
+			o.set = map[string]bool{"resched": true}
+			var out bytes.Buffer
+			if err := run(o, &out); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			var raw0 string
+			for _, l := range strings.Split(out.String(), "\n") {
+				m := compressionLine.FindStringSubmatch(l)
+				if m == nil {
+					if strings.HasPrefix(l, "sched=") {
+						t.Errorf("malformed line %q", l)
+					}
+					continue
+				}
+				got = append(got, m[1])
+				if raw0 == "" {
+					raw0 = m[4]
+				}
+				wire, _ := strconv.ParseFloat(m[3], 64)
+				raw, _ := strconv.ParseFloat(m[4], 64)
+				if m[4] != raw0 {
+					t.Errorf("%s: raw bytes %s, want %s as the others", m[1], m[4], raw0)
+				}
+				if m[1] == "sebf" && wire != raw || m[1] != "sebf" && !(wire < raw) {
+					t.Errorf("%s: wire %s, raw %s", m[1], m[3], m[4])
+				}
+			}
+			if strings.Join(got, ",") != o.scheds {
+				t.Fatalf("lines for %v, want %s\n%s", got, o.scheds, out.String())
+			}
+		})
+	}
+	o := testOptions()
+	o.comp = compressionOptions{cores: 4, data: "text", predictor: "ewma", resched: "sometimes"}
+	o.scheds, o.set = "sebf+lz4", map[string]bool{"resched": true}
+	if err := run(o, io.Discard); err == nil || !strings.Contains(err.Error(), "sometimes") {
+		t.Fatalf("-resched sometimes: %v", err)
+	}
+	o.comp.resched, o.scheds = "timers", "sebf-guard"
+	if err := run(o, io.Discard); err == nil || !strings.Contains(err.Error(), "sebf-guard") {
+		t.Fatalf("sebf-guard with -resched: %v", err)
 	}
 }
 

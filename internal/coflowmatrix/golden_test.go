@@ -25,6 +25,18 @@ import (
 // any change made for speed (the commit that added this test); a change
 // meant to make the matrix cheaper must leave every hash unchanged, bit
 // for bit. A changed hash names the first cell that differs.
+//
+// Intended changes since: the always-compress and policy wrapper became
+// work-conserving (fvdf.Compressor: the port capacity a core-starved flow
+// cannot use is offered to the other flows in the same call). It changes
+// only calls where some port is short of cores, so only the compressed
+// cells of (10 G, 1) changed (27 synthetic cells, every sebf, dclas and
+// sincronia × lz4, snappy, policy × rule there, and FB2010's
+// sincronia/snappy/varys/10G-1c); every other hash, (1 G, 4) and FVDF's
+// included, is the one recorded before. The cells of the isolating
+// baselines (protocol.go, Isolating) were added then with their first
+// hashes; on this trace sebf-rho/lz4 at (1 G, 4) equals sebf/lz4 bit for
+// bit (the spark-sql-shuffle classes compress alike, so ρΓ orders as Γ).
 
 // goldenHasher hashes float64s and integers into one SHA-256.
 type goldenHasher struct {
@@ -115,11 +127,11 @@ func runGolden(t *testing.T, m *matrix, want map[string]string) {
 // ports, multi-stage jobs, seed 1), every cell of the full protocol at
 // (10 G, 1) and (1 G, 4).
 var goldenSynthetic = map[string]string{
-	"dclas/lz4/every/10G-1c":         "3f1e139a4ac74b48",
+	"dclas/lz4/every/10G-1c":         "0be429b7ff632470",
 	"dclas/lz4/every/1G-4c":          "152a1801ccccb160",
-	"dclas/lz4/timers/10G-1c":        "8ab344378af295cf",
+	"dclas/lz4/timers/10G-1c":        "a51f2fd3ba87efc8",
 	"dclas/lz4/timers/1G-4c":         "dd0d7ef2ff04d5cd",
-	"dclas/lz4/varys/10G-1c":         "1f94a4a4426d4eaf",
+	"dclas/lz4/varys/10G-1c":         "e19d028d3268d50f",
 	"dclas/lz4/varys/1G-4c":          "db1339f128d43eea",
 	"dclas/none/every/10G-1c":        "46aa177b46cb294f",
 	"dclas/none/every/1G-4c":         "71177390537a1092",
@@ -127,17 +139,17 @@ var goldenSynthetic = map[string]string{
 	"dclas/none/timers/1G-4c":        "9d082fdb9b90a76b",
 	"dclas/none/varys/10G-1c":        "87527c18b6e55674",
 	"dclas/none/varys/1G-4c":         "fda7876d3ff2eb09",
-	"dclas/policy/every/10G-1c":      "67ca52d6ee7f8018",
+	"dclas/policy/every/10G-1c":      "010213b4f031b951",
 	"dclas/policy/every/1G-4c":       "84ebb49ddbdcc5fe",
-	"dclas/policy/timers/10G-1c":     "92de8a0b1517952c",
+	"dclas/policy/timers/10G-1c":     "861444a5406e1219",
 	"dclas/policy/timers/1G-4c":      "4db1a72db96c5d55",
-	"dclas/policy/varys/10G-1c":      "8e53530fb127d12f",
+	"dclas/policy/varys/10G-1c":      "7003d17ad9213a98",
 	"dclas/policy/varys/1G-4c":       "93f9c3357bfcb2f8",
-	"dclas/snappy/every/10G-1c":      "840ec5791a5f4811",
+	"dclas/snappy/every/10G-1c":      "2f220d9276c4f9fe",
 	"dclas/snappy/every/1G-4c":       "34f0dca0892625a3",
-	"dclas/snappy/timers/10G-1c":     "7b57070a3a683900",
+	"dclas/snappy/timers/10G-1c":     "9e3016625ccc3a9f",
 	"dclas/snappy/timers/1G-4c":      "e37f0c8054f5f92e",
-	"dclas/snappy/varys/10G-1c":      "ed929c3e9d200373",
+	"dclas/snappy/varys/10G-1c":      "0b732fb38f40aa3a",
 	"dclas/snappy/varys/1G-4c":       "83c7e676fa6f41fb",
 	"fvdf/fvdf/every/10G-1c":         "2c412cc11e43b598",
 	"fvdf/fvdf/every/1G-4c":          "010d73ed9dcf14f1",
@@ -145,11 +157,11 @@ var goldenSynthetic = map[string]string{
 	"fvdf/fvdf/timers/1G-4c":         "91bcddbebf1c6ccf",
 	"fvdf/fvdf/varys/10G-1c":         "0d207744496da750",
 	"fvdf/fvdf/varys/1G-4c":          "d33b1d2d6e9c7f35",
-	"sebf/lz4/every/10G-1c":          "59c2de902827632a",
+	"sebf/lz4/every/10G-1c":          "8ff4b7b7fe1a36d1",
 	"sebf/lz4/every/1G-4c":           "998ae1b80a806322",
-	"sebf/lz4/timers/10G-1c":         "fba6b6959e00c0eb",
+	"sebf/lz4/timers/10G-1c":         "011af69f46d35dd6",
 	"sebf/lz4/timers/1G-4c":          "b023fba5d71c69ec",
-	"sebf/lz4/varys/10G-1c":          "36fca6d56bfea031",
+	"sebf/lz4/varys/10G-1c":          "e74e327da8fd11e2",
 	"sebf/lz4/varys/1G-4c":           "284a6a9ac8cc42e6",
 	"sebf/none/every/10G-1c":         "90cc50997c3e719e",
 	"sebf/none/every/1G-4c":          "54bf9cdb018f0b2d",
@@ -157,23 +169,23 @@ var goldenSynthetic = map[string]string{
 	"sebf/none/timers/1G-4c":         "94e1abbc2a49ab33",
 	"sebf/none/varys/10G-1c":         "ce280b7104fa4caa",
 	"sebf/none/varys/1G-4c":          "b423e6eca040e2d3",
-	"sebf/policy/every/10G-1c":       "24ffbf962b52f244",
+	"sebf/policy/every/10G-1c":       "f7c10e1ec4813cb2",
 	"sebf/policy/every/1G-4c":        "b39cb1c84b6249ee",
-	"sebf/policy/timers/10G-1c":      "491e5c0c0174f44c",
+	"sebf/policy/timers/10G-1c":      "7ad76be72970bb9d",
 	"sebf/policy/timers/1G-4c":       "3bb73761633c64d5",
-	"sebf/policy/varys/10G-1c":       "5471e944ba19ad94",
+	"sebf/policy/varys/10G-1c":       "c1e5fd5b5d94585e",
 	"sebf/policy/varys/1G-4c":        "ef4ffacd2d91b3b1",
-	"sebf/snappy/every/10G-1c":       "d699dcbe56c9c941",
+	"sebf/snappy/every/10G-1c":       "5de96c4f21f6c868",
 	"sebf/snappy/every/1G-4c":        "a6a36ad707593470",
-	"sebf/snappy/timers/10G-1c":      "100b4122b76bfc33",
+	"sebf/snappy/timers/10G-1c":      "4317038e8fff259b",
 	"sebf/snappy/timers/1G-4c":       "50fae89d0dbd83be",
-	"sebf/snappy/varys/10G-1c":       "c4e5843fa7cf7e81",
+	"sebf/snappy/varys/10G-1c":       "ce7c7f532385fea5",
 	"sebf/snappy/varys/1G-4c":        "6d971143da0f1d3c",
-	"sincronia/lz4/every/10G-1c":     "9872c828440e4ed1",
+	"sincronia/lz4/every/10G-1c":     "8ff4b7b7fe1a36d1",
 	"sincronia/lz4/every/1G-4c":      "921e5208c510d26f",
-	"sincronia/lz4/timers/10G-1c":    "cd494642f9771ed1",
+	"sincronia/lz4/timers/10G-1c":    "90ab2e6214890752",
 	"sincronia/lz4/timers/1G-4c":     "46424bb7563acde9",
-	"sincronia/lz4/varys/10G-1c":     "0824a3735949f324",
+	"sincronia/lz4/varys/10G-1c":     "7efeffc4465a09a3",
 	"sincronia/lz4/varys/1G-4c":      "3af18cbf30990ad1",
 	"sincronia/none/every/10G-1c":    "90cc50997c3e719e",
 	"sincronia/none/every/1G-4c":     "65165c77e396f8fc",
@@ -181,18 +193,36 @@ var goldenSynthetic = map[string]string{
 	"sincronia/none/timers/1G-4c":    "68e7c17fd8030fec",
 	"sincronia/none/varys/10G-1c":    "ce280b7104fa4caa",
 	"sincronia/none/varys/1G-4c":     "dcf12f1173a160d2",
-	"sincronia/policy/every/10G-1c":  "5383bdf27e2540b0",
+	"sincronia/policy/every/10G-1c":  "722494a9a39761de",
 	"sincronia/policy/every/1G-4c":   "d29e520bc728e885",
-	"sincronia/policy/timers/10G-1c": "6797edca5734e3c8",
+	"sincronia/policy/timers/10G-1c": "db4859db5282df93",
 	"sincronia/policy/timers/1G-4c":  "0f069f61b7264f89",
-	"sincronia/policy/varys/10G-1c":  "c6e57426d2235d5a",
+	"sincronia/policy/varys/10G-1c":  "8ace51244fc2f163",
 	"sincronia/policy/varys/1G-4c":   "8675665093f150a1",
-	"sincronia/snappy/every/10G-1c":  "bcf34987b9e75c01",
+	"sincronia/snappy/every/10G-1c":  "a997a40b0892d053",
 	"sincronia/snappy/every/1G-4c":   "b223ba42b677926c",
-	"sincronia/snappy/timers/10G-1c": "b6f59ce45aa9c577",
+	"sincronia/snappy/timers/10G-1c": "5a60f5f73ae33d49",
 	"sincronia/snappy/timers/1G-4c":  "7d19cb4b67d5bba7",
-	"sincronia/snappy/varys/10G-1c":  "78749a7cafe04422",
+	"sincronia/snappy/varys/10G-1c":  "00d6db38e348f4fd",
 	"sincronia/snappy/varys/1G-4c":   "b4001733d7bf4987",
+	"sebf-order/fvdf/every/10G-1c":   "78da198d2b8ab0ac",
+	"sebf-order/fvdf/every/1G-4c":    "a425179ed286fa3e",
+	"sebf-order/fvdf/timers/10G-1c":  "bcca4a8da44e2ce2",
+	"sebf-order/fvdf/timers/1G-4c":   "c9ff70200aa5c73f",
+	"sebf-order/fvdf/varys/10G-1c":   "1f05f0fb76cea029",
+	"sebf-order/fvdf/varys/1G-4c":    "b18c53d6135a09ea",
+	"sebf-rho/lz4/every/10G-1c":      "dc0b4bf8b2e4c860",
+	"sebf-rho/lz4/every/1G-4c":       "998ae1b80a806322",
+	"sebf-rho/lz4/timers/10G-1c":     "f83919f2c3ccd47d",
+	"sebf-rho/lz4/timers/1G-4c":      "b023fba5d71c69ec",
+	"sebf-rho/lz4/varys/10G-1c":      "e7b979a5af54a5c8",
+	"sebf-rho/lz4/varys/1G-4c":       "284a6a9ac8cc42e6",
+	"sebf/write-lz4/every/10G-1c":    "8551f26fc651c27d",
+	"sebf/write-lz4/every/1G-4c":     "208ee54c47ed6ac8",
+	"sebf/write-lz4/timers/10G-1c":   "59370e1b9a66821d",
+	"sebf/write-lz4/timers/1G-4c":    "458376a55821be21",
+	"sebf/write-lz4/varys/10G-1c":    "1c79836b33699964",
+	"sebf/write-lz4/varys/1G-4c":     "bf437554b04d2511",
 }
 
 // goldenFB are the hashes on FB2010's first 150 coflows (multi-stage jobs,
@@ -208,7 +238,7 @@ var goldenFB = map[string]string{
 	"sebf/none/every/1G-4c":         "496d823e7e033d0f",
 	"sebf/snappy/every/1G-4c":       "68ba3e4dac9e3d98",
 	"sincronia/policy/timers/1G-4c": "096335592910245f",
-	"sincronia/snappy/varys/10G-1c": "4b6c2a0aa0b504ca",
+	"sincronia/snappy/varys/10G-1c": "c349fe6669f45087",
 }
 
 func TestGolden_Synthetic(t *testing.T) {
@@ -225,6 +255,11 @@ func TestGolden_Synthetic(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(goldenSynthetic) != len(m.cells) {
+		for _, c := range m.cells {
+			if _, ok := goldenSynthetic[c.key()]; !ok {
+				t.Logf("no hash for %s", c.key())
+			}
+		}
 		t.Fatalf("%d golden hashes for %d cells", len(goldenSynthetic), len(m.cells))
 	}
 	runGolden(t, m, goldenSynthetic)

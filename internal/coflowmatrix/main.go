@@ -1,6 +1,9 @@
 // Command coflowmatrix runs the coflow baseline matrix on the FB2010 trace:
 // schedulers (SEBF, D-CLAS, Sincronia) × compression (none, always lz4,
-// always snappy, the per-flow Policy rule) plus FVDF, × rescheduling
+// always snappy, the per-flow Policy rule; the always-compress wrappers
+// are fvdf.Compressor, work-conserving) plus FVDF and the baselines that
+// isolate its mechanism (protocol.go, Isolating: sebf+write-lz4,
+// sebf-order+fvdf, sebf-rho), × rescheduling
 // (Varys' rule, T/δ timers, every flow completion coalesced) × fabric
 // settings × seeds, under the protocol in protocol.go. It prints progress
 // on stderr and writes, under -out, runs.csv (one line per run),
@@ -250,6 +253,9 @@ func newMatrix(tr *coflow.Trace, o options) (*matrix, error) {
 				}
 			}
 			m.addCell(Cell{"fvdf", "fvdf", rs, set})
+			for _, b := range Isolating {
+				m.addCell(Cell{b.Sched, b.Comp, rs, set})
+			}
 		}
 	}
 	return m, nil
@@ -260,6 +266,9 @@ func (m *matrix) addCell(c Cell) {
 		m.cells = append(m.cells, c)
 	}
 }
+
+// fabCodecs names the fabric's codecs, in fabric order.
+var fabCodecs = []string{"lz4", "snappy"}
 
 // fabric builds a setting's fabric: per-port bandwidth, cores and
 // background, the mix's reference codec profiles and one class per mix
@@ -273,6 +282,9 @@ func (m *matrix) fabric(set Setting) (*coflow.Fabric, error) {
 	}
 	ps := codecprof.Defaults()
 	codecs := []transport.Codec{transport.CodecLZ4, transport.CodecSnappy}
+	if len(fabCodecs) != len(codecs) {
+		panic("coflowmatrix: fabCodecs and the fabric's codecs differ")
+	}
 	prof := func(p codecprof.Profile) coflow.CodecProfile {
 		return coflow.CodecProfile{Name: p.Codec.String(), CompressSpeed: p.CompressBps, DecompressSpeed: p.DecompressBps, Ratio: min(1, p.Ratio)}
 	}
@@ -297,64 +309,29 @@ func (m *matrix) fabric(set Setting) (*coflow.Fabric, error) {
 	return fab, fab.Validate()
 }
 
-// scheduler builds a Cell's scheduler (and the FVDF instance, if any).
-func (m *matrix) scheduler(c Cell, cfs []coflow.Coflow, probe bool) (coflow.Scheduler, *orderProbe, error) {
-	every := c.Resched == "every"
-	var s coflow.Scheduler
-	var err error
-	switch c.Sched {
-	case "sebf":
-		s, err = coflow.NewSEBF(coflow.OrderedConfig{OnFlowCompletion: every})
-	case "dclas":
-		dc := coflow.DefaultDCLASConfig()
-		dc.OnFlowCompletion = every
-		s, err = coflow.NewDCLAS(dc)
-	case "sincronia":
-		s, err = coflow.NewSincronia(coflow.SincroniaConfig{OnFlowCompletion: every})
-	case "fvdf":
-		fc := fvdf.DefaultConfig()
-		fc.EveryFlowEvent = every
-		if c.Resched != "timers" {
-			fc.StarvationPeriod = -1
-		} else {
-			fc.StarvationPeriod, fc.StarvationSlice = GuardPeriod, GuardSlice
-		}
-		f, err := fvdf.New(fc, nil)
-		if err != nil {
-			return nil, nil, err
-		}
-		if !probe {
-			return f, nil, nil
-		}
-		rc := fc
-		rc.DisableCompression = true
-		raw, err := fvdf.New(rc, nil)
-		if err != nil {
-			return nil, nil, err
-		}
-		p := &orderProbe{Scheduler: f, raw: raw}
-		return p, p, nil
-	default:
-		return nil, nil, fmt.Errorf("unknown scheduler %q", c.Sched)
-	}
+// scheduler builds a Cell's scheduler (fvdf.NewBaseline: the one
+// examples/coflow -sched NAME -resched RULE runs) and, for FVDF with
+// probe, the order probe around it.
+func (m *matrix) scheduler(c Cell, probe bool) (coflow.Scheduler, *orderProbe, error) {
+	bc := fvdf.BaselineConfig{Rescheduling: c.Resched, GuardPeriod: GuardPeriod, GuardSlice: GuardSlice,
+		Codecs: []transport.Codec{transport.CodecLZ4, transport.CodecSnappy}, PolicyOverhead: PolicyOverhead,
+		FVDF: fvdf.DefaultConfig()}
+	s, err := fvdf.NewBaseline(fvdf.Baseline{Sched: c.Sched, Comp: c.Comp}, bc)
 	if err != nil {
 		return nil, nil, err
 	}
-	if c.Resched == "timers" {
-		s = &guarded{inner: s, T: GuardPeriod, d: GuardSlice, fair: coflow.NewFair()}
+	f, ok := s.(*fvdf.Scheduler)
+	if !probe || !ok || c.Sched != "fvdf" {
+		return s, nil, nil
 	}
-	switch c.Comp {
-	case "none":
-	case "lz4":
-		s = &compressor{inner: s, codec: 1, cfs: cfs}
-	case "snappy":
-		s = &compressor{inner: s, codec: 2, cfs: cfs}
-	case "policy":
-		s = &compressor{inner: s, codecs: []transport.Codec{transport.CodecLZ4, transport.CodecSnappy}, cfs: cfs}
-	default:
-		return nil, nil, fmt.Errorf("unknown compression %q", c.Comp)
+	rc := f.Config()
+	rc.DisableCompression = true
+	raw, err := fvdf.New(rc, nil)
+	if err != nil {
+		return nil, nil, err
 	}
-	return s, nil, nil
+	p := &orderProbe{Scheduler: f, raw: raw}
+	return p, p, nil
 }
 
 // runOne runs Cell c on workload w, with every first-stage arrival moved by
@@ -364,7 +341,16 @@ func (m *matrix) runOne(c Cell, w *workload, shift time.Duration, probe bool) (*
 	if err != nil {
 		return nil, err
 	}
-	cfs := w.plan.Coflows
+	plan := w.plan
+	var cpuAtWrite float64
+	if wc := (fvdf.Baseline{Sched: c.Sched, Comp: c.Comp}).WriteCodec(); wc != "" {
+		k := slices.Index(fabCodecs, wc) + 1
+		if plan, err = plan.CompressAtWrite(fab, k); err != nil {
+			return nil, err
+		}
+		cpuAtWrite = plan.CodecCPUSeconds
+	}
+	cfs := plan.Coflows
 	if shift != 0 {
 		cfs = append([]coflow.Coflow(nil), cfs...)
 		for i := range cfs {
@@ -373,7 +359,7 @@ func (m *matrix) runOne(c Cell, w *workload, shift time.Duration, probe bool) (*
 			}
 		}
 	}
-	s, pr, err := m.scheduler(c, cfs, probe)
+	s, pr, err := m.scheduler(c, probe)
 	if err != nil {
 		return nil, err
 	}
@@ -392,7 +378,7 @@ func (m *matrix) runOne(c Cell, w *workload, shift time.Duration, probe bool) (*
 	if err != nil {
 		return nil, fmt.Errorf("%s seed %d: %w", c.key(), w.seed, err)
 	}
-	r := &result{Cell: c, seed: w.seed, wire: res.WireBytes, raw: res.RawBytes, cpuSec: res.CPUSeconds,
+	r := &result{Cell: c, seed: w.seed, wire: res.WireBytes, raw: res.RawBytes, cpuSec: res.CPUSeconds + cpuAtWrite,
 		maxWait: wt.MaxWait(), calls: res.Calls, runWall: time.Since(t0), shiftMaxRel: -1}
 	if m.o.workers == 1 {
 		r.runCPU = cputime.Process() - cpu0
@@ -400,12 +386,20 @@ func (m *matrix) runOne(c Cell, w *workload, shift time.Duration, probe bool) (*
 	r.cct = make([]time.Duration, len(res.Coflows))
 	r.classWire = make([]float64, len(m.classes))
 	r.classRaw = make([]float64, len(m.classes))
+	if plan.Raw != nil {
+		r.raw = 0 // the simulator saw the compressed bytes as raw
+	}
 	for i, cr := range res.Coflows {
 		r.cct[i] = cr.CCT
 		r.classWire[w.class[i]] += cr.WireBytes
-		r.classRaw[w.class[i]] += cr.Bytes
+		raw := cr.Bytes
+		if plan.Raw != nil {
+			raw = plan.Raw[i]
+			r.raw += raw
+		}
+		r.classRaw[w.class[i]] += raw
 	}
-	r.jct = w.plan.JCTs(res)
+	r.jct = plan.JCTs(res)
 	if pr != nil {
 		r.probeCalls, r.probeDif, r.probeHead = pr.calls, pr.differ, pr.headDiffer
 		if pr.pairs > 0 {

@@ -27,7 +27,7 @@ func TestCells_RunAndCompress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := len(Rescheduling) * (len(Schedulers)*len(Compression) + 1); len(m.cells) != want {
+	if want := len(Rescheduling) * (len(Schedulers)*len(Compression) + 1 + len(Isolating)); len(m.cells) != want {
 		t.Fatalf("%d cells, want %d", len(m.cells), want)
 	}
 	for _, c := range m.cells {
@@ -40,10 +40,13 @@ func TestCells_RunAndCompress(t *testing.T) {
 			if r.wire < r.raw*(1-1e-9) || r.wire > r.raw*(1+1e-9) {
 				t.Fatalf("%s: wire %v raw %v", c.key(), r.wire, r.raw)
 			}
-		case "lz4", "snappy":
+		case "lz4", "snappy", "write-lz4":
 			if r.wire > 0.5*r.raw {
 				t.Fatalf("%s: wire %v of raw %v: not compressed", c.key(), r.wire, r.raw)
 			}
+		}
+		if want := m.work[0].plan.RawBytes(); r.raw < want*(1-1e-9) || r.raw > want*(1+1e-9) {
+			t.Fatalf("%s: raw %v, want the plan's %v", c.key(), r.raw, want)
 		}
 		if len(r.jct) != len(tr.Coflows) || len(r.cct) != len(m.work[0].plan.Coflows) {
 			t.Fatalf("%s: %d JCTs, %d CCTs", c.key(), len(r.jct), len(r.cct))
@@ -69,5 +72,35 @@ func TestBootstrap(t *testing.T) {
 	}
 	if got := bootstrap([]float64{0.9, 1.1, 1.0, 0.95, 1.05}).excludes1(); got != "tie" {
 		t.Fatalf("verdict %q, want tie", got)
+	}
+}
+
+// TestSmallProtocol_Unchanged: the small protocol's cells are those it
+// named when it was committed (none of the Isolating cells): at Varys'
+// rule 13 cells per setting, at T/δ timers 7 at two settings, at every
+// flow completion 3 at one.
+func TestSmallProtocol_Unchanged(t *testing.T) {
+	n := 0
+	for _, set := range Settings {
+		for _, rs := range Rescheduling {
+			for _, s := range Schedulers {
+				for _, c := range Compression {
+					if SmallProtocol(Cell{s, c, rs, set}) {
+						n++
+					}
+				}
+			}
+			if SmallProtocol(Cell{"fvdf", "fvdf", rs, set}) {
+				n++
+			}
+			for _, b := range Isolating {
+				if SmallProtocol(Cell{b.Sched, b.Comp, rs, set}) {
+					t.Errorf("%s/%s/%s in the small protocol", b.Sched, b.Comp, rs)
+				}
+			}
+		}
+	}
+	if want := 13*len(Settings) + 7*2 + 3; n != want {
+		t.Fatalf("%d small-protocol cells, want %d", n, want)
 	}
 }

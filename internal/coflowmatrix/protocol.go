@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"time"
 
 	"github.com/falconml/falcon/fvdf"
@@ -46,6 +47,17 @@ var (
 	Schedulers  = []string{"sebf", "dclas", "sincronia"}
 	Compression = []string{"none", "lz4", "snappy", "policy"}
 )
+
+// Isolating are the baselines that isolate FVDF's mechanism (issue 29,
+// added 2026-12-05 before any of their runs), in every setting and
+// rescheduling rule of the full protocol (SmallProtocol is unchanged):
+// SEBF over shuffles compressed at write with lz4 (Spark's default,
+// fvdf.JobPlan.CompressAtWrite), FVDF with SEBF's order
+// (fvdf.Config.OrderBySEBF: FVDF over it is what its order earns), and
+// SEBF keyed by the compressed bottleneck ρΓ, always compressing with lz4
+// (fvdf.SEBFRho). Names as fvdf.Baseline.String: sebf+write-lz4,
+// sebf-order+fvdf, sebf-rho.
+var Isolating = []fvdf.Baseline{{Sched: "sebf", Comp: "write-lz4"}, {Sched: "sebf-order", Comp: "fvdf"}, {Sched: "sebf-rho", Comp: "lz4"}}
 
 // Rescheduling rules: Varys' (coflow arrival/completion only), T/δ timers
 // (Varys' starvation guard: a max-min fair slice of δ every T, which also
@@ -103,7 +115,12 @@ const (
 //     at (1 G, 4).
 //
 // All 5 seeds throughout.
+//
+// The Isolating cells, added later, are not part of it.
 func SmallProtocol(c Cell) bool {
+	if slices.Contains(Isolating, fvdf.Baseline{Sched: c.Sched, Comp: c.Comp}) {
+		return false
+	}
 	switch c.Resched {
 	case "varys":
 		return true

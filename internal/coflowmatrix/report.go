@@ -220,11 +220,15 @@ func (m *matrix) report(cpu, wall time.Duration) error {
 		}
 		// Baselines: SEBF raw, the strongest always-compress Cell (smallest
 		// median mean CCT among the always-lz4/snappy cells), the strongest
-		// non-FVDF Cell overall.
+		// non-FVDF Cell overall. Neither is chosen among FVDF's own
+		// mechanism (sebf-order/fvdf: FVDF over it is what the order
+		// earns) nor among compress-at-write cells, whose CCT leaves out
+		// the codec time they move into the map and reduce stages (compare
+		// them by JCT).
 		best := func(ok func(c Cell) bool) string {
 			name, v := "", math.Inf(1)
 			for _, c := range groupCells {
-				if c.Sched == "fvdf" || !ok(c) {
+				if c.Comp == "fvdf" || strings.HasPrefix(c.Comp, "write-") || !ok(c) {
 					continue
 				}
 				if x, have := medMean[c.label()]; have && x < v {
