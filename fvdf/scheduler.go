@@ -247,14 +247,6 @@ func growI(x []int, n int) []int {
 	return x
 }
 
-// appendRaw appends n coflow.Raw entries to x.
-func appendRaw(x []int, n int) []int {
-	for range n {
-		x = append(x, coflow.Raw)
-	}
-	return x
-}
-
 func growB(x []bool, n int) []bool {
 	if cap(x) < n {
 		return make([]bool, n)
@@ -703,17 +695,17 @@ type planner struct {
 	capCores []float64
 
 	// plan scratch, indexed by port
-	stamp           []int
-	gen             int
-	win, wout, cpu  []float64
-	touched         []int
-	byPort          [][]int // candidate flow slots per touched port
-	cursor          []int
-	sorted          []bool
-	ncomp           []int // compressed flows of the planned coflow per machine
-	reserved        []float64
-	tried, compress []bool
-	h               tHeap
+	stamp          []int
+	gen            int
+	win, wout, cpu []float64
+	touched        []int
+	byPort         [][]int // candidate flow slots per touched port
+	cursor         []int
+	sorted         []bool
+	ncomp          []int // compressed flows of the planned coflow per machine
+	reserved       []float64
+	tried          []bool
+	h              tHeap
 
 	kv []remKey
 
