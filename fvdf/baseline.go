@@ -27,7 +27,7 @@ const (
 func ReschedulingRules() []string { return []string{ReschedVarys, ReschedTimers, ReschedEvery} }
 
 // Baseline names one scheduler of the study as an order and a compression
-// mode. Its String is the name examples/coflow -sched takes:
+// mode. Its String is the name cmd/falcon-coflow -sched takes:
 //
 //	sebf, dclas, sincronia                 raw (Comp "none")
 //	<order>+lz4, <order>+snappy            always compress with that codec,

@@ -64,7 +64,7 @@ type CompressorConfig struct {
 // shortage returns the inner allocation with codecs and cores added,
 // exactly as the study's first (non-work-conserving) wrapper did.
 //
-// Why here: examples/coflow and the baseline matrix (internal/coflowmatrix)
+// Why here: cmd/falcon-coflow and the baseline matrix (internal/coflowmatrix)
 // run the same baselines; one exported wrapper keeps their numbers
 // comparable, and the work-conserving rule is tested once (its test,
 // TestCompressor_ReoffersFreedBandwidth, fails on the earlier wrapper).

@@ -61,7 +61,7 @@
 // its last call (the study compares it with SEBF's).
 //
 // Baselines that isolate FVDF's mechanism ([Baseline], [ParseBaseline],
-// [NewBaseline]; the names examples/coflow -sched and the matrix in
+// [NewBaseline]; the names cmd/falcon-coflow -sched and the matrix in
 // internal/coflowmatrix take, each under the rescheduling rules
 // [ReschedVarys], [ReschedTimers], [ReschedEvery]):
 //

@@ -310,7 +310,7 @@ func (m *matrix) fabric(set Setting) (*coflow.Fabric, error) {
 }
 
 // scheduler builds a Cell's scheduler (fvdf.NewBaseline: the one
-// examples/coflow -sched NAME -resched RULE runs) and, for FVDF with
+// cmd/falcon-coflow -sched NAME -resched RULE runs) and, for FVDF with
 // probe, the order probe around it.
 func (m *matrix) scheduler(c Cell, probe bool) (coflow.Scheduler, *orderProbe, error) {
 	bc := fvdf.BaselineConfig{Rescheduling: c.Resched, GuardPeriod: GuardPeriod, GuardSlice: GuardSlice,
