@@ -147,7 +147,7 @@ func (c *EPSPConfig) Validate() error {
 // The multi-taker split is our reconstruction of Falcon's guideline
 // "transferring blocked tasks to pioneer workers for fully exploiting
 // cluster computation capacity". It was chosen after the first comparison
-// in examples/straggler, in which EPSP used the pairwise FlexRR-style
+// of the convergence study (cmd/falcon-study), in which EPSP used the pairwise FlexRR-style
 // split, on this analysis: with one straggler (speed 1) and 11 blocked
 // pioneers (speed 4), halving hands the first pioneer R/2, which then
 // needs R/8 time units and cannot be split again, while the proportional
@@ -160,7 +160,7 @@ func (c *EPSPConfig) Validate() error {
 // no worker is slow, so EPSP orders exactly what BSP (s = 0) or SSP(s)
 // would. Live, equal workers finish a clock milliseconds apart, and a
 // worker that still has a tenth of its batch when another blocks gives
-// work away: examples/straggler's live homogeneous runs make about 1400
+// work away: cmd/falcon-study's live homogeneous runs make about 1400
 // transfers in 10 s.
 type EPSP struct {
 	cfg      EPSPConfig
