@@ -147,13 +147,13 @@ func (c *EPSPConfig) Validate() error {
 // The multi-taker split is our reconstruction of Falcon's guideline
 // "transferring blocked tasks to pioneer workers for fully exploiting
 // cluster computation capacity". It was chosen after the first comparison
-// of the convergence study (cmd/falcon-study), in which EPSP used the pairwise FlexRR-style
-// split, on this analysis: with one straggler (speed 1) and 11 blocked
-// pioneers (speed 4), halving hands the first pioneer R/2, which then
-// needs R/8 time units and cannot be split again, while the proportional
-// split among all 12 finishes in R/45. It is not the paper's published
-// rule (none is public); Transfers.SplitAll = false gives the earlier
-// behaviour.
+// of the convergence study (cmd/falcon-study), in which EPSP used the
+// pairwise FlexRR-style split, on this analysis: with one straggler
+// (speed 1) and 11 blocked pioneers (speed 4), halving hands the first
+// pioneer R/2, which then needs R/8 time units and cannot be split
+// again, while the proportional split among all 12 finishes in R/45. It
+// is not the paper's published rule (none is public); Transfers.SplitAll
+// = false gives the earlier behaviour.
 //
 // With all workers equally fast and no timing noise (ps/sim without
 // ComputeNoise), no worker has transferable work when another finishes and
