@@ -27,8 +27,9 @@ type EPSPv2Config struct {
 	NoBalance bool
 	// Plan configures clock-start planning (margin, smallest piece). Its
 	// Margin is also the slack scheme's dead-band: a released worker's
-	// batch is resized only if its projected clock time is off the
-	// balanced one by more than Margin (0 means 0.05).
+	// batch is lowered only if its projected clock time runs past the
+	// balanced one by more than Margin, raised only if it ends early by
+	// more than 2·Margin (0 means 0.05).
 	Plan straggler.PlanConfig
 	// Alpha is the weight of a new busy-speed sample in each worker's
 	// EWMA. 0 means 0.5.
@@ -204,10 +205,17 @@ func (c *EPSPv2Config) Validate() error {
 // Planning balances the push rates (rate balancing, unless NoBalance): at
 // each release, with every member's speed known, T* = ΣB₀/Σr over the
 // members (ΣB₀ the total initial batch, kept fixed), and a released
-// worker whose projected clock time b/r is off T* by more than the
-// margin gets the batch round(r·T*) ≥ 1, from that clock on (a
-// BatchOrder; a worker is resized only when it is released, never while
-// it computes). Every worker then completes 1/T* clocks per second, so
+// worker whose projected clock time b/r runs past T* by more than the
+// margin, or ends before it by more than twice the margin, gets the
+// batch round(r·T*) ≥ 1, from that clock on (a BatchOrder; a worker is
+// resized only when it is released, never while it computes). The band
+// is wider below because runtimes compute in rounds of claims: a batch
+// that stops on a partial round takes the time of a whole one (RESULTS
+// §11), so the busy speed measured at the larger of two neighbouring
+// batches is lower, and a symmetric band let a worker oscillate between
+// the batch that ends on a round and the one past it (in ps/sim's
+// straggler scenario: 12 and 17 samples, the clock at 17 a third longer
+// than planned). Every worker then completes 1/T* clocks per second, so
 // leads stay at 0-1 clock and the gate rarely binds. The batches are the
 // loads the enforced plan gives the same workers (keep r·T*, take up to
 // r·T*), held by each worker in its own clock instead of moved within
@@ -448,8 +456,8 @@ func (p *EPSPv2) balance(v View, rel []WorkerID) []BatchOrder {
 	for _, w := range rel {
 		want := p.tracker.Speed(int(w)) * tstar
 		b := v.Batch(w)
-		if math.Abs(float64(b)-want) <= margin*want {
-			continue
+		if float64(b) <= (1+margin)*want && float64(b) >= (1-2*margin)*want {
+			continue // within the band: lowered past the margin, raised past twice it
 		}
 		nb := max(1, int(math.Round(want)))
 		if nb == b {

@@ -325,3 +325,66 @@ func TestEPSPv2Slack_Property(t *testing.T) {
 		}
 	}
 }
+
+// The slack scheme's balance band: a released worker's batch is lowered
+// when its projected clock time b/r runs past T* by more than the margin
+// (5 %), and raised only when it ends early by more than twice the
+// margin, so that a worker whose batch stops on a partial round of
+// claims (a lower busy speed at the larger batch) does not oscillate
+// between the two. Two workers, batch 60, α = 1 (each clock's busy speed
+// is the estimate): worker 0 at 20 samples/s and worker 1 at 60 give
+// T* = 120/80 s and the batches 30 and 90; then worker 0's next speed
+// decides.
+func TestEPSPv2Slack_BalanceBand(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r0   float64 // worker 0's speed over its clock at batch 30
+		want int     // its next batch, 0 if unchanged
+	}{
+		{"within the band", 20, 0},
+		{"raised by less than twice the margin: kept", 22, 0}, // want 120·22/82 = 32.2: 30 ≥ 0.9·32.2
+		{"raised by more", 25, 35},                            // want 120·25/85 = 35.3
+		{"lowered past the margin", 18, 28},                   // want 120·18/78 = 27.7: 30 > 1.05·27.7
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := polSlack(t, func(c *epsp.EPSPv2Config) { c.Alpha = 1; c.NoResidual = true })
+			c, err := epsp.NewCoordinator(epsp.Config{NumWorkers: 2, Batch: 60}, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			run := func(w epsp.WorkerID, r float64) epsp.Output {
+				t.Helper()
+				v := c.View()
+				b := v.Batch(w)
+				busy := time.Duration(float64(b) / r * float64(time.Second))
+				if _, err := c.Admit(0, epsp.Push{Worker: w, Owner: w, Clock: v.Clock(w), BaseVersion: v.Version(), Samples: b, BatchSamples: b, Busy: busy}); err != nil {
+					t.Fatal(err)
+				}
+				out, err := c.Step(0, epsp.Event{Kind: epsp.EventClock, Worker: w, Clock: v.Clock(w)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return out
+			}
+			if out := run(0, 20); len(out.SetBatch) != 0 {
+				t.Fatalf("resized with worker 1's speed unknown: %+v", out.SetBatch)
+			}
+			if out := run(1, 60); len(out.SetBatch) != 1 || out.SetBatch[0] != (epsp.BatchOrder{Worker: 1, Size: 90}) {
+				t.Fatalf("worker 1: %+v, want batch 90", out.SetBatch)
+			}
+			if out := run(0, 20); len(out.SetBatch) != 1 || out.SetBatch[0] != (epsp.BatchOrder{Worker: 0, Size: 30}) {
+				t.Fatalf("worker 0: %+v, want batch 30", out.SetBatch)
+			}
+			out := run(0, tc.r0)
+			switch {
+			case tc.want == 0 && len(out.SetBatch) != 0:
+				t.Fatalf("speed %v: %+v, want no change", tc.r0, out.SetBatch)
+			case tc.want != 0 && (len(out.SetBatch) != 1 || out.SetBatch[0] != (epsp.BatchOrder{Worker: 0, Size: tc.want})):
+				t.Fatalf("speed %v: %+v, want batch %d", tc.r0, out.SetBatch, tc.want)
+			}
+			if b := c.View().Batch(0); tc.want != 0 && b != tc.want {
+				t.Fatalf("view batch %d", b)
+			}
+		})
+	}
+}
