@@ -213,9 +213,12 @@ func (c *EPSPv2Config) Validate() error {
 // that stops on a partial round takes the time of a whole one (RESULTS
 // §11), so the busy speed measured at the larger of two neighbouring
 // batches is lower, and a symmetric band let a worker oscillate between
-// the batch that ends on a round and the one past it (in ps/sim's
-// straggler scenario: 12 and 17 samples, the clock at 17 a third longer
-// than planned). Every worker then completes 1/T* clocks per second, so
+// the batch that ends on a round and the one past it (with rounds of 8
+// samples and r·T* = 17: at 17 samples, three rounds, the measured speed
+// is 17/24 of the true one, so the next batch is 12; its two rounds
+// measure 12/16 of the true speed, and a symmetric band raises it step by
+// step, 13, 14, 16, 17, and drops it again; each clock at 17 is 40 %
+// longer than planned, and the gate binds). Every worker then completes 1/T* clocks per second, so
 // leads stay at 0-1 clock and the gate rarely binds. The batches are the
 // loads the enforced plan gives the same workers (keep r·T*, take up to
 // r·T*), held by each worker in its own clock instead of moved within
