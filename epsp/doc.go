@@ -10,7 +10,7 @@
 // and answers two kinds of questions:
 //
 //   - Admit: how is this push applied? Apply it now with a scale
-//     (ASP, SSP, DynSGD, ConSGD), accumulate it into its clock's buffer
+//     (ASP, SSP, DynSGD, ConSGD, slack EPSP v2), accumulate it into its clock's buffer
 //     until a barrier flushes it (BSP, enforced EPSP, Sync-opt, LB-BSP), or
 //     drop it (Sync-opt's late gradients).
 //   - Step: an event happened (a worker finished a clock, reported
@@ -124,24 +124,69 @@
 // ConSGD, DynSGD, LB-BSP and DSSP; each constructor's doc states its rule,
 // parameters, defaults and source, and which parts are reconstructions.
 //
-// [EPSPv2] ("epsp-v2") is the one to use: enforced synchronization in which
-// the straggler projection plans every clock at its start (the balanced
-// clock time T* = ΣB/Σr from each worker's samples per busy compute
-// second; a worker projected past T* gives its batch's tail to workers
-// with room, on the releases), a parallelism controller that puts each
-// host's cores where they add the most samples/s, and residual transfers
-// for slowdowns that begin mid-clock. [EPSP] ("epsp-v1") is the first
+// [EPSPv2] is the one to use: EPSP's throughput layer composed with a
+// synchronization scheme (below). [EPSP] ("epsp-v1") is the first
 // reconstruction (enforced or slack, transfers only to blocked pioneers, a
 // controller that equalises speeds), kept so that studies can show what v2
-// changed. EPSP v2 has no slack mode (issue 17 item 5, not built): after
-// planning, a clock's projected imbalance is within the planning margin
-// by construction, so a staleness chosen from it would be 0 at every
-// clock after the first; and a slack gate releases workers into
-// different clocks at different times, while a clock-start assignment
-// needs its giver and taker released together into the same clock, so a
-// slack EPSP v2 would plan nothing and fall back on residual transfers.
-// What remains after planning (round-time noise, slowdowns that begin
-// mid-clock) is left to residual transfers.
+// changed.
+//
+// # EPSP as a throughput layer
+//
+// Falcon's EPSP "supports both enforced- and slack-synchronization
+// schemes" (falcon.md §1); how its straggler projection, parallelism
+// control and task transfer act under slack synchronization is not
+// public. Our reconstruction [ours] separates what EPSP adds from how
+// updates are applied. The throughput layer is one piece, the same under
+// both schemes: each worker's speed from its busy compute time
+// (samples per busy second, with jumps on changes of speed), the
+// parallelism controller (each host's cores where they add the most
+// samples/s), a plan of every clock from those speeds, and residual
+// transfers (a blocking worker's unclaimed prefix split among it and the
+// workers it blocks). Under both schemes a balanced clock takes ΣB/Σr,
+// which is why the controller maximises Σr on every host under both.
+//
+//   - Enforced (EPSPv2Config.Scheme Enforced, "epsp-v2"; every EPSP v2
+//     result before issue 27): a barrier each clock and one
+//     sample-weighted update per clock. The plan is made at the clock's
+//     start: T* = ΣB/Σr over the released workers, and a worker projected
+//     past (1+margin)·T* gives its batch's tail to workers with room, as
+//     assignments that ride on the releases. Residual transfers start
+//     when a worker blocks at the barrier.
+//   - Slack (Scheme Slack, "epsp-v2-slack"): an SSP gate s
+//     (EPSPv2Config.Staleness, default [DefaultSlackStaleness] = 3: the
+//     study's SSP bound, and enough to ride out the one late clock of a
+//     slowdown) and each push applied on arrival with DynSGD's damping,
+//     Scale = 1/(d+1)·b/B̄ (d the updates applied since the pusher's
+//     pull, b its batch, B̄ the mean initial batch, so every sample weighs
+//     the same whoever computed it). The plan balances the push rates: at
+//     each release, a worker's batch becomes round(r·T*), T* = ΣB₀/Σr
+//     over all members with the total batch ΣB₀ fixed, when its projected
+//     clock time runs past T* by more than the margin or ends early by
+//     more than twice it (see [EPSPv2] for the band); every worker then
+//     completes 1/T* clocks per second, leads stay at 0-1 clock and the
+//     gate rarely binds. Residual transfers start when a worker blocks at
+//     the gate: the samples, computed by the taker in its own later clock,
+//     are pushed into the giver's clock (the ledger's) and damped by the
+//     taker's staleness.
+//
+// Why rate balancing and not the enforced plan's assignments under a
+// gate: a clock-start assignment needs its giver and taker released
+// together into the same clock, and a gate releases workers into
+// different clocks at different times, so a slack scheme planning by
+// assignment plans nothing (the reason EPSP v2 had no slack mode before
+// issue 27). Moving samples between workers in different clocks is what
+// a transfer does, at the cost of an order, an answer and the samples'
+// bytes, and only once a worker has already fallen behind. Sizing each
+// worker's own batch to its speed costs no message (the order rides on
+// the release), acts before anyone falls behind, and gives each worker
+// exactly the load the enforced plan would (keep r·T*, take up to r·T*),
+// held in its own clock instead of moved within one. It is LB-BSP's rule
+// applied to push rates under a gate, with EPSP's busy speeds,
+// parallelism control and transfers around it. What it does not do is
+// balance the number of samples each push carries: a straggler pushes
+// smaller batches as often as the others, and b/B̄ in the scale weighs
+// them accordingly. With all workers equally fast the slack scheme
+// orders and scales exactly what DynSGD with the same gate does.
 //
 // # Baseline parameters
 //

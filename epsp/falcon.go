@@ -190,6 +190,8 @@ type EPSPStats struct {
 	TransfersPlanned   int
 	TransfersRefused   int
 	SamplesPlanned     int
+	// BatchChanges counts the batch orders of EPSP v2's slack scheme.
+	BatchChanges int
 }
 
 var _ Policy = (*EPSP)(nil)

@@ -77,6 +77,7 @@ type loopEvent struct {
 	gen  int
 	o    epsp.TransferOrder
 	base uint64
+	busy time.Duration // evTaken: the compute time of the range
 }
 
 const (
@@ -108,7 +109,8 @@ func (q *loopQueue) Pop() any {
 // Loop is a small deterministic virtual-time cluster driving a real
 // [epsp.Coordinator]: each worker pulls on release, computes its batch at
 // the model's rate (fixed for the clock, read when the clock starts),
-// reports progress, pushes its part and clocks; a giver accepts a
+// reports progress, pushes its part and clocks (each push carries its
+// compute time as Push.Busy); a giver accepts a
 // transfer only if it has not reached Lo, and a taker computes the range
 // at its own rate and pushes it with Owner = the giver. Events at the
 // same time run in the order they were scheduled. Not a stable API.
@@ -313,7 +315,7 @@ func (l *Loop) Run() (*LoopResult, error) {
 			c := v.Clock(id)
 			if k.held > 0 {
 				b := l.batch[[2]int{e.w, c}]
-				if err := l.admit(epsp.Push{Worker: id, Owner: id, Clock: c, BaseVersion: k.base, Samples: k.held, BatchSamples: b}); err != nil {
+				if err := l.admit(epsp.Push{Worker: id, Owner: id, Clock: c, BaseVersion: k.base, Samples: k.held, BatchSamples: b, Busy: l.now - k.start}); err != nil {
 					return nil, err
 				}
 			}
@@ -357,8 +359,9 @@ func (l *Loop) Run() (*LoopResult, error) {
 				t := &l.ws[o.To]
 				from := max(l.now, t.busy)
 				rate := l.cfg.Model.Rate(int(o.To), v.Parallelism(o.To), from)
-				t.busy = from + l.span(o.Samples(), rate)
-				l.schedule(loopEvent{at: t.busy, kind: evTaken, o: o, base: v.Version()})
+				span := l.span(o.Samples(), rate)
+				t.busy = from + span
+				l.schedule(loopEvent{at: t.busy, kind: evTaken, o: o, base: v.Version(), busy: span})
 			}
 			if err := l.step(epsp.Event{Kind: epsp.EventTransferResult, Transfer: res}); err != nil {
 				return nil, err
@@ -366,7 +369,7 @@ func (l *Loop) Run() (*LoopResult, error) {
 		case evTaken:
 			o := e.o
 			b := l.batch[[2]int{int(o.From), o.Clock}]
-			if err := l.admit(epsp.Push{Worker: o.To, Owner: o.From, Clock: o.Clock, BaseVersion: e.base, Samples: o.Samples(), BatchSamples: b}); err != nil {
+			if err := l.admit(epsp.Push{Worker: o.To, Owner: o.From, Clock: o.Clock, BaseVersion: e.base, Samples: o.Samples(), BatchSamples: b, Busy: e.busy}); err != nil {
 				return nil, err
 			}
 			delete(l.open, o.ID) // done as the policy sees it
