@@ -62,7 +62,7 @@
 // every EvalEvery; the time to target is the first evaluation at which the
 // mean accuracy over the last TargetWindow evaluations reaches Target.
 //
-// Against the live runtime (examples/straggler -live, 12 workers, 5
+// Against the live runtime (cmd/falcon-study -live, 12 workers, 5
 // scenarios, 11 policies, 3 seeds), with that example's ComputeNoise 0.05
 // and Network.Latency 600 µs, both calibrated on live homogeneous BSP, the
 // simulated throughput agrees: live clocks over simulated clocks have
@@ -71,7 +71,7 @@
 //
 // What the simulator does not model: contention on the network (each
 // message takes latency + size/bandwidth independently), server CPU and
-// the cost of the coordinator (examples/straggler folds the in-process
+// the cost of the coordinator (cmd/falcon-study folds the in-process
 // runtime's per-clock messaging cost into Network.Latency, calibrated on
 // live throughput), and a communication window of local steps
 // (epsp.LocalSteps; every clock pushes once). Compute time comes only from
@@ -79,8 +79,8 @@
 // duration on the machine running the simulation is not measured.
 //
 // [Scenarios] is the fixed scenario suite of the convergence study
-// (examples/straggler); [StudyScenarios] adds the five scenarios of the
-// study v2 protocol (examples/straggler/PROTOCOL.md): several persistent
+// (cmd/falcon-study); [StudyScenarios] adds the five scenarios of the
+// study v2 protocol (cmd/falcon-study/PROTOCOL.md): several persistent
 // stragglers, spare cores and its control, a foreign job that comes and
 // goes on two hosts ([Foreign], a [straggler.Model] over a
 // [straggler.Hetero]; build it with [Scenario.Model]) and 36 workers.

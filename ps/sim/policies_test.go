@@ -255,7 +255,7 @@ func TestRun_TransferRecordsMatchTheWork(t *testing.T) {
 			c := DefaultConfig()
 			c.Workers, c.Batch, c.Parallelism, c.Seed = sc.NumWorkers(), 64, sc.Parallelism, seed
 			c.Duration = 300 * time.Millisecond
-			c.ComputeNoise, c.Network.Latency = 0.05, 600*time.Microsecond // examples/straggler's
+			c.ComputeNoise, c.Network.Latency = 0.05, 600*time.Microsecond // cmd/falcon-study's
 			r, err := Run(c, Job{Model: model.NewSoftmax(train.D, train.Classes), Train: train, Test: test, Speed: sp, Policy: p})
 			if err != nil {
 				t.Fatal(err)

@@ -147,7 +147,7 @@ func Scenarios(seed uint64) []Scenario {
 const WideWorkers = 36
 
 // StudyScenarios returns the scenarios of the study v2 protocol
-// (examples/straggler/PROTOCOL.md, 2026-12-01): the five of [Scenarios],
+// (cmd/falcon-study/PROTOCOL.md, 2026-12-01): the five of [Scenarios],
 // then several-stragglers, spare-cores, spare-cores-control, foreign and
 // mixed-36. seed seeds the transient slowdowns and the foreign job's
 // phases. All values are ours.
