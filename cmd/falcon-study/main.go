@@ -361,7 +361,7 @@ func run(o options) error {
 	if o.seeds > 1 {
 		fmt.Fprintln(o.stdout, "With several seeds, times are medians over seeds; accuracy, blocked fraction and counts are means.")
 	}
-	fmt.Fprintf(o.stdout, "\nThis run used %d seed(s) (%d..%d) at one shared learning rate. The README's table is the study v2 (PROTOCOL.md: 2 workloads, 10 scenarios, seeds 1-5, learning rate per update-rule family, paired bootstrap intervals): go run ./cmd/falcon-study -study\n",
+	fmt.Fprintf(o.stdout, "\nThis run used %d seed(s) (%d..%d) at one shared learning rate. The study v2 (RESULTS.md, PROTOCOL.md: 2 workloads, 10 scenarios, seeds 1-5, learning rate per update-rule family, paired bootstrap intervals): go run ./cmd/falcon-study -study\n",
 		o.seeds, o.seed, o.seed+uint64(o.seeds)-1)
 	return nil
 }

@@ -136,14 +136,26 @@ var policyAliases = map[string]string{
 	"epsp-enforced-notransfer": "epsp-v1-notransfer",
 }
 
-// ablationPolicies are epsp-v1 with one mechanism switched off. They are
-// not part of "all"; name them in -policies.
+// ablationPolicies are epsp-v1 and epsp-v2 with one mechanism switched
+// off, and EPSP v2's slack scheme (added after study v2's protocol, for
+// study v3). They are not part of "all"; name them in -policies.
 func ablationPolicies() []policySpec {
 	return []policySpec{
 		{"epsp-v1-noelastic", "s=0, task transfer only", epspV1(0, false, true), averagedSync, true},
 		{"epsp-v1-notransfer", "s=0, elastic parallelism only", epspV1(0, true, false), averagedSync, true},
 		{"epsp-v2-noelastic", "epsp-v2 without elastic parallelism", epspV2(false, true), averagedSync, true},
 		{"epsp-v2-noresidual", "epsp-v2 without residual transfers", epspV2(true, false), averagedSync, true},
+		{"epsp-v2-slack", "slack scheme: SSP gate s=3, DynSGD 1/(d+1)·b/B̄, batch sized to speed, throughput controller, residual transfers at the gate (epsp.DefaultEPSPv2SlackConfig)", epspV2Slack(), dampedAsync, true},
+	}
+}
+
+// epspV2Slack builds EPSP v2's slack scheme with its defaults and elastic
+// control on the scenario's topology.
+func epspV2Slack() func(straggler.Model, int) (epsp.Policy, error) {
+	return func(topo straggler.Model, _ int) (epsp.Policy, error) {
+		c := epsp.DefaultEPSPv2SlackConfig()
+		c.Elastic, c.Topology = true, topo
+		return epsp.NewEPSPv2(c)
 	}
 }
 
