@@ -110,16 +110,16 @@ func TestServer_RoleChecks(t *testing.T) {
 					// by hand: server-1 may hold neither key, so a Client would
 					// not send it
 					e := newMsg(nil, opPush)
-					e.u8(modeApply)
-					e.i64(0)
-					e.f64(1)
-					e.f64(1)
-					e.u32(1)
-					e.u64(keys[0])
-					e.u32(1)
-					e.pad4()
-					e.f32s([]float32{5})
-					_, err := server.call(ctx, 0, e.b)
+					e.U8(modeApply)
+					e.I64(0)
+					e.F64(1)
+					e.F64(1)
+					e.U32(1)
+					e.U64(keys[0])
+					e.U32(1)
+					e.Pad4()
+					e.F32s([]float32{5})
+					_, err := server.call(ctx, 0, e.B)
 					return err
 				}},
 			}
@@ -148,10 +148,10 @@ func TestServer_RoleChecks(t *testing.T) {
 			for _, o := range []op{opHello, opHeartbeat} {
 				e := newMsg(nil, o)
 				if o == opHello {
-					e.i64(0)
+					e.I64(0)
 				}
-				e.u64(1)
-				resp, err := outTr.Request(ctx, CoordinatorNode, e.b)
+				e.U64(1)
+				resp, err := outTr.Request(ctx, CoordinatorNode, e.B)
 				if err == nil {
 					_, err = parseResponse(resp, "coordinator")
 				}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/falconml/falcon/ps/internal/codec"
 	"hash/crc32"
 	"io"
 	"math"
@@ -332,46 +333,46 @@ const ckChunk = 1 << 16
 // of ckChunk bytes, computing the checksum as it goes: a checkpoint of
 // any size is written without a second copy of it in memory.
 func writeCheckpoint(w io.Writer, ck *Checkpoint) error {
-	cw := ckWriter{w: w, e: encoder{make([]byte, 0, ckChunk+64)}}
+	cw := ckWriter{w: w, e: encoder{B: make([]byte, 0, ckChunk+64)}}
 	e := &cw.e
-	e.b = append(e.b, checkpointMagic...)
-	e.u32(CheckpointVersion)
-	e.str(ck.RunID)
-	e.str(ck.Server)
-	e.u64(ck.Layout)
-	e.str(ck.Optimizer)
-	e.u32(uint32(ck.Slots))
-	e.i64(int64(ck.Flushed))
-	e.u64(ck.LogGen)
-	e.u32(uint32(len(ck.Keys)))
+	e.B = append(e.B, checkpointMagic...)
+	e.U32(CheckpointVersion)
+	e.Str(ck.RunID)
+	e.Str(ck.Server)
+	e.U64(ck.Layout)
+	e.Str(ck.Optimizer)
+	e.U32(uint32(ck.Slots))
+	e.I64(int64(ck.Flushed))
+	e.U64(ck.LogGen)
+	e.U32(uint32(len(ck.Keys)))
 	for _, k := range ck.Keys {
-		e.u64(k.Key)
-		e.u32(uint32(k.Len))
-		e.i64(k.Steps)
+		e.U64(k.Key)
+		e.U32(uint32(k.Len))
+		e.I64(k.Steps)
 		cw.spill()
 	}
 	cw.f32s(ck.Values)
 	cw.f32s(ck.State)
-	e.u32(uint32(len(ck.Pending)))
+	e.U32(uint32(len(ck.Pending)))
 	for _, pc := range ck.Pending {
-		e.i64(int64(pc.Clock))
-		e.u32(uint32(len(pc.Entries)))
+		e.I64(int64(pc.Clock))
+		e.U32(uint32(len(pc.Entries)))
 		for _, pe := range pc.Entries {
-			e.u32(uint32(pe.Index))
-			e.f64(pe.Weight)
+			e.U32(uint32(pe.Index))
+			e.F64(pe.Weight)
 			cw.spill()
 		}
 		cw.f32s(pc.Sum)
 	}
-	e.u32(uint32(len(ck.Clients)))
+	e.U32(uint32(len(ck.Clients)))
 	for _, c := range ck.Clients {
-		e.u64(c.Client)
-		e.u64(c.Max)
-		e.u64(c.Window)
+		e.U64(c.Client)
+		e.U64(c.Max)
+		e.U64(c.Window)
 		cw.spill()
 	}
 	cw.flush()
-	e.u32(cw.crc)
+	e.U32(cw.crc)
 	cw.flush()
 	return cw.err
 }
@@ -387,29 +388,29 @@ type ckWriter struct {
 
 // spill writes the buffer out once it holds ckChunk bytes.
 func (c *ckWriter) spill() {
-	if len(c.e.b) >= ckChunk {
+	if len(c.e.B) >= ckChunk {
 		c.flush()
 	}
 }
 
 func (c *ckWriter) flush() {
-	c.crc = crc32.Update(c.crc, castagnoli, c.e.b)
+	c.crc = crc32.Update(c.crc, castagnoli, c.e.B)
 	if c.err == nil {
-		_, c.err = c.w.Write(c.e.b)
+		_, c.err = c.w.Write(c.e.B)
 	}
-	c.e.b = c.e.b[:0]
+	c.e.B = c.e.B[:0]
 }
 
 // f32s writes vals as little-endian float32 bits, a buffer at a time.
 func (c *ckWriter) f32s(vals []float32) {
 	for len(vals) > 0 {
-		room := (ckChunk + 64 - len(c.e.b)) / 4
+		room := (ckChunk + 64 - len(c.e.B)) / 4
 		if room == 0 {
 			c.flush()
 			continue
 		}
 		n := min(room, len(vals))
-		c.e.f32s(vals[:n])
+		c.e.F32s(vals[:n])
 		vals = vals[n:]
 		c.spill()
 	}
@@ -433,60 +434,60 @@ func DecodeCheckpoint(b []byte) (*Checkpoint, error) {
 	if got, want := binary.LittleEndian.Uint32(b[len(b)-4:]), crc32.Checksum(b[:len(b)-4], castagnoli); got != want {
 		return nil, fmt.Errorf("%w: checksum %08x, computed %08x (truncated or damaged)", ErrCorruptCheckpoint, got, want)
 	}
-	d := decoder{b: body[4:]}
+	d := decoder{B: body[4:]}
 	ck := &Checkpoint{}
-	ck.RunID = d.str()
-	ck.Server = d.str()
-	ck.Layout = d.u64()
-	if d.err == nil && (len(ck.RunID) > maxCheckpointName || len(ck.Server) > maxCheckpointName) {
+	ck.RunID = d.Str()
+	ck.Server = d.Str()
+	ck.Layout = d.U64()
+	if d.Err == nil && (len(ck.RunID) > maxCheckpointName || len(ck.Server) > maxCheckpointName) {
 		return nil, fmt.Errorf("%w: run id of %d bytes, server name of %d", ErrCorruptCheckpoint, len(ck.RunID), len(ck.Server))
 	}
-	ck.Optimizer = d.str()
-	ck.Slots = int(d.u32())
-	ck.Flushed = d.int(-1, 1<<62, "flushed clock")
-	ck.LogGen = d.u64()
-	if d.err == nil && ck.Slots > maxCheckpointSlots {
+	ck.Optimizer = d.Str()
+	ck.Slots = int(d.U32())
+	ck.Flushed = d.Int(-1, 1<<62, "flushed clock")
+	ck.LogGen = d.U64()
+	if d.Err == nil && ck.Slots > maxCheckpointSlots {
 		return nil, fmt.Errorf("%w: %d optimizer slots", ErrCorruptCheckpoint, ck.Slots)
 	}
-	nk := int(d.u32())
-	if d.err == nil && nk > len(d.b)/20 {
-		return nil, fmt.Errorf("%w: %d keys in %d bytes", ErrCorruptCheckpoint, nk, len(d.b))
+	nk := int(d.U32())
+	if d.Err == nil && nk > len(d.B)/20 {
+		return nil, fmt.Errorf("%w: %d keys in %d bytes", ErrCorruptCheckpoint, nk, len(d.B))
 	}
 	total := 0
 	ck.Keys = make([]CheckpointKey, 0, nk)
 	for range nk {
-		k := CheckpointKey{Key: d.u64(), Len: int(d.u32()), Steps: d.i64()}
-		if d.err != nil {
+		k := CheckpointKey{Key: d.U64(), Len: int(d.U32()), Steps: d.I64()}
+		if d.Err != nil {
 			break
 		}
-		if k.Len <= 0 || k.Len > len(d.b)/4-total {
+		if k.Len <= 0 || k.Len > len(d.B)/4-total {
 			return nil, fmt.Errorf("%w: key %d with length %d exceeds the file", ErrCorruptCheckpoint, k.Key, k.Len)
 		}
 		total += k.Len
 		ck.Keys = append(ck.Keys, k)
 	}
-	if d.err == nil && total*(1+ck.Slots) > len(d.b)/4 {
+	if d.Err == nil && total*(1+ck.Slots) > len(d.B)/4 {
 		return nil, fmt.Errorf("%w: %d values and %d slots exceed the file", ErrCorruptCheckpoint, total, ck.Slots)
 	}
 	ck.Values = readF32s(&d, total)
 	ck.State = readF32s(&d, total*ck.Slots)
-	np := int(d.u32())
-	if d.err == nil && np > len(d.b)/12 {
-		return nil, fmt.Errorf("%w: %d pending clocks in %d bytes", ErrCorruptCheckpoint, np, len(d.b))
+	np := int(d.U32())
+	if d.Err == nil && np > len(d.B)/12 {
+		return nil, fmt.Errorf("%w: %d pending clocks in %d bytes", ErrCorruptCheckpoint, np, len(d.B))
 	}
 	for range np {
-		if d.err != nil {
+		if d.Err != nil {
 			break
 		}
-		pc := PendingClock{Clock: d.int(-1<<62, 1<<62, "clock")}
-		ne := int(d.u32())
-		if d.err == nil && (ne > len(d.b)/12 || ne > len(ck.Keys)) {
+		pc := PendingClock{Clock: d.Int(-1<<62, 1<<62, "clock")}
+		ne := int(d.U32())
+		if d.Err == nil && (ne > len(d.B)/12 || ne > len(ck.Keys)) {
 			return nil, fmt.Errorf("%w: clock %d with %d entries", ErrCorruptCheckpoint, pc.Clock, ne)
 		}
 		n := 0
 		for range ne {
-			pe := PendingEntry{Index: int(d.u32()), Weight: d.f64()}
-			if d.err != nil {
+			pe := PendingEntry{Index: int(d.U32()), Weight: d.F64()}
+			if d.Err != nil {
 				break
 			}
 			if pe.Index >= len(ck.Keys) {
@@ -495,24 +496,24 @@ func DecodeCheckpoint(b []byte) (*Checkpoint, error) {
 			n += ck.Keys[pe.Index].Len
 			pc.Entries = append(pc.Entries, pe)
 		}
-		if d.err == nil && n > len(d.b)/4 {
+		if d.Err == nil && n > len(d.B)/4 {
 			return nil, fmt.Errorf("%w: clock %d: %d sums exceed the file", ErrCorruptCheckpoint, pc.Clock, n)
 		}
 		pc.Sum = readF32s(&d, n)
 		ck.Pending = append(ck.Pending, pc)
 	}
-	nc := int(d.u32())
-	if d.err == nil && nc > len(d.b)/24 {
-		return nil, fmt.Errorf("%w: %d clients in %d bytes", ErrCorruptCheckpoint, nc, len(d.b))
+	nc := int(d.U32())
+	if d.Err == nil && nc > len(d.B)/24 {
+		return nil, fmt.Errorf("%w: %d clients in %d bytes", ErrCorruptCheckpoint, nc, len(d.B))
 	}
 	for range nc {
-		c := ClientWindow{Client: d.u64(), Max: d.u64(), Window: d.u64()}
-		if d.err != nil {
+		c := ClientWindow{Client: d.U64(), Max: d.U64(), Window: d.U64()}
+		if d.Err != nil {
 			break
 		}
 		ck.Clients = append(ck.Clients, c)
 	}
-	if err := d.end(); err != nil {
+	if err := d.End(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorruptCheckpoint, err)
 	}
 	if err := ck.check(); err != nil {
@@ -523,12 +524,12 @@ func DecodeCheckpoint(b []byte) (*Checkpoint, error) {
 
 // readF32s reads n float32s (the caller has checked that they fit).
 func readF32s(d *decoder, n int) []float32 {
-	b := d.bytes(4 * n)
+	b := d.Bytes(4 * n)
 	if b == nil || n == 0 {
 		return nil
 	}
 	v := make([]float32, n)
-	getF32s(v, b)
+	codec.Get(v, b)
 	return v
 }
 

@@ -117,12 +117,12 @@ func TestCheckpoint_FailedWriteLosesNothing(t *testing.T) {
 	defer s.Close()
 	ctx := context.Background()
 	e := newMsg(nil, opInit)
-	e.u32(1)
-	e.u64(1)
-	e.u32(1)
-	e.pad4()
-	e.f32s([]float32{0.5})
-	if _, err := s.HandleRequest(ctx, "c", e.b); err != nil {
+	e.U32(1)
+	e.U64(1)
+	e.U32(1)
+	e.Pad4()
+	e.F32s([]float32{0.5})
+	if _, err := s.HandleRequest(ctx, "c", e.B); err != nil {
 		t.Fatal(err)
 	}
 	s.HandleRequest(ctx, "c", idPush(3, 1, 1))

@@ -2,6 +2,7 @@ package ps
 
 import (
 	"context"
+	"github.com/falconml/falcon/ps/internal/codec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -128,7 +129,7 @@ func TestCheckpoint_SnapshotIsCopyOnWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 		gb := make([]byte, 4*17)
-		putF32s(gb, g(17))
+		codec.Put(gb, g(17))
 		if err := s.applyBytes([]uint64{1 << 62}, nil, gb, 1); err != nil { // not reached
 			t.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/falconml/falcon/ps/internal/codec"
 	"sort"
 	"sync"
 	"time"
@@ -230,9 +231,9 @@ func (c *Client) Flush(ctx context.Context, clock int, scale float64) error {
 	for s := range c.servers {
 		g.Go(func() error {
 			e := newMsg(make([]byte, 0, 18), opFlush)
-			e.i64(int64(clock))
-			e.f64(scale)
-			_, err := c.call(gctx, s, e.b)
+			e.I64(int64(clock))
+			e.F64(scale)
+			_, err := c.call(gctx, s, e.B)
 			return err
 		})
 	}
@@ -415,10 +416,10 @@ func (c *Client) do(ctx context.Context, o op, keys []uint64, vals, out []float3
 		// Not when out overlaps vals (PushPull in place), since the reply
 		// is received into out.
 		var reqs [][]byte
-		if o != opPull && bulkF32 {
+		if o != opPull && codec.Bulk {
 			if v, ok := contiguous(pl.per[s], vals); ok && (out == nil || !overlapF32(v, out)) {
 				pl.bufs[s] = c.encode(pl.bufs[s], o, pl.per[s], 0, nil, pa)
-				reqs = append(pl.vec[s][:0], pl.bufs[s], f32Bytes(v))
+				reqs = append(pl.vec[s][:0], pl.bufs[s], codec.AsBytes(v))
 				pl.vec[s] = reqs
 			}
 		}
@@ -432,9 +433,9 @@ func (c *Client) do(ctx context.Context, o op, keys []uint64, vals, out []float3
 		// writes them there, and nothing is copied here.
 		dst := pl.resps[s][:0]
 		direct := false
-		if values && bulkF32 {
+		if values && codec.Bulk {
 			if v, ok := contiguous(pl.per[s], out); ok {
-				dst, direct = f32Bytes(v)[:0], true
+				dst, direct = codec.AsBytes(v)[:0], true
 			}
 		}
 		var buf, resp []byte
@@ -458,7 +459,7 @@ func (c *Client) do(ctx context.Context, o op, keys []uint64, vals, out []float3
 			}
 			off := 0
 			for _, p := range pl.per[s] {
-				getF32s(out[p.src:p.src+p.n], resp[4*off:])
+				codec.Get(out[p.src:p.src+p.n], resp[4*off:])
 				off += p.n
 			}
 		}
@@ -521,34 +522,34 @@ func (c *Client) encode(buf []byte, o op, ps []piece, nvals int, vals []float32,
 	}
 	e := newMsg(buf, wireOp(o, pa))
 	if pa.rid.client != 0 {
-		e.u64(pa.rid.client)
-		e.u64(pa.rid.seq)
+		e.U64(pa.rid.client)
+		e.U64(pa.rid.seq)
 	}
 	if o == opPush || o == opPushPull {
-		e.u8(pa.mode)
-		e.i64(int64(pa.clock))
-		e.f64(pa.scale)
-		e.f64(pa.weight)
+		e.U8(pa.mode)
+		e.I64(int64(pa.clock))
+		e.F64(pa.scale)
+		e.F64(pa.weight)
 	}
-	e.u32(uint32(len(ps)))
+	e.U32(uint32(len(ps)))
 	for _, p := range ps {
-		e.u64(p.key)
-		e.u32(uint32(p.n))
+		e.U64(p.key)
+		e.U32(uint32(p.n))
 	}
 	if o != opPull {
-		e.pad4()
+		e.Pad4()
 		if vals == nil {
-			return e.b // the values travel as a piece of their own
+			return e.B // the values travel as a piece of their own
 		}
-		n := len(e.b)
-		e.b = e.b[:n+4*nvals]
+		n := len(e.B)
+		e.B = e.B[:n+4*nvals]
 		off := n
 		for _, p := range ps {
-			putF32s(e.b[off:], vals[p.src:p.src+p.n])
+			codec.Put(e.B[off:], vals[p.src:p.src+p.n])
 			off += 4 * p.n
 		}
 	}
-	return e.b
+	return e.B
 }
 
 // validate checks a push of nvals values for keys without sending it.
@@ -716,17 +717,17 @@ func (c *Client) refresh(ctx context.Context) error {
 
 // decodeLayout decodes a layout response's payload: key → length.
 func decodeLayout(resp []byte, from string) (map[uint64]int, error) {
-	d := decoder{b: resp}
-	n := int(d.u32())
-	if d.err == nil && n > len(d.b)/segBytes {
-		return nil, fmt.Errorf("%w: layout of %d keys in %d bytes from %s", ErrMalformed, n, len(d.b), from)
+	d := decoder{B: resp}
+	n := int(d.U32())
+	if d.Err == nil && n > len(d.B)/segBytes {
+		return nil, fmt.Errorf("%w: layout of %d keys in %d bytes from %s", ErrMalformed, n, len(d.B), from)
 	}
 	m := make(map[uint64]int, n)
 	for range n {
-		k := d.u64()
-		m[k] = int(d.u32())
+		k := d.U64()
+		m[k] = int(d.U32())
 	}
-	if err := d.end(); err != nil {
+	if err := d.End(); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -319,24 +319,24 @@ func (c *Coordinator) HandleRequest(ctx context.Context, from transport.NodeID, 
 	if res.err != nil {
 		return errResponse(res.err), nil
 	}
-	e := encoder{okResponse(nil)}
+	e := encoder{B: okResponse(nil)}
 	switch r.op {
 	case opHello:
-		e.i64(int64(res.hello.clock))
-		e.u64(res.hello.version)
-		e.i64(int64(res.hello.batch))
-		e.i64(int64(res.hello.par))
+		e.I64(int64(res.hello.clock))
+		e.U64(res.hello.version)
+		e.I64(int64(res.hello.batch))
+		e.I64(int64(res.hello.par))
 		if res.hello.join {
-			e.u8(1)
+			e.U8(1)
 		} else {
-			e.u8(0)
+			e.U8(0)
 		}
 	case opAdmit:
-		e.u8(uint8(res.dec.Action))
-		e.f64(res.dec.Scale)
-		e.i64(int64(res.dec.Clock))
+		e.U8(uint8(res.dec.Action))
+		e.F64(res.dec.Scale)
+		e.I64(int64(res.dec.Clock))
 	}
-	return e.b, nil
+	return e.B, nil
 }
 
 // HandleMessage receives progress reports and failure reports.
@@ -365,45 +365,45 @@ func (c *Coordinator) decode(from transport.NodeID, b []byte) (*coordReq, error)
 	if !ok {
 		return nil, fmt.Errorf("%w: op %d from %q refused by the coordinator: not a worker of this cluster", ErrForbidden, o, from)
 	}
-	d := decoder{b: body}
+	d := decoder{B: body}
 	r := &coordReq{op: o, worker: w}
 	switch o {
 	case opHello:
-		if id := d.int(0, 1<<31, "worker id"); d.err == nil && epsp.WorkerID(id) != w {
+		if id := d.Int(0, 1<<31, "worker id"); d.Err == nil && epsp.WorkerID(id) != w {
 			return nil, fmt.Errorf("%w: %q is worker %d of this cluster but says it is worker %d (WorkerConfig.ID)", ErrRejected, from, w, id)
 		}
-		r.inc = d.u64()
+		r.inc = d.U64()
 	case opAdmit:
 		r.push = decodePush(&d)
 		if r.push.Worker != w {
 			return nil, fmt.Errorf("%w: %q pushes as worker %d", ErrRejected, from, r.push.Worker)
 		}
 	case opClock:
-		r.ev = epsp.Event{Kind: epsp.EventClock, Worker: w, Clock: d.int(0, 1<<62, "clock")}
+		r.ev = epsp.Event{Kind: epsp.EventClock, Worker: w, Clock: d.Int(0, 1<<62, "clock")}
 	case opProgress:
 		p := decodeProgress(&d)
 		p.Worker = w
 		r.ev = epsp.Event{Kind: epsp.EventProgress, Worker: w, Clock: p.Clock, Progress: p}
 	case opTransferResult:
-		id := d.u64()
-		acc := d.u8() != 0
-		lo := d.int(0, 1<<62, "lo")
-		hi := d.int(0, 1<<62, "hi")
-		r.batch = d.int(0, 1<<62, "batch")
+		id := d.U64()
+		acc := d.U8() != 0
+		lo := d.Int(0, 1<<62, "lo")
+		hi := d.Int(0, 1<<62, "hi")
+		r.batch = d.Int(0, 1<<62, "batch")
 		r.ev = epsp.Event{Kind: epsp.EventTransferResult, Worker: w, Transfer: epsp.TransferResult{ID: id, Accepted: acc, Lo: lo, Hi: hi}}
 	case opTransferDone:
-		r.ev = epsp.Event{Kind: epsp.EventTransferDone, Worker: w, Transfer: epsp.TransferResult{ID: d.u64()}}
+		r.ev = epsp.Event{Kind: epsp.EventTransferDone, Worker: w, Transfer: epsp.TransferResult{ID: d.U64()}}
 	case opLeave:
 		r.ev = epsp.Event{Kind: epsp.EventLeave, Worker: w}
-		if len(d.b) > 0 { // quit mid-run (Worker.Quit); empty: finished
-			r.ev.Quit = d.u8() != 0
+		if len(d.B) > 0 { // quit mid-run (Worker.Quit); empty: finished
+			r.ev.Quit = d.U8() != 0
 		}
 	case opFail:
-		r.reason = d.str()
+		r.reason = d.Str()
 	default:
 		return nil, fmt.Errorf("%w: unknown coordinator op %d", ErrMalformed, o)
 	}
-	if err := d.end(); err != nil {
+	if err := d.End(); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -551,14 +551,14 @@ func (c *Coordinator) setFatal(err error) {
 		return
 	}
 	e := newMsg(nil, opAbort)
-	e.str(err.Error())
+	e.Str(err.Error())
 	// All at once, best effort: a dead worker cannot be told, and each
 	// send may wait up to OrderTimeout, so the survivors hear of the abort
 	// within one OrderTimeout however many workers are dead. Send copies
-	// the message, so the goroutines share e.b.
+	// the message, so the goroutines share e.B.
 	var wg sync.WaitGroup
 	for w := range c.cfg.Workers {
-		wg.Go(func() { c.send(epsp.WorkerID(w), e.b) })
+		wg.Go(func() { c.send(epsp.WorkerID(w), e.B) })
 	}
 	wg.Wait()
 }
@@ -600,15 +600,15 @@ func (c *Coordinator) execute(out epsp.Output, orders map[uint64]epsp.TransferOr
 	v := c.core.View()
 	for _, o := range out.SetParallelism {
 		e := newMsg(nil, opSetParallelism)
-		e.i64(int64(o.P))
+		e.I64(int64(o.P))
 		c.opts.emit(Event{Kind: EvParallelism, Node: "coordinator", Worker: o.Worker, P: o.P})
-		c.send(o.Worker, e.b)
+		c.send(o.Worker, e.B)
 	}
 	for _, o := range out.SetBatch {
 		e := newMsg(nil, opSetBatch)
-		e.i64(int64(o.Size))
+		e.I64(int64(o.Size))
 		c.opts.emit(Event{Kind: EvBatch, Node: "coordinator", Worker: o.Worker, Samples: o.Size})
-		c.send(o.Worker, e.b)
+		c.send(o.Worker, e.B)
 	}
 	ra, err := releaseAssignments(out, v)
 	if err != nil {
@@ -619,7 +619,7 @@ func (c *Coordinator) execute(out epsp.Output, orders map[uint64]epsp.TransferOr
 		e := newMsg(nil, opRelease)
 		encodeRelease(&e, v.Clock(w), v.Version(), ra[w]) // the assignments ride on the release
 		c.opts.emit(Event{Kind: EvRelease, Node: "coordinator", Worker: w, Clock: v.Clock(w)})
-		if err := c.send(w, e.b); err != nil {
+		if err := c.send(w, e.B); err != nil {
 			c.setFatal(fmt.Errorf("ps: release of %s: %w", c.cfg.Workers[w], err))
 		}
 	}
@@ -627,11 +627,11 @@ func (c *Coordinator) execute(out epsp.Output, orders map[uint64]epsp.TransferOr
 	for _, o := range out.Transfers {
 		orders[o.ID] = o
 		e := newMsg(nil, opTransferOrder)
-		e.u64(o.ID)
-		e.i64(int64(o.To))
-		e.i64(int64(o.Clock))
-		e.i64(int64(o.Lo))
-		e.i64(int64(o.Hi))
+		e.U64(o.ID)
+		e.I64(int64(o.To))
+		e.I64(int64(o.Clock))
+		e.I64(int64(o.Lo))
+		e.I64(int64(o.Hi))
 		c.opts.emit(Event{Kind: EvTransferOrdered, Node: "coordinator", Worker: o.From, Clock: o.Clock, Lo: o.Lo, Hi: o.Hi, Transfer: o})
 		if c.lease.isLost(o.From) || c.lease.isLost(o.To) {
 			// a lost giver (still leaving: its samples are being handed
@@ -640,7 +640,7 @@ func (c *Coordinator) execute(out epsp.Output, orders map[uint64]epsp.TransferOr
 			refused = append(refused, o.ID)
 			continue
 		}
-		if err := c.send(o.From, e.b); err != nil {
+		if err := c.send(o.From, e.B); err != nil {
 			refused = append(refused, o.ID)
 		}
 	}

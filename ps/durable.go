@@ -987,9 +987,9 @@ func (s *Server) Close() error {
 func readReqID(d *decoder, o op) (op, reqID) {
 	switch o {
 	case opPushID:
-		return opPush, reqID{d.u64(), d.u64()}
+		return opPush, reqID{d.U64(), d.U64()}
 	case opPushPullID:
-		return opPushPull, reqID{d.u64(), d.u64()}
+		return opPushPull, reqID{d.U64(), d.U64()}
 	}
 	return o, reqID{}
 }

@@ -3,6 +3,7 @@ package ps
 import (
 	"errors"
 	"fmt"
+	"github.com/falconml/falcon/ps/internal/codec"
 )
 
 // Errors returned by the package. Check them with errors.Is; the returned
@@ -22,7 +23,7 @@ var (
 	// ErrCoordinatorUnavailable: the coordinator could not be reached.
 	ErrCoordinatorUnavailable = errors.New("ps: coordinator unavailable")
 	// ErrMalformed: a message could not be decoded (bad length, bad field).
-	ErrMalformed = errors.New("ps: malformed message")
+	ErrMalformed = codec.ErrMalformed
 	// ErrWireVersion: a message carries a wire version this build does not speak.
 	ErrWireVersion = errors.New("ps: unsupported wire version")
 	// ErrStartTimeout: a role could not reach its peers before its start

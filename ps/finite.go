@@ -3,6 +3,7 @@ package ps
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/falconml/falcon/ps/internal/codec"
 	"math"
 )
 
@@ -102,7 +103,7 @@ func isAllOnes(b uint32) uint32 {
 // maxHiBytes is maxHi over little-endian wire bytes (len(b) a multiple
 // of 4).
 func maxHiBytes(b []byte) uint32 {
-	if v, ok := asF32s(b); ok {
+	if v, ok := codec.View(b); ok {
 		return maxHi(v)
 	}
 	var m uint32

@@ -17,12 +17,12 @@ import (
 // client-side checks.
 func rawPull(keys []uint64, lens []uint32) []byte {
 	e := newMsg(nil, opPull)
-	e.u32(uint32(len(keys)))
+	e.U32(uint32(len(keys)))
 	for i, k := range keys {
-		e.u64(k)
-		e.u32(lens[i])
+		e.U64(k)
+		e.U32(lens[i])
 	}
-	return e.b
+	return e.B
 }
 
 // allocDuring returns the bytes allocated while f ran.
@@ -85,18 +85,18 @@ func TestServer_CraftedPullsRefused(t *testing.T) {
 	for _, o := range []op{opInit, opPushPull, opPush} {
 		e := newMsg(nil, o)
 		if o != opInit {
-			e.u8(modeApply)
-			e.i64(0)
-			e.f64(1)
-			e.f64(1)
+			e.U8(modeApply)
+			e.I64(0)
+			e.F64(1)
+			e.F64(1)
 		}
-		e.u32(1)
-		e.u64(5)
-		e.u32(0xFFFFFFFF)
-		e.pad4()
+		e.U32(1)
+		e.U64(5)
+		e.U32(0xFFFFFFFF)
+		e.Pad4()
 		var resp []byte
 		var herr error
-		alloc := allocDuring(func() { resp, herr = s.HandleRequest(context.Background(), "c", e.b) })
+		alloc := allocDuring(func() { resp, herr = s.HandleRequest(context.Background(), "c", e.B) })
 		if herr == nil {
 			_, herr = parseResponse(resp, "s")
 		}
@@ -116,19 +116,19 @@ func TestServer_CraftedPullsRefused(t *testing.T) {
 // so no later size computation can overflow or allocate past it.
 func TestReadSegs_TotalBounded(t *testing.T) {
 	e := encoder{}
-	e.u32(3)
+	e.U32(3)
 	for k := range 3 {
-		e.u64(uint64(k))
-		e.u32(0xFFFFFFFF)
+		e.U64(uint64(k))
+		e.U32(0xFFFFFFFF)
 	}
 	for _, limit := range []int{0, 10, 1 << 31} {
-		d := decoder{b: e.b}
+		d := decoder{B: e.B}
 		var sc scratch
 		if _, err := readSegs(&d, &sc, limit, ErrLengthMismatch); !errors.Is(err, ErrLengthMismatch) {
 			t.Fatalf("limit %d: err = %v, want ErrLengthMismatch", limit, err)
 		}
 	}
-	d := decoder{b: e.b}
+	d := decoder{B: e.B}
 	var sc scratch
 	total, err := readSegs(&d, &sc, 3*0xFFFFFFFF, ErrLengthMismatch)
 	if err != nil || total != 3*0xFFFFFFFF {
@@ -169,7 +169,7 @@ func TestCoordinator_PanicBecomesError(t *testing.T) {
 	defer c.Close()
 	e := newMsg(nil, opAdmit)
 	encodePush(&e, epsp.Push{Worker: 0, Owner: 0, Clock: 0, Samples: 8, BatchSamples: 8})
-	resp, err := c.HandleRequest(context.Background(), "w0", e.b)
+	resp, err := c.HandleRequest(context.Background(), "w0", e.B)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -365,8 +365,8 @@ func (c *Coordinator) workerLost(w epsp.WorkerID, why string) {
 	// ContinueWithout: the loop treats it as a leave; tell the worker (if
 	// it can still hear) that it is out.
 	e := newMsg(nil, opAbort)
-	e.str(err.Error())
-	c.send(w, e.b)
+	e.Str(err.Error())
+	c.send(w, e.B)
 	select {
 	case c.reqs <- &coordReq{op: opLost, worker: w}:
 	case <-c.quit:
@@ -515,17 +515,17 @@ func (c *Coordinator) serveLost(lw epsp.WorkerID, orders map[uint64]epsp.Transfe
 // the range). emit reports the order to observers (EvTransferOrdered).
 func (c *Coordinator) sendTask(o epsp.TransferOrder, batch int, emit bool) error {
 	e := newMsg(nil, opTransferTask)
-	e.u64(o.ID)
-	e.i64(int64(o.From))
-	e.i64(int64(o.Clock))
-	e.i64(int64(o.Lo))
-	e.i64(int64(o.Hi))
-	e.i64(int64(batch))
-	e.u64(c.core.View().Version())
+	e.U64(o.ID)
+	e.I64(int64(o.From))
+	e.I64(int64(o.Clock))
+	e.I64(int64(o.Lo))
+	e.I64(int64(o.Hi))
+	e.I64(int64(batch))
+	e.U64(c.core.View().Version())
 	if emit {
 		c.opts.emit(Event{Kind: EvTransferOrdered, Node: "coordinator", Worker: o.From, Clock: o.Clock, Lo: o.Lo, Hi: o.Hi, Transfer: o})
 	}
-	if err := c.send(o.To, e.b); err != nil {
+	if err := c.send(o.To, e.B); err != nil {
 		err = fmt.Errorf("ps: task %d (worker %s's clock %d [%d,%d)) to %s: %w", o.ID, c.cfg.Workers[o.From], o.Clock, o.Lo, o.Hi, c.cfg.Workers[o.To], err)
 		c.setFatal(err)
 		return err
@@ -560,9 +560,9 @@ func (c *Coordinator) heartbeat(from transport.NodeID, body []byte) []byte {
 	if !ok {
 		return errResponse(fmt.Errorf("%w: heartbeat from %q refused by the coordinator: not a worker of this cluster", ErrForbidden, from))
 	}
-	d := decoder{b: body}
-	inc := d.u64()
-	if err := d.end(); err != nil {
+	d := decoder{B: body}
+	inc := d.U64()
+	if err := d.End(); err != nil {
 		return errResponse(err)
 	}
 	if err := c.lease.bind(c, w, inc, false); err != nil {
@@ -599,9 +599,9 @@ func (w *Worker) heartbeats() {
 			return // out of the run: its coordinator may go away now
 		}
 		e := newMsg(nil, opHeartbeat)
-		e.u64(w.incarnation)
+		e.U64(w.incarnation)
 		ctx, cancel := context.WithTimeout(w.ctx, max(every, w.cfg.CoordinatorTimeout/4))
-		_, err := w.coordCall(ctx, e.b)
+		_, err := w.coordCall(ctx, e.B)
 		cancel()
 		switch {
 		case err == nil:
@@ -630,7 +630,7 @@ func (w *Worker) startHeartbeats() {
 // helloMsg is the hello request: incarnation u64.
 func (w *Worker) helloMsg() []byte {
 	e := newMsg(nil, opHello)
-	e.i64(int64(w.cfg.ID)) // the coordinator checks it against this node's name
-	e.u64(w.incarnation)
-	return e.b
+	e.I64(int64(w.cfg.ID)) // the coordinator checks it against this node's name
+	e.U64(w.incarnation)
+	return e.B
 }

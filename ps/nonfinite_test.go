@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/falconml/falcon/ps/internal/codec"
 	"math"
 	"slices"
 	"testing"
@@ -60,7 +61,7 @@ func TestStore_NonFiniteRefused(t *testing.T) {
 			before := slices.Clone(s.vals)
 			state := slices.Clone(s.state)
 			steps := []int64{s.Steps(3), s.Steps(9)}
-			gb := f32Bytes(g)
+			gb := codec.AsBytes(g)
 			calls := map[string]func() error{
 				"Apply":           func() error { return s.Apply(keys, lens, g, 1) },
 				"applyBytes":      func() error { return s.applyBytes(keys, lens, gb, 1) },
@@ -166,7 +167,7 @@ func TestAnyNonFinite_Kernel(t *testing.T) {
 				if got := anyNonFiniteGo(v); got != want {
 					t.Fatalf("n=%d at=%d bits=%#x: portable %v, want %v", n, at, b, got, want)
 				}
-				if got := anyNonFiniteBytes(f32Bytes(v)[0:]); got != want {
+				if got := anyNonFiniteBytes(codec.AsBytes(v)[0:]); got != want {
 					t.Fatalf("n=%d at=%d bits=%#x: bytes %v, want %v", n, at, b, got, want)
 				}
 			}

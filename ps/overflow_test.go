@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/falconml/falcon/ps/internal/codec"
 	"math"
 	"testing"
 
@@ -242,7 +243,7 @@ func TestMaxHi_Kernel(t *testing.T) {
 				if got := maxHi(v); got != want {
 					t.Fatalf("n=%d at=%d bits=%#x: kernel %#x, want %#x", n, at, b, got, want)
 				}
-				if got := maxHiBytes(f32Bytes(v)); got != want {
+				if got := maxHiBytes(codec.AsBytes(v)); got != want {
 					t.Fatalf("n=%d at=%d bits=%#x: bytes %#x, want %#x", n, at, b, got, want)
 				}
 				if want < hiNonFinite {

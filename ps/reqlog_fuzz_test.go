@@ -59,12 +59,12 @@ func FuzzRequestLogReplay(f *testing.F) {
 	pa := pushArgs{mode: modeAccumulate, clock: 3, scale: 1, weight: 2, rid: reqID{9, 1}}
 	accumulate := acc.encode(nil, opPush, []piece{{key: 1, n: 1}}, 1, []float32{0.5}, pa)
 	flush := newMsg(nil, opFlush)
-	flush.i64(3)
-	flush.f64(-1)
+	flush.I64(3)
+	flush.F64(-1)
 	for _, seed := range [][]byte{good, flipped, good[:len(good)-3], good[logHeaderLen:], good[:7]} {
 		f.Add(append([]byte{0}, seed...))
 	}
-	f.Add(append([]byte{1}, frames(initN(2, 1), pushN(5, 1, 1, 1), accumulate, flush.b, pushN(5, 1, 1, 1))...))
+	f.Add(append([]byte{1}, frames(initN(2, 1), pushN(5, 1, 1, 1), accumulate, flush.B, pushN(5, 1, 1, 1))...))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if len(in) == 0 {
 			return

@@ -33,16 +33,16 @@ func pushN(client, seq uint64, g float32, n int) []byte {
 // initN encodes an init of key 1 with n values v.
 func initN(v float32, n int) []byte {
 	e := newMsg(nil, opInit)
-	e.u32(1)
-	e.u64(1)
-	e.u32(uint32(n))
-	e.pad4()
+	e.U32(1)
+	e.U64(1)
+	e.U32(uint32(n))
+	e.Pad4()
 	vals := make([]float32, n)
 	for i := range vals {
 		vals[i] = v
 	}
-	e.f32s(vals)
-	return e.b
+	e.F32s(vals)
+	return e.B
 }
 
 // call serves req and returns the server's error (from the response

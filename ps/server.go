@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/falconml/falcon/ps/internal/codec"
 	"math"
 	"sync"
 
@@ -150,12 +151,12 @@ func answer(req, resp []byte, err error) ([]byte, error) {
 // up to the padding: the rest of req, or tail when the values came as a
 // piece of their own (then nothing may follow the padding in req).
 func values(d *decoder, req, tail []byte, total int) []byte {
-	d.pad4(len(req))
+	d.Pad4(len(req))
 	if tail == nil {
-		return d.bytes(4 * total)
+		return d.Bytes(4 * total)
 	}
-	if d.err == nil && (len(d.b) != 0 || len(tail) != 4*total) {
-		d.err = errSplit
+	if d.Err == nil && (len(d.B) != 0 || len(tail) != 4*total) {
+		d.Err = errSplit
 	}
 	return tail
 }
@@ -176,28 +177,28 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 	if tail != nil && o != opInit && o != opPush && o != opPushPull && o != opPushID && o != opPushPullID {
 		return nil, errSplit
 	}
-	d := decoder{b: body}
+	d := decoder{B: body}
 	switch o {
 	case opPing:
-		return okResponse(dst), d.end()
+		return okResponse(dst), d.End()
 	case opLayout:
-		if err := d.end(); err != nil {
+		if err := d.End(); err != nil {
 			return nil, err
 		}
 		s.mu.RLock()
 		keys, lens := s.store.Keys()
 		s.mu.RUnlock()
-		e := encoder{okResponse(dst)}
-		e.u32(uint32(len(keys)))
+		e := encoder{B: okResponse(dst)}
+		e.U32(uint32(len(keys)))
 		for i, k := range keys {
-			e.u64(k)
-			e.u32(uint32(lens[i]))
+			e.U64(k)
+			e.U32(uint32(lens[i]))
 		}
-		return e.b, nil
+		return e.B, nil
 	case opFlush:
-		clock := d.int(-1<<62, 1<<62, "clock")
-		scale := d.f64()
-		if err := d.end(); err != nil {
+		clock := d.Int(-1<<62, 1<<62, "clock")
+		scale := d.F64()
+		if err := d.End(); err != nil {
 			return nil, err
 		}
 		if math.IsNaN(scale) || math.IsInf(scale, 0) {
@@ -225,7 +226,7 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 			if err != nil {
 				return nil, err
 			}
-			if err := d.end(); err != nil {
+			if err := d.End(); err != nil {
 				return nil, err
 			}
 			return s.pull(sc, total, dst)
@@ -235,11 +236,11 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 			return nil, err
 		}
 		vb := values(&d, req, tail, total)
-		if err := d.end(); err != nil {
+		if err := d.End(); err != nil {
 			return nil, err
 		}
 		sc.vals = resize(sc.vals, total)
-		getF32s(sc.vals, vb)
+		codec.Get(sc.vals, vb)
 		s.mu.Lock()
 		mark, err := s.logAhead(req, tail) // write-ahead (durable.go)
 		if err == nil {
@@ -253,10 +254,10 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 	case opPush, opPushPull, opPushID, opPushPullID:
 		var rid reqID
 		o, rid = readReqID(&d, o)
-		mode := d.u8()
-		clock := d.int(-1<<62, 1<<62, "clock")
-		scale := d.f64()
-		weight := d.f64()
+		mode := d.U8()
+		clock := d.Int(-1<<62, 1<<62, "clock")
+		scale := d.F64()
+		weight := d.F64()
 		sc := s.pool.Get().(*scratch)
 		defer s.pool.Put(sc)
 		total, err := readSegs(&d, sc, valueRoom(&d, tail), ErrMalformed)
@@ -264,7 +265,7 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 			return nil, err
 		}
 		vb := values(&d, req, tail, total)
-		if err := d.end(); err != nil {
+		if err := d.End(); err != nil {
 			return nil, err
 		}
 		if mode != modeApply && mode != modeAccumulate {
@@ -285,7 +286,7 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 		// result.
 		resp := okResponse(dst)
 		if o == opPushPull {
-			resp = growLen(dst, 4*total)
+			resp = codec.GrowLen(dst, 4*total)
 		}
 		s.mu.Lock()
 		// Write-ahead (durable.go): a push applied before a retry is
@@ -335,7 +336,7 @@ func (s *Server) pull(sc *scratch, total int, dst []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp := growLen(dst, 4*total)
+	resp := codec.GrowLen(dst, 4*total)
 	s.store.putEntries(resp[len(dst):], sc.idx)
 	return resp, nil
 }
@@ -347,7 +348,7 @@ func valueRoom(d *decoder, tail []byte) int {
 	if tail != nil {
 		return len(tail) / 4
 	}
-	return len(d.b) / 4
+	return len(d.B) / 4
 }
 
 // readSegs decodes a (key, len) list into sc and returns Σ len. The running
@@ -355,17 +356,17 @@ func valueRoom(d *decoder, tail []byte) int {
 // holds): past it readSegs stops with limitErr, so no size derived from the
 // lengths can overflow or make a caller allocate more than exists.
 func readSegs(d *decoder, sc *scratch, limit int, limitErr error) (int, error) {
-	n := int(d.u32())
-	if d.err == nil && n > len(d.b)/segBytes {
-		return 0, fmt.Errorf("%w: %d segments in %d bytes", ErrMalformed, n, len(d.b))
+	n := int(d.U32())
+	if d.Err == nil && n > len(d.B)/segBytes {
+		return 0, fmt.Errorf("%w: %d segments in %d bytes", ErrMalformed, n, len(d.B))
 	}
 	sc.keys = sc.keys[:0]
 	sc.lens = sc.lens[:0]
 	total := 0
 	for range n {
-		k := d.u64()
-		l := int(d.u32())
-		if d.err != nil {
+		k := d.U64()
+		l := int(d.U32())
+		if d.Err != nil {
 			break
 		}
 		if l <= 0 {
@@ -378,7 +379,7 @@ func readSegs(d *decoder, sc *scratch, limit int, limitErr error) (int, error) {
 		sc.lens = append(sc.lens, l)
 		total += l
 	}
-	return total, d.err
+	return total, d.Err
 }
 
 func resize(v []float32, n int) []float32 {

@@ -3,6 +3,7 @@ package ps
 import (
 	"errors"
 	"fmt"
+	"github.com/falconml/falcon/ps/internal/codec"
 	"math"
 	"slices"
 )
@@ -469,11 +470,11 @@ const chunk = 4096
 // decoded returns the wire bytes gb as float32s: a view when the platform
 // allows one, else a copy.
 func decoded(gb []byte) []float32 {
-	if v, ok := asF32s(gb); ok {
+	if v, ok := codec.View(gb); ok {
 		return v
 	}
 	v := make([]float32, len(gb)/4)
-	getF32s(v, gb)
+	codec.Get(v, gb)
 	return v
 }
 
@@ -501,7 +502,7 @@ func (s *Store) applyBytes(keys []uint64, lens []int, gb []byte, scale float32) 
 		}
 	}
 	sgd, isSGD := s.opt.(SGD)
-	view, inPlace := asF32s(gb)
+	view, inPlace := codec.View(gb)
 	if cap(s.tmp) < chunk {
 		s.tmp = make([]float32, chunk)
 	}
@@ -514,14 +515,14 @@ func (s *Store) applyBytes(keys []uint64, lens []int, gb []byte, scale float32) 
 		e.step++
 		switch {
 		case isSGD:
-			subF32s(s.vals[e.off:e.off+e.n], gb[4*off:], sgd.LR*scale)
+			codec.SubScaled(s.vals[e.off:e.off+e.n], gb[4*off:], sgd.LR*scale)
 		case inPlace:
 			s.update(e, 0, e.n, view[off:off+e.n], scale)
 		default:
 			for a := 0; a < e.n; a += chunk {
 				b := min(a+chunk, e.n)
 				g := s.tmp[:b-a]
-				getF32s(g, gb[4*(off+a):])
+				codec.Get(g, gb[4*(off+a):])
 				s.update(e, a, b, g, scale)
 			}
 		}
@@ -642,7 +643,7 @@ func (s *Store) accumulate(clock int, keys []uint64, lens []int, gf []float32, g
 	if inPlace {
 		view = gf
 	} else {
-		view, inPlace = asF32s(gb)
+		view, inPlace = codec.View(gb)
 	}
 	off := 0
 	for k, j := range s.idx {
@@ -660,13 +661,13 @@ func (s *Store) accumulate(clock int, keys []uint64, lens []int, gf []float32, g
 		if inPlace {
 			// sum += w·g as sum −= (−w)·g: bit for bit the same, since
 			// IEEE rounding is symmetric in sign.
-			axpyNeg(sum, view[off:off+n], -w)
+			codec.AxpyNeg(sum, view[off:off+n], -w)
 		} else {
 			for a := 0; a < n; a += chunk {
 				end := min(a+chunk, n)
 				gc := s.tmp[:end-a]
-				getF32s(gc, gb[4*(off+a):])
-				axpyNeg(sum[a:end], gc, -w)
+				codec.Get(gc, gb[4*(off+a):])
+				codec.AxpyNeg(sum[a:end], gc, -w)
 			}
 		}
 		off += n
@@ -709,7 +710,7 @@ func (s *Store) accumulateExact(clock int, g []float32, w float32, weight float6
 				copy(sum, b.sum[b.rows[r].off:])
 			}
 		}
-		axpyNeg(sum, g[off:off+e.n], -w)
+		codec.AxpyNeg(sum, g[off:off+e.n], -w)
 		h := maxHi(sum)
 		if h >= hiNonFinite {
 			s.next = next
@@ -908,7 +909,7 @@ func (s *Store) putEntries(dst []byte, idx []int32) {
 	off := 0
 	for _, j := range idx {
 		e := s.ents[j]
-		putF32s(dst[4*off:], s.vals[e.off:e.off+e.n])
+		codec.Put(dst[4*off:], s.vals[e.off:e.off+e.n])
 		off += e.n
 	}
 }

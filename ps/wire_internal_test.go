@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"github.com/falconml/falcon/ps/internal/codec"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/transport"
@@ -126,61 +126,12 @@ func TestErrorCodesRoundTrip(t *testing.T) {
 func f32Modes(t *testing.T, f func(t *testing.T)) {
 	for _, on := range []bool{true, false} {
 		t.Run(map[bool]string{true: "bulk", false: "portable"}[on], func(t *testing.T) {
-			old := bulkF32
-			bulkF32 = on && hostLE
-			defer func() { bulkF32 = old }()
+			old := codec.Bulk
+			codec.Bulk = on && codec.HostLE
+			defer func() { codec.Bulk = old }()
 			f(t)
 		})
 	}
-}
-
-func TestHostLE(t *testing.T) {
-	var b [4]byte
-	x := uint32(0x01020304)
-	copy(b[:], unsafe.Slice((*byte)(unsafe.Pointer(&x)), 4))
-	if want := binary.LittleEndian.Uint32(b[:]) == x; hostLE != want {
-		t.Fatalf("hostLE = %v, want %v", hostLE, want)
-	}
-}
-
-func TestF32sRoundTrip(t *testing.T) {
-	f32Modes(t, func(t *testing.T) {
-		rng := rand.New(rand.NewPCG(5, 6))
-		for _, n := range []int{0, 1, 7, 8, 9, 31, 1000} {
-			for _, shift := range []int{0, 1, 2, 4} { // aligned and misaligned wire bytes
-				v := make([]float32, n)
-				for i := range v {
-					v[i] = float32(rng.NormFloat64())
-				}
-				b := make([]byte, 4*n+shift)[shift:]
-				putF32s(b, v)
-				for i := range v { // little-endian IEEE bits, element by element
-					if got := uint32(b[4*i]) | uint32(b[4*i+1])<<8 | uint32(b[4*i+2])<<16 | uint32(b[4*i+3])<<24; got != math.Float32bits(v[i]) {
-						t.Fatalf("n=%d shift=%d: element %d encoded as %08x", n, shift, i, got)
-					}
-				}
-				got := make([]float32, n)
-				getF32s(got, b)
-				for i := range v {
-					if got[i] != v[i] {
-						t.Fatalf("n=%d shift=%d: element %d decoded %v, want %v", n, shift, i, got[i], v[i])
-					}
-				}
-				w := make([]float32, n)
-				copy(w, v)
-				subF32s(w, b, 0.5)
-				for i := range w {
-					if w[i] != v[i]-0.5*v[i] {
-						t.Fatalf("n=%d shift=%d: fused SGD element %d = %v", n, shift, i, w[i])
-					}
-				}
-				_, view := asF32s(b)
-				if wantView := bulkF32 && (shift%4 == 0 || n == 0); view != wantView {
-					t.Fatalf("n=%d shift=%d: asF32s view = %v, want %v", n, shift, view, wantView)
-				}
-			}
-		}
-	})
 }
 
 // TestPushValuesAligned: the values of an encoded push start at a multiple
@@ -239,7 +190,7 @@ func testBytesPathsMatch(t *testing.T, shift int) {
 		init[i], g[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
 	}
 	gb := make([]byte, 4*total+shift)[shift:]
-	putF32s(gb, g)
+	codec.Put(gb, g)
 	for _, opt := range []Optimizer{SGD{LR: 0.1}, Momentum{LR: 0.1, Mu: 0.9}, Adam{LR: 0.01}} {
 		a, _ := NewStore(StoreConfig{Optimizer: opt})
 		b, _ := NewStore(StoreConfig{Optimizer: opt})
@@ -339,33 +290,6 @@ func TestClient_ValuesPathErrorsAndModes(t *testing.T) {
 	})
 }
 
-// TestAxpyNeg: the vector kernel matches the scalar loop bit for bit, for
-// every tail length and for sub-slices starting at any element.
-func TestAxpyNeg(t *testing.T) {
-	rng := rand.New(rand.NewPCG(11, 12))
-	for _, n := range []int{0, 1, 3, 4, 5, 15, 16, 17, 31, 33, 64, 1001} {
-		for _, start := range []int{0, 1, 2, 3} {
-			w := make([]float32, start+n)
-			g := make([]float32, start+n+1)
-			for i := range w {
-				w[i] = float32(rng.NormFloat64())
-			}
-			for i := range g {
-				g[i] = float32(rng.NormFloat64() * 1e3)
-			}
-			a := float32(rng.NormFloat64())
-			want := slices.Clone(w)
-			axpyNegGo(want[start:], g[start:], a)
-			axpyNeg(w[start:], g[start:], a)
-			for i := range w {
-				if math.Float32bits(w[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("n=%d start=%d: element %d = %v, want %v", n, start, i, w[i], want[i])
-				}
-			}
-		}
-	}
-}
-
 // TestServer_RequestInPieces: a request served in pieces, split anywhere,
 // has the effect and answer of the joined request.
 func TestServer_RequestInPieces(t *testing.T) {
@@ -402,15 +326,15 @@ func TestProgressRoundTrip(t *testing.T) {
 	in := epsp.ProgressReport{Worker: 3, Clock: 17, Done: 8, Claimed: 16, Assigned: 60, Parallelism: 4, Elapsed: 2500 * time.Microsecond, Extra: 5, ExtraDone: 2}
 	var e encoder
 	encodeProgress(&e, in)
-	d := decoder{b: e.b}
+	d := decoder{B: e.B}
 	out := decodeProgress(&d)
-	if d.err != nil || out != in {
-		t.Fatalf("decoded %+v (err %v), want %+v", out, d.err, in)
+	if d.Err != nil || out != in {
+		t.Fatalf("decoded %+v (err %v), want %+v", out, d.Err, in)
 	}
 	// A truncated report is an error, not a zero Claimed.
-	d = decoder{b: e.b[:len(e.b)-1]}
+	d = decoder{B: e.B[:len(e.B)-1]}
 	decodeProgress(&d)
-	if !errors.Is(d.err, ErrMalformed) {
-		t.Fatalf("truncated report: err %v, want ErrMalformed", d.err)
+	if !errors.Is(d.Err, ErrMalformed) {
+		t.Fatalf("truncated report: err %v, want ErrMalformed", d.Err)
 	}
 }

@@ -343,10 +343,10 @@ func (w *Worker) reportFail(err error) {
 		return
 	}
 	e := newMsg(nil, opFail)
-	e.str(err.Error())
+	e.Str(err.Error())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	_ = tr.Send(ctx, w.cfg.Coordinator, e.b)
+	_ = tr.Send(ctx, w.cfg.Coordinator, e.B)
 }
 
 func (w *Worker) broadcastLocked() {
@@ -417,7 +417,7 @@ func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
 	if err != nil {
 		return
 	}
-	d := decoder{b: body}
+	d := decoder{B: body}
 	switch o {
 	case opRelease:
 		c, v, ra, err := decodeRelease(&d)
@@ -441,8 +441,8 @@ func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
 			w.setFatal(err)
 		}
 	case opSetParallelism:
-		p := d.int(1, maxInt32, "parallelism")
-		if d.end() != nil {
+		p := d.Int(1, maxInt32, "parallelism")
+		if d.End() != nil {
 			return
 		}
 		w.mu.Lock()
@@ -454,8 +454,8 @@ func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
 		}
 		w.opts.emit(Event{Kind: EvParallelism, Node: w.name, Worker: w.cfg.ID, P: p})
 	case opSetBatch:
-		b := d.int(1, maxWireBatch, "batch")
-		if d.end() != nil {
+		b := d.Int(1, maxWireBatch, "batch")
+		if d.End() != nil {
 			return
 		}
 		w.mu.Lock()
@@ -463,9 +463,9 @@ func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
 		w.mu.Unlock()
 		w.opts.emit(Event{Kind: EvBatch, Node: w.name, Worker: w.cfg.ID, Samples: b})
 	case opTransferOrder:
-		ord := epsp.TransferOrder{ID: d.u64(), From: w.cfg.ID, To: epsp.WorkerID(d.int(0, maxInt32, "to")),
-			Clock: d.int(0, 1<<62, "clock"), Lo: d.int(0, 1<<62, "lo"), Hi: d.int(0, 1<<62, "hi")}
-		if d.end() != nil {
+		ord := epsp.TransferOrder{ID: d.U64(), From: w.cfg.ID, To: epsp.WorkerID(d.Int(0, maxInt32, "to")),
+			Clock: d.Int(0, 1<<62, "clock"), Lo: d.Int(0, 1<<62, "lo"), Hi: d.Int(0, 1<<62, "hi")}
+		if d.End() != nil {
 			return
 		}
 		// Give (or refuse) here, in the order the coordinator sent the
@@ -474,15 +474,15 @@ func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
 		acc, lo, hi, batch := w.giveTail(ord)
 		w.goBackground(func() { w.answerTransfer(ord, acc, lo, hi, batch) })
 	case opAbort:
-		msg := d.str()
-		if d.end() != nil {
+		msg := d.Str()
+		if d.End() != nil {
 			return
 		}
 		w.setFatal(fmt.Errorf("%w: %s", ErrAborted, msg))
 	case opTransferTask:
-		t := transferTask{id: d.u64(), owner: epsp.WorkerID(d.int(0, maxInt32, "owner")), clock: d.int(0, 1<<62, "clock"),
-			lo: d.int(0, 1<<62, "lo"), hi: d.int(0, 1<<62, "hi"), batch: d.int(1, maxWireBatch, "batch"), version: d.u64()}
-		if d.end() != nil || t.lo >= t.hi || t.hi > t.batch {
+		t := transferTask{id: d.U64(), owner: epsp.WorkerID(d.Int(0, maxInt32, "owner")), clock: d.Int(0, 1<<62, "clock"),
+			lo: d.Int(0, 1<<62, "lo"), hi: d.Int(0, 1<<62, "hi"), batch: d.Int(1, maxWireBatch, "batch"), version: d.U64()}
+		if d.End() != nil || t.lo >= t.hi || t.hi > t.batch {
 			return
 		}
 		w.goBackground(func() { w.takeOver(t) })
@@ -573,16 +573,16 @@ func (j *job) ownedEnd() int {
 // answerTransfer sends the giver's answer to the coordinator.
 func (w *Worker) answerTransfer(o epsp.TransferOrder, acc bool, lo, hi, batch int) {
 	e := newMsg(nil, opTransferResult)
-	e.u64(o.ID)
+	e.U64(o.ID)
 	if acc {
-		e.u8(1)
+		e.U8(1)
 	} else {
-		e.u8(0)
+		e.U8(0)
 	}
-	e.i64(int64(lo))
-	e.i64(int64(hi))
-	e.i64(int64(batch))
-	if _, err := w.coordCall(w.ctx, e.b); err != nil && w.ctx.Err() == nil {
+	e.I64(int64(lo))
+	e.I64(int64(hi))
+	e.I64(int64(batch))
+	if _, err := w.coordCall(w.ctx, e.B); err != nil && w.ctx.Err() == nil {
 		w.setFatal(fmt.Errorf("ps: %s answering transfer %d: %w", w.name, o.ID, err))
 	}
 }
@@ -624,8 +624,8 @@ func (w *Worker) takeOver(t transferTask) {
 	w.stats.Taken += j.done
 	w.mu.Unlock()
 	e := newMsg(nil, opTransferDone)
-	e.u64(t.id)
-	if _, err := w.coordCall(w.ctx, e.b); err != nil && w.ctx.Err() == nil {
+	e.U64(t.id)
+	if _, err := w.coordCall(w.ctx, e.B); err != nil && w.ctx.Err() == nil {
 		w.setFatal(fmt.Errorf("ps: %s finishing transfer %d: %w", w.name, t.id, err))
 	}
 }
@@ -644,7 +644,7 @@ func (w *Worker) pushGradTo(ctx context.Context, push epsp.Push, keys []uint64, 
 	}
 	e := newMsg(nil, opAdmit)
 	encodePush(&e, push)
-	resp, err := w.coordCall(ctx, e.b)
+	resp, err := w.coordCall(ctx, e.B)
 	if err != nil {
 		return err
 	}
@@ -787,7 +787,7 @@ func (w *Worker) sendProgress(r epsp.ProgressReport) {
 	encodeProgress(&e, r)
 	ctx, cancel := context.WithTimeout(w.ctx, time.Second)
 	defer cancel()
-	_ = w.tr.Send(ctx, w.cfg.Coordinator, e.b) // best effort: a lost report only delays control
+	_ = w.tr.Send(ctx, w.cfg.Coordinator, e.B) // best effort: a lost report only delays control
 }
 
 // CurrentClock returns the clock the worker may compute now and the model
@@ -823,7 +823,7 @@ func (w *Worker) PushGradient(ctx context.Context, keys []uint64, grad []float32
 // ranges until Close. Train ends with it, after its last clock is
 // released; a manual loop calls it after its last Clock.
 func (w *Worker) Leave(ctx context.Context) error {
-	_, err := w.coordCall(ctx, newMsg(nil, opLeave).b)
+	_, err := w.coordCall(ctx, newMsg(nil, opLeave).B)
 	if err == nil {
 		w.left.Store(true)
 	}
@@ -838,8 +838,8 @@ func (w *Worker) Leave(ctx context.Context) error {
 // samples not yet pushed are not computed by anyone.
 func (w *Worker) Quit(ctx context.Context) error {
 	e := newMsg(nil, opLeave)
-	e.u8(1)
-	_, err := w.coordCall(ctx, e.b)
+	e.U8(1)
+	_, err := w.coordCall(ctx, e.B)
 	if err == nil {
 		w.left.Store(true)
 	}
@@ -852,8 +852,8 @@ func (w *Worker) Quit(ctx context.Context) error {
 func (w *Worker) Clock(ctx context.Context) (int, error) {
 	c, _ := w.CurrentClock()
 	e := newMsg(nil, opClock)
-	e.i64(int64(c))
-	if _, err := w.coordCall(ctx, e.b); err != nil {
+	e.I64(int64(c))
+	if _, err := w.coordCall(ctx, e.B); err != nil {
 		return c, err
 	}
 	if err := w.waitFor(ctx, func() bool { return w.released > c }); err != nil {
