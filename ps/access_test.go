@@ -138,7 +138,7 @@ func TestServer_RoleChecks(t *testing.T) {
 			}
 			for i := range 2 {
 				c.Server(i).View(func(s *Store) {
-					if _, ok := s.index[7]; ok {
+					if _, ok := s.Len(7); ok {
 						t.Errorf("server %d holds key 7 from a refused init", i)
 					}
 				})

@@ -30,7 +30,7 @@ func accOne(w wireStore, clock int) error {
 // buffered returns the bytes of the open clocks' buffers and of the spare,
 // and the number of clocks buffered.
 func buffered(w wireStore) (open, spare, pending int) {
-	w.srv.View(func(s *Store) { open, spare = s.bufferedBytes(); pending = len(s.Pending()) })
+	w.srv.View(func(s *Store) { open, spare = s.BufferedBytes(); pending = len(s.Pending()) })
 	return
 }
 

@@ -89,8 +89,8 @@ func TestCheckpoint_LogRotatedBySize(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if !slices.Equal(f32Bits(r.store.vals), f32Bits(s.store.vals)) || r.store.Steps(1) != pushes {
-		t.Fatalf("restart holds %v (%d steps), want %v (%d)", r.store.vals, r.store.Steps(1), s.store.vals, pushes)
+	if !slices.Equal(f32Bits(r.store.Checkpoint().Values), f32Bits(s.store.Checkpoint().Values)) || r.store.Steps(1) != pushes {
+		t.Fatalf("restart holds %v (%d steps), want %v (%d)", r.store.Checkpoint().Values, r.store.Steps(1), s.store.Checkpoint().Values, pushes)
 	}
 
 	d, err := NewServer("d", ServerConfig{Durable: DurableConfig{Dir: dir, Log: true}})
@@ -145,8 +145,8 @@ func TestCheckpoint_FailedWriteLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if !slices.Equal(f32Bits(r.store.vals), f32Bits(s.store.vals)) || r.store.Steps(1) != 2 {
-		t.Fatalf("restart holds %v (%d steps), want %v (2)", r.store.vals, r.store.Steps(1), s.store.vals)
+	if !slices.Equal(f32Bits(r.store.Checkpoint().Values), f32Bits(s.store.Checkpoint().Values)) || r.store.Steps(1) != 2 {
+		t.Fatalf("restart holds %v (%d steps), want %v (2)", r.store.Checkpoint().Values, r.store.Steps(1), s.store.Checkpoint().Values)
 	}
 }
 

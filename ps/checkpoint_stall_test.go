@@ -2,7 +2,6 @@ package ps
 
 import (
 	"context"
-	"github.com/falconml/falcon/ps/internal/codec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -10,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/falconml/falcon/ps/internal/codec"
 )
 
 // stallServer returns a durable server holding n values of Adam (12 bytes
@@ -109,14 +110,14 @@ func BenchmarkCheckpoint_PullDuring(b *testing.B) {
 
 // TestCheckpoint_SnapshotIsCopyOnWrite: a snapshot begun, then copied a
 // slice at a time while updates of every kind (Apply, the wire path
-// applyBytes, Flush) write keys it has copied, keys it has half copied
+// ApplyBytes, Flush) write keys it has copied, keys it has half copied
 // and keys it has not reached, is the state at its beginning, bit for
 // bit; the store has every update.
 func TestCheckpoint_SnapshotIsCopyOnWrite(t *testing.T) {
 	for _, opt := range []Optimizer{SGD{LR: 0.1}, Adam{LR: 0.01}} {
 		s := shardedStores(t, 1, KeyRange{Servers: 1}, opt, ckKeys, ckLens, 2, true)[0]
 		want := s.Checkpoint()
-		ck := s.beginSnapshot(nil, nil)
+		ck := s.BeginSnapshot(nil, nil)
 		g := func(n int) []float32 {
 			v := make([]float32, n)
 			for i := range v {
@@ -124,27 +125,27 @@ func TestCheckpoint_SnapshotIsCopyOnWrite(t *testing.T) {
 			}
 			return v
 		}
-		s.snapshotSlice(20) // key 1 (3 values) whole, key 5 (40) half
+		s.SnapshotSlice(20) // key 1 (3 values) whole, key 5 (40) half
 		if err := s.Apply([]uint64{1, 5}, nil, g(43), 1); err != nil {
 			t.Fatal(err)
 		}
 		gb := make([]byte, 4*17)
 		codec.Put(gb, g(17))
-		if err := s.applyBytes([]uint64{1 << 62}, nil, gb, 1); err != nil { // not reached
+		if err := s.ApplyBytes([]uint64{1 << 62}, nil, gb, 1); err != nil { // not reached
 			t.Fatal(err)
 		}
 		if _, err := s.Flush(2, 1); err != nil { // every key: the buffered clock
 			t.Fatal(err)
 		}
-		for !s.snapshotSlice(7) {
+		for !s.SnapshotSlice(7) {
 		}
-		if s.snap != nil {
+		if s.Snapshotting() {
 			t.Fatal("snapshot still set when complete")
 		}
 		if !slices.Equal(f32Bits(ck.Values), f32Bits(want.Values)) || !slices.Equal(f32Bits(ck.State), f32Bits(want.State)) || !reflect.DeepEqual(ck, want) {
 			t.Fatalf("%s: the snapshot holds updates made after it began", opt.Name())
 		}
-		if s.Steps(1) != want.Keys[0].Steps+2 || slices.Equal(f32Bits(s.vals), f32Bits(want.Values)) {
+		if s.Steps(1) != want.Keys[0].Steps+2 || slices.Equal(f32Bits(s.Checkpoint().Values), f32Bits(want.Values)) {
 			t.Fatalf("%s: the store lost the updates", opt.Name())
 		}
 	}
@@ -250,7 +251,7 @@ func BenchmarkCheckpoint_LockHolds(b *testing.B) {
 		begin = max(begin, time.Since(t))
 		for done := false; !done; {
 			t := time.Now()
-			done = s.store.snapshotSlice(snapSlice)
+			done = s.store.SnapshotSlice(snapSlice)
 			slice = append(slice, time.Since(t))
 		}
 	}

@@ -4,15 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/falconml/falcon/ps/internal/codec"
 	"sort"
 	"sync"
 	"time"
 	"unsafe"
 
-	"golang.org/x/sync/errgroup"
-
+	"github.com/falconml/falcon/ps/internal/codec"
+	"github.com/falconml/falcon/ps/store"
 	"github.com/falconml/falcon/transport"
+	"golang.org/x/sync/errgroup"
 )
 
 // ClientConfig configures a Client.
@@ -340,7 +340,7 @@ func (c *Client) ctxErr(ctx context.Context, err error) error {
 // checkShape validates the caller's arguments without looking at the
 // servers and returns the total value count.
 func (c *Client) checkShape(keys []uint64, lens []int) (int, error) {
-	if err := checkSorted(keys); err != nil {
+	if err := store.CheckSorted(keys); err != nil {
 		return 0, err
 	}
 	if lens == nil {

@@ -12,10 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/transport"
+	"golang.org/x/sync/errgroup"
 )
 
 // ErrCloseTimeout: Cluster.Close gave up waiting for its roles and

@@ -8,11 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps"
 	"github.com/falconml/falcon/transport"
+	"go.uber.org/goleak"
 )
 
 // A 2-server, 3-worker cluster over loopback TCP with a shared secret and

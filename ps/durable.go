@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/falconml/falcon/ps/store"
 )
 
 // Durability. A server with DurableConfig.Dir set keeps its state on disk
@@ -157,8 +159,8 @@ func (c *DurableConfig) Validate() error {
 	if (c.Log || c.CheckpointEvery > 0 || c.CheckpointPeriod > 0) && c.Dir == "" {
 		return errors.New("ps: DurableConfig needs a Dir")
 	}
-	if len(c.RunID) > maxCheckpointName {
-		return fmt.Errorf("ps: DurableConfig.RunID of %d bytes (at most %d)", len(c.RunID), maxCheckpointName)
+	if len(c.RunID) > store.MaxCheckpointName {
+		return fmt.Errorf("ps: DurableConfig.RunID of %d bytes (at most %d)", len(c.RunID), store.MaxCheckpointName)
 	}
 	return nil
 }
@@ -270,7 +272,7 @@ func (s *Server) logPath(gen uint64) string {
 // the log. It runs in NewServer, before the server serves anything.
 // Temporary files of checkpoints that a crash interrupted are removed,
 // and logs older than the checkpoint; the checkpoint must be this
-// server's (Checkpoint.checkHeader).
+// server's (checkHeader).
 func (s *Server) openDurable(cfg DurableConfig) error {
 	if cfg.Log && cfg.LogMaxBytes == 0 {
 		cfg.LogMaxBytes = DefaultLogMaxBytes
@@ -292,7 +294,7 @@ func (s *Server) openDurable(cfg DurableConfig) error {
 	case err != nil:
 		return fmt.Errorf("ps: %s: restore: %w", s.name, err)
 	default:
-		if err := ck.checkHeader(s.name, cfg); err != nil {
+		if err := checkHeader(ck, s.name, cfg); err != nil {
 			return fmt.Errorf("ps: %s: restore %s: %w", s.name, s.dur.ckPath, err)
 		}
 		s.dur.cfg.RunID = ck.RunID
@@ -729,7 +731,7 @@ func (s *Server) flush(req []byte, clock int, scale float32) (int, error) {
 //
 //  1. begin, under the write lock: the log is rotated (a new generation,
 //     which the checkpoint names) and a copy-on-write snapshot of the
-//     store begins (Store.beginSnapshot: the keys and gradient buffers
+//     store begins (Store.BeginSnapshot: the keys and gradient buffers
 //     are copied, O(keys + buffered values)); the client windows are
 //     copied, O(windows);
 //  2. the values and optimizer state are copied snapSlice values at a
@@ -893,7 +895,7 @@ func (s *Server) beginCheckpoint(background bool) (*Checkpoint, error) {
 // memory).
 func (s *Server) snapStorage() (vals, state []float32) {
 	s.mu.RLock()
-	n, slots := s.store.Size(), s.store.slots
+	n, slots := s.store.Size(), s.store.Optimizer().Slots()
 	s.mu.RUnlock()
 	if n == 0 {
 		return nil, nil
@@ -932,7 +934,7 @@ func (s *Server) Snapshot() *Checkpoint {
 // header, the flushed clock and a copy of the client windows (sorted
 // later, without the lock). Under the write lock and ckMu.
 func (s *Server) snapshotLocked(vals, state []float32) *Checkpoint {
-	ck := s.store.beginSnapshot(vals, state)
+	ck := s.store.BeginSnapshot(vals, state)
 	ck.RunID, ck.Server, ck.Layout = s.dur.cfg.RunID, s.name, s.dur.cfg.Layout
 	ck.Flushed = s.dur.flushed
 	if n := s.dur.windows.len(); n > 0 {
@@ -949,7 +951,7 @@ func (s *Server) completeSnapshot(ck *Checkpoint) {
 	}
 	for done := false; !done; {
 		s.mu.Lock()
-		done = s.store.snapshotSlice(snapSlice)
+		done = s.store.SnapshotSlice(snapSlice)
 		s.mu.Unlock()
 	}
 	sortWindows(ck.Clients)
@@ -995,3 +997,26 @@ func readReqID(d *decoder, o op) (op, reqID) {
 }
 
 var _ io.Closer = (*Server)(nil)
+
+// castagnoli is the CRC-32C table of the request log (the checkpoint
+// format in package store uses the same polynomial).
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// checkHeader refuses a checkpoint that is not server name's in the run
+// and layout of cfg: another server's name, another run id (when cfg
+// names one) or another layout (when cfg has one). Errors wrap
+// ErrCheckpointMismatch and name both sides.
+func checkHeader(ck *Checkpoint, name string, cfg DurableConfig) error {
+	if ck.Server != name {
+		return fmt.Errorf("%w: taken on server %q, this is server %q (a file copied or renamed?)", ErrCheckpointMismatch, ck.Server, name)
+	}
+	if cfg.RunID != "" && ck.RunID != cfg.RunID {
+		return fmt.Errorf("%w: of run %q, this server runs %q (a checkpoint left by an earlier run; set DurableConfig.RunID %q to resume that run, or remove the file to start afresh)",
+			ErrCheckpointMismatch, ck.RunID, cfg.RunID, ck.RunID)
+	}
+	if cfg.Layout != 0 && ck.Layout != cfg.Layout {
+		return fmt.Errorf("%w: taken under layout %016x, this server runs under layout %016x (another partitioner or number of servers; move the state with Reshard)",
+			ErrCheckpointMismatch, ck.Layout, cfg.Layout)
+	}
+	return nil
+}

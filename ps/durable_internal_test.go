@@ -89,8 +89,8 @@ func TestServer_TornLogRecordCut(t *testing.T) {
 	for seq := range uint64(5) {
 		s.HandleRequest(ctx, "c", idPush(3, seq+1, float32(seq)))
 	}
-	want := slices.Clone(s.store.vals)
-	wantState := slices.Clone(s.store.state)
+	want := slices.Clone(s.store.Checkpoint().Values)
+	wantState := slices.Clone(s.store.Checkpoint().State)
 	path := filepath.Join(dir, "s.log.0")
 	f, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	f.Write([]byte{40, 0, 0, 0, 1, 2, 3}) // a header and part of a body
@@ -100,8 +100,8 @@ func TestServer_TornLogRecordCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if !slices.Equal(f32Bits(r.store.vals), f32Bits(want)) || !slices.Equal(f32Bits(r.store.state), f32Bits(wantState)) || r.store.Steps(1) != 5 {
-		t.Fatalf("restored %v (state %v, %d steps), want %v (%v, 5)", r.store.vals, r.store.state, r.store.Steps(1), want, wantState)
+	if !slices.Equal(f32Bits(r.store.Checkpoint().Values), f32Bits(want)) || !slices.Equal(f32Bits(r.store.Checkpoint().State), f32Bits(wantState)) || r.store.Steps(1) != 5 {
+		t.Fatalf("restored %v (state %v, %d steps), want %v (%v, 5)", r.store.Checkpoint().Values, r.store.Checkpoint().State, r.store.Steps(1), want, wantState)
 	}
 	// a resent push of the first run is recognised after the restart
 	r.HandleRequest(ctx, "c", idPush(3, 5, 100))
@@ -138,7 +138,7 @@ func TestServer_CheckpointPeriod(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if !slices.Equal(f32Bits(r.store.vals), f32Bits(s.store.vals)) || !slices.Equal(f32Bits(r.store.state), f32Bits(s.store.state)) || r.store.Steps(1) != 2 {
-		t.Fatalf("restored %v %v (%d steps), want %v %v (2)", r.store.vals, r.store.state, r.store.Steps(1), s.store.vals, s.store.state)
+	if !slices.Equal(f32Bits(r.store.Checkpoint().Values), f32Bits(s.store.Checkpoint().Values)) || !slices.Equal(f32Bits(r.store.Checkpoint().State), f32Bits(s.store.Checkpoint().State)) || r.store.Steps(1) != 2 {
+		t.Fatalf("restored %v %v (%d steps), want %v %v (2)", r.store.Checkpoint().Values, r.store.Checkpoint().State, r.store.Steps(1), s.store.Checkpoint().Values, s.store.Checkpoint().State)
 	}
 }

@@ -3,20 +3,20 @@ package ps
 import (
 	"errors"
 	"fmt"
+
 	"github.com/falconml/falcon/ps/internal/codec"
+	"github.com/falconml/falcon/ps/store"
 )
 
 // Errors returned by the package. Check them with errors.Is; the returned
 // errors wrap them with details (the key, the server, the lengths).
 var (
-	// ErrUnsortedKeys: the keys of a request are not strictly increasing
-	// (sorted and unique).
-	ErrUnsortedKeys = errors.New("ps: keys not sorted and unique")
-	// ErrUnknownKey: a key was never initialised on the server that owns it.
-	ErrUnknownKey = errors.New("ps: unknown key")
-	// ErrLengthMismatch: a value length disagrees with the key's length, or
-	// len(vals) disagrees with the lengths.
-	ErrLengthMismatch = errors.New("ps: length mismatch")
+	// ErrUnsortedKeys is store.ErrUnsortedKeys (same value, so errors.Is matches either).
+	ErrUnsortedKeys = store.ErrUnsortedKeys
+	// ErrUnknownKey is store.ErrUnknownKey (same value, so errors.Is matches either).
+	ErrUnknownKey = store.ErrUnknownKey
+	// ErrLengthMismatch is store.ErrLengthMismatch (same value, so errors.Is matches either).
+	ErrLengthMismatch = store.ErrLengthMismatch
 	// ErrServerUnavailable: a server could not be reached or did not answer;
 	// the wrapped error names the server and carries the transport error.
 	ErrServerUnavailable = errors.New("ps: server unavailable")
@@ -25,7 +25,7 @@ var (
 	// ErrMalformed: a message could not be decoded (bad length, bad field).
 	ErrMalformed = codec.ErrMalformed
 	// ErrWireVersion: a message carries a wire version this build does not speak.
-	ErrWireVersion = errors.New("ps: unsupported wire version")
+	ErrWireVersion = codec.ErrWireVersion
 	// ErrStartTimeout: a role could not reach its peers before its start
 	// deadline; the message says who is missing.
 	ErrStartTimeout = errors.New("ps: start timed out")
@@ -38,20 +38,14 @@ var (
 	// server unreachable during a flush, a worker that failed); the message
 	// carries the cause.
 	ErrAborted = errors.New("ps: run aborted")
-	// ErrNonFinite: a gradient or initial value is NaN or ±Inf, a scale
-	// or weight lies outside float32's range, or the request's arithmetic
-	// would store a NaN or ±Inf (a value, an optimizer state or a
-	// gradient buffer overflowing float32); the request was refused and
-	// changed nothing.
-	ErrNonFinite = errors.New("ps: non-finite value")
+	// ErrNonFinite is store.ErrNonFinite (same value, so errors.Is matches either).
+	ErrNonFinite = store.ErrNonFinite
 	// ErrLogFailed: a durable server could not append the update to its
 	// request log (a full disk, an I/O error); the update was refused and
 	// changed nothing. The message names the log and the cause.
 	ErrLogFailed = errors.New("ps: request log not written")
-	// ErrClockNotOpen: an accumulating push named a clock outside the
-	// window of open clocks (StoreConfig.AccumulateWindow): already
-	// flushed, or too far ahead. Nothing was buffered.
-	ErrClockNotOpen = errors.New("ps: clock not open for accumulation")
+	// ErrClockNotOpen is store.ErrClockNotOpen (same value, so errors.Is matches either).
+	ErrClockNotOpen = store.ErrClockNotOpen
 	// ErrRemote: a peer failed in a way no other sentinel describes.
 	ErrRemote = errors.New("ps: remote error")
 )

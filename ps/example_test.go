@@ -4,11 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps"
 	"github.com/falconml/falcon/transport"
+	"golang.org/x/sync/errgroup"
 )
 
 // A server applying SGD and a client pushing and pulling two keys of

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+
+	"github.com/falconml/falcon/ps/internal/codec"
 )
 
 // Segment is a contiguous part [Off, Off+Len) of one key's value, held by
@@ -78,7 +80,7 @@ func (p KeyRange) Locate(dst []Segment, key uint64, n int) []Segment {
 	return splitSegments(dst, key, n, p.Owner(key), p.Servers, p.MaxSegment)
 }
 
-// Hash places key on server mix64(key) mod Servers, spreading dense small
+// Hash places key on server codec.Mix64(key) mod Servers, spreading dense small
 // keys evenly; large values split as in KeyRange.
 type Hash struct {
 	Servers    int
@@ -90,7 +92,7 @@ var _ Partitioner = Hash{}
 // Locate implements Partitioner.
 func (p Hash) Locate(dst []Segment, key uint64, n int) []Segment {
 	s := max(p.Servers, 1)
-	return splitSegments(dst, key, n, int(mix64(key)%uint64(s)), s, p.MaxSegment)
+	return splitSegments(dst, key, n, int(codec.Mix64(key)%uint64(s)), s, p.MaxSegment)
 }
 
 // Modulo places key on server key mod Servers: dense small keys 0..n−1,

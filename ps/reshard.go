@@ -53,7 +53,7 @@ func Reshard(old []*Checkpoint, from, to Partitioner, servers int) ([]*Checkpoin
 		if len(ck.Pending) > 0 {
 			return nil, fmt.Errorf("ps: reshard: server %d holds gradients of %d unflushed clocks; take the checkpoints at a flush boundary", s, len(ck.Pending))
 		}
-		if err := ck.check(); err != nil {
+		if err := ck.Validate(); err != nil {
 			return nil, err
 		}
 		flushed = max(flushed, ck.Flushed)

@@ -11,12 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps"
 	"github.com/falconml/falcon/ps/pstest"
 	"github.com/falconml/falcon/transport"
+	"golang.org/x/sync/errgroup"
 )
 
 func finalParams(t *testing.T, c *pstest.Cluster, n int) []float32 {

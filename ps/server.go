@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/falconml/falcon/ps/internal/codec"
 	"math"
 	"sync"
 
 	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps/internal/codec"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -298,15 +298,15 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 			mark, err = s.logAhead(req, tail)
 			if err == nil {
 				if mode == modeApply {
-					err = s.store.applyBytes(sc.keys, sc.lens, vb, float32(scale))
+					err = s.store.ApplyBytes(sc.keys, sc.lens, vb, float32(scale))
 				} else {
-					err = s.store.accumulateBytes(clock, sc.keys, sc.lens, vb, weight)
+					err = s.store.AccumulateBytes(clock, sc.keys, sc.lens, vb, weight)
 				}
 				err = s.settle(mark, rid, err)
 			}
 		}
 		if err == nil && o == opPushPull {
-			sc.idx, err = s.store.pullBytes(sc.idx, sc.keys, sc.lens, resp)
+			sc.idx, err = s.store.PullBytes(sc.idx, sc.keys, sc.lens, resp)
 		}
 		s.mu.Unlock()
 		if err != nil {
@@ -332,12 +332,12 @@ func (s *Server) pull(sc *scratch, total int, dst []byte) ([]byte, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var err error
-	sc.idx, err = s.store.resolveInto(sc.idx[:0], sc.keys, sc.lens, total)
+	sc.idx, err = s.store.ResolveInto(sc.idx[:0], sc.keys, sc.lens, total)
 	if err != nil {
 		return nil, err
 	}
 	resp := codec.GrowLen(dst, 4*total)
-	s.store.putEntries(resp[len(dst):], sc.idx)
+	s.store.PutEntries(resp[len(dst):], sc.idx)
 	return resp, nil
 }
 

@@ -8,11 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps"
 	"github.com/falconml/falcon/transport"
+	"golang.org/x/sync/errgroup"
 )
 
 // TestCluster_TCP runs every role on its own TCP transport on 127.0.0.1

@@ -3,8 +3,8 @@ package ps
 import (
 	"errors"
 	"fmt"
-	"github.com/falconml/falcon/ps/internal/codec"
 
+	"github.com/falconml/falcon/ps/internal/codec"
 	"github.com/falconml/falcon/transport"
 )
 

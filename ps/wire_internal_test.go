@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"github.com/falconml/falcon/ps/internal/codec"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps/internal/codec"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -179,6 +179,7 @@ func TestStore_BytesPathsMatch(t *testing.T) {
 func testBytesPathsMatch(t *testing.T, shift int) {
 	rng := rand.New(rand.NewPCG(8, 9))
 	keys := []uint64{1, 2, 3}
+	const chunk = 4096 // the store applies a key in pieces of 4096 values (store.go)
 	lens := []int{3*chunk + 5, 17, chunk}
 	total := 0
 	for _, l := range lens {
@@ -200,12 +201,12 @@ func testBytesPathsMatch(t *testing.T, shift int) {
 			if err := a.Apply(keys, nil, g, 0.7); err != nil {
 				t.Fatal(err)
 			}
-			if err := b.applyBytes(keys, nil, gb, 0.7); err != nil {
+			if err := b.ApplyBytes(keys, nil, gb, 0.7); err != nil {
 				t.Fatal(err)
 			}
 		}
 		a.Accumulate(4, keys, nil, g, 3)
-		b.accumulateBytes(4, keys, nil, gb, 3)
+		b.AccumulateBytes(4, keys, nil, gb, 3)
 		a.Flush(4, 1)
 		b.Flush(4, 1)
 		va, vb := make([]float32, total), make([]float32, total)

@@ -12,6 +12,10 @@ import (
 // range, trailing bytes). Package ps re-exports it as ps.ErrMalformed.
 var ErrMalformed = errors.New("ps: malformed message")
 
+// ErrWireVersion: a message or a file carries a format version this build
+// does not read. Package ps re-exports it as ps.ErrWireVersion.
+var ErrWireVersion = errors.New("ps: unsupported wire version")
+
 // Encoder appends little-endian values to B. Its zero value is ready (B
 // nil grows on the first append).
 type Encoder struct{ B []byte }
@@ -311,4 +315,12 @@ func (d *Decoder) End() error {
 		d.Err = fmt.Errorf("%w: %d trailing bytes", ErrMalformed, len(d.B))
 	}
 	return d.Err
+}
+
+// Mix64 is the SplitMix64 finaliser (Steele, Lea, Flood 2014).
+func Mix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
 }

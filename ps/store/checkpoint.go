@@ -1,15 +1,16 @@
-package ps
+package store
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"github.com/falconml/falcon/ps/internal/codec"
 	"hash/crc32"
 	"io"
 	"math"
 	"os"
 	"slices"
+
+	"github.com/falconml/falcon/internal/atomicfile"
+	"github.com/falconml/falcon/ps/internal/codec"
 )
 
 // Checkpoint is one server's durable state: a header naming whose state it
@@ -88,23 +89,14 @@ type ClientWindow struct {
 	Window uint64
 }
 
-// ErrCorruptCheckpoint: a checkpoint could not be decoded (truncated, a
-// checksum mismatch, inconsistent sizes) or does not fit the server.
-var ErrCorruptCheckpoint = errors.New("ps: corrupt checkpoint")
-
-// ErrCheckpointMismatch: a checkpoint is intact but not this server's: it
-// names another server, another run or another layout, or is of another
-// format version. The error names both sides.
-var ErrCheckpointMismatch = errors.New("ps: checkpoint of another server, run, layout or format")
-
 const (
 	checkpointMagic   = "FLCNPSCK"
 	CheckpointVersion = 2 // the version EncodeCheckpoint writes and DecodeCheckpoint reads
 )
 
-// maxCheckpointName bounds the run id and server name a checkpoint
+// MaxCheckpointName bounds the run id and server name a checkpoint
 // carries (bytes).
-const maxCheckpointName = 256
+const MaxCheckpointName = 256
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -117,8 +109,8 @@ func (s *Store) Checkpoint() *Checkpoint {
 }
 
 // storeSnap is a copy-on-write snapshot of a store being taken: the
-// state of every entry as it was at beginSnapshot, copied into ck
-// either by snapshotSlice, a slice at a time, or by cow just before an
+// state of every entry as it was at BeginSnapshot, copied into ck
+// either by SnapshotSlice, a slice at a time, or by cow just before an
 // update first writes the entry, whichever comes first.
 type storeSnap struct {
 	ck   *Checkpoint
@@ -126,14 +118,14 @@ type storeSnap struct {
 	next int   // entries before next are copied whole
 }
 
-// beginSnapshot starts a copy-on-write snapshot of the store and returns
-// its Checkpoint, whose Values and State are filled as snapshotSlice and
+// BeginSnapshot starts a copy-on-write snapshot of the store and returns
+// its Checkpoint, whose Values and State are filled as SnapshotSlice and
 // the updates' cow calls copy them (vals and state are used as that
 // storage when large enough). It copies the keys and the gradient
 // buffers now: O(keys + buffered values). While the snapshot runs, every
 // write to an entry's value or state goes through cow first; keys added
 // meanwhile are not in it.
-func (s *Store) beginSnapshot(vals, state []float32) *Checkpoint {
+func (s *Store) BeginSnapshot(vals, state []float32) *Checkpoint {
 	s.snap = s.newSnap(vals, state)
 	return s.snap.ck
 }
@@ -165,16 +157,20 @@ func (s *Store) newSnap(vals, state []float32) *storeSnap {
 	return &storeSnap{ck: ck, done: make([]int, len(s.ents))}
 }
 
-// snapshotSlice copies up to budget more values (each with its optimizer
-// state) of the snapshot begun by beginSnapshot and reports whether it is
+// SnapshotSlice copies up to budget more values (each with its optimizer
+// state) of the snapshot begun by BeginSnapshot and reports whether it is
 // complete; then the store has no snapshot any more.
-func (s *Store) snapshotSlice(budget int) bool {
+func (s *Store) SnapshotSlice(budget int) bool {
 	if !s.copySlice(s.snap, budget) {
 		return false
 	}
 	s.snap = nil
 	return true
 }
+
+// Snapshotting reports whether a snapshot begun by BeginSnapshot is still
+// being copied (SnapshotSlice has not yet reported it complete).
+func (s *Store) Snapshotting() bool { return s.snap != nil }
 
 // copySlice copies up to budget more values of sn and reports whether it
 // is complete.
@@ -244,7 +240,7 @@ func (s *Store) Restore(ck *Checkpoint) error {
 		return fmt.Errorf("%w: taken with optimizer %s (%d slots), the server runs %s (%d slots)",
 			ErrCorruptCheckpoint, ck.Optimizer, ck.Slots, s.opt.Name(), s.slots)
 	}
-	if err := ck.check(); err != nil {
+	if err := ck.Validate(); err != nil {
 		return err
 	}
 	for _, k := range ck.Keys {
@@ -280,7 +276,7 @@ func (s *Store) Restore(ck *Checkpoint) error {
 }
 
 // check validates the sizes of a checkpoint built in memory or decoded.
-func (ck *Checkpoint) check() error {
+func (ck *Checkpoint) Validate() error {
 	total := 0
 	seen := make(map[uint64]bool, len(ck.Keys))
 	for _, k := range ck.Keys {
@@ -317,7 +313,7 @@ func (ck *Checkpoint) check() error {
 // EncodeCheckpoint appends the encoded form of ck to dst.
 func EncodeCheckpoint(dst []byte, ck *Checkpoint) []byte {
 	w := &appendWriter{b: dst}
-	writeCheckpoint(w, ck) // an appendWriter never fails
+	WriteCheckpoint(w, ck) // an appendWriter never fails
 	return w.b
 }
 
@@ -326,14 +322,14 @@ type appendWriter struct{ b []byte }
 
 func (w *appendWriter) Write(p []byte) (int, error) { w.b = append(w.b, p...); return len(p), nil }
 
-// ckChunk is the buffer of writeCheckpoint (bytes).
+// ckChunk is the buffer of WriteCheckpoint (bytes).
 const ckChunk = 1 << 16
 
-// writeCheckpoint writes the encoded form of ck to w through one buffer
+// WriteCheckpoint writes the encoded form of ck to w through one buffer
 // of ckChunk bytes, computing the checksum as it goes: a checkpoint of
 // any size is written without a second copy of it in memory.
-func writeCheckpoint(w io.Writer, ck *Checkpoint) error {
-	cw := ckWriter{w: w, e: encoder{B: make([]byte, 0, ckChunk+64)}}
+func WriteCheckpoint(w io.Writer, ck *Checkpoint) error {
+	cw := ckWriter{w: w, e: codec.Encoder{B: make([]byte, 0, ckChunk+64)}}
 	e := &cw.e
 	e.B = append(e.B, checkpointMagic...)
 	e.U32(CheckpointVersion)
@@ -377,11 +373,11 @@ func writeCheckpoint(w io.Writer, ck *Checkpoint) error {
 	return cw.err
 }
 
-// ckWriter buffers writeCheckpoint's output in e and keeps the running
+// ckWriter buffers WriteCheckpoint's output in e and keeps the running
 // CRC-32C of what it wrote.
 type ckWriter struct {
 	w   io.Writer
-	e   encoder
+	e   codec.Encoder
 	crc uint32
 	err error
 }
@@ -422,24 +418,24 @@ const maxCheckpointSlots = 16
 
 // DecodeCheckpoint decodes a checkpoint written by EncodeCheckpoint.
 // Errors wrap ErrCorruptCheckpoint, or ErrCheckpointMismatch and
-// ErrWireVersion for another format version, and say what is wrong.
+// codec.ErrWireVersion for another format version, and say what is wrong.
 func DecodeCheckpoint(b []byte) (*Checkpoint, error) {
 	if len(b) < len(checkpointMagic)+4+4 || string(b[:len(checkpointMagic)]) != checkpointMagic {
 		return nil, fmt.Errorf("%w: no checkpoint magic (%d bytes)", ErrCorruptCheckpoint, len(b))
 	}
 	body := b[len(checkpointMagic) : len(b)-4]
 	if v := binary.LittleEndian.Uint32(body); v != CheckpointVersion {
-		return nil, fmt.Errorf("%w: %w: checkpoint format version %d, this build reads version %d", ErrCheckpointMismatch, ErrWireVersion, v, CheckpointVersion)
+		return nil, fmt.Errorf("%w: %w: checkpoint format version %d, this build reads version %d", ErrCheckpointMismatch, codec.ErrWireVersion, v, CheckpointVersion)
 	}
 	if got, want := binary.LittleEndian.Uint32(b[len(b)-4:]), crc32.Checksum(b[:len(b)-4], castagnoli); got != want {
 		return nil, fmt.Errorf("%w: checksum %08x, computed %08x (truncated or damaged)", ErrCorruptCheckpoint, got, want)
 	}
-	d := decoder{B: body[4:]}
+	d := codec.Decoder{B: body[4:]}
 	ck := &Checkpoint{}
 	ck.RunID = d.Str()
 	ck.Server = d.Str()
 	ck.Layout = d.U64()
-	if d.Err == nil && (len(ck.RunID) > maxCheckpointName || len(ck.Server) > maxCheckpointName) {
+	if d.Err == nil && (len(ck.RunID) > MaxCheckpointName || len(ck.Server) > MaxCheckpointName) {
 		return nil, fmt.Errorf("%w: run id of %d bytes, server name of %d", ErrCorruptCheckpoint, len(ck.RunID), len(ck.Server))
 	}
 	ck.Optimizer = d.Str()
@@ -516,14 +512,14 @@ func DecodeCheckpoint(b []byte) (*Checkpoint, error) {
 	if err := d.End(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorruptCheckpoint, err)
 	}
-	if err := ck.check(); err != nil {
+	if err := ck.Validate(); err != nil {
 		return nil, err
 	}
 	return ck, nil
 }
 
 // readF32s reads n float32s (the caller has checked that they fit).
-func readF32s(d *decoder, n int) []float32 {
+func readF32s(d *codec.Decoder, n int) []float32 {
 	b := d.Bytes(4 * n)
 	if b == nil || n == 0 {
 		return nil
@@ -533,10 +529,10 @@ func readF32s(d *decoder, n int) []float32 {
 	return v
 }
 
-// WriteCheckpointFile writes ck to path atomically (WriteFileAtomic): a
+// WriteCheckpointFile writes ck to path atomically (atomicfile.WriteFile): a
 // crash during the write leaves the previous checkpoint in place.
 func WriteCheckpointFile(path string, ck *Checkpoint) error {
-	return WriteFileAtomic(path, 0o644, func(w io.Writer) error { return writeCheckpoint(w, ck) })
+	return atomicfile.WriteFile(path, 0o644, func(w io.Writer) error { return WriteCheckpoint(w, ck) })
 }
 
 // maxCheckpointFile bounds the file ReadCheckpointFile reads (16 GiB).
@@ -565,23 +561,4 @@ func ReadCheckpointFile(path string) (*Checkpoint, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return ck, nil
-}
-
-// checkHeader refuses a checkpoint that is not server name's in the run
-// and layout of cfg: another server's name, another run id (when cfg
-// names one) or another layout (when cfg has one). Errors wrap
-// ErrCheckpointMismatch and name both sides.
-func (ck *Checkpoint) checkHeader(name string, cfg DurableConfig) error {
-	if ck.Server != name {
-		return fmt.Errorf("%w: taken on server %q, this is server %q (a file copied or renamed?)", ErrCheckpointMismatch, ck.Server, name)
-	}
-	if cfg.RunID != "" && ck.RunID != cfg.RunID {
-		return fmt.Errorf("%w: of run %q, this server runs %q (a checkpoint left by an earlier run; set DurableConfig.RunID %q to resume that run, or remove the file to start afresh)",
-			ErrCheckpointMismatch, ck.RunID, cfg.RunID, ck.RunID)
-	}
-	if cfg.Layout != 0 && ck.Layout != cfg.Layout {
-		return fmt.Errorf("%w: taken under layout %016x, this server runs under layout %016x (another partitioner or number of servers; move the state with Reshard)",
-			ErrCheckpointMismatch, ck.Layout, cfg.Layout)
-	}
-	return nil
 }

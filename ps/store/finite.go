@@ -1,10 +1,11 @@
-package ps
+package store
 
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/falconml/falcon/ps/internal/codec"
 	"math"
+
+	"github.com/falconml/falcon/ps/internal/codec"
 )
 
 // Non-finite values. A NaN or ±Inf, once stored, poisons a key for good
