@@ -15,6 +15,33 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
+// # Overview: the key-value API
+//
+// (This part of the package documentation sits beside the code it
+// describes; the package doc in doc.go is the map.)
+//
+// Keys are uint64, values float32. Every call takes keys sorted and unique
+// (ErrUnsortedKeys otherwise) and their values back to back; lens gives
+// each key's value length, or nil for the client's fixed Width:
+//
+//	cl.Push(ctx, keys, grads, lens)           // one optimizer step per key, on its server
+//	cl.Pull(ctx, keys, vals, lens)            // fills the caller's buffer
+//	cl.PushPull(ctx, keys, grads, vals, lens) // both, one round trip per server
+//
+// Servers own keys chosen by a Partitioner (Modulo by default: key mod
+// the number of servers; KeyRange cuts the key space into ranges as
+// ps-lite does; Hash mixes the keys first); a value longer than MaxSegment
+// is split across servers (ps-lite#156). The Client fans a request out to the
+// servers with errgroup and merges the replies. It validates a request
+// completely before sending anything — every key known (Init creates keys;
+// keys created by other clients are learned from the servers) with the right
+// length — and every server validates its part again before applying it, so
+// a refused request changes nothing. (A server that dies in the middle of a
+// multi-server push can still leave the other servers' parts applied.)
+// Errors are sentinels: ErrUnknownKey, ErrLengthMismatch, ErrUnsortedKeys,
+// ErrServerUnavailable (naming the server and wrapping the transport error);
+// a cancelled context returns ctx.Err().
+
 // ClientConfig configures a Client.
 type ClientConfig struct {
 	// Servers names the server nodes; index i is server i of the

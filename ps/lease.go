@@ -14,6 +14,63 @@ import (
 	"github.com/falconml/falcon/transport"
 )
 
+// # Failures
+//
+// (This part of the package documentation sits beside the code it
+// describes; the package doc in doc.go is the map.)
+//
+// Nothing waits without a bound: Start waits at most StartTimeout for its
+// peers and names who is missing; every request has a RequestTimeout (a
+// hung peer cannot block a caller whose ctx has no deadline); a worker
+// that fails after training began reports it, and a coordinator that cannot
+// flush or release tells every worker, so the others return ErrAborted
+// instead of waiting at a barrier forever.
+//
+// Peers that die without a word are found by leases (lease.go): workers
+// heartbeat the coordinator every WorkerConfig.Heartbeat (500 ms), the
+// coordinator pings every server every LeaseConfig.Interval, and a peer
+// silent for LeaseConfig.Timeout (10 s; counted from the coordinator's
+// Start, and at least StartTimeout, for a peer never heard from) is lost,
+// declared within Timeout + Interval of its last sign of life. Measured
+// with a 400 ms lease (ps/internal/faulttest, separate processes on
+// loopback): a worker killed with kill -9 in the middle of a clock, or
+// stopped with SIGSTOP, ends the coordinator and every other worker
+// 403–412 ms later with an error naming it. A lost server aborts the run
+// with ErrPeerLost naming it, unless it comes back within
+// LeaseConfig.ServerRestart (see Durability). A lost worker aborts the
+// run naming it (AbortRun, the default) or, with ContinueWithout, leaves
+// the run (epsp.EventLeave) once the samples of its current clock it had
+// not processed — the prefix of its batch it had not given away, unless its
+// own push of the clock was already admitted — have been computed by a
+// survivor and stored, so each sample counts exactly once (a push admitted
+// but not stored when it died is lost, never counted twice). The hand-over
+// is an order in the epsp core's transfer ledger
+// (epsp.Coordinator.HandOver), so the survivor's push of those samples is
+// admitted once, and the lost worker's own push of them never; transfer
+// orders the lost worker had not answered, and any the policy makes of it
+// or to it while it leaves, count as refused. What it owed as a taker is
+// settled the same way: a range it pushed but never reported done is
+// reported done for it, and every range it still owed — accepted transfers
+// and hand-overs not pushed, orders to it not yet answered, samples
+// assigned to it at its release — goes to a survivor that is not the
+// range's giver (epsp.Coordinator.Retarget), which computes and pushes it
+// like a transfer, so the clock's barrier passes with each sample counted
+// once (with no such survivor the range is lost, counted in
+// epsp.Stats.SamplesAbandoned, and no barrier waits for it). A worker that
+// hears nothing from the coordinator for CoordinatorTimeout (10 s) fails
+// with ErrPeerLost naming it; one whose request fails because the
+// coordinator is gone fails at once with ErrCoordinatorUnavailable naming
+// it.
+//
+// Incarnations: each Worker draws a random 64-bit incarnation id that its
+// hello and heartbeats carry; the coordinator binds the first one it
+// hears, and a restarted process under the same name is refused at Start
+// with ErrRestarted instead of running its clocks a second time, as long
+// as the name is a member of the run (under AbortRun its first
+// incarnation's expired lease then ends the run naming it). Once the name
+// has left the run — it quit, or was lost under ContinueWithout — a new
+// process may rejoin after the cooldown (see Membership).
+
 // Failure detection. Every worker holds a lease at the coordinator that it
 // renews with a heartbeat request every WorkerConfig.Heartbeat; the
 // coordinator pings every server every LeaseConfig.Interval. A peer is

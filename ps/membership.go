@@ -11,6 +11,45 @@ import (
 	"github.com/falconml/falcon/transport"
 )
 
+// # Membership
+//
+// (This part of the package documentation sits beside the code it
+// describes; the package doc in doc.go is the map.)
+//
+// Workers join and leave while training runs (membership.go; the rules are
+// the epsp core's, see the epsp package doc). epsp.Config.MaxWorkers gives
+// the worker slots (CoordinatorConfig.Workers names them all; a Cluster
+// names them worker-<i> and its servers' role checks admit them). A hello
+// from a worker that is not a member — a new slot, or a worker that left —
+// is a join: it is admitted at the join clock J, the clock the next release
+// goes into (under BSP the next barrier's clock, never the one in
+// progress), waits for its release into J, pulls the parameters then and
+// runs the clocks J .. TrainConfig.Clocks-1 only (Worker.JoinClock).
+// Worker.Quit (or TrainConfig.Quit) leaves mid-run; a worker lost under
+// ContinueWithout leaves too; barriers never wait for a departed worker.
+// Below epsp.Config.MinWorkers (and while no worker has finished its
+// schedule) the run pauses — clocks every member finished are still
+// flushed, no worker is released into a new clock — and resumes when joins
+// bring the count back; a pause longer than MembershipConfig.PauseTimeout
+// (60 s) aborts the run with ErrBelowMinimum naming the members and the
+// departed. A departed worker rejoins only epsp.Config.RejoinAfter after it
+// left (ErrRejoinTooSoon before, saying how long is left); a join under a
+// policy that does not accept joins is ErrJoinRefused naming it (BSP, SSP
+// and ASP accept them; EPSP v2 and the other policies size per-worker
+// state at the start and refuse). MembershipConfig.OnChange sees every
+// change (kind, who, old and new size, clock, paused) so a program can
+// rescale its learning rate: Coordinator.SetLRScale multiplies the scale
+// of every update ordered from then on (flushes, ApplyNow pushes), e.g.
+// by members/initial under the linear scaling rule
+// (TestElastic_HookRescalesLR).
+// Cluster.AddWorker starts a joiner in process; over TCP a joiner is a
+// process like any worker, whose address the coordinator's Peers must
+// hold. A hand-over of a lost worker's samples never goes to a joiner that
+// has not started its first clock. Every sample counts once across joins
+// and leaves (TestElastic_*: scale-up 2→3, scale-down 3→2, pause and
+// resume, cooldown, asserted from the server's counts). The simulator
+// (ps/sim) does not model membership changes.
+
 // Elastic membership: workers join and leave while a run goes on. The
 // rules are the epsp core's (see the epsp package doc, "Membership"); the
 // coordinator adds the runtime around them:

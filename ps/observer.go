@@ -11,6 +11,18 @@ import (
 	"github.com/falconml/falcon/transport"
 )
 
+// # Observers
+//
+// (This part of the package documentation sits beside the code it
+// describes; the package doc in doc.go is the map.)
+//
+// An Observer sees pushes, applies and flushes, clock starts and ends,
+// pulls and pushes done, releases, parallelism and batch changes,
+// transfers and computed chunks; each EventKind names the role that emits
+// it. Events carry a process-wide Seq, and the coordinator emits the
+// event a request reports (EvClockDone, EvLeave, transfer answers) before
+// the orders it caused, so Seq order is causal within a process.
+
 // EventKind tells what an observed Event reports.
 type EventKind uint8
 

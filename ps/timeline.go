@@ -11,6 +11,19 @@ import (
 	"github.com/falconml/falcon/epsp"
 )
 
+// # Observability
+//
+// (This part of the package documentation sits beside the code it
+// describes; the package doc in doc.go is the map.)
+//
+// Timeline is an Observer that writes a run as a Chrome trace-event JSON
+// timeline (pull, compute, push, wait and transfer spans per worker and
+// clock; open it in chrome://tracing or ui.perfetto.dev). A Cluster with
+// its coordinator in this process tracks every worker's state (clock,
+// waiting or left, parallelism, batch, speed, straggler or pioneer):
+// Cluster.WorkerStates on demand, ClusterConfig.StateEvery and OnState at
+// an interval.
+
 // Timeline is an Observer that keeps the events of a run and writes them
 // as a timeline in the Chrome trace-event JSON format (the "JSON Object
 // Format" of the Trace Event Format document, Google, 2016), which

@@ -8,6 +8,62 @@ import (
 	"github.com/falconml/falcon/transport"
 )
 
+// # Wire format
+//
+// (This part of the package documentation sits beside the code it
+// describes; the package doc in doc.go is the map.)
+//
+// One binary format for every ps message: a version byte, an op byte, then
+// little-endian fields and float32 values as IEEE-754 bits (see wire.go).
+// On little-endian hosts a block of values is their memory image, moved
+// with one copy(); a portable loop serves big-endian hosts. Pushes pad
+// their values to a 4-byte offset so servers apply them straight from the
+// wire bytes (SGD and accumulation through an SSE kernel on amd64). Pulls
+// are answered with the bare values, which the client has the transport
+// write straight into the caller's slice (transport.RequestAppend; the
+// server is a transport.AppendHandler). Errors travel as one-byte codes and
+// come back as this package's sentinels.
+//
+// # Hostile input
+//
+// No message ends a process. Every decoder checks counts and lengths
+// against what exists before it allocates: a pull may name at most the
+// values its server holds (resolved against the store before the reply is
+// grown), a push or init at most the values it carries, a batch size read
+// from the wire at most 2^24 samples. A panic while a role serves a message
+// (a bug, or a policy's) is recovered: the request is answered with an
+// error wrapping ErrRemote, one line goes to the role's logger (WithLogger;
+// slog.Default() otherwise) with the stack, and a panic inside the
+// coordinator's step aborts the run with an error that names it. The fuzz
+// targets FuzzServerRequest, FuzzCoordinatorRequest, FuzzWorkerMessage,
+// FuzzClientResponse, FuzzCheckpointDecode and FuzzRequestLogReplay (a
+// server's request log at start) cover every decoder; they fail on a
+// recovered panic too, and CI fuzzes each under a memory limit (.ci/fuzz).
+//
+// # Performance
+//
+// BenchmarkPairedPushPull alternates a Push+Pull of n float32 values per
+// worker with its ceiling inside one loop — copy() of the same bytes
+// in-process, a raw TCP stream of them over loopback — and reports both and
+// their ratio:
+//
+//	go test -run '^$' -bench PairedPushPull -benchtime 500ms -count 5 ./ps
+//
+// In-process, with the bulk paths, a push is lent (header plus a byte view
+// of the caller's gradients, transport.RequestAppendV; the server is a
+// transport.VectorHandler) and applied from the caller's memory by the SGD
+// kernel, and a pull is one copy from the server's values into the
+// caller's slice: one pass of SGD (reads weights and gradients, writes
+// weights) and one copy against the ceiling's two copies. Over TCP the
+// same request is written with one writev from the caller's memory and
+// the pulled values are read from the socket straight into the caller's
+// slice. Measured side by side on a loaded 2-core VM (median of 5, 1e6
+// values, one worker): 23 GB/s in-process, 0.85 of the copy ceiling;
+// 2.3 GB/s over loopback TCP, 0.65 of a raw TCP stream. Values that fit in
+// L2 (1e5) reach only about 0.35 of a copy, which runs at cache speed.
+//
+// The cost of refusing non-finite values is measured in package ps/store.
+
 // The ps wire format. Every message starts with two bytes: the wire version
 // and the operation. Integers and floats are little-endian; float32 values
 // travel as their IEEE-754 bits, back to back. Responses start with the wire

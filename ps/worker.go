@@ -13,6 +13,71 @@ import (
 	"github.com/falconml/falcon/transport"
 )
 
+// # Roles
+//
+// (This part of the package documentation sits beside the code it
+// describes; the package doc in doc.go is the map.)
+//
+// The Server role wraps a Store. The Coordinator role wraps an
+// epsp.Coordinator in one goroutine: workers ask it to admit their pushes
+// (apply now with a scale, accumulate for a clock, or drop) and tell it when
+// a clock's pushes are stored; it carries out the policy's orders, flushing
+// on every server and waiting for all acknowledgements before it releases
+// anyone, then sending parallelism, batch and transfer orders.
+//
+// The Worker role runs the training loop of Worker.Train for a user Model
+// (a gradient function over sample ids) and a Sampler (which sample ids form
+// a worker's batch of a clock; deterministic, so any worker can compute any
+// other's batch):
+//
+//	for each clock c:
+//	    pull the parameters (BaseVersion = the version the release carried)
+//	    compute the batch with p goroutines claiming chunks of samples;
+//	    p follows the coordinator's SetParallelism orders, live
+//	    ("parallelism as an infrastructure"); report progress every few chunks
+//	    (then the samples of other workers' batches its release assigned it)
+//	    push the mean gradient with its sample count, as the coordinator admits it
+//	    tell the coordinator clock c is done; wait for release into c+1
+//	after the last clock: leave (the policy stops waiting for this worker)
+//
+// Task transfer (falcon.md §3, a reconstruction: the paper's protocol is
+// not public): a giver takes its orders in the order they were sent and
+// accepts one only if it ends where the giver's own range ends (so what it
+// keeps is always one prefix [0, end) of its batch, even with several
+// pieces outstanding, as EPSP's multi-taker split orders them tail-first)
+// and only for samples no goroutine has claimed yet (trimming the front of
+// the range), so it never computes what it gave; the taker computes the
+// range with its own latest parameters and pushes it with Owner = the
+// giver, in one push; servers merge the parts sample-weighted (ApplyNow
+// scales each part by Samples/BatchSamples; Accumulate weights by Samples),
+// so every sample of a clock counts exactly once. The coordinator admits a
+// push of another worker's samples only when an accepted transfer (or a
+// lost worker's hand-over, or an assignment) covers it, once; any other is
+// refused (ErrRejected, wrapping the epsp core's ErrNotOrdered message). A
+// transfer's (or hand-over's) done is refused from any worker but its
+// taker, and before the taker's push of it is admitted, so a barrier never
+// passes a range not yet counted. The chunk size (4 samples) and progress
+// cadence (every 2 chunks) are our defaults, in WorkerConfig.
+//
+// Clock-start assignments (epsp.Output.Assign: samples [Lo, Hi) of one
+// released worker's batch given to another released into the same clock)
+// ride on the release messages: the giver's release says it computes
+// [0, keep) of its batch, the taker's lists its pieces (owner, lo, hi,
+// owner's batch size), so planning at clock start adds no message. The
+// taker runs one job with one cursor over its own samples and then the
+// pieces in order (a chunk is filled across the boundaries; a piece's
+// sample ids are Sampler.Batch(owner, clock, size)[lo:hi], and its EvChunk
+// events name the owner) and sends one push for the clock: the gradient
+// sum over all of them, Samples = own + assigned, BatchSamples = own batch
+// + assigned, and Parts naming each owner's share; it clocks only after
+// that push. Servers merge it sample-weighted like any push. A taker
+// refuses reactive transfer orders while it holds assigned samples (its
+// tail is not its own); a giver still gives reactively from the end of
+// what it kept. Progress reports count own samples in Done, Assigned and
+// Claimed and assigned ones in Extra and ExtraDone, and every push carries
+// Busy, the job's compute time (its start, after the pull, to its last
+// chunk), so Samples/Busy is the worker's speed.
+
 // Model is the user's model: a gradient function over a set of samples.
 //
 // Gradient adds to grad the sum over samples of the per-sample gradient of
