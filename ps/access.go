@@ -1,9 +1,9 @@
 package ps
 
 import (
-	"errors"
 	"fmt"
 
+	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -33,7 +33,7 @@ import (
 // ErrForbidden: a node sent a request its role may not send (a worker's
 // flush, a write from a node that is not a member of the cluster). The
 // request changed nothing; the message names the operation and the sender.
-var ErrForbidden = errors.New("ps: forbidden")
+var ErrForbidden = wire.ErrForbidden
 
 // Access is a server's role checks: which senders may send which requests.
 // The sender is the transport's `from`: over TCP, the name the connection
@@ -71,14 +71,14 @@ func (a Access) check(server string, from transport.NodeID, o op) error {
 	var need string
 	role, member := a.RoleOf(from)
 	switch o {
-	case opPing, opLayout, opPull:
+	case wire.OpPing, wire.OpLayout, wire.OpPull:
 		return nil
-	case opInit, opPush, opPushPull, opPushID, opPushPullID:
+	case wire.OpInit, wire.OpPush, wire.OpPushPull, wire.OpPushID, wire.OpPushPullID:
 		if member && (role == RoleWorker || role == RoleCoordinator) {
 			return nil
 		}
 		need = "only workers and the coordinator write"
-	case opFlush:
+	case wire.OpFlush:
 		if member && role == RoleCoordinator {
 			return nil
 		}
@@ -106,19 +106,19 @@ func ClusterAccess(servers, workers int) Access {
 // opName names a server op in messages.
 func opName(o op) string {
 	switch o {
-	case opPing:
+	case wire.OpPing:
 		return "ping"
-	case opInit:
+	case wire.OpInit:
 		return "init"
-	case opPush, opPushID:
+	case wire.OpPush, wire.OpPushID:
 		return "push"
-	case opPull:
+	case wire.OpPull:
 		return "pull"
-	case opPushPull, opPushPullID:
+	case wire.OpPushPull, wire.OpPushPullID:
 		return "pushpull"
-	case opFlush:
+	case wire.OpFlush:
 		return "flush"
-	case opLayout:
+	case wire.OpLayout:
 		return "layout"
 	}
 	return fmt.Sprintf("op %d", o)

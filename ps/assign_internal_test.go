@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -20,10 +21,10 @@ func TestReleaseRoundTrip(t *testing.T) {
 		{batch: 16, keep: 10},
 		{batch: 8, keep: 8, pieces: []assignedPiece{{owner: 2, lo: 10, hi: 13, batch: 16}, {owner: 0, lo: 0, hi: 4, batch: 4}}},
 	} {
-		e := newMsg(nil, opRelease)
+		e := wire.NewMsg(nil, wire.OpRelease)
 		encodeRelease(&e, 7, 42, ra)
-		o, body, err := header(e.B)
-		if err != nil || o != opRelease {
+		o, body, err := wire.Header(e.B)
+		if err != nil || o != wire.OpRelease {
 			t.Fatal(o, err)
 		}
 		d := decoder{B: body}
@@ -295,7 +296,7 @@ func TestWorker_MalformedReleaseFails(t *testing.T) {
 	w.mu.Lock()
 	w.tr = tr
 	w.mu.Unlock()
-	e := newMsg(nil, opRelease)
+	e := wire.NewMsg(nil, wire.OpRelease)
 	encodeRelease(&e, 1, 0, &releaseAssign{batch: 8, keep: 8, pieces: []assignedPiece{{owner: 0, lo: 4, hi: 8, batch: 8}}})
 	w.HandleMessage("coordinator", e.B[:len(e.B)-1])
 	if !errors.Is(w.Err(), ErrMalformed) {

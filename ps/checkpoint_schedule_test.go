@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/falconml/falcon/ps/internal/wire"
 )
 
 // TestCheckpoint_OrphansRemovedAtStart: temporary files that a crash
@@ -116,7 +118,7 @@ func TestCheckpoint_FailedWriteLosesNothing(t *testing.T) {
 	}
 	defer s.Close()
 	ctx := context.Background()
-	e := newMsg(nil, opInit)
+	e := wire.NewMsg(nil, wire.OpInit)
 	e.U32(1)
 	e.U64(1)
 	e.U32(1)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/ps/internal/codec"
+	"github.com/falconml/falcon/ps/internal/wire"
 )
 
 // stallServer returns a durable server holding n values of Adam (12 bytes
@@ -41,7 +42,7 @@ func stallServer(tb testing.TB, n, windows int) *Server {
 // pullReq is a pull of the 1-value key of stallServer.
 func pullReq() []byte {
 	cl := &Client{}
-	return cl.encode(nil, opPull, []piece{{key: 1 << 40, n: 1}}, 0, nil, pushArgs{})
+	return cl.encode(nil, wire.OpPull, []piece{{key: 1 << 40, n: 1}}, 0, nil, pushArgs{})
 }
 
 // BenchmarkCheckpoint_PullDuring measures a checkpoint of a 96 MiB Adam
@@ -181,7 +182,7 @@ func TestCheckpoint_RequestsServedDuring(t *testing.T) {
 	served := make(chan error, 1)
 	go func() {
 		cl := &Client{}
-		_, err := s.HandleRequest(ctx, "c", cl.encode(nil, opPull, []piece{{key: 1, n: 1}}, 0, nil, pushArgs{}))
+		_, err := s.HandleRequest(ctx, "c", cl.encode(nil, wire.OpPull, []piece{{key: 1, n: 1}}, 0, nil, pushArgs{}))
 		if err == nil {
 			_, err = s.HandleRequest(ctx, "c", idPush(3, 1, 2))
 		}

@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/falconml/falcon/ps/internal/codec"
+	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/ps/store"
 	"github.com/falconml/falcon/transport"
 	"golang.org/x/sync/errgroup"
@@ -189,28 +190,28 @@ type pushArgs struct {
 	rid    reqID // request id (retry.go); zero: none
 }
 
-var plainPush = pushArgs{mode: modeApply, scale: 1, weight: 1}
+var plainPush = pushArgs{mode: wire.ModeApply, scale: 1, weight: 1}
 
 // Push sends updates for keys: each server runs one optimizer step on each
 // of its keys with the pushed values as the gradient. vals holds the values
 // of all keys back to back; lens gives each key's length (nil: every key has
 // Width values).
 func (c *Client) Push(ctx context.Context, keys []uint64, vals []float32, lens []int) error {
-	return c.do(ctx, opPush, keys, vals, nil, lens, plainPush)
+	return c.do(ctx, wire.OpPush, keys, vals, nil, lens, plainPush)
 }
 
 // Pull fills vals with the current values of keys (laid out as in Push).
 // The values are received straight into vals where possible, so after an
 // error vals may have been partly overwritten.
 func (c *Client) Pull(ctx context.Context, keys []uint64, vals []float32, lens []int) error {
-	return c.do(ctx, opPull, keys, nil, vals, lens, pushArgs{})
+	return c.do(ctx, wire.OpPull, keys, nil, vals, lens, pushArgs{})
 }
 
 // PushPull pushes vals and then pulls the updated values of the same keys
 // into out, in one round trip per server. vals and out may be the same
 // slice. After an error out may have been partly overwritten.
 func (c *Client) PushPull(ctx context.Context, keys []uint64, vals, out []float32, lens []int) error {
-	return c.do(ctx, opPushPull, keys, vals, out, lens, plainPush)
+	return c.do(ctx, wire.OpPushPull, keys, vals, out, lens, plainPush)
 }
 
 // Init creates keys on their servers with the values vals (laid out as in
@@ -218,7 +219,7 @@ func (c *Client) PushPull(ctx context.Context, keys []uint64, vals, out []float3
 // values, so every worker may run the same Init; a different length is an
 // ErrLengthMismatch.
 func (c *Client) Init(ctx context.Context, keys []uint64, vals []float32, lens []int) error {
-	return c.do(ctx, opInit, keys, vals, nil, lens, pushArgs{})
+	return c.do(ctx, wire.OpInit, keys, vals, nil, lens, pushArgs{})
 }
 
 // InitWith is Init with values drawn from init.
@@ -257,7 +258,7 @@ func (c *Client) Flush(ctx context.Context, clock int, scale float64) error {
 	g, gctx := errgroup.WithContext(ctx)
 	for s := range c.servers {
 		g.Go(func() error {
-			e := newMsg(make([]byte, 0, 18), opFlush)
+			e := wire.NewMsg(make([]byte, 0, 18), wire.OpFlush)
 			e.I64(int64(clock))
 			e.F64(scale)
 			_, err := c.call(gctx, s, e.B)
@@ -269,7 +270,7 @@ func (c *Client) Flush(ctx context.Context, clock int, scale float64) error {
 
 // Ping checks that server s answers.
 func (c *Client) Ping(ctx context.Context, s int) error {
-	_, err := c.call(ctx, s, []byte{wireVersion, byte(opPing)})
+	_, err := c.call(ctx, s, []byte{wire.Version, byte(wire.OpPing)})
 	return err
 }
 
@@ -290,7 +291,7 @@ func (c *Client) call1(ctx context.Context, s int, req []byte) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("%w: %s: %w", ErrServerUnavailable, c.servers[s], err)
 	}
-	return parseResponse(resp, string(c.servers[s]))
+	return wire.ParseResponse(resp, string(c.servers[s]))
 }
 
 // callAppend is call with the response read into dst (reused; see
@@ -305,7 +306,7 @@ func (c *Client) callAppend(ctx context.Context, s int, dst, req []byte, reqs []
 			return buf, nil, ctx.Err()
 		}
 		if values {
-			if rerr := remoteValuesError(err, string(c.servers[s])); rerr != nil {
+			if rerr := wire.RemoteValuesError(err, string(c.servers[s])); rerr != nil {
 				return buf, nil, rerr
 			}
 		}
@@ -314,7 +315,7 @@ func (c *Client) callAppend(ctx context.Context, s int, dst, req []byte, reqs []
 	if values {
 		return buf, buf[len(dst):], nil
 	}
-	payload, err = parseResponse(buf[len(dst):], string(c.servers[s]))
+	payload, err = wire.ParseResponse(buf[len(dst):], string(c.servers[s]))
 	return buf, payload, err
 }
 
@@ -394,19 +395,19 @@ func (c *Client) do(ctx context.Context, o op, keys []uint64, vals, out []float3
 	if err != nil {
 		return err
 	}
-	if o != opPull && len(vals) != total {
+	if o != wire.OpPull && len(vals) != total {
 		return fmt.Errorf("%w: %d values for lengths summing to %d", ErrLengthMismatch, len(vals), total)
 	}
-	if (o == opPull || o == opPushPull) && len(out) != total {
+	if (o == wire.OpPull || o == wire.OpPushPull) && len(out) != total {
 		return fmt.Errorf("%w: output of %d values for lengths summing to %d", ErrLengthMismatch, len(out), total)
 	}
-	if o == opPush || o == opPushPull {
+	if o == wire.OpPush || o == wire.OpPushPull {
 		pa = c.retry.stamp(pa) // one id for every server's part
 	}
 	pl := c.getPlan()
 	defer c.plans.Put(pl)
 	pl.lens = resizeInts(pl.lens, len(keys))
-	if o == opInit {
+	if o == wire.OpInit {
 		if err := c.checkInit(ctx, keys, lens, pl.lens); err != nil {
 			return err
 		}
@@ -443,7 +444,7 @@ func (c *Client) do(ctx context.Context, o op, keys []uint64, vals, out []float3
 		// Not when out overlaps vals (PushPull in place), since the reply
 		// is received into out.
 		var reqs [][]byte
-		if o != opPull && codec.Bulk {
+		if o != wire.OpPull && codec.Bulk {
 			if v, ok := contiguous(pl.per[s], vals); ok && (out == nil || !overlapF32(v, out)) {
 				pl.bufs[s] = c.encode(pl.bufs[s], o, pl.per[s], 0, nil, pa)
 				reqs = append(pl.vec[s][:0], pl.bufs[s], codec.AsBytes(v))
@@ -453,7 +454,7 @@ func (c *Client) do(ctx context.Context, o op, keys []uint64, vals, out []float3
 		if reqs == nil {
 			pl.bufs[s] = c.encode(pl.bufs[s], o, pl.per[s], pl.nvals[s], vals, pa)
 		}
-		values := o == opPull || o == opPushPull
+		values := o == wire.OpPull || o == wire.OpPushPull
 		// When this server's values fill one stretch of out, they are
 		// received straight into it (through a byte view of out, on
 		// little-endian hosts): the transport or the in-process server
@@ -509,7 +510,7 @@ func (c *Client) do(ctx context.Context, o op, keys []uint64, vals, out []float3
 	if err != nil {
 		return c.ctxErr(ctx, err)
 	}
-	if o == opInit {
+	if o == wire.OpInit {
 		c.learn(keys, pl.lens)
 	}
 	return nil
@@ -543,16 +544,16 @@ func overlapF32(a, b []float32) bool {
 // encode writes the request for one server into buf: with nvals = 0 and
 // vals nil, only its header (padded), for a request sent in pieces.
 func (c *Client) encode(buf []byte, o op, ps []piece, nvals int, vals []float32, pa pushArgs) []byte {
-	size := 2 + 16 + 29 + 4 + segBytes*len(ps) + 3 + 4*nvals
+	size := 2 + 16 + 29 + 4 + wire.SegBytes*len(ps) + 3 + 4*nvals
 	if cap(buf) < size {
 		buf = make([]byte, 0, size)
 	}
-	e := newMsg(buf, wireOp(o, pa))
+	e := wire.NewMsg(buf, wireOp(o, pa))
 	if pa.rid.client != 0 {
 		e.U64(pa.rid.client)
 		e.U64(pa.rid.seq)
 	}
-	if o == opPush || o == opPushPull {
+	if o == wire.OpPush || o == wire.OpPushPull {
 		e.U8(pa.mode)
 		e.I64(int64(pa.clock))
 		e.F64(pa.scale)
@@ -563,7 +564,7 @@ func (c *Client) encode(buf []byte, o op, ps []piece, nvals int, vals []float32,
 		e.U64(p.key)
 		e.U32(uint32(p.n))
 	}
-	if o != opPull {
+	if o != wire.OpPull {
 		e.Pad4()
 		if vals == nil {
 			return e.B // the values travel as a piece of their own
@@ -709,7 +710,7 @@ func (c *Client) refresh(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	for s := range c.servers {
 		g.Go(func() error {
-			resp, err := c.call(gctx, s, []byte{wireVersion, byte(opLayout)})
+			resp, err := c.call(gctx, s, []byte{wire.Version, byte(wire.OpLayout)})
 			if err != nil {
 				return err
 			}
@@ -746,7 +747,7 @@ func (c *Client) refresh(ctx context.Context) error {
 func decodeLayout(resp []byte, from string) (map[uint64]int, error) {
 	d := decoder{B: resp}
 	n := int(d.U32())
-	if d.Err == nil && n > len(d.B)/segBytes {
+	if d.Err == nil && n > len(d.B)/wire.SegBytes {
 		return nil, fmt.Errorf("%w: layout of %d keys in %d bytes from %s", ErrMalformed, n, len(d.B), from)
 	}
 	m := make(map[uint64]int, n)
@@ -775,7 +776,7 @@ var _ transport.Handler = ClientHandler{}
 
 // HandleRequest refuses the request.
 func (ClientHandler) HandleRequest(context.Context, transport.NodeID, []byte) ([]byte, error) {
-	return errResponse(fmt.Errorf("%w: a client node serves no requests", ErrMalformed)), nil
+	return wire.ErrResponse(fmt.Errorf("%w: a client node serves no requests", ErrMalformed)), nil
 }
 
 // HandleMessage ignores the message.

@@ -72,6 +72,7 @@
 // partitioners in client.go, the training loop, task transfer and
 // assignments in worker.go, observers in observer.go and timeline.go,
 // failures and leases in lease.go, membership in membership.go, durability
-// in durable.go, role checks in access.go, the wire format, hostile input
-// and performance in wire.go, clusters across processes in cluster.go.
+// in durable.go, role checks in access.go, hostile input and performance
+// in wire.go (the wire format itself in ps/internal/wire), clusters across
+// processes in cluster.go.
 package ps

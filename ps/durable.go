@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/ps/store"
 )
 
@@ -240,13 +241,6 @@ func NewRunID() string {
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
-
-// Server-side ops carrying a request id (client u64, seq u64) before the
-// push body. Numbers set apart from the other ops.
-const (
-	opPushID     op = 66
-	opPushPullID op = 67
-)
 
 // reqID identifies one push of one client; zero means none.
 type reqID struct{ client, seq uint64 }
@@ -1057,10 +1051,10 @@ func (s *Server) Close() error {
 // plain op.
 func readReqID(d *decoder, o op) (op, reqID) {
 	switch o {
-	case opPushID:
-		return opPush, reqID{d.U64(), d.U64()}
-	case opPushPullID:
-		return opPushPull, reqID{d.U64(), d.U64()}
+	case wire.OpPushID:
+		return wire.OpPush, reqID{d.U64(), d.U64()}
+	case wire.OpPushPullID:
+		return wire.OpPushPull, reqID{d.U64(), d.U64()}
 	}
 	return o, reqID{}
 }

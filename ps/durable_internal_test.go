@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/falconml/falcon/ps/internal/wire"
 )
 
 // idPush encodes a push of one value to key 1 with request id (client, seq).
@@ -14,7 +16,7 @@ func idPush(client, seq uint64, g float32) []byte {
 	cl := &Client{}
 	pa := plainPush
 	pa.rid = reqID{client, seq}
-	return cl.encode(nil, opPush, []piece{{key: 1, n: 1}}, 1, []float32{g}, pa)
+	return cl.encode(nil, wire.OpPush, []piece{{key: 1, n: 1}}, 1, []float32{g}, pa)
 }
 
 // TestServer_RequestIDsApplyOnce: a push resent with the same request id
@@ -34,7 +36,7 @@ func TestServer_RequestIDsApplyOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := parseResponse(resp, "s"); err != nil {
+		if _, err := wire.ParseResponse(resp, "s"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -77,7 +79,7 @@ func TestServer_TornLogRecordCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	e := newMsg(nil, opInit)
+	e := wire.NewMsg(nil, wire.OpInit)
 	e.U32(1)
 	e.U64(1)
 	e.U32(1)

@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/transport"
 )
 
 // rawPull encodes a pull of the given (key, len) segments with no
 // client-side checks.
 func rawPull(keys []uint64, lens []uint32) []byte {
-	e := newMsg(nil, opPull)
+	e := wire.NewMsg(nil, wire.OpPull)
 	e.U32(uint32(len(keys)))
 	for i, k := range keys {
 		e.U64(k)
@@ -69,7 +70,7 @@ func TestServer_CraftedPullsRefused(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var herr error
 			alloc := allocDuring(func() { _, herr = s.HandleRequest(context.Background(), "c", tt.req) })
-			err := remoteValuesError(&transport.RemoteError{Node: "s", Msg: herr.Error()}, "s")
+			err := wire.RemoteValuesError(&transport.RemoteError{Node: "s", Msg: herr.Error()}, "s")
 			if err == nil {
 				t.Fatalf("handler error %v is not a values error", herr)
 			}
@@ -82,10 +83,10 @@ func TestServer_CraftedPullsRefused(t *testing.T) {
 		})
 	}
 	// the pushpull and init paths with a huge declared length and no values
-	for _, o := range []op{opInit, opPushPull, opPush} {
-		e := newMsg(nil, o)
-		if o != opInit {
-			e.U8(modeApply)
+	for _, o := range []op{wire.OpInit, wire.OpPushPull, wire.OpPush} {
+		e := wire.NewMsg(nil, o)
+		if o != wire.OpInit {
+			e.U8(wire.ModeApply)
 			e.I64(0)
 			e.F64(1)
 			e.F64(1)
@@ -98,7 +99,7 @@ func TestServer_CraftedPullsRefused(t *testing.T) {
 		var herr error
 		alloc := allocDuring(func() { resp, herr = s.HandleRequest(context.Background(), "c", e.B) })
 		if herr == nil {
-			_, herr = parseResponse(resp, "s")
+			_, herr = wire.ParseResponse(resp, "s")
 		}
 		if herr == nil {
 			t.Fatalf("op %d with a 4 GiB declared length and no values accepted", o)
@@ -167,13 +168,13 @@ func TestCoordinator_PanicBecomesError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	e := newMsg(nil, opAdmit)
+	e := wire.NewMsg(nil, wire.OpAdmit)
 	encodePush(&e, epsp.Push{Worker: 0, Owner: 0, Clock: 0, Samples: 8, BatchSamples: 8})
 	resp, err := c.HandleRequest(context.Background(), "w0", e.B)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := parseResponse(resp, "coordinator"); !errors.Is(err, ErrRemote) || !strings.Contains(err.Error(), "policy bug") {
+	if _, err := wire.ParseResponse(resp, "coordinator"); !errors.Is(err, ErrRemote) || !strings.Contains(err.Error(), "policy bug") {
 		t.Fatalf("err = %v, want ErrRemote naming the panic", err)
 	}
 	if n := pc.n.Load(); n != 1 {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -104,10 +105,6 @@ import (
 // ErrRestarted error instead of re-running the clocks its first run
 // already pushed.
 
-// opHeartbeat is a worker → coordinator request renewing the worker's
-// lease: incarnation u64. Its number is set apart from the other ops.
-const opHeartbeat op = 64
-
 // LostAction is what the coordinator does when a worker's lease expires.
 type LostAction uint8
 
@@ -174,14 +171,14 @@ func (c LeaseConfig) withDefaults() LeaseConfig {
 // ErrRestarted: a worker came back under its name as a new process (a new
 // incarnation) while the run its first incarnation joined goes on; it is
 // refused.
-var ErrRestarted = errors.New("ps: restarted worker refused")
+var ErrRestarted = wire.ErrRestarted
 
 // EvWorkerLost: the coordinator declared Worker lost (its lease expired).
 const EvWorkerLost EventKind = 64
 
 // ErrPeerLost: a peer stopped answering for longer than its lease; the
 // message names it.
-var ErrPeerLost = errors.New("ps: peer lost")
+var ErrPeerLost = wire.ErrPeerLost
 
 // newIncarnation draws a random nonzero incarnation id.
 func newIncarnation() uint64 {
@@ -421,18 +418,14 @@ func (c *Coordinator) workerLost(w epsp.WorkerID, why string) {
 	}
 	// ContinueWithout: the loop treats it as a leave; tell the worker (if
 	// it can still hear) that it is out.
-	e := newMsg(nil, opAbort)
+	e := wire.NewMsg(nil, wire.OpAbort)
 	e.Str(err.Error())
 	c.send(w, e.B)
 	select {
-	case c.reqs <- &coordReq{op: opLost, worker: w}:
+	case c.reqs <- &coordReq{op: wire.OpLost, worker: w}:
 	case <-c.quit:
 	}
 }
-
-// opLost is the loop's internal request: worker declared lost under
-// ContinueWithout. Never on the wire (decode refuses it).
-const opLost op = 68
 
 // serveLost (on the loop) settles what the lost worker lw owed, through
 // the core's transfer ledger, so that no clock waits for it and no sample
@@ -571,7 +564,7 @@ func (c *Coordinator) serveLost(lw epsp.WorkerID, orders map[uint64]epsp.Transfe
 // taker that cannot be reached aborts the run (nobody else would compute
 // the range). emit reports the order to observers (EvTransferOrdered).
 func (c *Coordinator) sendTask(o epsp.TransferOrder, batch int, emit bool) error {
-	e := newMsg(nil, opTransferTask)
+	e := wire.NewMsg(nil, wire.OpTransferTask)
 	e.U64(o.ID)
 	e.I64(int64(o.From))
 	e.I64(int64(o.Clock))
@@ -615,20 +608,20 @@ func (c *Coordinator) leaveLost(lw epsp.WorkerID, orders map[uint64]epsp.Transfe
 func (c *Coordinator) heartbeat(from transport.NodeID, body []byte) []byte {
 	w, ok := c.names[from]
 	if !ok {
-		return errResponse(fmt.Errorf("%w: heartbeat from %q refused by the coordinator: not a worker of this cluster", ErrForbidden, from))
+		return wire.ErrResponse(fmt.Errorf("%w: heartbeat from %q refused by the coordinator: not a worker of this cluster", ErrForbidden, from))
 	}
 	d := decoder{B: body}
 	inc := d.U64()
 	if err := d.End(); err != nil {
-		return errResponse(err)
+		return wire.ErrResponse(err)
 	}
 	if err := c.lease.bind(c, w, inc, false); err != nil {
-		return errResponse(err)
+		return wire.ErrResponse(err)
 	}
 	if err := c.Err(); err != nil {
-		return errResponse(fmt.Errorf("%w: %v", ErrAborted, err))
+		return wire.ErrResponse(fmt.Errorf("%w: %v", ErrAborted, err))
 	}
-	return okResponse(nil)
+	return wire.OKResponse(nil)
 }
 
 // WorkerConfig heartbeat defaults.
@@ -655,7 +648,7 @@ func (w *Worker) heartbeats() {
 		if w.left.Load() {
 			return // out of the run: its coordinator may go away now
 		}
-		e := newMsg(nil, opHeartbeat)
+		e := wire.NewMsg(nil, wire.OpHeartbeat)
 		e.U64(w.incarnation)
 		ctx, cancel := context.WithTimeout(w.ctx, max(every, w.cfg.CoordinatorTimeout/4))
 		_, err := w.coordCall(ctx, e.B)
@@ -686,7 +679,7 @@ func (w *Worker) startHeartbeats() {
 
 // helloMsg is the hello request: incarnation u64.
 func (w *Worker) helloMsg() []byte {
-	e := newMsg(nil, opHello)
+	e := wire.NewMsg(nil, wire.OpHello)
 	e.I64(int64(w.cfg.ID)) // the coordinator checks it against this node's name
 	e.U64(w.incarnation)
 	return e.B

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -59,13 +60,13 @@ func TestCoordinator_RefusesUnorderedPush(t *testing.T) {
 	w0, _ := net.Join("w0", silentNode{})
 	defer w0.Close()
 	admit := func(p epsp.Push) error {
-		e := newMsg(nil, opAdmit)
+		e := wire.NewMsg(nil, wire.OpAdmit)
 		encodePush(&e, p)
 		resp, err := request(ctx, w0, "coordinator", e.B, time.Second)
 		if err != nil {
 			return err
 		}
-		_, err = parseResponse(resp, "coordinator")
+		_, err = wire.ParseResponse(resp, "coordinator")
 		return err
 	}
 	for _, p := range []epsp.Push{
@@ -113,7 +114,7 @@ func (b *inbox) wait(o op, d time.Duration) ([]byte, bool) {
 	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
 		b.mu.Lock()
 		for _, m := range b.msgs {
-			if got, body, err := header(m); err == nil && got == o {
+			if got, body, err := wire.Header(m); err == nil && got == o {
 				b.mu.Unlock()
 				return body, true
 			}
@@ -189,7 +190,7 @@ func TestLease_LostGiverOrdersRefused(t *testing.T) {
 	callAs := func(tr transport.Transport, msg []byte) error {
 		resp, err := request(ctx, tr, "coordinator", msg, time.Second)
 		if err == nil {
-			_, err = parseResponse(resp, "coordinator")
+			_, err = wire.ParseResponse(resp, "coordinator")
 		}
 		return err
 	}
@@ -197,21 +198,21 @@ func TestLease_LostGiverOrdersRefused(t *testing.T) {
 	defer heartbeat(callAs, w0, w2)() // workers 0 and 2 stay alive
 
 	for w, tr := range map[int]transport.Transport{0: w0, 2: w2} {
-		e := newMsg(nil, opAdmit)
+		e := wire.NewMsg(nil, wire.OpAdmit)
 		encodePush(&e, epsp.Push{Worker: epsp.WorkerID(w), Owner: epsp.WorkerID(w), Clock: 0, Samples: 8, BatchSamples: 8})
 		if err := callAs(tr, e.B); err != nil {
 			t.Fatal(err)
 		}
-		e = newMsg(nil, opClock)
+		e = wire.NewMsg(nil, wire.OpClock)
 		e.I64(0)
 		if err := callAs(tr, e.B); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, ok := in1.wait(opTransferOrder, 2*time.Second); !ok {
+	if _, ok := in1.wait(wire.OpTransferOrder, 2*time.Second); !ok {
 		t.Fatal("worker 1 got no transfer order")
 	}
-	body, ok := in0.wait(opTransferTask, 3*time.Second) // worker 1 is lost: the hand-over
+	body, ok := in0.wait(wire.OpTransferTask, 3*time.Second) // worker 1 is lost: the hand-over
 	if !ok {
 		t.Fatalf("no hand-over task; coordinator error %v, stats %+v", c.Err(), c.Stats())
 	}
@@ -224,7 +225,7 @@ func TestLease_LostGiverOrdersRefused(t *testing.T) {
 	for end := time.Now().Add(2 * time.Second); c.Stats().TransfersOrdered < 2 && time.Now().Before(end); {
 		time.Sleep(5 * time.Millisecond)
 	}
-	done := newMsg(nil, opTransferDone)
+	done := wire.NewMsg(nil, wire.OpTransferDone)
 	done.U64(id)
 	for _, tc := range []struct {
 		tr   transport.Transport
@@ -237,7 +238,7 @@ func TestLease_LostGiverOrdersRefused(t *testing.T) {
 	if s := c.Stats(); s.Left != 0 || s.Flushes != 0 {
 		t.Fatalf("a refused done let worker 1 leave: %+v", s)
 	}
-	e := newMsg(nil, opAdmit)
+	e := wire.NewMsg(nil, wire.OpAdmit)
 	encodePush(&e, epsp.Push{Worker: 0, Owner: 1, Clock: 0, Samples: 8, BatchSamples: 8})
 	if err := call(e.B); err != nil {
 		t.Fatalf("the taker's push: %v", err)
@@ -245,7 +246,7 @@ func TestLease_LostGiverOrdersRefused(t *testing.T) {
 	if err := call(done.B); err != nil {
 		t.Fatalf("hand-over done: %v", err)
 	}
-	if _, ok := in0.wait(opRelease, 2*time.Second); !ok {
+	if _, ok := in0.wait(wire.OpRelease, 2*time.Second); !ok {
 		t.Fatalf("worker 0 was not released: the barrier of clock 0 is held; stats %+v", c.Stats())
 	}
 	s := c.Stats()
@@ -301,16 +302,16 @@ func TestCoordinator_TransferDoneOnlyFromTaker(t *testing.T) {
 	call := func(tr transport.Transport, msg []byte) error {
 		resp, err := request(ctx, tr, "coordinator", msg, time.Second)
 		if err == nil {
-			_, err = parseResponse(resp, "coordinator")
+			_, err = wire.ParseResponse(resp, "coordinator")
 		}
 		return err
 	}
 	push := func(tr transport.Transport, p epsp.Push) error {
-		e := newMsg(nil, opAdmit)
+		e := wire.NewMsg(nil, wire.OpAdmit)
 		encodePush(&e, p)
 		return call(tr, e.B)
 	}
-	clock := newMsg(nil, opClock)
+	clock := wire.NewMsg(nil, wire.OpClock)
 	clock.I64(0)
 	if err := push(w0, epsp.Push{Worker: 0, Owner: 0, Clock: 0, Samples: 8, BatchSamples: 8}); err != nil {
 		t.Fatal(err)
@@ -318,13 +319,13 @@ func TestCoordinator_TransferDoneOnlyFromTaker(t *testing.T) {
 	if err := call(w0, clock.B); err != nil {
 		t.Fatal(err)
 	}
-	body, ok := in1.wait(opTransferOrder, 2*time.Second)
+	body, ok := in1.wait(wire.OpTransferOrder, 2*time.Second)
 	if !ok {
 		t.Fatal("worker 1 got no transfer order")
 	}
 	d := decoder{B: body}
 	id := d.U64()
-	answer := newMsg(nil, opTransferResult)
+	answer := wire.NewMsg(nil, wire.OpTransferResult)
 	answer.U64(id)
 	answer.U8(1)
 	answer.I64(4)
@@ -333,10 +334,10 @@ func TestCoordinator_TransferDoneOnlyFromTaker(t *testing.T) {
 	if err := call(w1, answer.B); err != nil {
 		t.Fatalf("worker 1 accepts: %v", err)
 	}
-	if _, ok := in0.wait(opTransferTask, 2*time.Second); !ok {
+	if _, ok := in0.wait(wire.OpTransferTask, 2*time.Second); !ok {
 		t.Fatal("worker 0 got no task")
 	}
-	done := newMsg(nil, opTransferDone)
+	done := wire.NewMsg(nil, wire.OpTransferDone)
 	done.U64(id)
 	if err := call(w1, done.B); !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "given to worker 0") {
 		t.Fatalf("done from the giver: %v, want ErrRejected", err)
@@ -403,17 +404,17 @@ func TestLease_LostTakerOrderAnsweredLate(t *testing.T) {
 	call := func(tr transport.Transport, msg []byte) error {
 		resp, err := request(ctx, tr, "coordinator", msg, time.Second)
 		if err == nil {
-			_, err = parseResponse(resp, "coordinator")
+			_, err = wire.ParseResponse(resp, "coordinator")
 		}
 		return err
 	}
 	push := func(tr transport.Transport, p epsp.Push) error {
-		e := newMsg(nil, opAdmit)
+		e := wire.NewMsg(nil, wire.OpAdmit)
 		encodePush(&e, p)
 		return call(tr, e.B)
 	}
 	defer heartbeat(call, w1, w2)() // workers 1 and 2 stay alive
-	clock := newMsg(nil, opClock)
+	clock := wire.NewMsg(nil, wire.OpClock)
 	clock.I64(0)
 	if err := push(w0, epsp.Push{Worker: 0, Owner: 0, Clock: 0, Samples: 8, BatchSamples: 8}); err != nil {
 		t.Fatal(err)
@@ -421,7 +422,7 @@ func TestLease_LostTakerOrderAnsweredLate(t *testing.T) {
 	if err := call(w0, clock.B); err != nil {
 		t.Fatal(err)
 	}
-	body, ok := in1.wait(opTransferOrder, 2*time.Second)
+	body, ok := in1.wait(wire.OpTransferOrder, 2*time.Second)
 	if !ok {
 		t.Fatal("worker 1 got no transfer order")
 	}
@@ -433,7 +434,7 @@ func TestLease_LostTakerOrderAnsweredLate(t *testing.T) {
 	if s := c.Stats(); s.Left != 1 || c.Err() != nil {
 		t.Fatalf("worker 0 not lost and gone: stats %+v, coordinator error %v", s, c.Err())
 	}
-	answer := newMsg(nil, opTransferResult)
+	answer := wire.NewMsg(nil, wire.OpTransferResult)
 	answer.U64(id)
 	answer.U8(1)
 	answer.I64(4)
@@ -445,7 +446,7 @@ func TestLease_LostTakerOrderAnsweredLate(t *testing.T) {
 	if c.Err() != nil {
 		t.Fatalf("the run aborted: %v", c.Err())
 	}
-	task, ok := in2.wait(opTransferTask, 2*time.Second)
+	task, ok := in2.wait(wire.OpTransferTask, 2*time.Second)
 	if !ok {
 		t.Fatalf("worker 2 got no task; stats %+v", c.Stats())
 	}
@@ -470,12 +471,12 @@ func TestLease_LostTakerOrderAnsweredLate(t *testing.T) {
 	if err := push(w2, epsp.Push{Worker: 2, Owner: 1, Clock: 0, Samples: 4, BatchSamples: 8}); !errors.Is(err, ErrRejected) {
 		t.Fatalf("a second push of the range: %v, want ErrRejected", err)
 	}
-	done := newMsg(nil, opTransferDone)
+	done := wire.NewMsg(nil, wire.OpTransferDone)
 	done.U64(id)
 	if err := call(w2, done.B); err != nil {
 		t.Fatalf("done: %v", err)
 	}
-	if _, ok := in2.wait(opRelease, 2*time.Second); !ok {
+	if _, ok := in2.wait(wire.OpRelease, 2*time.Second); !ok {
 		t.Fatalf("worker 2 was not released: stats %+v", c.Stats())
 	}
 	if s := c.Stats(); s.Flushes != 1 || s.TransfersDone != 1 || s.Accumulated != 4 || s.SamplesAbandoned != 0 || c.Err() != nil {
@@ -492,7 +493,7 @@ func heartbeat(call func(transport.Transport, []byte) error, trs ...transport.Tr
 	for _, tr := range trs {
 		beats.Go(func() {
 			for {
-				e := newMsg(nil, opHeartbeat)
+				e := wire.NewMsg(nil, wire.OpHeartbeat)
 				e.U64(1)
 				call(tr, e.B)
 				select {

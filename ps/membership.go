@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -78,15 +79,15 @@ var (
 	// ErrJoinRefused: a worker's join was refused (the policy does not
 	// accept joins, the worker is a member already, or it still has
 	// transferred work outstanding); the message says which.
-	ErrJoinRefused = errors.New("ps: join refused")
+	ErrJoinRefused = wire.ErrJoinRefused
 	// ErrRejoinTooSoon: a worker that left mid-run asked to rejoin before
 	// its cooldown (epsp.Config.RejoinAfter) had passed; the message says
 	// how long is left.
-	ErrRejoinTooSoon = errors.New("ps: rejoin before the cooldown")
+	ErrRejoinTooSoon = wire.ErrRejoinTooSoon
 	// ErrBelowMinimum: the run stayed paused below epsp.Config.MinWorkers
 	// for longer than MembershipConfig.PauseTimeout; the message names the
 	// members and the departed workers.
-	ErrBelowMinimum = errors.New("ps: too few workers")
+	ErrBelowMinimum = wire.ErrBelowMinimum
 )
 
 // EvJoin (coordinator): Worker joined the run at Clock (epsp.EventJoin).

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -76,7 +77,7 @@ func TestServer_NonFinitePushRefused(t *testing.T) {
 		"push":     func() error { return cl.Push(ctx, keys, bad, lens) },
 		"pushpull": func() error { return cl.PushPull(ctx, keys, bad, out, lens) },
 		"accumulate": func() error {
-			return cl.do(ctx, opPush, keys, bad, nil, lens, pushArgs{mode: modeAccumulate, clock: 0, scale: 1, weight: 1})
+			return cl.do(ctx, wire.OpPush, keys, bad, nil, lens, pushArgs{mode: wire.ModeAccumulate, clock: 0, scale: 1, weight: 1})
 		},
 		"init": func() error { return cl.Init(ctx, []uint64{2}, bad, lens) },
 	} {

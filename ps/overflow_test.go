@@ -7,6 +7,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -46,11 +47,11 @@ func newWireStore(t *testing.T, opt Optimizer) wireStore {
 func (w wireStore) state() []byte { return EncodeCheckpoint(nil, w.srv.Snapshot()) }
 
 func (w wireStore) push(g []float32, scale float64) error {
-	return w.cl.do(context.Background(), opPush, ovKeys, g, nil, ovLens, pushArgs{mode: modeApply, scale: scale, weight: 1})
+	return w.cl.do(context.Background(), wire.OpPush, ovKeys, g, nil, ovLens, pushArgs{mode: wire.ModeApply, scale: scale, weight: 1})
 }
 
 func (w wireStore) acc(clock int, g []float32, weight float64) error {
-	return w.cl.do(context.Background(), opPush, ovKeys, g, nil, ovLens, pushArgs{mode: modeAccumulate, clock: clock, scale: 1, weight: weight})
+	return w.cl.do(context.Background(), wire.OpPush, ovKeys, g, nil, ovLens, pushArgs{mode: wire.ModeAccumulate, clock: clock, scale: 1, weight: weight})
 }
 
 func (w wireStore) flush(clock int, scale float64) error {

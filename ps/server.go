@@ -9,6 +9,7 @@ import (
 
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps/internal/codec"
+	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -139,10 +140,10 @@ var errSplit = errors.New("ps: request split elsewhere than before its values")
 // answer turns serve's result into a handler's.
 func answer(req, resp []byte, err error) ([]byte, error) {
 	if err != nil {
-		if returnsValues(req) {
-			return nil, newValuesError(err)
+		if wire.ReturnsValues(req) {
+			return nil, wire.NewValuesError(err)
 		}
-		return errResponse(err), nil
+		return wire.ErrResponse(err), nil
 	}
 	return resp, nil
 }
@@ -167,35 +168,35 @@ func values(d *decoder, req, tail []byte, total int) []byte {
 // first: a request from from that its role may not send is refused before
 // anything else is read.
 func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, error) {
-	o, body, err := header(req)
+	o, body, err := wire.Header(req)
 	if err != nil {
 		return nil, err
 	}
 	if err := s.access.check(s.name, from, o); err != nil {
 		return nil, err
 	}
-	if tail != nil && o != opInit && o != opPush && o != opPushPull && o != opPushID && o != opPushPullID {
+	if tail != nil && o != wire.OpInit && o != wire.OpPush && o != wire.OpPushPull && o != wire.OpPushID && o != wire.OpPushPullID {
 		return nil, errSplit
 	}
 	d := decoder{B: body}
 	switch o {
-	case opPing:
-		return okResponse(dst), d.End()
-	case opLayout:
+	case wire.OpPing:
+		return wire.OKResponse(dst), d.End()
+	case wire.OpLayout:
 		if err := d.End(); err != nil {
 			return nil, err
 		}
 		s.mu.RLock()
 		keys, lens := s.store.Keys()
 		s.mu.RUnlock()
-		e := encoder{B: okResponse(dst)}
+		e := encoder{B: wire.OKResponse(dst)}
 		e.U32(uint32(len(keys)))
 		for i, k := range keys {
 			e.U64(k)
 			e.U32(uint32(lens[i]))
 		}
 		return e.B, nil
-	case opFlush:
+	case wire.OpFlush:
 		clock := d.Int(-1<<62, 1<<62, "clock")
 		scale := d.F64()
 		if err := d.End(); err != nil {
@@ -212,11 +213,11 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 			return nil, err
 		}
 		s.opts.emit(Event{Kind: EvFlushed, Node: s.name, Clock: clock, Samples: n})
-		return okResponse(dst), nil
-	case opInit, opPull:
+		return wire.OKResponse(dst), nil
+	case wire.OpInit, wire.OpPull:
 		sc := s.pool.Get().(*scratch)
 		defer s.pool.Put(sc)
-		if o == opPull {
+		if o == wire.OpPull {
 			// A pull carries no values: what it may ask for is bounded by
 			// what the store holds, checked before anything is allocated.
 			s.mu.RLock()
@@ -250,8 +251,8 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 		if err != nil {
 			return nil, err
 		}
-		return okResponse(dst), nil
-	case opPush, opPushPull, opPushID, opPushPullID:
+		return wire.OKResponse(dst), nil
+	case wire.OpPush, wire.OpPushPull, wire.OpPushID, wire.OpPushPullID:
 		var rid reqID
 		o, rid = readReqID(&d, o)
 		mode := d.U8()
@@ -268,7 +269,7 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 		if err := d.End(); err != nil {
 			return nil, err
 		}
-		if mode != modeApply && mode != modeAccumulate {
+		if mode != wire.ModeApply && mode != wire.ModeAccumulate {
 			return nil, fmt.Errorf("%w: push mode %d", ErrMalformed, mode)
 		}
 		if math.IsNaN(scale) || math.IsInf(scale, 0) || !(weight > 0) || math.IsInf(weight, 0) {
@@ -284,8 +285,8 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 		// buffer): a pushpull writes its values into dst. Apply and read
 		// happen under one lock, so the reply shows exactly this push's
 		// result.
-		resp := okResponse(dst)
-		if o == opPushPull {
+		resp := wire.OKResponse(dst)
+		if o == wire.OpPushPull {
 			resp = codec.GrowLen(dst, 4*total)
 		}
 		s.mu.Lock()
@@ -297,7 +298,7 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 			var mark int64
 			mark, err = s.logAhead(req, tail)
 			if err == nil {
-				if mode == modeApply {
+				if mode == wire.ModeApply {
 					err = s.store.ApplyBytes(sc.keys, sc.lens, vb, float32(scale))
 				} else {
 					err = s.store.AccumulateBytes(clock, sc.keys, sc.lens, vb, weight)
@@ -305,7 +306,7 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 				err = s.settle(mark, rid, err)
 			}
 		}
-		if err == nil && o == opPushPull {
+		if err == nil && o == wire.OpPushPull {
 			sc.idx, err = s.store.PullBytes(sc.idx, sc.keys, sc.lens, resp)
 		}
 		s.mu.Unlock()
@@ -313,7 +314,7 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 			return nil, err
 		}
 		act := epsp.ApplyNow
-		if mode == modeAccumulate {
+		if mode == wire.ModeAccumulate {
 			act = epsp.Accumulate
 		}
 		if dup {
@@ -357,7 +358,7 @@ func valueRoom(d *decoder, tail []byte) int {
 // lengths can overflow or make a caller allocate more than exists.
 func readSegs(d *decoder, sc *scratch, limit int, limitErr error) (int, error) {
 	n := int(d.U32())
-	if d.Err == nil && n > len(d.B)/segBytes {
+	if d.Err == nil && n > len(d.B)/wire.SegBytes {
 		return 0, fmt.Errorf("%w: %d segments in %d bytes", ErrMalformed, n, len(d.B))
 	}
 	sc.keys = sc.keys[:0]

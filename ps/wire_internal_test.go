@@ -12,6 +12,7 @@ import (
 
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps/internal/codec"
+	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -23,7 +24,7 @@ func rawPush(keys []uint64, lens []int, vals []float32) []byte {
 		ps[i] = piece{key: k, n: lens[i], src: off}
 		off += lens[i]
 	}
-	return c.encode(nil, opPush, ps, off, vals, plainPush)
+	return c.encode(nil, wire.OpPush, ps, off, vals, plainPush)
 }
 
 // withScale overwrites the scale field of a raw push.
@@ -59,7 +60,7 @@ func TestServer_ValidatesBeforeApplying(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = parseResponse(resp, "s")
+			_, err = wire.ParseResponse(resp, "s")
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("err = %v, want %v", err, tt.want)
 			}
@@ -85,8 +86,8 @@ func TestServer_GarbageNeverPanics(t *testing.T) {
 				msg[j] = byte(rng.UintN(256))
 			}
 			if len(msg) > 1 {
-				msg[0] = wireVersion
-				msg[1] = byte(1 + rng.IntN(int(opTransferTask)))
+				msg[0] = wire.Version
+				msg[1] = byte(1 + rng.IntN(int(wire.OpTransferTask)))
 			}
 		} else {
 			msg = append([]byte(nil), good...)
@@ -94,10 +95,10 @@ func TestServer_GarbageNeverPanics(t *testing.T) {
 			msg = msg[:rng.IntN(len(msg)+1)]
 		}
 		resp, err := s.HandleRequest(context.Background(), "c", msg)
-		if returnsValues(msg) && err != nil {
+		if wire.ReturnsValues(msg) && err != nil {
 			// pull, pushpull: failures are transport errors carrying a code
-			var ve *valuesError
-			if !errors.As(err, &ve) || remoteValuesError(&transport.RemoteError{Node: "s", Msg: err.Error()}, "s") == nil {
+			var ve *wire.ValuesError
+			if !errors.As(err, &ve) || wire.RemoteValuesError(&transport.RemoteError{Node: "s", Msg: err.Error()}, "s") == nil {
 				t.Fatalf("failed values request answered with %v", err)
 			}
 			continue
@@ -105,19 +106,6 @@ func TestServer_GarbageNeverPanics(t *testing.T) {
 		if err != nil || len(resp) < 2 {
 			t.Fatalf("bad response %v %v", resp, err)
 		}
-	}
-}
-
-func TestErrorCodesRoundTrip(t *testing.T) {
-	for _, e := range []error{ErrUnknownKey, ErrLengthMismatch, ErrUnsortedKeys, ErrMalformed, ErrWireVersion, ErrRejected, ErrClosed, ErrAborted, ErrServerUnavailable, ErrStartTimeout} {
-		_, err := parseResponse(errResponse(e), "peer")
-		if !errors.Is(err, e) {
-			t.Errorf("%v came back as %v", e, err)
-		}
-	}
-	_, err := parseResponse(errResponse(errors.New("boom")), "peer")
-	if !errors.Is(err, ErrRemote) {
-		t.Errorf("unknown error came back as %v", err)
 	}
 }
 
@@ -160,7 +148,7 @@ func TestPushValuesAligned(t *testing.T) {
 	}
 	req[43] = 1
 	resp, _ := s.HandleRequest(context.Background(), "c", req)
-	if _, err := parseResponse(resp, "s"); !errors.Is(err, ErrMalformed) {
+	if _, err := wire.ParseResponse(resp, "s"); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("nonzero padding: err = %v, want ErrMalformed", err)
 	}
 }
@@ -318,7 +306,7 @@ func TestServer_RequestInPieces(t *testing.T) {
 	// A malformed request in pieces is refused like the joined one.
 	s, _ := NewServer("s", DefaultServerConfig())
 	resp, err := s.HandleRequestV(ctx, "c", [][]byte{req[:hdr], req[hdr : len(req)-1]}, nil)
-	if _, perr := parseResponse(resp, "s"); err != nil || !errors.Is(perr, ErrMalformed) {
+	if _, perr := wire.ParseResponse(resp, "s"); err != nil || !errors.Is(perr, ErrMalformed) {
 		t.Fatalf("truncated push in pieces: %v %v", perr, err)
 	}
 }

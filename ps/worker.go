@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -407,7 +408,7 @@ func (w *Worker) reportFail(err error) {
 	if tr == nil {
 		return
 	}
-	e := newMsg(nil, opFail)
+	e := wire.NewMsg(nil, wire.OpFail)
 	e.Str(err.Error())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
@@ -454,12 +455,12 @@ func (w *Worker) coordCall(ctx context.Context, req []byte) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("%w: %s: %w", ErrCoordinatorUnavailable, w.cfg.Coordinator, err)
 	}
-	return parseResponse(resp, string(w.cfg.Coordinator))
+	return wire.ParseResponse(resp, string(w.cfg.Coordinator))
 }
 
 // HandleRequest refuses requests: workers only receive one-way orders.
 func (w *Worker) HandleRequest(context.Context, transport.NodeID, []byte) ([]byte, error) {
-	return errResponse(fmt.Errorf("%w: workers serve no requests", ErrMalformed)), nil
+	return wire.ErrResponse(fmt.Errorf("%w: workers serve no requests", ErrMalformed)), nil
 }
 
 // HandleMessage receives the coordinator's orders.
@@ -478,13 +479,13 @@ func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
 			w.setFatal(w.opts.recovered(w.name, from, p))
 		}
 	}()
-	o, body, err := header(msg)
+	o, body, err := wire.Header(msg)
 	if err != nil {
 		return
 	}
 	d := decoder{B: body}
 	switch o {
-	case opRelease:
+	case wire.OpRelease:
 		c, v, ra, err := decodeRelease(&d)
 		if err != nil {
 			// A lost release would leave the worker waiting forever.
@@ -505,7 +506,7 @@ func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
 		if err != nil {
 			w.setFatal(err)
 		}
-	case opSetParallelism:
+	case wire.OpSetParallelism:
 		p := d.Int(1, maxInt32, "parallelism")
 		if d.End() != nil {
 			return
@@ -518,7 +519,7 @@ func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
 			j.setP(p)
 		}
 		w.opts.emit(Event{Kind: EvParallelism, Node: w.name, Worker: w.cfg.ID, P: p})
-	case opSetBatch:
+	case wire.OpSetBatch:
 		b := d.Int(1, maxWireBatch, "batch")
 		if d.End() != nil {
 			return
@@ -527,7 +528,7 @@ func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
 		w.batch = b
 		w.mu.Unlock()
 		w.opts.emit(Event{Kind: EvBatch, Node: w.name, Worker: w.cfg.ID, Samples: b})
-	case opTransferOrder:
+	case wire.OpTransferOrder:
 		ord := epsp.TransferOrder{ID: d.U64(), From: w.cfg.ID, To: epsp.WorkerID(d.Int(0, maxInt32, "to")),
 			Clock: d.Int(0, 1<<62, "clock"), Lo: d.Int(0, 1<<62, "lo"), Hi: d.Int(0, 1<<62, "hi")}
 		if d.End() != nil {
@@ -538,13 +539,13 @@ func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
 		// taken tail-first; only the answer waits for the network.
 		acc, lo, hi, batch := w.giveTail(ord)
 		w.goBackground(func() { w.answerTransfer(ord, acc, lo, hi, batch) })
-	case opAbort:
+	case wire.OpAbort:
 		msg := d.Str()
 		if d.End() != nil {
 			return
 		}
 		w.setFatal(fmt.Errorf("%w: %s", ErrAborted, msg))
-	case opTransferTask:
+	case wire.OpTransferTask:
 		t := transferTask{id: d.U64(), owner: epsp.WorkerID(d.Int(0, maxInt32, "owner")), clock: d.Int(0, 1<<62, "clock"),
 			lo: d.Int(0, 1<<62, "lo"), hi: d.Int(0, 1<<62, "hi"), batch: d.Int(1, maxWireBatch, "batch"), version: d.U64()}
 		if d.End() != nil || t.lo >= t.hi || t.hi > t.batch {
@@ -637,7 +638,7 @@ func (j *job) ownedEnd() int {
 
 // answerTransfer sends the giver's answer to the coordinator.
 func (w *Worker) answerTransfer(o epsp.TransferOrder, acc bool, lo, hi, batch int) {
-	e := newMsg(nil, opTransferResult)
+	e := wire.NewMsg(nil, wire.OpTransferResult)
 	e.U64(o.ID)
 	if acc {
 		e.U8(1)
@@ -688,7 +689,7 @@ func (w *Worker) takeOver(t transferTask) {
 	w.mu.Lock()
 	w.stats.Taken += j.done
 	w.mu.Unlock()
-	e := newMsg(nil, opTransferDone)
+	e := wire.NewMsg(nil, wire.OpTransferDone)
 	e.U64(t.id)
 	if _, err := w.coordCall(w.ctx, e.B); err != nil && w.ctx.Err() == nil {
 		w.setFatal(fmt.Errorf("ps: %s finishing transfer %d: %w", w.name, t.id, err))
@@ -707,7 +708,7 @@ func (w *Worker) pushGradTo(ctx context.Context, push epsp.Push, keys []uint64, 
 	if err := w.client.validate(ctx, keys, lens, len(grad)); err != nil {
 		return err
 	}
-	e := newMsg(nil, opAdmit)
+	e := wire.NewMsg(nil, wire.OpAdmit)
 	encodePush(&e, push)
 	resp, err := w.coordCall(ctx, e.B)
 	if err != nil {
@@ -726,13 +727,13 @@ func (w *Worker) pushGradTo(ctx context.Context, push epsp.Push, keys []uint64, 
 	case epsp.Drop:
 		return nil
 	case epsp.ApplyNow:
-		pa = pushArgs{mode: modeApply, clock: push.Clock, scale: dec.EffectiveScale() * float64(push.Samples) / float64(push.BatchSamples), weight: float64(push.Samples)}
+		pa = pushArgs{mode: wire.ModeApply, clock: push.Clock, scale: dec.EffectiveScale() * float64(push.Samples) / float64(push.BatchSamples), weight: float64(push.Samples)}
 	case epsp.Accumulate:
-		pa = pushArgs{mode: modeAccumulate, clock: dec.Clock, scale: 1, weight: float64(push.Samples)}
+		pa = pushArgs{mode: wire.ModeAccumulate, clock: dec.Clock, scale: 1, weight: float64(push.Samples)}
 	default:
 		return fmt.Errorf("%w: push action %d", ErrMalformed, dec.Action)
 	}
-	return w.client.do(ctx, opPush, keys, grad, nil, lens, pa)
+	return w.client.do(ctx, wire.OpPush, keys, grad, nil, lens, pa)
 }
 
 // Train runs tc.Clocks clocks of data-parallel training of model on the
@@ -848,7 +849,7 @@ func (w *Worker) statsWith(loss []float64) TrainStats {
 }
 
 func (w *Worker) sendProgress(r epsp.ProgressReport) {
-	e := newMsg(nil, opProgress)
+	e := wire.NewMsg(nil, wire.OpProgress)
 	encodeProgress(&e, r)
 	ctx, cancel := context.WithTimeout(w.ctx, time.Second)
 	defer cancel()
@@ -888,7 +889,7 @@ func (w *Worker) PushGradient(ctx context.Context, keys []uint64, grad []float32
 // ranges until Close. Train ends with it, after its last clock is
 // released; a manual loop calls it after its last Clock.
 func (w *Worker) Leave(ctx context.Context) error {
-	_, err := w.coordCall(ctx, newMsg(nil, opLeave).B)
+	_, err := w.coordCall(ctx, wire.NewMsg(nil, wire.OpLeave).B)
 	if err == nil {
 		w.left.Store(true)
 	}
@@ -902,7 +903,7 @@ func (w *Worker) Leave(ctx context.Context) error {
 // clocks: the clock in progress is not waited for by any barrier, and its
 // samples not yet pushed are not computed by anyone.
 func (w *Worker) Quit(ctx context.Context) error {
-	e := newMsg(nil, opLeave)
+	e := wire.NewMsg(nil, wire.OpLeave)
 	e.U8(1)
 	_, err := w.coordCall(ctx, e.B)
 	if err == nil {
@@ -916,7 +917,7 @@ func (w *Worker) Quit(ctx context.Context) error {
 // it returns the new clock.
 func (w *Worker) Clock(ctx context.Context) (int, error) {
 	c, _ := w.CurrentClock()
-	e := newMsg(nil, opClock)
+	e := wire.NewMsg(nil, wire.OpClock)
 	e.I64(int64(c))
 	if _, err := w.coordCall(ctx, e.B); err != nil {
 		return c, err
