@@ -11,6 +11,7 @@ import (
 
 	"github.com/falconml/falcon/ps/internal/codec"
 	"github.com/falconml/falcon/ps/internal/wire"
+	"github.com/falconml/falcon/ps/layout"
 	"github.com/falconml/falcon/ps/store"
 	"github.com/falconml/falcon/transport"
 	"golang.org/x/sync/errgroup"
@@ -419,7 +420,7 @@ func (c *Client) do(ctx context.Context, o op, keys []uint64, vals, out []float3
 	for i, k := range keys {
 		n := pl.lens[i]
 		pl.segs = c.part.Locate(pl.segs[:0], k, n)
-		if err := checkSegments(pl.segs, k, n, len(c.servers)); err != nil {
+		if err := layout.CheckSegments(pl.segs, k, n, len(c.servers)); err != nil {
 			return err
 		}
 		for _, sg := range pl.segs {

@@ -58,8 +58,9 @@
 //
 // Package ps/store is the pure core: the parameter Store, the optimizers
 // (store.SGD, store.Momentum, store.Adam), the initializers, the refusal of
-// non-finite values and the checkpoint format. The names ps used to have
-// for them (ps.Store, ps.SGD, ...) remain as deprecated aliases. Package
+// non-finite values and the checkpoint format; package ps/layout places
+// keys on servers (Modulo, KeyRange, Hash). The names ps used to have for
+// them (ps.Store, ps.SGD, ps.Modulo, ...) remain as deprecated aliases. Package
 // transport carries the messages (in process, or TCP with a secret, TLS
 // and compression); epsp holds the policies; ps/sim replays a run in
 // virtual time; ps/pstest starts clusters for tests.
@@ -68,8 +69,8 @@
 // Server (a transport.Handler over a Store), Coordinator, Worker and Client
 // (NewServer, NewCoordinator + Start, NewWorker + Start then Worker.Train,
 // NewClient); Example_training shows that wiring in one process. Each
-// part of the design is documented beside its code: the key-value API and
-// partitioners in client.go, the training loop, task transfer and
+// part of the design is documented beside its code: the key-value API in
+// client.go, the training loop, task transfer and
 // assignments in worker.go, observers in observer.go and timeline.go,
 // failures and leases in lease.go, membership in membership.go, durability
 // in durable.go, role checks in access.go, hostile input and performance

@@ -1,11 +1,12 @@
 package ps
 
 import (
+	"github.com/falconml/falcon/ps/layout"
 	"github.com/falconml/falcon/ps/store"
 )
 
 // The store, its optimizers and initializers and the checkpoint format
-// live in package ps/store, beneath ps. The names below keep programs
+// live in package ps/store, beneath ps; the partitioners in ps/layout. The names below keep programs
 // written against earlier releases compiling; each is the store's own
 // (a type alias, the same sentinel value, a forwarding function), so
 // values pass freely between the two spellings and errors.Is matches
@@ -91,3 +92,24 @@ func WriteCheckpointFile(path string, ck *Checkpoint) error {
 
 // Deprecated: use store.ReadCheckpointFile.
 func ReadCheckpointFile(path string) (*Checkpoint, error) { return store.ReadCheckpointFile(path) }
+
+// Deprecated: use layout.Segment.
+type Segment = layout.Segment
+
+// Deprecated: use layout.Partitioner.
+type Partitioner = layout.Partitioner
+
+// Deprecated: use layout.KeyRange.
+type KeyRange = layout.KeyRange
+
+// Deprecated: use layout.Hash.
+type Hash = layout.Hash
+
+// Deprecated: use layout.Modulo.
+type Modulo = layout.Modulo
+
+// Deprecated: use layout.DefaultMaxSegment.
+const DefaultMaxSegment = layout.DefaultMaxSegment
+
+// Deprecated: use layout.Fingerprint.
+func LayoutHash(p Partitioner, servers int) uint64 { return layout.Fingerprint(p, servers) }
