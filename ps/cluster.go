@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps/event"
 	"github.com/falconml/falcon/transport"
 	"golang.org/x/sync/errgroup"
 )
@@ -150,7 +151,7 @@ type ClusterConfig struct {
 
 	// Observer, if set, sees the events of every local role. All local
 	// roles share one clock (Event.At is the time since NewCluster).
-	Observer Observer
+	Observer event.Observer
 	// StateEvery, when positive, reports every worker's state (clock,
 	// speed, parallelism, batch, straggler or pioneer) as the coordinator
 	// sees it, at this interval, to OnState; it needs the coordinator in
@@ -360,7 +361,7 @@ func NewCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error) 
 	start := time.Now()
 	ro := []Option{WithLogger(c.log), WithClock(func() time.Duration { return time.Since(start) })}
 	defer func() { c.ro = ro }()
-	var obs []Observer
+	var obs []event.Observer
 	if cfg.Workers > 0 && cfg.local(CoordinatorNode) {
 		c.states = newStateTracker(cfg.slots(), cfg.EPSP.Batch, cfg.EPSP.Parallelism)
 		obs = append(obs, c.states)
@@ -372,7 +373,7 @@ func NewCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error) 
 	case 1:
 		ro = append(ro, WithObserver(obs[0]))
 	case 2:
-		ro = append(ro, WithObserver(ObserverFunc(func(e Event) { obs[0].Observe(e); obs[1].Observe(e) })))
+		ro = append(ro, WithObserver(event.Func(func(e event.Event) { obs[0].Observe(e); obs[1].Observe(e) })))
 	}
 	if !cfg.TCP {
 		opts := append([]transport.InmemOption(nil), cfg.Network...)

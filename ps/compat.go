@@ -1,6 +1,7 @@
 package ps
 
 import (
+	"github.com/falconml/falcon/ps/event"
 	"github.com/falconml/falcon/ps/layout"
 	"github.com/falconml/falcon/ps/store"
 )
@@ -113,3 +114,40 @@ const DefaultMaxSegment = layout.DefaultMaxSegment
 
 // Deprecated: use layout.Fingerprint.
 func LayoutHash(p Partitioner, servers int) uint64 { return layout.Fingerprint(p, servers) }
+
+// The events the roles report live in package ps/event.
+
+// Deprecated: use event.Kind.
+type EventKind = event.Kind
+
+// Deprecated: use event.Event.
+type Event = event.Event
+
+// Deprecated: use event.Observer.
+type Observer = event.Observer
+
+// Deprecated: use event.Func.
+type ObserverFunc = event.Func
+
+// Deprecated: use the constants of package event (EvClockStart is
+// event.ClockStart, and so on).
+const (
+	EvApplied         = event.Applied
+	EvBatch           = event.Batch
+	EvChunk           = event.Chunk
+	EvClockDone       = event.ClockDone
+	EvClockStart      = event.ClockStart
+	EvComputed        = event.Computed
+	EvFlushed         = event.Flushed
+	EvJoin            = event.Join
+	EvLeave           = event.Leave
+	EvParallelism     = event.Parallelism
+	EvPulled          = event.Pulled
+	EvPushAdmitted    = event.PushAdmitted
+	EvPushed          = event.Pushed
+	EvRelease         = event.Release
+	EvTransferDone    = event.TransferDone
+	EvTransferOrdered = event.TransferOrdered
+	EvTransferResult  = event.TransferResult
+	EvWorkerLost      = event.WorkerLost
+)

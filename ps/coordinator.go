@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps/event"
 	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/transport"
 )
@@ -481,7 +482,7 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		}
 		c.snapshot()
 		c.lease.started(r.worker)
-		c.opts.emit(Event{Kind: EvPushAdmitted, Node: "coordinator", Worker: r.push.Worker, Owner: r.push.Owner, Clock: r.push.Clock, Samples: r.push.Samples, Push: r.push, Decision: d})
+		c.opts.emit(event.Event{Kind: event.PushAdmitted, Node: "coordinator", Worker: r.push.Worker, Owner: r.push.Owner, Clock: r.push.Clock, Samples: r.push.Samples, Push: r.push, Decision: d})
 		return coordResp{dec: d}
 	case wire.OpTransferResult:
 		o, ok := orders[r.ev.Transfer.ID]
@@ -494,7 +495,7 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 			if !res.Accepted {
 				res.Lo, res.Hi = 0, 0
 			}
-			c.opts.emit(Event{Kind: EvTransferResult, Node: "coordinator", Worker: o.From, Clock: o.Clock, Lo: res.Lo, Hi: res.Hi, Transfer: o, Result: res})
+			c.opts.emit(event.Event{Kind: event.TransferResult, Node: "coordinator", Worker: o.From, Clock: o.Clock, Lo: res.Lo, Hi: res.Hi, Transfer: o, Result: res})
 		}
 		err := c.step(r.ev, orders)
 		if err == nil && ok && r.ev.Transfer.Accepted {
@@ -602,13 +603,13 @@ func (c *Coordinator) execute(out epsp.Output, orders map[uint64]epsp.TransferOr
 	for _, o := range out.SetParallelism {
 		e := wire.NewMsg(nil, wire.OpSetParallelism)
 		e.I64(int64(o.P))
-		c.opts.emit(Event{Kind: EvParallelism, Node: "coordinator", Worker: o.Worker, P: o.P})
+		c.opts.emit(event.Event{Kind: event.Parallelism, Node: "coordinator", Worker: o.Worker, P: o.P})
 		c.send(o.Worker, e.B)
 	}
 	for _, o := range out.SetBatch {
 		e := wire.NewMsg(nil, wire.OpSetBatch)
 		e.I64(int64(o.Size))
-		c.opts.emit(Event{Kind: EvBatch, Node: "coordinator", Worker: o.Worker, Samples: o.Size})
+		c.opts.emit(event.Event{Kind: event.Batch, Node: "coordinator", Worker: o.Worker, Samples: o.Size})
 		c.send(o.Worker, e.B)
 	}
 	ra, err := releaseAssignments(out, v)
@@ -619,7 +620,7 @@ func (c *Coordinator) execute(out epsp.Output, orders map[uint64]epsp.TransferOr
 	for _, w := range out.Release {
 		e := wire.NewMsg(nil, wire.OpRelease)
 		encodeRelease(&e, v.Clock(w), v.Version(), ra[w]) // the assignments ride on the release
-		c.opts.emit(Event{Kind: EvRelease, Node: "coordinator", Worker: w, Clock: v.Clock(w)})
+		c.opts.emit(event.Event{Kind: event.Release, Node: "coordinator", Worker: w, Clock: v.Clock(w)})
 		if err := c.send(w, e.B); err != nil {
 			c.setFatal(fmt.Errorf("ps: release of %s: %w", c.cfg.Workers[w], err))
 		}
@@ -633,7 +634,7 @@ func (c *Coordinator) execute(out epsp.Output, orders map[uint64]epsp.TransferOr
 		e.I64(int64(o.Clock))
 		e.I64(int64(o.Lo))
 		e.I64(int64(o.Hi))
-		c.opts.emit(Event{Kind: EvTransferOrdered, Node: "coordinator", Worker: o.From, Clock: o.Clock, Lo: o.Lo, Hi: o.Hi, Transfer: o})
+		c.opts.emit(event.Event{Kind: event.TransferOrdered, Node: "coordinator", Worker: o.From, Clock: o.Clock, Lo: o.Lo, Hi: o.Hi, Transfer: o})
 		if c.lease.isLost(o.From) || c.lease.isLost(o.To) {
 			// a lost giver (still leaving: its samples are being handed
 			// over) answers nothing, and a lost taker would compute

@@ -37,7 +37,7 @@
 //   - Model, or FromModel to adapt a model.Model: the gradient of a batch.
 //   - ShardSampler: which samples form a worker's batch (a value; set N
 //     and Workers). Any Sampler works if it is deterministic.
-//   - Timeline: an Observer (ClusterConfig.Observer) that records the run
+//   - Timeline: an event.Observer (ClusterConfig.Observer) that records the run
 //     as a Chrome trace; its zero value is ready and safe for concurrent
 //     use. WriteJSON writes what it has seen so far: call it after Close
 //     for the whole run (until then the roles may still emit events).
@@ -59,8 +59,10 @@
 // Package ps/store is the pure core: the parameter Store, the optimizers
 // (store.SGD, store.Momentum, store.Adam), the initializers, the refusal of
 // non-finite values and the checkpoint format; package ps/layout places
-// keys on servers (Modulo, KeyRange, Hash). The names ps used to have for
-// them (ps.Store, ps.SGD, ps.Modulo, ...) remain as deprecated aliases. Package
+// keys on servers (Modulo, KeyRange, Hash); package ps/event holds the
+// events the roles report to an Observer. The names ps used to have for
+// them (ps.Store, ps.SGD, ps.Modulo, ps.Event, ...) remain as deprecated
+// aliases. Package
 // transport carries the messages (in process, or TCP with a secret, TLS
 // and compression); epsp holds the policies; ps/sim replays a run in
 // virtual time; ps/pstest starts clusters for tests.
@@ -71,7 +73,7 @@
 // NewClient); Example_training shows that wiring in one process. Each
 // part of the design is documented beside its code: the key-value API in
 // client.go, the training loop, task transfer and
-// assignments in worker.go, observers in observer.go and timeline.go,
+// assignments in worker.go, the timeline in timeline.go,
 // failures and leases in lease.go, membership in membership.go, durability
 // in durable.go, role checks in access.go, hostile input and performance
 // in wire.go (the wire format itself in ps/internal/wire), clusters across

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps/event"
 	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/transport"
 )
@@ -172,9 +173,6 @@ func (c LeaseConfig) withDefaults() LeaseConfig {
 // incarnation) while the run its first incarnation joined goes on; it is
 // refused.
 var ErrRestarted = wire.ErrRestarted
-
-// EvWorkerLost: the coordinator declared Worker lost (its lease expired).
-const EvWorkerLost EventKind = 64
 
 // ErrPeerLost: a peer stopped answering for longer than its lease; the
 // message names it.
@@ -411,7 +409,7 @@ func silence(last, now time.Time) string {
 // workerLost applies the lost-worker policy.
 func (c *Coordinator) workerLost(w epsp.WorkerID, why string) {
 	err := fmt.Errorf("%w: worker %s: %s (lease timeout %v)", ErrPeerLost, c.cfg.Workers[w], why, c.lease.cfg.Timeout)
-	c.opts.emit(Event{Kind: EvWorkerLost, Node: "coordinator", Worker: w})
+	c.opts.emit(event.Event{Kind: event.WorkerLost, Node: "coordinator", Worker: w})
 	if c.lease.cfg.OnWorkerLost == AbortRun {
 		c.setFatal(err)
 		return
@@ -573,7 +571,7 @@ func (c *Coordinator) sendTask(o epsp.TransferOrder, batch int, emit bool) error
 	e.I64(int64(batch))
 	e.U64(c.core.View().Version())
 	if emit {
-		c.opts.emit(Event{Kind: EvTransferOrdered, Node: "coordinator", Worker: o.From, Clock: o.Clock, Lo: o.Lo, Hi: o.Hi, Transfer: o})
+		c.opts.emit(event.Event{Kind: event.TransferOrdered, Node: "coordinator", Worker: o.From, Clock: o.Clock, Lo: o.Lo, Hi: o.Hi, Transfer: o})
 	}
 	if err := c.send(o.To, e.B); err != nil {
 		err = fmt.Errorf("ps: task %d (worker %s's clock %d [%d,%d)) to %s: %w", o.ID, c.cfg.Workers[o.From], o.Clock, o.Lo, o.Hi, c.cfg.Workers[o.To], err)
@@ -597,7 +595,7 @@ func (c *Coordinator) leaveLost(lw epsp.WorkerID, orders map[uint64]epsp.Transfe
 	old, clock := len(c.core.Members()), c.core.View().Clock(lw)
 	err := c.step(epsp.Event{Kind: epsp.EventLeave, Worker: lw, Quit: true}, orders)
 	if err == nil {
-		c.opts.emit(Event{Kind: EvLeave, Node: "coordinator", Worker: lw})
+		c.opts.emit(event.Event{Kind: event.Leave, Node: "coordinator", Worker: lw})
 		c.changed(Lost, lw, old, clock)
 	}
 	return err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps/event"
 	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/transport"
 )
@@ -89,9 +90,6 @@ var (
 	// members and the departed workers.
 	ErrBelowMinimum = wire.ErrBelowMinimum
 )
-
-// EvJoin (coordinator): Worker joined the run at Clock (epsp.EventJoin).
-const EvJoin EventKind = 65
 
 // MembershipConfig configures the coordinator's side of elastic
 // membership; the rules themselves (slots, minimum, cooldown) are
@@ -195,7 +193,7 @@ func (c *Coordinator) serveJoin(r *coordReq, orders map[uint64]epsp.TransferOrde
 	v := c.core.View()
 	h := helloInfo{clock: v.Clock(w), version: v.Version(), batch: v.Batch(w), par: v.Parallelism(w), join: true}
 	c.snapshot()
-	c.opts.emit(Event{Kind: EvJoin, Node: "coordinator", Worker: w, Clock: h.clock})
+	c.opts.emit(event.Event{Kind: event.Join, Node: "coordinator", Worker: w, Clock: h.clock})
 	c.changed(Joined, w, old, h.clock)
 	if err := c.execute(out, orders); err != nil {
 		return coordResp{err: err}

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps/event"
 	"github.com/falconml/falcon/ps/internal/codec"
 	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/transport"
@@ -212,7 +213,7 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 		if err != nil {
 			return nil, err
 		}
-		s.opts.emit(Event{Kind: EvFlushed, Node: s.name, Clock: clock, Samples: n})
+		s.opts.emit(event.Event{Kind: event.Flushed, Node: s.name, Clock: clock, Samples: n})
 		return wire.OKResponse(dst), nil
 	case wire.OpInit, wire.OpPull:
 		sc := s.pool.Get().(*scratch)
@@ -320,7 +321,7 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 		if dup {
 			return resp, nil
 		}
-		s.opts.emit(Event{Kind: EvApplied, Node: s.name, Clock: clock, Samples: int(weight), Decision: epsp.PushDecision{Action: act, Scale: scale, Clock: clock}})
+		s.opts.emit(event.Event{Kind: event.Applied, Node: s.name, Clock: clock, Samples: int(weight), Decision: epsp.PushDecision{Action: act, Scale: scale, Clock: clock}})
 		return resp, nil
 	}
 	return nil, fmt.Errorf("%w: unknown server op %d", ErrMalformed, o)

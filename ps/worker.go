@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps/event"
 	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/transport"
 )
@@ -518,7 +519,7 @@ func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
 		if j != nil {
 			j.setP(p)
 		}
-		w.opts.emit(Event{Kind: EvParallelism, Node: w.name, Worker: w.cfg.ID, P: p})
+		w.opts.emit(event.Event{Kind: event.Parallelism, Node: w.name, Worker: w.cfg.ID, P: p})
 	case wire.OpSetBatch:
 		b := d.Int(1, maxWireBatch, "batch")
 		if d.End() != nil {
@@ -527,7 +528,7 @@ func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
 		w.mu.Lock()
 		w.batch = b
 		w.mu.Unlock()
-		w.opts.emit(Event{Kind: EvBatch, Node: w.name, Worker: w.cfg.ID, Samples: b})
+		w.opts.emit(event.Event{Kind: event.Batch, Node: w.name, Worker: w.cfg.ID, Samples: b})
 	case wire.OpTransferOrder:
 		ord := epsp.TransferOrder{ID: d.U64(), From: w.cfg.ID, To: epsp.WorkerID(d.Int(0, maxInt32, "to")),
 			Clock: d.Int(0, 1<<62, "clock"), Lo: d.Int(0, 1<<62, "lo"), Hi: d.Int(0, 1<<62, "hi")}
@@ -789,12 +790,12 @@ func (w *Worker) run(ctx context.Context, tc TrainConfig, total int) (TrainStats
 		if c >= tc.Clocks {
 			break
 		}
-		w.opts.emit(Event{Kind: EvClockStart, Node: w.name, Worker: w.cfg.ID, Clock: c})
+		w.opts.emit(event.Event{Kind: event.ClockStart, Node: w.name, Worker: w.cfg.ID, Clock: c})
 		params := make([]float32, total)
 		if err := w.client.Pull(ctx, tc.Keys, params, tc.Lens); err != nil {
 			return w.statsWith(loss), err
 		}
-		w.opts.emit(Event{Kind: EvPulled, Node: w.name, Worker: w.cfg.ID, Clock: c})
+		w.opts.emit(event.Event{Kind: event.Pulled, Node: w.name, Worker: w.cfg.ID, Clock: c})
 		w.mu.Lock()
 		w.params, w.pversion = params, version
 		par := w.par
@@ -811,7 +812,7 @@ func (w *Worker) run(ctx context.Context, tc TrainConfig, total int) (TrainStats
 		// One push for the clock: the own samples and the assigned ones
 		// (Parts say whose), weighted by the samples it covers.
 		n, x := j.done, j.xdone
-		w.opts.emit(Event{Kind: EvComputed, Node: w.name, Worker: w.cfg.ID, Clock: c, Samples: n + x})
+		w.opts.emit(event.Event{Kind: event.Computed, Node: w.name, Worker: w.cfg.ID, Clock: c, Samples: n + x})
 		if n > 0 {
 			loss = append(loss, j.loss/float64(n))
 		} else {
@@ -823,7 +824,7 @@ func (w *Worker) run(ctx context.Context, tc TrainConfig, total int) (TrainStats
 			if err := w.pushGrad(ctx, push, j.grad); err != nil {
 				return w.statsWith(loss), err
 			}
-			w.opts.emit(Event{Kind: EvPushed, Node: w.name, Worker: w.cfg.ID, Clock: c, Samples: n + x})
+			w.opts.emit(event.Event{Kind: event.Pushed, Node: w.name, Worker: w.cfg.ID, Clock: c, Samples: n + x})
 		}
 		w.mu.Lock()
 		w.stats.Samples += n
