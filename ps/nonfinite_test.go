@@ -3,7 +3,6 @@ package ps
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -11,25 +10,6 @@ import (
 	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/transport"
 )
-
-// nonFiniteCases are gradients with one NaN or ±Inf at positions that hit
-// the kernels' 16-lane, 4-lane and scalar tails.
-func nonFiniteCases(n int) map[string][]float32 {
-	out := map[string][]float32{}
-	for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
-		for _, at := range []int{0, 5, 17, n - 3, n - 1} {
-			g := make([]float32, n)
-			for i := range g {
-				g[i] = float32(i%7) - 3
-			}
-			g[at] = bad
-			out[fmtCase(bad, at)] = g
-		}
-	}
-	return out
-}
-
-func fmtCase(v float32, at int) string { return fmt.Sprintf("%v@%d", v, at) }
 
 func f32Bits(v []float32) []uint32 {
 	out := make([]uint32, len(v))

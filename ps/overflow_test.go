@@ -173,15 +173,3 @@ func assertFinite(t *testing.T, srv *Server) {
 		}
 	}
 }
-
-func equalBits(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-			return false
-		}
-	}
-	return true
-}

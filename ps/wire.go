@@ -53,5 +53,4 @@ type (
 	encoder = codec.Encoder
 	decoder = codec.Decoder
 	op      = wire.Op
-	errCode = wire.Code
 )
