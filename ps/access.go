@@ -1,16 +1,39 @@
 package ps
 
 import (
-	"errors"
 	"fmt"
 
+	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/transport"
 )
+
+// # Role checks
+//
+// (This part of the package documentation sits beside the code it
+// describes; the package doc in doc.go is the map.)
+//
+// A server of a Cluster with workers checks the role of every request's
+// sender (ServerConfig.Access, ClusterAccess): pings, layouts and pulls
+// come from anyone (evaluation and monitoring clients read), inits, pushes
+// and pushpulls only from workers and the coordinator, flushes only from
+// the coordinator; anything else is answered with an ErrForbidden error
+// naming the op, the sender and the server, and changes nothing. The
+// coordinator serves workers only (hello, admit, clock, progress,
+// transfers, leave, heartbeat: ErrForbidden for any other sender), and a
+// worker and a Cluster's control handler take orders and the end of a run
+// from the coordinator only. The sender is the name the connection proved
+// over TCP and the joined name in process. Over TCP those checks hold
+// against members only under per-node identity (ClusterConfig.NodeTLS:
+// the name is the one in the peer's certificate; or keys minted per pair,
+// transport.PairKeys): a shared secret (or one TLS certificate for all)
+// proves membership only, and any member can claim any role; without a
+// secret the name is only claimed. A servers-only Cluster (Workers 0) and a Server built
+// with a zero Access check nothing.
 
 // ErrForbidden: a node sent a request its role may not send (a worker's
 // flush, a write from a node that is not a member of the cluster). The
 // request changed nothing; the message names the operation and the sender.
-var ErrForbidden = errors.New("ps: forbidden")
+var ErrForbidden = wire.ErrForbidden
 
 // Access is a server's role checks: which senders may send which requests.
 // The sender is the transport's `from`: over TCP, the name the connection
@@ -48,14 +71,14 @@ func (a Access) check(server string, from transport.NodeID, o op) error {
 	var need string
 	role, member := a.RoleOf(from)
 	switch o {
-	case opPing, opLayout, opPull:
+	case wire.OpPing, wire.OpLayout, wire.OpPull:
 		return nil
-	case opInit, opPush, opPushPull, opPushID, opPushPullID:
+	case wire.OpInit, wire.OpPush, wire.OpPushPull, wire.OpPushID, wire.OpPushPullID:
 		if member && (role == RoleWorker || role == RoleCoordinator) {
 			return nil
 		}
 		need = "only workers and the coordinator write"
-	case opFlush:
+	case wire.OpFlush:
 		if member && role == RoleCoordinator {
 			return nil
 		}
@@ -83,19 +106,19 @@ func ClusterAccess(servers, workers int) Access {
 // opName names a server op in messages.
 func opName(o op) string {
 	switch o {
-	case opPing:
+	case wire.OpPing:
 		return "ping"
-	case opInit:
+	case wire.OpInit:
 		return "init"
-	case opPush, opPushID:
+	case wire.OpPush, wire.OpPushID:
 		return "push"
-	case opPull:
+	case wire.OpPull:
 		return "pull"
-	case opPushPull, opPushPullID:
+	case wire.OpPushPull, wire.OpPushPullID:
 		return "pushpull"
-	case opFlush:
+	case wire.OpFlush:
 		return "flush"
-	case opLayout:
+	case wire.OpLayout:
 		return "layout"
 	}
 	return fmt.Sprintf("op %d", o)

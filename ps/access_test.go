@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -81,7 +82,7 @@ func TestServer_RoleChecks(t *testing.T) {
 				t.Fatalf("coordinator init: %v", err)
 			}
 			// A worker's accumulated push for clock 0, waiting for its flush.
-			if err := worker.do(ctx, opPush, keys, []float32{1, 2}, nil, nil, pushArgs{mode: modeAccumulate, clock: 0, scale: 1, weight: 1}); err != nil {
+			if err := worker.do(ctx, wire.OpPush, keys, []float32{1, 2}, nil, nil, pushArgs{mode: wire.ModeAccumulate, clock: 0, scale: 1, weight: 1}); err != nil {
 				t.Fatalf("worker push: %v", err)
 			}
 			snap := func() []float32 {
@@ -109,17 +110,17 @@ func TestServer_RoleChecks(t *testing.T) {
 				{"server push", ServerNode(0), "push", func() error {
 					// by hand: server-1 may hold neither key, so a Client would
 					// not send it
-					e := newMsg(nil, opPush)
-					e.u8(modeApply)
-					e.i64(0)
-					e.f64(1)
-					e.f64(1)
-					e.u32(1)
-					e.u64(keys[0])
-					e.u32(1)
-					e.pad4()
-					e.f32s([]float32{5})
-					_, err := server.call(ctx, 0, e.b)
+					e := wire.NewMsg(nil, wire.OpPush)
+					e.U8(wire.ModeApply)
+					e.I64(0)
+					e.F64(1)
+					e.F64(1)
+					e.U32(1)
+					e.U64(keys[0])
+					e.U32(1)
+					e.Pad4()
+					e.F32s([]float32{5})
+					_, err := server.call(ctx, 0, e.B)
 					return err
 				}},
 			}
@@ -138,22 +139,22 @@ func TestServer_RoleChecks(t *testing.T) {
 			}
 			for i := range 2 {
 				c.Server(i).View(func(s *Store) {
-					if _, ok := s.index[7]; ok {
+					if _, ok := s.Len(7); ok {
 						t.Errorf("server %d holds key 7 from a refused init", i)
 					}
 				})
 			}
 			// The coordinator serves workers only: an outsider's hello and
 			// heartbeat are refused, naming it.
-			for _, o := range []op{opHello, opHeartbeat} {
-				e := newMsg(nil, o)
-				if o == opHello {
-					e.i64(0)
+			for _, o := range []op{wire.OpHello, wire.OpHeartbeat} {
+				e := wire.NewMsg(nil, o)
+				if o == wire.OpHello {
+					e.I64(0)
 				}
-				e.u64(1)
-				resp, err := outTr.Request(ctx, CoordinatorNode, e.b)
+				e.U64(1)
+				resp, err := outTr.Request(ctx, CoordinatorNode, e.B)
 				if err == nil {
-					_, err = parseResponse(resp, "coordinator")
+					_, err = wire.ParseResponse(resp, "coordinator")
 				}
 				if !errors.Is(err, ErrForbidden) || !strings.Contains(err.Error(), "intruder") {
 					t.Errorf("outsider's op %d to the coordinator: err = %v, want ErrForbidden naming intruder", o, err)
@@ -175,9 +176,9 @@ func TestAccess_Table(t *testing.T) {
 	a := ClusterAccess(2, 3)
 	senders := []transport.NodeID{CoordinatorNode, "server-1", "worker-2", "worker-3", "client-0"}
 	want := map[op]string{ // the senders allowed, by index into senders
-		opPing: "01234", opLayout: "01234", opPull: "01234",
-		opInit: "02", opPush: "02", opPushID: "02", opPushPull: "02", opPushPullID: "02",
-		opFlush: "0",
+		wire.OpPing: "01234", wire.OpLayout: "01234", wire.OpPull: "01234",
+		wire.OpInit: "02", wire.OpPush: "02", wire.OpPushID: "02", wire.OpPushPull: "02", wire.OpPushPullID: "02",
+		wire.OpFlush: "0",
 	}
 	for o, allowed := range want {
 		for i, s := range senders {
@@ -188,7 +189,7 @@ func TestAccess_Table(t *testing.T) {
 			}
 		}
 	}
-	if err := (Access{}).check("s", "anyone", opFlush); err != nil {
+	if err := (Access{}).check("s", "anyone", wire.OpFlush); err != nil {
 		t.Errorf("zero Access refuses: %v", err)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"runtime"
 	"testing"
+
+	"github.com/falconml/falcon/ps/internal/wire"
 )
 
 // accShard is the layout of the accumulation-window tests: key 0 of one
@@ -24,13 +26,13 @@ func newAccShard(t *testing.T) wireStore {
 // accOne pushes a 1-value gradient of key 0 into clock: the 48-byte
 // accumulate of the finding.
 func accOne(w wireStore, clock int) error {
-	return w.cl.do(context.Background(), opPush, accKeys[:1], []float32{1}, nil, accLens[:1], pushArgs{mode: modeAccumulate, clock: clock, scale: 1, weight: 1})
+	return w.cl.do(context.Background(), wire.OpPush, accKeys[:1], []float32{1}, nil, accLens[:1], pushArgs{mode: wire.ModeAccumulate, clock: clock, scale: 1, weight: 1})
 }
 
 // buffered returns the bytes of the open clocks' buffers and of the spare,
 // and the number of clocks buffered.
 func buffered(w wireStore) (open, spare, pending int) {
-	w.srv.View(func(s *Store) { open, spare = s.bufferedBytes(); pending = len(s.Pending()) })
+	w.srv.View(func(s *Store) { open, spare = s.BufferedBytes(); pending = len(s.Pending()) })
 	return
 }
 
@@ -90,7 +92,7 @@ func TestServer_AccumulateWindow(t *testing.T) {
 		t.Fatalf("clock %d past the window: err %v, want ErrClockNotOpen", W, err)
 	}
 	// a second push into clock 0 with another weight: mean (1·1 + 3·5)/4 = 4
-	if err := w.cl.do(ctx, opPush, accKeys[:1], []float32{5}, nil, accLens[:1], pushArgs{mode: modeAccumulate, clock: 0, scale: 1, weight: 3}); err != nil {
+	if err := w.cl.do(ctx, wire.OpPush, accKeys[:1], []float32{5}, nil, accLens[:1], pushArgs{mode: wire.ModeAccumulate, clock: 0, scale: 1, weight: 3}); err != nil {
 		t.Fatal(err)
 	}
 	open0, _, _ := buffered(w)

@@ -48,19 +48,19 @@ const pieceBytes = 32
 // encodeRelease appends a release's body; ra is nil for a worker no
 // assignment names.
 func encodeRelease(e *encoder, clock int, version uint64, ra *releaseAssign) {
-	e.i64(int64(clock))
-	e.u64(version)
+	e.I64(int64(clock))
+	e.U64(version)
 	if ra == nil {
 		return
 	}
-	e.i64(int64(ra.batch))
-	e.i64(int64(ra.keep))
-	e.u32(uint32(len(ra.pieces)))
+	e.I64(int64(ra.batch))
+	e.I64(int64(ra.keep))
+	e.U32(uint32(len(ra.pieces)))
 	for _, p := range ra.pieces {
-		e.i64(int64(p.owner))
-		e.i64(int64(p.lo))
-		e.i64(int64(p.hi))
-		e.i64(int64(p.batch))
+		e.I64(int64(p.owner))
+		e.I64(int64(p.lo))
+		e.I64(int64(p.hi))
+		e.I64(int64(p.batch))
 	}
 }
 
@@ -69,36 +69,36 @@ func encodeRelease(e *encoder, clock int, version uint64, ra *releaseAssign) {
 // every batch against maxWireBatch, and the assigned samples together
 // against maxWireBatch too (a worker allocates per sample).
 func decodeRelease(d *decoder) (clock int, version uint64, ra *releaseAssign, err error) {
-	clock = d.int(0, 1<<62, "clock")
-	version = d.u64()
-	if d.err != nil || len(d.b) == 0 {
-		return clock, version, nil, d.end()
+	clock = d.Int(0, 1<<62, "clock")
+	version = d.U64()
+	if d.Err != nil || len(d.B) == 0 {
+		return clock, version, nil, d.End()
 	}
-	r := &releaseAssign{batch: d.int(1, maxWireBatch, "batch")}
-	r.keep = d.int(0, int64(r.batch), "keep")
-	n := d.u32()
-	if d.err == nil && uint64(n)*pieceBytes > uint64(len(d.b)) {
-		d.err = fmt.Errorf("%w: %d assigned pieces in %d bytes", ErrMalformed, n, len(d.b))
+	r := &releaseAssign{batch: d.Int(1, maxWireBatch, "batch")}
+	r.keep = d.Int(0, int64(r.batch), "keep")
+	n := d.U32()
+	if d.Err == nil && uint64(n)*pieceBytes > uint64(len(d.B)) {
+		d.Err = fmt.Errorf("%w: %d assigned pieces in %d bytes", ErrMalformed, n, len(d.B))
 	}
-	if d.err != nil {
-		return 0, 0, nil, d.err
+	if d.Err != nil {
+		return 0, 0, nil, d.Err
 	}
 	if n > 0 {
 		r.pieces = make([]assignedPiece, n)
 	}
 	total := 0
 	for i := range r.pieces {
-		p := assignedPiece{owner: epsp.WorkerID(d.int(0, maxInt32, "owner")), lo: d.int(0, maxWireBatch, "lo"), hi: d.int(0, maxWireBatch, "hi"), batch: d.int(1, maxWireBatch, "batch")}
-		if d.err == nil && (p.lo >= p.hi || p.hi > p.batch) {
-			d.err = fmt.Errorf("%w: assigned piece [%d,%d) of batch %d", ErrMalformed, p.lo, p.hi, p.batch)
+		p := assignedPiece{owner: epsp.WorkerID(d.Int(0, maxInt32, "owner")), lo: d.Int(0, maxWireBatch, "lo"), hi: d.Int(0, maxWireBatch, "hi"), batch: d.Int(1, maxWireBatch, "batch")}
+		if d.Err == nil && (p.lo >= p.hi || p.hi > p.batch) {
+			d.Err = fmt.Errorf("%w: assigned piece [%d,%d) of batch %d", ErrMalformed, p.lo, p.hi, p.batch)
 		}
 		total += p.hi - p.lo
-		if d.err == nil && total > maxWireBatch {
-			d.err = fmt.Errorf("%w: %d assigned samples", ErrMalformed, total)
+		if d.Err == nil && total > maxWireBatch {
+			d.Err = fmt.Errorf("%w: %d assigned samples", ErrMalformed, total)
 		}
 		r.pieces[i] = p
 	}
-	if err := d.end(); err != nil {
+	if err := d.End(); err != nil {
 		return 0, 0, nil, err
 	}
 	return clock, version, r, nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -20,13 +21,13 @@ func TestReleaseRoundTrip(t *testing.T) {
 		{batch: 16, keep: 10},
 		{batch: 8, keep: 8, pieces: []assignedPiece{{owner: 2, lo: 10, hi: 13, batch: 16}, {owner: 0, lo: 0, hi: 4, batch: 4}}},
 	} {
-		e := newMsg(nil, opRelease)
+		e := wire.NewMsg(nil, wire.OpRelease)
 		encodeRelease(&e, 7, 42, ra)
-		o, body, err := header(e.b)
-		if err != nil || o != opRelease {
+		o, body, err := wire.Header(e.B)
+		if err != nil || o != wire.OpRelease {
 			t.Fatal(o, err)
 		}
-		d := decoder{b: body}
+		d := decoder{B: body}
 		c, v, got, err := decodeRelease(&d)
 		if err != nil || c != 7 || v != 42 || !reflect.DeepEqual(got, ra) {
 			t.Errorf("decoded clock %d version %d %+v (err %v), want %+v", c, v, got, err, ra)
@@ -34,7 +35,7 @@ func TestReleaseRoundTrip(t *testing.T) {
 		// every truncation but the one at the end of the old, short form
 		// is an error
 		for cut := 1; cut < len(body); cut++ {
-			d := decoder{b: body[:cut]}
+			d := decoder{B: body[:cut]}
 			_, _, got, err := decodeRelease(&d)
 			if cut == 16 && err == nil && got == nil {
 				continue
@@ -51,15 +52,15 @@ func TestReleaseRoundTrip(t *testing.T) {
 func TestReleaseDecode_Bounded(t *testing.T) {
 	mk := func(batch, keep int64, n uint32, pieces ...int64) []byte {
 		var e encoder
-		e.i64(1)
-		e.u64(0)
-		e.i64(batch)
-		e.i64(keep)
-		e.u32(n)
+		e.I64(1)
+		e.U64(0)
+		e.I64(batch)
+		e.I64(keep)
+		e.U32(n)
 		for _, p := range pieces {
-			e.i64(p)
+			e.I64(p)
 		}
-		return e.b
+		return e.B
 	}
 	big := int64(maxWireBatch)
 	for name, b := range map[string][]byte{
@@ -72,7 +73,7 @@ func TestReleaseDecode_Bounded(t *testing.T) {
 		"negative owner":       mk(8, 8, 1, -1, 0, 4, 8),
 		"trailing bytes":       append(mk(8, 8, 0), 0),
 	} {
-		d := decoder{b: b}
+		d := decoder{B: b}
 		if _, _, ra, err := decodeRelease(&d); !errors.Is(err, ErrMalformed) || ra != nil {
 			t.Errorf("%s: %+v, err %v", name, ra, err)
 		}
@@ -87,35 +88,35 @@ func TestPushRoundTrip(t *testing.T) {
 	} {
 		var e encoder
 		encodePush(&e, in)
-		d := decoder{b: e.b}
+		d := decoder{B: e.B}
 		out := decodePush(&d)
-		if err := d.end(); err != nil || !reflect.DeepEqual(out, in) {
+		if err := d.End(); err != nil || !reflect.DeepEqual(out, in) {
 			t.Errorf("decoded %+v (err %v), want %+v", out, err, in)
 		}
-		for cut := range len(e.b) {
-			d := decoder{b: e.b[:cut]}
+		for cut := range len(e.B) {
+			d := decoder{B: e.B[:cut]}
 			decodePush(&d)
-			if !errors.Is(d.end(), ErrMalformed) {
-				t.Errorf("push cut at %d of %d decoded", cut, len(e.b))
+			if !errors.Is(d.End(), ErrMalformed) {
+				t.Errorf("push cut at %d of %d decoded", cut, len(e.B))
 			}
 		}
 	}
 	// A crafted part count is refused before the parts are allocated.
 	var e encoder
 	encodePush(&e, epsp.Push{Worker: 1, Owner: 1, Samples: 1, BatchSamples: 1})
-	binary.LittleEndian.PutUint32(e.b[len(e.b)-4:], math.MaxUint32)
-	e.i64(1)
-	e.i64(0)
-	e.i64(1)
-	d := decoder{b: e.b}
-	if p := decodePush(&d); !errors.Is(d.end(), ErrMalformed) || p.Parts != nil {
-		t.Errorf("count 2^32-1 with one part: %+v, err %v", p.Parts, d.err)
+	binary.LittleEndian.PutUint32(e.B[len(e.B)-4:], math.MaxUint32)
+	e.I64(1)
+	e.I64(0)
+	e.I64(1)
+	d := decoder{B: e.B}
+	if p := decodePush(&d); !errors.Is(d.End(), ErrMalformed) || p.Parts != nil {
+		t.Errorf("count 2^32-1 with one part: %+v, err %v", p.Parts, d.Err)
 	}
 	// Negative busy time.
 	e = encoder{}
 	encodePush(&e, epsp.Push{Worker: 1, Owner: 1, Samples: 1, BatchSamples: 1, Busy: -1})
-	d = decoder{b: e.b}
-	if decodePush(&d); !errors.Is(d.end(), ErrMalformed) {
+	d = decoder{B: e.B}
+	if decodePush(&d); !errors.Is(d.End(), ErrMalformed) {
 		t.Errorf("negative busy time decoded")
 	}
 }
@@ -274,8 +275,8 @@ func TestPushDecode_PartBounds(t *testing.T) {
 	for _, n := range []int{0, maxWireBatch + 1} {
 		var e encoder
 		encodePush(&e, epsp.Push{Worker: 1, Owner: 1, Samples: 1, BatchSamples: 1, Parts: []epsp.PushPart{{Owner: 1, Samples: n}}})
-		d := decoder{b: e.b}
-		if decodePush(&d); !errors.Is(d.end(), ErrMalformed) {
+		d := decoder{B: e.B}
+		if decodePush(&d); !errors.Is(d.End(), ErrMalformed) {
 			t.Errorf("part of %d samples decoded", n)
 		}
 	}
@@ -295,9 +296,9 @@ func TestWorker_MalformedReleaseFails(t *testing.T) {
 	w.mu.Lock()
 	w.tr = tr
 	w.mu.Unlock()
-	e := newMsg(nil, opRelease)
+	e := wire.NewMsg(nil, wire.OpRelease)
 	encodeRelease(&e, 1, 0, &releaseAssign{batch: 8, keep: 8, pieces: []assignedPiece{{owner: 0, lo: 4, hi: 8, batch: 8}}})
-	w.HandleMessage("coordinator", e.b[:len(e.b)-1])
+	w.HandleMessage("coordinator", e.B[:len(e.B)-1])
 	if !errors.Is(w.Err(), ErrMalformed) {
 		t.Fatalf("truncated release: worker error %v, want ErrMalformed", w.Err())
 	}

@@ -10,7 +10,9 @@ import (
 
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps"
+	"github.com/falconml/falcon/ps/event"
 	"github.com/falconml/falcon/ps/pstest"
+	"github.com/falconml/falcon/ps/store"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -224,11 +226,11 @@ func TestAssign_FixedPiecesExactlyOnce(t *testing.T) {
 	rec := &pstest.Recorder{}
 	pol := &assignPolicy{layout: fixedLayout(workers)}
 	c := pstest.NewCluster(t, pstest.Servers(2), pstest.Workers(workers), pstest.Batch(batch), pstest.Chunk(3),
-		pstest.Optimizer(ps.SGD{LR: 1}), pstest.Observer(rec), pstest.Policy(pol))
+		pstest.Optimizer(store.SGD{LR: 1}), pstest.Observer(rec), pstest.Policy(pol))
 	m := &pstest.LedgerModel{Workers: workers, Clocks: clocks, Staleness: 0, Full: 1.0 / workers,
 		Delay: func(epsp.WorkerID, int) time.Duration { return delay }}
 	n := workers * clocks
-	stats, err := c.Train(context.Background(), m, pstest.LedgerSampler{Clocks: clocks}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{n}, Init: ps.Zeros{}, Clocks: clocks})
+	stats, err := c.Train(context.Background(), m, pstest.LedgerSampler{Clocks: clocks}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{n}, Init: store.Zeros{}, Clocks: clocks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,16 +287,16 @@ func TestAssign_FixedPiecesExactlyOnce(t *testing.T) {
 	for _, e := range events {
 		k := wc{int(e.Worker), e.Clock}
 		switch e.Kind {
-		case ps.EvClockStart:
+		case event.ClockStart:
 			start[k] = e.At
-		case ps.EvChunk:
+		case event.Chunk:
 			last[k] = e.At
 			calls[k]++
 		}
 	}
 	pushes := 0
 	for _, e := range events {
-		if e.Kind != ps.EvPushAdmitted || e.Push.Owner != e.Push.Worker {
+		if e.Kind != event.PushAdmitted || e.Push.Owner != e.Push.Worker {
 			continue
 		}
 		p := e.Push
@@ -373,9 +375,9 @@ func TestAssign_NoMessageAdded(t *testing.T) {
 	run := func(layout func(int, func(epsp.WorkerID) int) []epsp.Assignment) (uint64, uint64, epsp.Stats) {
 		pol := &assignPolicy{layout: layout}
 		c := pstest.NewCluster(t, pstest.Servers(2), pstest.Workers(workers), pstest.Batch(batch), pstest.Chunk(2),
-			pstest.ProgressEvery(1<<20), pstest.Optimizer(ps.SGD{LR: 0.1}), pstest.Policy(pol))
+			pstest.ProgressEvery(1<<20), pstest.Optimizer(store.SGD{LR: 0.1}), pstest.Policy(pol))
 		m := lsqModel{Dim: 6}
-		_, err := c.Train(context.Background(), m, ps.ShardSampler{N: 600, Workers: workers}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{6}, Init: ps.Zeros{}, Clocks: clocks})
+		_, err := c.Train(context.Background(), m, ps.ShardSampler{N: 600, Workers: workers}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{6}, Init: store.Zeros{}, Clocks: clocks})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -435,13 +437,13 @@ func TestAssign_RandomLayouts(t *testing.T) {
 		var mu sync.Mutex
 		layout := randomLayout(rand.New(rand.NewPCG(seed, 99)), &mu, workers)
 		pol := &assignPolicy{layout: layout}
-		run := func(pol *assignPolicy) ([]float32, []ps.Event, epsp.Stats, uint64) {
+		run := func(pol *assignPolicy) ([]float32, []event.Event, epsp.Stats, uint64) {
 			rec := &pstest.Recorder{}
 			c := pstest.NewCluster(t, pstest.Servers(2), pstest.Workers(workers), pstest.Batch(batch), pstest.Chunk(chunk),
-				pstest.Parallelism(par), pstest.ProgressEvery(progress), pstest.Optimizer(ps.SGD{LR: 0.05}), pstest.Observer(rec), pstest.Policy(pol))
+				pstest.Parallelism(par), pstest.ProgressEvery(progress), pstest.Optimizer(store.SGD{LR: 0.05}), pstest.Observer(rec), pstest.Policy(pol))
 			c.Net.SetDelay(0, 50*time.Microsecond)
 			_, err := c.TrainWith(context.Background(), func(i int) ps.Model { return lsqModel{Dim: dim, Delay: delays[i]} },
-				ps.ShardSampler{N: 997, Workers: workers}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{dim}, Init: ps.Zeros{}, Clocks: clocks})
+				ps.ShardSampler{N: 997, Workers: workers}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{dim}, Init: store.Zeros{}, Clocks: clocks})
 			if err != nil {
 				t.Fatalf("seed %d: %v", seed, err)
 			}
@@ -520,10 +522,10 @@ func TestAssign_ReactiveTransfers(t *testing.T) {
 		},
 	}
 	c := pstest.NewCluster(t, pstest.Servers(2), pstest.Workers(workers), pstest.Batch(batch), pstest.Chunk(2),
-		pstest.ProgressEvery(1), pstest.Optimizer(ps.SGD{LR: 1}), pstest.Observer(rec), pstest.Policy(pol))
+		pstest.ProgressEvery(1), pstest.Optimizer(store.SGD{LR: 1}), pstest.Observer(rec), pstest.Policy(pol))
 	m := &pstest.LedgerModel{Workers: workers, Clocks: clocks, Staleness: -1, Delay: func(epsp.WorkerID, int) time.Duration { return time.Millisecond }}
 	n := workers * clocks
-	if _, err := c.Train(context.Background(), m, pstest.LedgerSampler{Clocks: clocks}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{n}, Init: ps.Zeros{}, Clocks: clocks}); err != nil {
+	if _, err := c.Train(context.Background(), m, pstest.LedgerSampler{Clocks: clocks}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{n}, Init: store.Zeros{}, Clocks: clocks}); err != nil {
 		t.Fatal(err)
 	}
 	pstest.CheckExactlyOnce(t, rec.Events(), []int{clocks, clocks, clocks})

@@ -10,6 +10,7 @@ import (
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps"
 	"github.com/falconml/falcon/ps/pstest"
+	"github.com/falconml/falcon/ps/store"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -35,7 +36,7 @@ func newInmemEnv(b *testing.B, workers int, codec transport.Codec) benchEnv {
 		opts = append(opts, transport.WithCompression(transport.Always(codec)))
 	}
 	net := transport.NewInmemNetwork(opts...)
-	srv, err := ps.NewServer("server-0", ps.ServerConfig{Store: ps.StoreConfig{Optimizer: ps.SGD{LR: 1e-3}}})
+	srv, err := ps.NewServer("server-0", ps.ServerConfig{Store: store.Config{Optimizer: store.SGD{LR: 1e-3}}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func newTCPAuthEnv(b *testing.B, workers int, codec transport.Codec) benchEnv {
 // newTCPEnvSecret is newTCPEnv with every node proving secret (nil: none).
 func newTCPEnvSecret(b *testing.B, workers int, codec transport.Codec, secret []byte) benchEnv {
 	pol := transport.Always(codec)
-	srv, err := ps.NewServer("server-0", ps.ServerConfig{Store: ps.StoreConfig{Optimizer: ps.SGD{LR: 1e-3}}})
+	srv, err := ps.NewServer("server-0", ps.ServerConfig{Store: store.Config{Optimizer: store.SGD{LR: 1e-3}}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -287,7 +288,7 @@ func BenchmarkClock(b *testing.B) {
 				c := pstest.NewCluster(b, pstest.Servers(2), pstest.Workers(workers), pstest.Batch(1), pstest.Policy(pol.p()))
 				b.ResetTimer()
 				_, err := c.Train(context.Background(), nopModel{}, ps.ShardSampler{N: 64, Workers: workers},
-					ps.TrainConfig{Keys: []uint64{0, 1}, Lens: []int{8, 8}, Init: ps.Zeros{}, Clocks: b.N})
+					ps.TrainConfig{Keys: []uint64{0, 1}, Lens: []int{8, 8}, Init: store.Zeros{}, Clocks: b.N})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -364,18 +365,18 @@ func BenchmarkTransportCeiling(b *testing.B) {
 // BenchmarkStore_Apply measures the pure apply step (one key of n values)
 // per optimizer: the server's work per push without the network.
 func BenchmarkStore_Apply(b *testing.B) {
-	for _, opt := range []ps.Optimizer{ps.SGD{LR: 0.01}, ps.Momentum{LR: 0.01, Mu: 0.9}, ps.Adam{LR: 0.001}} {
+	for _, opt := range []store.Optimizer{store.SGD{LR: 0.01}, store.Momentum{LR: 0.01, Mu: 0.9}, store.Adam{LR: 0.001}} {
 		for _, sz := range benchSizes {
 			b.Run(fmt.Sprintf("%s/%s", opt.Name(), sz.name), func(b *testing.B) {
-				st, err := ps.NewStore(ps.StoreConfig{Optimizer: opt})
+				st, err := store.New(store.Config{Optimizer: opt})
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := st.Init([]uint64{1}, []int{sz.n}, ps.Uniform{Lo: -1, Hi: 1, Seed: 1}); err != nil {
+				if err := st.Init([]uint64{1}, []int{sz.n}, store.Uniform{Lo: -1, Hi: 1, Seed: 1}); err != nil {
 					b.Fatal(err)
 				}
 				g := make([]float32, sz.n)
-				ps.Normal{Std: 1, Seed: 2}.Init(1, 0, g)
+				store.Normal{Std: 1, Seed: 2}.Init(1, 0, g)
 				b.SetBytes(int64(4 * sz.n))
 				b.ResetTimer()
 				for range b.N {

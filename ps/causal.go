@@ -1,6 +1,9 @@
 package ps
 
-import "github.com/falconml/falcon/epsp"
+import (
+	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps/event"
+)
 
 // emitCause emits the event a worker's request reports (its clock done,
 // its transferred range pushed, its leaving) once the core has accepted it
@@ -10,10 +13,10 @@ import "github.com/falconml/falcon/epsp"
 func (c *Coordinator) emitCause(ev epsp.Event) {
 	switch ev.Kind {
 	case epsp.EventClock:
-		c.opts.emit(Event{Kind: EvClockDone, Node: "coordinator", Worker: ev.Worker, Clock: ev.Clock})
+		c.opts.emit(event.Event{Kind: event.ClockDone, Node: "coordinator", Worker: ev.Worker, Clock: ev.Clock})
 	case epsp.EventTransferDone:
-		c.opts.emit(Event{Kind: EvTransferDone, Node: "coordinator", Worker: ev.Worker, Result: ev.Transfer})
+		c.opts.emit(event.Event{Kind: event.TransferDone, Node: "coordinator", Worker: ev.Worker, Result: ev.Transfer})
 	case epsp.EventLeave:
-		c.opts.emit(Event{Kind: EvLeave, Node: "coordinator", Worker: ev.Worker})
+		c.opts.emit(event.Event{Kind: event.Leave, Node: "coordinator", Worker: ev.Worker})
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"hash/crc32"
 	"testing"
+
+	"github.com/falconml/falcon/ps/store"
 )
 
 // withCRC returns b (without its last 4 bytes) followed by a valid CRC-32C,
@@ -18,7 +20,7 @@ func withCRC(b []byte) []byte {
 // FuzzCheckpointDecode: no input makes DecodeCheckpoint panic or allocate
 // more than the input can hold; whatever it accepts re-encodes to the
 // same bytes, whether appended (EncodeCheckpoint) or streamed to a writer
-// (writeCheckpoint, as files are written), and a streamed write that fails part way returns the error;
+// (WriteCheckpoint, as files are written), and a streamed write that fails part way returns the error;
 // its header is accepted by the server it names and refused, with
 // ErrCheckpointMismatch, by any other. The fuzzer's input gets a valid
 // checksum half of the time (the first byte chooses), so the field
@@ -32,9 +34,9 @@ func FuzzCheckpointDecode(f *testing.F) {
 	ck.RunID, ck.Server, ck.Layout = "0123456789abcdef", "server-0", LayoutHash(Modulo{Servers: 2}, 2)
 	good := EncodeCheckpoint(nil, ck)
 	v1 := append([]byte(nil), good...)
-	binary.LittleEndian.PutUint32(v1[len(checkpointMagic):], 1)
+	binary.LittleEndian.PutUint32(v1[len("FLCNPSCK"):], 1)
 	empty, _ := NewStore(StoreConfig{})
-	for _, seed := range [][]byte{good, good[:len(good)/2], withCRC(v1), EncodeCheckpoint(nil, empty.Checkpoint()), []byte(checkpointMagic)} {
+	for _, seed := range [][]byte{good, good[:len(good)/2], withCRC(v1), EncodeCheckpoint(nil, empty.Checkpoint()), []byte("FLCNPSCK")} {
 		f.Add(append([]byte{0}, seed...))
 		f.Add(append([]byte{1}, seed...))
 	}
@@ -57,23 +59,23 @@ func FuzzCheckpointDecode(f *testing.F) {
 			t.Fatalf("accepted %d bytes that re-encode to %d other bytes", len(b), len(again))
 		}
 		var sw smallWriter
-		if err := writeCheckpoint(&sw, ck); err != nil || !bytes.Equal(sw.b, b) {
+		if err := store.WriteCheckpoint(&sw, ck); err != nil || !bytes.Equal(sw.b, b) {
 			t.Fatalf("streamed: %d bytes (%v), want the %d accepted", len(sw.b), err, len(b))
 		}
 		fail := &smallWriter{fail: len(b) / 2}
-		if err := writeCheckpoint(fail, ck); !errors.Is(err, errShortDisk) {
+		if err := store.WriteCheckpoint(fail, ck); !errors.Is(err, errShortDisk) {
 			t.Fatalf("a write failing after %d of %d bytes: err %v", fail.fail, len(b), err)
 		}
 		own := DurableConfig{RunID: ck.RunID, Layout: ck.Layout}
-		if err := ck.checkHeader(ck.Server, own); err != nil {
+		if err := checkHeader(ck, ck.Server, own); err != nil {
 			t.Fatalf("its own server refuses it: %v", err)
 		}
 		for _, other := range []DurableConfig{{RunID: ck.RunID + "x"}, {Layout: ck.Layout + 1}} {
-			if err := ck.checkHeader(ck.Server, other); !errors.Is(err, ErrCheckpointMismatch) {
+			if err := checkHeader(ck, ck.Server, other); !errors.Is(err, ErrCheckpointMismatch) {
 				t.Fatalf("run %q layout %x accepted for run %q layout %x: %v", other.RunID, other.Layout, ck.RunID, ck.Layout, err)
 			}
 		}
-		if err := ck.checkHeader(ck.Server+"x", own); !errors.Is(err, ErrCheckpointMismatch) {
+		if err := checkHeader(ck, ck.Server+"x", own); !errors.Is(err, ErrCheckpointMismatch) {
 			t.Fatalf("server %q's checkpoint accepted by %q: %v", ck.Server, ck.Server+"x", err)
 		}
 		st, _ := NewStore(StoreConfig{Optimizer: fuzzOpt{ck.Optimizer, ck.Slots}})

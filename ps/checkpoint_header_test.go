@@ -132,7 +132,7 @@ func TestCheckpoint_OldVersionRefused(t *testing.T) {
 	}
 	path := filepath.Join(dir, "server-0.ckpt")
 	b, _ := os.ReadFile(path)
-	binary.LittleEndian.PutUint32(b[len(checkpointMagic):], 1)
+	binary.LittleEndian.PutUint32(b[len("FLCNPSCK"):], 1)
 	os.WriteFile(path, withCRC(b), 0o644)
 	_, err := headerServer(t, "server-0", DurableConfig{Dir: dir}, 0, 0)
 	if !errors.Is(err, ErrCheckpointMismatch) || !errors.Is(err, ErrWireVersion) ||

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/falconml/falcon/ps/internal/wire"
 )
 
 // TestCheckpoint_OrphansRemovedAtStart: temporary files that a crash
@@ -89,8 +91,8 @@ func TestCheckpoint_LogRotatedBySize(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if !slices.Equal(f32Bits(r.store.vals), f32Bits(s.store.vals)) || r.store.Steps(1) != pushes {
-		t.Fatalf("restart holds %v (%d steps), want %v (%d)", r.store.vals, r.store.Steps(1), s.store.vals, pushes)
+	if !slices.Equal(f32Bits(r.store.Checkpoint().Values), f32Bits(s.store.Checkpoint().Values)) || r.store.Steps(1) != pushes {
+		t.Fatalf("restart holds %v (%d steps), want %v (%d)", r.store.Checkpoint().Values, r.store.Steps(1), s.store.Checkpoint().Values, pushes)
 	}
 
 	d, err := NewServer("d", ServerConfig{Durable: DurableConfig{Dir: dir, Log: true}})
@@ -116,13 +118,13 @@ func TestCheckpoint_FailedWriteLosesNothing(t *testing.T) {
 	}
 	defer s.Close()
 	ctx := context.Background()
-	e := newMsg(nil, opInit)
-	e.u32(1)
-	e.u64(1)
-	e.u32(1)
-	e.pad4()
-	e.f32s([]float32{0.5})
-	if _, err := s.HandleRequest(ctx, "c", e.b); err != nil {
+	e := wire.NewMsg(nil, wire.OpInit)
+	e.U32(1)
+	e.U64(1)
+	e.U32(1)
+	e.Pad4()
+	e.F32s([]float32{0.5})
+	if _, err := s.HandleRequest(ctx, "c", e.B); err != nil {
 		t.Fatal(err)
 	}
 	s.HandleRequest(ctx, "c", idPush(3, 1, 1))
@@ -145,8 +147,8 @@ func TestCheckpoint_FailedWriteLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if !slices.Equal(f32Bits(r.store.vals), f32Bits(s.store.vals)) || r.store.Steps(1) != 2 {
-		t.Fatalf("restart holds %v (%d steps), want %v (2)", r.store.vals, r.store.Steps(1), s.store.vals)
+	if !slices.Equal(f32Bits(r.store.Checkpoint().Values), f32Bits(s.store.Checkpoint().Values)) || r.store.Steps(1) != 2 {
+		t.Fatalf("restart holds %v (%d steps), want %v (2)", r.store.Checkpoint().Values, r.store.Steps(1), s.store.Checkpoint().Values)
 	}
 }
 

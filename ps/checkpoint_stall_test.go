@@ -9,6 +9,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/falconml/falcon/ps/internal/codec"
+	"github.com/falconml/falcon/ps/internal/wire"
 )
 
 // stallServer returns a durable server holding n values of Adam (12 bytes
@@ -39,7 +42,7 @@ func stallServer(tb testing.TB, n, windows int) *Server {
 // pullReq is a pull of the 1-value key of stallServer.
 func pullReq() []byte {
 	cl := &Client{}
-	return cl.encode(nil, opPull, []piece{{key: 1 << 40, n: 1}}, 0, nil, pushArgs{})
+	return cl.encode(nil, wire.OpPull, []piece{{key: 1 << 40, n: 1}}, 0, nil, pushArgs{})
 }
 
 // BenchmarkCheckpoint_PullDuring measures a checkpoint of a 96 MiB Adam
@@ -108,14 +111,14 @@ func BenchmarkCheckpoint_PullDuring(b *testing.B) {
 
 // TestCheckpoint_SnapshotIsCopyOnWrite: a snapshot begun, then copied a
 // slice at a time while updates of every kind (Apply, the wire path
-// applyBytes, Flush) write keys it has copied, keys it has half copied
+// ApplyBytes, Flush) write keys it has copied, keys it has half copied
 // and keys it has not reached, is the state at its beginning, bit for
 // bit; the store has every update.
 func TestCheckpoint_SnapshotIsCopyOnWrite(t *testing.T) {
 	for _, opt := range []Optimizer{SGD{LR: 0.1}, Adam{LR: 0.01}} {
 		s := shardedStores(t, 1, KeyRange{Servers: 1}, opt, ckKeys, ckLens, 2, true)[0]
 		want := s.Checkpoint()
-		ck := s.beginSnapshot(nil, nil)
+		ck := s.BeginSnapshot(nil, nil)
 		g := func(n int) []float32 {
 			v := make([]float32, n)
 			for i := range v {
@@ -123,27 +126,27 @@ func TestCheckpoint_SnapshotIsCopyOnWrite(t *testing.T) {
 			}
 			return v
 		}
-		s.snapshotSlice(20) // key 1 (3 values) whole, key 5 (40) half
+		s.SnapshotSlice(20) // key 1 (3 values) whole, key 5 (40) half
 		if err := s.Apply([]uint64{1, 5}, nil, g(43), 1); err != nil {
 			t.Fatal(err)
 		}
 		gb := make([]byte, 4*17)
-		putF32s(gb, g(17))
-		if err := s.applyBytes([]uint64{1 << 62}, nil, gb, 1); err != nil { // not reached
+		codec.Put(gb, g(17))
+		if err := s.ApplyBytes([]uint64{1 << 62}, nil, gb, 1); err != nil { // not reached
 			t.Fatal(err)
 		}
 		if _, err := s.Flush(2, 1); err != nil { // every key: the buffered clock
 			t.Fatal(err)
 		}
-		for !s.snapshotSlice(7) {
+		for !s.SnapshotSlice(7) {
 		}
-		if s.snap != nil {
+		if s.Snapshotting() {
 			t.Fatal("snapshot still set when complete")
 		}
 		if !slices.Equal(f32Bits(ck.Values), f32Bits(want.Values)) || !slices.Equal(f32Bits(ck.State), f32Bits(want.State)) || !reflect.DeepEqual(ck, want) {
 			t.Fatalf("%s: the snapshot holds updates made after it began", opt.Name())
 		}
-		if s.Steps(1) != want.Keys[0].Steps+2 || slices.Equal(f32Bits(s.vals), f32Bits(want.Values)) {
+		if s.Steps(1) != want.Keys[0].Steps+2 || slices.Equal(f32Bits(s.Checkpoint().Values), f32Bits(want.Values)) {
 			t.Fatalf("%s: the store lost the updates", opt.Name())
 		}
 	}
@@ -179,7 +182,7 @@ func TestCheckpoint_RequestsServedDuring(t *testing.T) {
 	served := make(chan error, 1)
 	go func() {
 		cl := &Client{}
-		_, err := s.HandleRequest(ctx, "c", cl.encode(nil, opPull, []piece{{key: 1, n: 1}}, 0, nil, pushArgs{}))
+		_, err := s.HandleRequest(ctx, "c", cl.encode(nil, wire.OpPull, []piece{{key: 1, n: 1}}, 0, nil, pushArgs{}))
 		if err == nil {
 			_, err = s.HandleRequest(ctx, "c", idPush(3, 1, 2))
 		}
@@ -249,7 +252,7 @@ func BenchmarkCheckpoint_LockHolds(b *testing.B) {
 		begin = max(begin, time.Since(t))
 		for done := false; !done; {
 			t := time.Now()
-			done = s.store.snapshotSlice(snapSlice)
+			done = s.store.SnapshotSlice(snapSlice)
 			slice = append(slice, time.Since(t))
 		}
 	}

@@ -9,10 +9,40 @@ import (
 	"time"
 	"unsafe"
 
-	"golang.org/x/sync/errgroup"
-
+	"github.com/falconml/falcon/ps/internal/codec"
+	"github.com/falconml/falcon/ps/internal/wire"
+	"github.com/falconml/falcon/ps/layout"
+	"github.com/falconml/falcon/ps/store"
 	"github.com/falconml/falcon/transport"
+	"golang.org/x/sync/errgroup"
 )
+
+// # Overview: the key-value API
+//
+// (This part of the package documentation sits beside the code it
+// describes; the package doc in doc.go is the map.)
+//
+// Keys are uint64, values float32. Every call takes keys sorted and unique
+// (ErrUnsortedKeys otherwise) and their values back to back; lens gives
+// each key's value length, or nil for the client's fixed Width:
+//
+//	cl.Push(ctx, keys, grads, lens)           // one optimizer step per key, on its server
+//	cl.Pull(ctx, keys, vals, lens)            // fills the caller's buffer
+//	cl.PushPull(ctx, keys, grads, vals, lens) // both, one round trip per server
+//
+// Servers own keys chosen by a Partitioner (Modulo by default: key mod
+// the number of servers; KeyRange cuts the key space into ranges as
+// ps-lite does; Hash mixes the keys first); a value longer than MaxSegment
+// is split across servers (ps-lite#156). The Client fans a request out to the
+// servers with errgroup and merges the replies. It validates a request
+// completely before sending anything — every key known (Init creates keys;
+// keys created by other clients are learned from the servers) with the right
+// length — and every server validates its part again before applying it, so
+// a refused request changes nothing. (A server that dies in the middle of a
+// multi-server push can still leave the other servers' parts applied.)
+// Errors are sentinels: ErrUnknownKey, ErrLengthMismatch, ErrUnsortedKeys,
+// ErrServerUnavailable (naming the server and wrapping the transport error);
+// a cancelled context returns ctx.Err().
 
 // ClientConfig configures a Client.
 type ClientConfig struct {
@@ -161,28 +191,28 @@ type pushArgs struct {
 	rid    reqID // request id (retry.go); zero: none
 }
 
-var plainPush = pushArgs{mode: modeApply, scale: 1, weight: 1}
+var plainPush = pushArgs{mode: wire.ModeApply, scale: 1, weight: 1}
 
 // Push sends updates for keys: each server runs one optimizer step on each
 // of its keys with the pushed values as the gradient. vals holds the values
 // of all keys back to back; lens gives each key's length (nil: every key has
 // Width values).
 func (c *Client) Push(ctx context.Context, keys []uint64, vals []float32, lens []int) error {
-	return c.do(ctx, opPush, keys, vals, nil, lens, plainPush)
+	return c.do(ctx, wire.OpPush, keys, vals, nil, lens, plainPush)
 }
 
 // Pull fills vals with the current values of keys (laid out as in Push).
 // The values are received straight into vals where possible, so after an
 // error vals may have been partly overwritten.
 func (c *Client) Pull(ctx context.Context, keys []uint64, vals []float32, lens []int) error {
-	return c.do(ctx, opPull, keys, nil, vals, lens, pushArgs{})
+	return c.do(ctx, wire.OpPull, keys, nil, vals, lens, pushArgs{})
 }
 
 // PushPull pushes vals and then pulls the updated values of the same keys
 // into out, in one round trip per server. vals and out may be the same
 // slice. After an error out may have been partly overwritten.
 func (c *Client) PushPull(ctx context.Context, keys []uint64, vals, out []float32, lens []int) error {
-	return c.do(ctx, opPushPull, keys, vals, out, lens, plainPush)
+	return c.do(ctx, wire.OpPushPull, keys, vals, out, lens, plainPush)
 }
 
 // Init creates keys on their servers with the values vals (laid out as in
@@ -190,7 +220,7 @@ func (c *Client) PushPull(ctx context.Context, keys []uint64, vals, out []float3
 // values, so every worker may run the same Init; a different length is an
 // ErrLengthMismatch.
 func (c *Client) Init(ctx context.Context, keys []uint64, vals []float32, lens []int) error {
-	return c.do(ctx, opInit, keys, vals, nil, lens, pushArgs{})
+	return c.do(ctx, wire.OpInit, keys, vals, nil, lens, pushArgs{})
 }
 
 // InitWith is Init with values drawn from init.
@@ -229,10 +259,10 @@ func (c *Client) Flush(ctx context.Context, clock int, scale float64) error {
 	g, gctx := errgroup.WithContext(ctx)
 	for s := range c.servers {
 		g.Go(func() error {
-			e := newMsg(make([]byte, 0, 18), opFlush)
-			e.i64(int64(clock))
-			e.f64(scale)
-			_, err := c.call(gctx, s, e.b)
+			e := wire.NewMsg(make([]byte, 0, 18), wire.OpFlush)
+			e.I64(int64(clock))
+			e.F64(scale)
+			_, err := c.call(gctx, s, e.B)
 			return err
 		})
 	}
@@ -241,7 +271,7 @@ func (c *Client) Flush(ctx context.Context, clock int, scale float64) error {
 
 // Ping checks that server s answers.
 func (c *Client) Ping(ctx context.Context, s int) error {
-	_, err := c.call(ctx, s, []byte{wireVersion, byte(opPing)})
+	_, err := c.call(ctx, s, []byte{wire.Version, byte(wire.OpPing)})
 	return err
 }
 
@@ -262,7 +292,7 @@ func (c *Client) call1(ctx context.Context, s int, req []byte) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("%w: %s: %w", ErrServerUnavailable, c.servers[s], err)
 	}
-	return parseResponse(resp, string(c.servers[s]))
+	return wire.ParseResponse(resp, string(c.servers[s]))
 }
 
 // callAppend is call with the response read into dst (reused; see
@@ -277,7 +307,7 @@ func (c *Client) callAppend(ctx context.Context, s int, dst, req []byte, reqs []
 			return buf, nil, ctx.Err()
 		}
 		if values {
-			if rerr := remoteValuesError(err, string(c.servers[s])); rerr != nil {
+			if rerr := wire.RemoteValuesError(err, string(c.servers[s])); rerr != nil {
 				return buf, nil, rerr
 			}
 		}
@@ -286,7 +316,7 @@ func (c *Client) callAppend(ctx context.Context, s int, dst, req []byte, reqs []
 	if values {
 		return buf, buf[len(dst):], nil
 	}
-	payload, err = parseResponse(buf[len(dst):], string(c.servers[s]))
+	payload, err = wire.ParseResponse(buf[len(dst):], string(c.servers[s]))
 	return buf, payload, err
 }
 
@@ -339,7 +369,7 @@ func (c *Client) ctxErr(ctx context.Context, err error) error {
 // checkShape validates the caller's arguments without looking at the
 // servers and returns the total value count.
 func (c *Client) checkShape(keys []uint64, lens []int) (int, error) {
-	if err := checkSorted(keys); err != nil {
+	if err := store.CheckSorted(keys); err != nil {
 		return 0, err
 	}
 	if lens == nil {
@@ -366,19 +396,19 @@ func (c *Client) do(ctx context.Context, o op, keys []uint64, vals, out []float3
 	if err != nil {
 		return err
 	}
-	if o != opPull && len(vals) != total {
+	if o != wire.OpPull && len(vals) != total {
 		return fmt.Errorf("%w: %d values for lengths summing to %d", ErrLengthMismatch, len(vals), total)
 	}
-	if (o == opPull || o == opPushPull) && len(out) != total {
+	if (o == wire.OpPull || o == wire.OpPushPull) && len(out) != total {
 		return fmt.Errorf("%w: output of %d values for lengths summing to %d", ErrLengthMismatch, len(out), total)
 	}
-	if o == opPush || o == opPushPull {
+	if o == wire.OpPush || o == wire.OpPushPull {
 		pa = c.retry.stamp(pa) // one id for every server's part
 	}
 	pl := c.getPlan()
 	defer c.plans.Put(pl)
 	pl.lens = resizeInts(pl.lens, len(keys))
-	if o == opInit {
+	if o == wire.OpInit {
 		if err := c.checkInit(ctx, keys, lens, pl.lens); err != nil {
 			return err
 		}
@@ -390,7 +420,7 @@ func (c *Client) do(ctx context.Context, o op, keys []uint64, vals, out []float3
 	for i, k := range keys {
 		n := pl.lens[i]
 		pl.segs = c.part.Locate(pl.segs[:0], k, n)
-		if err := checkSegments(pl.segs, k, n, len(c.servers)); err != nil {
+		if err := layout.CheckSegments(pl.segs, k, n, len(c.servers)); err != nil {
 			return err
 		}
 		for _, sg := range pl.segs {
@@ -415,26 +445,26 @@ func (c *Client) do(ctx context.Context, o op, keys []uint64, vals, out []float3
 		// Not when out overlaps vals (PushPull in place), since the reply
 		// is received into out.
 		var reqs [][]byte
-		if o != opPull && bulkF32 {
+		if o != wire.OpPull && codec.Bulk {
 			if v, ok := contiguous(pl.per[s], vals); ok && (out == nil || !overlapF32(v, out)) {
 				pl.bufs[s] = c.encode(pl.bufs[s], o, pl.per[s], 0, nil, pa)
-				reqs = append(pl.vec[s][:0], pl.bufs[s], f32Bytes(v))
+				reqs = append(pl.vec[s][:0], pl.bufs[s], codec.AsBytes(v))
 				pl.vec[s] = reqs
 			}
 		}
 		if reqs == nil {
 			pl.bufs[s] = c.encode(pl.bufs[s], o, pl.per[s], pl.nvals[s], vals, pa)
 		}
-		values := o == opPull || o == opPushPull
+		values := o == wire.OpPull || o == wire.OpPushPull
 		// When this server's values fill one stretch of out, they are
 		// received straight into it (through a byte view of out, on
 		// little-endian hosts): the transport or the in-process server
 		// writes them there, and nothing is copied here.
 		dst := pl.resps[s][:0]
 		direct := false
-		if values && bulkF32 {
+		if values && codec.Bulk {
 			if v, ok := contiguous(pl.per[s], out); ok {
-				dst, direct = f32Bytes(v)[:0], true
+				dst, direct = codec.AsBytes(v)[:0], true
 			}
 		}
 		var buf, resp []byte
@@ -458,7 +488,7 @@ func (c *Client) do(ctx context.Context, o op, keys []uint64, vals, out []float3
 			}
 			off := 0
 			for _, p := range pl.per[s] {
-				getF32s(out[p.src:p.src+p.n], resp[4*off:])
+				codec.Get(out[p.src:p.src+p.n], resp[4*off:])
 				off += p.n
 			}
 		}
@@ -481,7 +511,7 @@ func (c *Client) do(ctx context.Context, o op, keys []uint64, vals, out []float3
 	if err != nil {
 		return c.ctxErr(ctx, err)
 	}
-	if o == opInit {
+	if o == wire.OpInit {
 		c.learn(keys, pl.lens)
 	}
 	return nil
@@ -515,40 +545,40 @@ func overlapF32(a, b []float32) bool {
 // encode writes the request for one server into buf: with nvals = 0 and
 // vals nil, only its header (padded), for a request sent in pieces.
 func (c *Client) encode(buf []byte, o op, ps []piece, nvals int, vals []float32, pa pushArgs) []byte {
-	size := 2 + 16 + 29 + 4 + segBytes*len(ps) + 3 + 4*nvals
+	size := 2 + 16 + 29 + 4 + wire.SegBytes*len(ps) + 3 + 4*nvals
 	if cap(buf) < size {
 		buf = make([]byte, 0, size)
 	}
-	e := newMsg(buf, wireOp(o, pa))
+	e := wire.NewMsg(buf, wireOp(o, pa))
 	if pa.rid.client != 0 {
-		e.u64(pa.rid.client)
-		e.u64(pa.rid.seq)
+		e.U64(pa.rid.client)
+		e.U64(pa.rid.seq)
 	}
-	if o == opPush || o == opPushPull {
-		e.u8(pa.mode)
-		e.i64(int64(pa.clock))
-		e.f64(pa.scale)
-		e.f64(pa.weight)
+	if o == wire.OpPush || o == wire.OpPushPull {
+		e.U8(pa.mode)
+		e.I64(int64(pa.clock))
+		e.F64(pa.scale)
+		e.F64(pa.weight)
 	}
-	e.u32(uint32(len(ps)))
+	e.U32(uint32(len(ps)))
 	for _, p := range ps {
-		e.u64(p.key)
-		e.u32(uint32(p.n))
+		e.U64(p.key)
+		e.U32(uint32(p.n))
 	}
-	if o != opPull {
-		e.pad4()
+	if o != wire.OpPull {
+		e.Pad4()
 		if vals == nil {
-			return e.b // the values travel as a piece of their own
+			return e.B // the values travel as a piece of their own
 		}
-		n := len(e.b)
-		e.b = e.b[:n+4*nvals]
+		n := len(e.B)
+		e.B = e.B[:n+4*nvals]
 		off := n
 		for _, p := range ps {
-			putF32s(e.b[off:], vals[p.src:p.src+p.n])
+			codec.Put(e.B[off:], vals[p.src:p.src+p.n])
 			off += 4 * p.n
 		}
 	}
-	return e.b
+	return e.B
 }
 
 // validate checks a push of nvals values for keys without sending it.
@@ -681,7 +711,7 @@ func (c *Client) refresh(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	for s := range c.servers {
 		g.Go(func() error {
-			resp, err := c.call(gctx, s, []byte{wireVersion, byte(opLayout)})
+			resp, err := c.call(gctx, s, []byte{wire.Version, byte(wire.OpLayout)})
 			if err != nil {
 				return err
 			}
@@ -716,17 +746,17 @@ func (c *Client) refresh(ctx context.Context) error {
 
 // decodeLayout decodes a layout response's payload: key → length.
 func decodeLayout(resp []byte, from string) (map[uint64]int, error) {
-	d := decoder{b: resp}
-	n := int(d.u32())
-	if d.err == nil && n > len(d.b)/segBytes {
-		return nil, fmt.Errorf("%w: layout of %d keys in %d bytes from %s", ErrMalformed, n, len(d.b), from)
+	d := decoder{B: resp}
+	n := int(d.U32())
+	if d.Err == nil && n > len(d.B)/wire.SegBytes {
+		return nil, fmt.Errorf("%w: layout of %d keys in %d bytes from %s", ErrMalformed, n, len(d.B), from)
 	}
 	m := make(map[uint64]int, n)
 	for range n {
-		k := d.u64()
-		m[k] = int(d.u32())
+		k := d.U64()
+		m[k] = int(d.U32())
 	}
-	if err := d.end(); err != nil {
+	if err := d.End(); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -747,7 +777,7 @@ var _ transport.Handler = ClientHandler{}
 
 // HandleRequest refuses the request.
 func (ClientHandler) HandleRequest(context.Context, transport.NodeID, []byte) ([]byte, error) {
-	return errResponse(fmt.Errorf("%w: a client node serves no requests", ErrMalformed)), nil
+	return wire.ErrResponse(fmt.Errorf("%w: a client node serves no requests", ErrMalformed)), nil
 }
 
 // HandleMessage ignores the message.

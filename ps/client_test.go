@@ -10,13 +10,15 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/ps"
+	"github.com/falconml/falcon/ps/layout"
 	"github.com/falconml/falcon/ps/pstest"
+	"github.com/falconml/falcon/ps/store"
 	"github.com/falconml/falcon/transport"
 )
 
 func TestClient_PushPull(t *testing.T) {
 	c := pstest.NewCluster(t, pstest.Servers(3), pstest.Workers(0), pstest.Width(2),
-		pstest.Optimizer(ps.SGD{LR: 1}), pstest.Partitioner(ps.Hash{Servers: 3}))
+		pstest.Optimizer(store.SGD{LR: 1}), pstest.Partitioner(layout.Hash{Servers: 3}))
 	cl := c.NewClient(t)
 	ctx := context.Background()
 	keys := []uint64{1, 4, 9, 100}
@@ -46,7 +48,7 @@ func TestClient_PushPull(t *testing.T) {
 func snapshot(c *pstest.Cluster) [][]float32 {
 	var out [][]float32
 	for _, s := range c.Servers {
-		s.View(func(st *ps.Store) {
+		s.View(func(st *store.Store) {
 			keys, _ := st.Keys()
 			for _, k := range keys {
 				v, _ := st.Value(nil, k)
@@ -59,7 +61,7 @@ func snapshot(c *pstest.Cluster) [][]float32 {
 
 func TestClient_RefusedRequestsChangeNothing(t *testing.T) {
 	c := pstest.NewCluster(t, pstest.Servers(2), pstest.Workers(0),
-		pstest.Partitioner(ps.KeyRange{Servers: 2, KeySpace: 100}), pstest.Optimizer(ps.SGD{LR: 1}))
+		pstest.Partitioner(layout.KeyRange{Servers: 2, KeySpace: 100}), pstest.Optimizer(store.SGD{LR: 1}))
 	cl := c.NewClient(t)
 	ctx := context.Background()
 	// key 10 lives on server 0, key 60 on server 1.
@@ -104,7 +106,7 @@ func (nopHandler) HandleRequest(context.Context, transport.NodeID, []byte) ([]by
 func (nopHandler) HandleMessage(transport.NodeID, []byte) {}
 
 func TestClient_DeadServer(t *testing.T) {
-	c := pstest.NewCluster(t, pstest.Servers(2), pstest.Workers(0), pstest.Partitioner(ps.KeyRange{Servers: 2, KeySpace: 100}))
+	c := pstest.NewCluster(t, pstest.Servers(2), pstest.Workers(0), pstest.Partitioner(layout.KeyRange{Servers: 2, KeySpace: 100}))
 	cl := c.NewClient(t)
 	ctx := context.Background()
 	must(t, cl.Init(ctx, []uint64{10, 60}, []float32{1, 2}, nil))
@@ -123,11 +125,11 @@ func TestClient_DeadServer(t *testing.T) {
 
 func TestPartitioner_SegmentsCover(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	parts := func(servers int) []ps.Partitioner {
-		return []ps.Partitioner{
-			ps.KeyRange{Servers: servers, MaxSegment: 7},
-			ps.KeyRange{Servers: servers, KeySpace: 1000, MaxSegment: 3},
-			ps.Hash{Servers: servers, MaxSegment: 5},
+	parts := func(servers int) []layout.Partitioner {
+		return []layout.Partitioner{
+			layout.KeyRange{Servers: servers, MaxSegment: 7},
+			layout.KeyRange{Servers: servers, KeySpace: 1000, MaxSegment: 3},
+			layout.Hash{Servers: servers, MaxSegment: 5},
 		}
 	}
 	for range 200 {
@@ -161,7 +163,7 @@ func TestClient_SplitRoundTrip(t *testing.T) {
 		servers := 1 + rng.IntN(4)
 		width := 1 + rng.IntN(9)
 		c := pstest.NewCluster(t, pstest.Servers(servers), pstest.Workers(0), pstest.Width(width),
-			pstest.Partitioner(ps.KeyRange{Servers: servers, KeySpace: 1 << 12, MaxSegment: 4}), pstest.Optimizer(ps.SGD{LR: 1}))
+			pstest.Partitioner(layout.KeyRange{Servers: servers, KeySpace: 1 << 12, MaxSegment: 4}), pstest.Optimizer(store.SGD{LR: 1}))
 		cl := c.NewClient(t)
 		ctx := context.Background()
 		keys := randomKeys(rng, 1+rng.IntN(30), 1<<12)
@@ -192,7 +194,7 @@ func TestClient_SplitRoundTrip(t *testing.T) {
 		// no part is longer than it needs to be.
 		sum := map[uint64]int{}
 		for _, s := range c.Servers {
-			s.View(func(st *ps.Store) {
+			s.View(func(st *store.Store) {
 				ks, ls := st.Keys()
 				for i, k := range ks {
 					sum[k] += ls[i]

@@ -12,11 +12,63 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps/event"
 	"github.com/falconml/falcon/transport"
+	"golang.org/x/sync/errgroup"
 )
+
+// # Clusters
+//
+// (This part of the package documentation sits beside the code it
+// describes; the package doc in doc.go is the map.)
+//
+// Start-up is bounded: Start waits at most StartTimeout and the
+// ErrStartTimeout error says who is missing, e.g.
+//
+//	ps: start timed out: waiting for 1/2 servers: server-1 unreachable (… dial "server-1" at 127.0.0.1:37093 …)
+//
+// NewCluster starts a whole cluster from one ClusterConfig — servers and
+// workers counted, the policy, batch, optimizer, partitioner, and the
+// network: in-process (transport.InmemNetwork) or TCP with a shared
+// secret, TLS and compression — or only the nodes of it named in Local,
+// reaching the others at their Peers addresses (one process per node, as
+// a deployment runs it). Nodes are named coordinator, server-<i> and
+// worker-<i>; a worker's epsp.WorkerID is its i, so names and ids cannot
+// disagree (a Worker whose WorkerConfig.ID differs from its position in
+// the coordinator's list is refused at Start with ErrRejected). The
+// cluster owns its transports. Train trains on the local workers; Wait
+// blocks until the run is over (the coordinator's node waits for every
+// worker to leave and then tells the others, which return on its word);
+// Close ends the roles, then the transports, is idempotent and returns
+// within CloseTimeout even when peers are dead. Across processes the
+// nodes ping each other (the coordinator everyone, the others the
+// coordinator); a peer silent for PeerTimeout ends Wait and Train with
+// ErrPeerGone. The cluster's control requests (ping, stats, shutdown,
+// abort) travel on the roles' transports with a first byte (0xFE) that
+// is never this package's wire version. ParsePeers reads a static
+// address book and PeersFromTemplate makes one from DNS names such as a
+// Kubernetes JobSet's pods ("falcon-{role}-0-{rank}.falcon:7000").
+// Example_cluster starts 2 servers
+// and 3 workers over TCP with a secret and lz4 in under 30 lines;
+// ExampleFromModel trains a model.Model in-process:
+//
+//	c, err := ps.NewCluster(ctx, ps.ClusterConfig{Servers: 2, Workers: 3, Policy: epsp.NewSSP(2)})
+//	defer c.Close()
+//	stats, err := c.Train(ctx, ps.FromModel(m, train), ps.ShardSampler{N: train.N, Workers: 3}, tc)
+//
+// FromModel bridges model.Model (mean loss, an overwritten gradient, one
+// goroutine) and Model (sums added into the runtime's buffer, called from
+// p goroutines), with one model copy per computing goroutine.
+//
+// The default partitioner (of Client and Cluster) is Modulo: key mod the
+// number of servers, so dense small keys 0..n−1 spread over every server.
+// (It was KeyRange over all of uint64, which put keys 0..10 on server-0.)
+// Cluster.Train logs a warning when a server holds none of the keys
+// (IdleServers). Elastic EPSP (on in epsp.DefaultEPSPConfig) can change
+// no parallelism without a Topology or Parallelism.PMax; a Cluster whose
+// workers all run in this process supplies OneHost{runtime.NumCPU()}
+// (Cluster.Policy returns the policy it runs), and warns otherwise.
 
 // ErrCloseTimeout: Cluster.Close gave up waiting for its roles and
 // transports after CloseTimeout; some goroutine is still blocked (a bug
@@ -99,7 +151,7 @@ type ClusterConfig struct {
 
 	// Observer, if set, sees the events of every local role. All local
 	// roles share one clock (Event.At is the time since NewCluster).
-	Observer Observer
+	Observer event.Observer
 	// StateEvery, when positive, reports every worker's state (clock,
 	// speed, parallelism, batch, straggler or pioneer) as the coordinator
 	// sees it, at this interval, to OnState; it needs the coordinator in
@@ -309,7 +361,7 @@ func NewCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error) 
 	start := time.Now()
 	ro := []Option{WithLogger(c.log), WithClock(func() time.Duration { return time.Since(start) })}
 	defer func() { c.ro = ro }()
-	var obs []Observer
+	var obs []event.Observer
 	if cfg.Workers > 0 && cfg.local(CoordinatorNode) {
 		c.states = newStateTracker(cfg.slots(), cfg.EPSP.Batch, cfg.EPSP.Parallelism)
 		obs = append(obs, c.states)
@@ -321,7 +373,7 @@ func NewCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error) 
 	case 1:
 		ro = append(ro, WithObserver(obs[0]))
 	case 2:
-		ro = append(ro, WithObserver(ObserverFunc(func(e Event) { obs[0].Observe(e); obs[1].Observe(e) })))
+		ro = append(ro, WithObserver(event.Func(func(e event.Event) { obs[0].Observe(e); obs[1].Observe(e) })))
 	}
 	if !cfg.TCP {
 		opts := append([]transport.InmemOption(nil), cfg.Network...)

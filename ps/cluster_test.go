@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps"
+	"github.com/falconml/falcon/ps/layout"
+	"github.com/falconml/falcon/ps/store"
 	"github.com/falconml/falcon/transport"
+	"go.uber.org/goleak"
 )
 
 // A 2-server, 3-worker cluster over loopback TCP with a shared secret and
@@ -25,7 +26,7 @@ func Example_cluster() {
 		Compression: transport.Always(transport.CodecLZ4),
 		Policy:      epsp.NewBSP(),
 		EPSP:        epsp.Config{Batch: 8},
-		Store:       ps.StoreConfig{Optimizer: ps.SGD{LR: 0.5}},
+		Store:       store.Config{Optimizer: store.SGD{LR: 0.5}},
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -33,7 +34,7 @@ func Example_cluster() {
 	}
 	defer c.Close()
 	m := linReg{n: 96}
-	tc := ps.TrainConfig{Keys: []uint64{0, 1}, Lens: []int{1, 1}, Init: ps.Zeros{}, Clocks: 200}
+	tc := ps.TrainConfig{Keys: []uint64{0, 1}, Lens: []int{1, 1}, Init: store.Zeros{}, Clocks: 200}
 	if _, err := c.Train(ctx, m, ps.ShardSampler{N: m.n, Workers: 3}, tc); err != nil {
 		fmt.Println(err)
 		return
@@ -53,13 +54,13 @@ func TestCluster_TCPNoLeak(t *testing.T) {
 	c, err := ps.NewCluster(ctx, ps.ClusterConfig{
 		Servers: 2, Workers: 3, TCP: true, Secret: []byte("s3cret, 16 bytes or more"),
 		Compression: transport.Always(transport.CodecLZ4),
-		EPSP:        epsp.Config{Batch: 8}, Store: ps.StoreConfig{Optimizer: ps.SGD{LR: 0.5}},
+		EPSP:        epsp.Config{Batch: 8}, Store: store.Config{Optimizer: store.SGD{LR: 0.5}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := linReg{n: 96}
-	tc := ps.TrainConfig{Keys: []uint64{0, 1}, Lens: []int{1, 1}, Init: ps.Zeros{}, Clocks: 20}
+	tc := ps.TrainConfig{Keys: []uint64{0, 1}, Lens: []int{1, 1}, Init: store.Zeros{}, Clocks: 20}
 	stats, err := c.Train(ctx, m, ps.ShardSampler{N: m.n, Workers: 3}, tc)
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +147,7 @@ func TestCluster_OneNodePerProcess(t *testing.T) {
 		go func() {
 			c, err := ps.NewCluster(ctx, ps.ClusterConfig{Servers: 2, Workers: 2, TCP: true, Secret: []byte("k, 16 bytes long"),
 				Local: []transport.NodeID{n}, Listen: book[n], Peers: book, EPSP: epsp.Config{Batch: 8},
-				Store: ps.StoreConfig{Optimizer: ps.SGD{LR: 0.5}}, CloseTimeout: 3 * time.Second})
+				Store: store.Config{Optimizer: store.SGD{LR: 0.5}}, CloseTimeout: 3 * time.Second})
 			ch <- res{i, c, err}
 		}()
 	}
@@ -168,7 +169,7 @@ func TestCluster_OneNodePerProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := linReg{n: 64}
-	tc := ps.TrainConfig{Keys: []uint64{0, 1}, Lens: []int{1, 1}, Init: ps.Zeros{}, Clocks: 10}
+	tc := ps.TrainConfig{Keys: []uint64{0, 1}, Lens: []int{1, 1}, Init: store.Zeros{}, Clocks: 10}
 	done := make(chan error, len(nodes))
 	for i, c := range cs {
 		go func() {
@@ -216,7 +217,7 @@ func TestCluster_CloseBoundedDeadPeer(t *testing.T) {
 	trained := make(chan error, 1)
 	go func() {
 		_, err := b.Train(ctx, slowModel{d: 5 * time.Millisecond}, ps.ShardSampler{N: 64, Workers: 1},
-			ps.TrainConfig{Keys: []uint64{0}, Lens: []int{2}, Init: ps.Zeros{}, Clocks: 1 << 10})
+			ps.TrainConfig{Keys: []uint64{0}, Lens: []int{2}, Init: store.Zeros{}, Clocks: 1 << 10})
 		trained <- err
 	}()
 	time.Sleep(100 * time.Millisecond)
@@ -313,7 +314,7 @@ func TestCluster_KeysSpread(t *testing.T) {
 	if idle := ps.IdleServers(cfg, keys, nil); len(idle) != 0 {
 		t.Errorf("default placement leaves %v idle", idle)
 	}
-	cfg.Partitioner = ps.KeyRange{Servers: 2}
+	cfg.Partitioner = layout.KeyRange{Servers: 2}
 	if idle := ps.IdleServers(cfg, keys, nil); len(idle) != 1 || idle[0] != "server-1" {
 		t.Errorf("KeyRange over uint64: idle %v, want [server-1]", idle)
 	}
@@ -329,7 +330,7 @@ func TestCluster_KeysSpread(t *testing.T) {
 	}
 	for s := range 2 {
 		n := 0
-		c.Server(s).View(func(st *ps.Store) { n = st.NumKeys() })
+		c.Server(s).View(func(st *store.Store) { n = st.NumKeys() })
 		if n < 5 {
 			t.Errorf("server-%d holds %d of 11 keys", s, n)
 		}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps/event"
+	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -106,8 +108,8 @@ type coordReq struct {
 	push   epsp.Push
 	ev     epsp.Event
 	batch  int
-	reason string         // opFail
-	inc    uint64         // opHello: the worker's incarnation
+	reason string         // wire.OpFail
+	inc    uint64         // wire.OpHello: the worker's incarnation
 	reply  chan coordResp // nil for one-way messages
 }
 
@@ -289,54 +291,54 @@ func waitServers(ctx context.Context, cl *Client, timeout time.Duration) error {
 func (c *Coordinator) HandleRequest(ctx context.Context, from transport.NodeID, req []byte) (resp []byte, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			resp, err = errResponse(c.opts.recovered("coordinator", from, p)), nil
+			resp, err = wire.ErrResponse(c.opts.recovered("coordinator", from, p)), nil
 		}
 	}()
-	if len(req) >= 2 && req[0] == wireVersion && op(req[1]) == opHeartbeat {
+	if len(req) >= 2 && req[0] == wire.Version && op(req[1]) == wire.OpHeartbeat {
 		return c.heartbeat(from, req[2:]), nil
 	}
 	r, err := c.decode(from, req)
 	if err != nil {
-		return errResponse(err), nil
+		return wire.ErrResponse(err), nil
 	}
-	if err := c.lease.bind(c, r.worker, r.inc, r.op == opHello); err != nil {
-		return errResponse(err), nil
+	if err := c.lease.bind(c, r.worker, r.inc, r.op == wire.OpHello); err != nil {
+		return wire.ErrResponse(err), nil
 	}
 	r.reply = make(chan coordResp, 1)
 	select {
 	case c.reqs <- r:
 	case <-c.quit:
-		return errResponse(ErrClosed), nil
+		return wire.ErrResponse(ErrClosed), nil
 	case <-ctx.Done():
-		return errResponse(ErrClosed), nil
+		return wire.ErrResponse(ErrClosed), nil
 	}
 	var res coordResp
 	select {
 	case res = <-r.reply:
 	case <-c.quit:
-		return errResponse(ErrClosed), nil
+		return wire.ErrResponse(ErrClosed), nil
 	}
 	if res.err != nil {
-		return errResponse(res.err), nil
+		return wire.ErrResponse(res.err), nil
 	}
-	e := encoder{okResponse(nil)}
+	e := encoder{B: wire.OKResponse(nil)}
 	switch r.op {
-	case opHello:
-		e.i64(int64(res.hello.clock))
-		e.u64(res.hello.version)
-		e.i64(int64(res.hello.batch))
-		e.i64(int64(res.hello.par))
+	case wire.OpHello:
+		e.I64(int64(res.hello.clock))
+		e.U64(res.hello.version)
+		e.I64(int64(res.hello.batch))
+		e.I64(int64(res.hello.par))
 		if res.hello.join {
-			e.u8(1)
+			e.U8(1)
 		} else {
-			e.u8(0)
+			e.U8(0)
 		}
-	case opAdmit:
-		e.u8(uint8(res.dec.Action))
-		e.f64(res.dec.Scale)
-		e.i64(int64(res.dec.Clock))
+	case wire.OpAdmit:
+		e.U8(uint8(res.dec.Action))
+		e.F64(res.dec.Scale)
+		e.I64(int64(res.dec.Clock))
 	}
-	return e.b, nil
+	return e.B, nil
 }
 
 // HandleMessage receives progress reports and failure reports.
@@ -347,7 +349,7 @@ func (c *Coordinator) HandleMessage(from transport.NodeID, msg []byte) {
 		}
 	}()
 	r, err := c.decode(from, msg)
-	if err != nil || (r.op != opProgress && r.op != opFail) {
+	if err != nil || (r.op != wire.OpProgress && r.op != wire.OpFail) {
 		return
 	}
 	select {
@@ -357,7 +359,7 @@ func (c *Coordinator) HandleMessage(from transport.NodeID, msg []byte) {
 }
 
 func (c *Coordinator) decode(from transport.NodeID, b []byte) (*coordReq, error) {
-	o, body, err := header(b)
+	o, body, err := wire.Header(b)
 	if err != nil {
 		return nil, err
 	}
@@ -365,45 +367,45 @@ func (c *Coordinator) decode(from transport.NodeID, b []byte) (*coordReq, error)
 	if !ok {
 		return nil, fmt.Errorf("%w: op %d from %q refused by the coordinator: not a worker of this cluster", ErrForbidden, o, from)
 	}
-	d := decoder{b: body}
+	d := decoder{B: body}
 	r := &coordReq{op: o, worker: w}
 	switch o {
-	case opHello:
-		if id := d.int(0, 1<<31, "worker id"); d.err == nil && epsp.WorkerID(id) != w {
+	case wire.OpHello:
+		if id := d.Int(0, 1<<31, "worker id"); d.Err == nil && epsp.WorkerID(id) != w {
 			return nil, fmt.Errorf("%w: %q is worker %d of this cluster but says it is worker %d (WorkerConfig.ID)", ErrRejected, from, w, id)
 		}
-		r.inc = d.u64()
-	case opAdmit:
+		r.inc = d.U64()
+	case wire.OpAdmit:
 		r.push = decodePush(&d)
 		if r.push.Worker != w {
 			return nil, fmt.Errorf("%w: %q pushes as worker %d", ErrRejected, from, r.push.Worker)
 		}
-	case opClock:
-		r.ev = epsp.Event{Kind: epsp.EventClock, Worker: w, Clock: d.int(0, 1<<62, "clock")}
-	case opProgress:
+	case wire.OpClock:
+		r.ev = epsp.Event{Kind: epsp.EventClock, Worker: w, Clock: d.Int(0, 1<<62, "clock")}
+	case wire.OpProgress:
 		p := decodeProgress(&d)
 		p.Worker = w
 		r.ev = epsp.Event{Kind: epsp.EventProgress, Worker: w, Clock: p.Clock, Progress: p}
-	case opTransferResult:
-		id := d.u64()
-		acc := d.u8() != 0
-		lo := d.int(0, 1<<62, "lo")
-		hi := d.int(0, 1<<62, "hi")
-		r.batch = d.int(0, 1<<62, "batch")
+	case wire.OpTransferResult:
+		id := d.U64()
+		acc := d.U8() != 0
+		lo := d.Int(0, 1<<62, "lo")
+		hi := d.Int(0, 1<<62, "hi")
+		r.batch = d.Int(0, 1<<62, "batch")
 		r.ev = epsp.Event{Kind: epsp.EventTransferResult, Worker: w, Transfer: epsp.TransferResult{ID: id, Accepted: acc, Lo: lo, Hi: hi}}
-	case opTransferDone:
-		r.ev = epsp.Event{Kind: epsp.EventTransferDone, Worker: w, Transfer: epsp.TransferResult{ID: d.u64()}}
-	case opLeave:
+	case wire.OpTransferDone:
+		r.ev = epsp.Event{Kind: epsp.EventTransferDone, Worker: w, Transfer: epsp.TransferResult{ID: d.U64()}}
+	case wire.OpLeave:
 		r.ev = epsp.Event{Kind: epsp.EventLeave, Worker: w}
-		if len(d.b) > 0 { // quit mid-run (Worker.Quit); empty: finished
-			r.ev.Quit = d.u8() != 0
+		if len(d.B) > 0 { // quit mid-run (Worker.Quit); empty: finished
+			r.ev.Quit = d.U8() != 0
 		}
-	case opFail:
-		r.reason = d.str()
+	case wire.OpFail:
+		r.reason = d.Str()
 	default:
 		return nil, fmt.Errorf("%w: unknown coordinator op %d", ErrMalformed, o)
 	}
-	if err := d.end(); err != nil {
+	if err := d.End(); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -451,13 +453,13 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 	if err := c.Err(); err != nil {
 		return coordResp{err: fmt.Errorf("%w: %v", ErrAborted, err)}
 	}
-	if r.op == opFail {
+	if r.op == wire.OpFail {
 		c.setFatal(fmt.Errorf("ps: %s failed: %s", c.cfg.Workers[r.worker], r.reason))
 		return coordResp{}
 	}
 	now := c.opts.clock()
 	switch r.op {
-	case opHello:
+	case wire.OpHello:
 		if !c.isMember(r.worker) {
 			return c.serveJoin(r, orders)
 		}
@@ -470,7 +472,7 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		c.mu.Unlock()
 		v := c.core.View()
 		return coordResp{hello: helloInfo{clock: v.Clock(r.worker), version: v.Version(), batch: v.Batch(r.worker), par: v.Parallelism(r.worker)}}
-	case opAdmit:
+	case wire.OpAdmit:
 		d, err := c.core.Admit(now, r.push)
 		if err != nil {
 			return coordResp{err: fmt.Errorf("%w: %v", ErrRejected, err)}
@@ -480,9 +482,9 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		}
 		c.snapshot()
 		c.lease.started(r.worker)
-		c.opts.emit(Event{Kind: EvPushAdmitted, Node: "coordinator", Worker: r.push.Worker, Owner: r.push.Owner, Clock: r.push.Clock, Samples: r.push.Samples, Push: r.push, Decision: d})
+		c.opts.emit(event.Event{Kind: event.PushAdmitted, Node: "coordinator", Worker: r.push.Worker, Owner: r.push.Owner, Clock: r.push.Clock, Samples: r.push.Samples, Push: r.push, Decision: d})
 		return coordResp{dec: d}
-	case opTransferResult:
+	case wire.OpTransferResult:
 		o, ok := orders[r.ev.Transfer.ID]
 		if ok && o.From != r.worker {
 			return coordResp{err: fmt.Errorf("%w: worker %d answers transfer %d of worker %d", ErrRejected, r.worker, o.ID, o.From)}
@@ -493,7 +495,7 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 			if !res.Accepted {
 				res.Lo, res.Hi = 0, 0
 			}
-			c.opts.emit(Event{Kind: EvTransferResult, Node: "coordinator", Worker: o.From, Clock: o.Clock, Lo: res.Lo, Hi: res.Hi, Transfer: o, Result: res})
+			c.opts.emit(event.Event{Kind: event.TransferResult, Node: "coordinator", Worker: o.From, Clock: o.Clock, Lo: res.Lo, Hi: res.Hi, Transfer: o, Result: res})
 		}
 		err := c.step(r.ev, orders)
 		if err == nil && ok && r.ev.Transfer.Accepted {
@@ -507,7 +509,7 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 			}
 		}
 		return coordResp{err: err}
-	case opTransferDone:
+	case wire.OpTransferDone:
 		ts, ok := c.core.Transfer(r.ev.Transfer.ID)
 		if ok && ts.Order.To != r.worker {
 			return coordResp{err: fmt.Errorf("%w: worker %d reports transfer %d given to worker %d", ErrRejected, r.worker, ts.Order.ID, ts.Order.To)}
@@ -516,10 +518,10 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 			return coordResp{err: c.handedOver(ts.Order, orders)}
 		}
 		return coordResp{err: c.step(r.ev, orders)} // step emits what it reports (emitCause)
-	case opClock, opProgress:
+	case wire.OpClock, wire.OpProgress:
 		c.lease.started(r.worker)
 		return coordResp{err: c.step(r.ev, orders)}
-	case opLeave:
+	case wire.OpLeave:
 		old, clock := len(c.core.Members()), c.core.View().Clock(r.worker)
 		err := c.step(r.ev, orders)
 		if err == nil {
@@ -531,7 +533,7 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 			c.changed(k, r.worker, old, clock)
 		}
 		return coordResp{err: err}
-	case opLost:
+	case wire.OpLost:
 		return coordResp{err: c.serveLost(r.worker, orders)}
 	}
 	return coordResp{err: fmt.Errorf("%w: op %d", ErrMalformed, r.op)}
@@ -550,15 +552,15 @@ func (c *Coordinator) setFatal(err error) {
 	if !first {
 		return
 	}
-	e := newMsg(nil, opAbort)
-	e.str(err.Error())
+	e := wire.NewMsg(nil, wire.OpAbort)
+	e.Str(err.Error())
 	// All at once, best effort: a dead worker cannot be told, and each
 	// send may wait up to OrderTimeout, so the survivors hear of the abort
 	// within one OrderTimeout however many workers are dead. Send copies
-	// the message, so the goroutines share e.b.
+	// the message, so the goroutines share e.B.
 	var wg sync.WaitGroup
 	for w := range c.cfg.Workers {
-		wg.Go(func() { c.send(epsp.WorkerID(w), e.b) })
+		wg.Go(func() { c.send(epsp.WorkerID(w), e.B) })
 	}
 	wg.Wait()
 }
@@ -599,16 +601,16 @@ func (c *Coordinator) execute(out epsp.Output, orders map[uint64]epsp.TransferOr
 	}
 	v := c.core.View()
 	for _, o := range out.SetParallelism {
-		e := newMsg(nil, opSetParallelism)
-		e.i64(int64(o.P))
-		c.opts.emit(Event{Kind: EvParallelism, Node: "coordinator", Worker: o.Worker, P: o.P})
-		c.send(o.Worker, e.b)
+		e := wire.NewMsg(nil, wire.OpSetParallelism)
+		e.I64(int64(o.P))
+		c.opts.emit(event.Event{Kind: event.Parallelism, Node: "coordinator", Worker: o.Worker, P: o.P})
+		c.send(o.Worker, e.B)
 	}
 	for _, o := range out.SetBatch {
-		e := newMsg(nil, opSetBatch)
-		e.i64(int64(o.Size))
-		c.opts.emit(Event{Kind: EvBatch, Node: "coordinator", Worker: o.Worker, Samples: o.Size})
-		c.send(o.Worker, e.b)
+		e := wire.NewMsg(nil, wire.OpSetBatch)
+		e.I64(int64(o.Size))
+		c.opts.emit(event.Event{Kind: event.Batch, Node: "coordinator", Worker: o.Worker, Samples: o.Size})
+		c.send(o.Worker, e.B)
 	}
 	ra, err := releaseAssignments(out, v)
 	if err != nil {
@@ -616,23 +618,23 @@ func (c *Coordinator) execute(out epsp.Output, orders map[uint64]epsp.TransferOr
 		return fmt.Errorf("%w: %v", ErrAborted, err)
 	}
 	for _, w := range out.Release {
-		e := newMsg(nil, opRelease)
+		e := wire.NewMsg(nil, wire.OpRelease)
 		encodeRelease(&e, v.Clock(w), v.Version(), ra[w]) // the assignments ride on the release
-		c.opts.emit(Event{Kind: EvRelease, Node: "coordinator", Worker: w, Clock: v.Clock(w)})
-		if err := c.send(w, e.b); err != nil {
+		c.opts.emit(event.Event{Kind: event.Release, Node: "coordinator", Worker: w, Clock: v.Clock(w)})
+		if err := c.send(w, e.B); err != nil {
 			c.setFatal(fmt.Errorf("ps: release of %s: %w", c.cfg.Workers[w], err))
 		}
 	}
 	var refused []uint64
 	for _, o := range out.Transfers {
 		orders[o.ID] = o
-		e := newMsg(nil, opTransferOrder)
-		e.u64(o.ID)
-		e.i64(int64(o.To))
-		e.i64(int64(o.Clock))
-		e.i64(int64(o.Lo))
-		e.i64(int64(o.Hi))
-		c.opts.emit(Event{Kind: EvTransferOrdered, Node: "coordinator", Worker: o.From, Clock: o.Clock, Lo: o.Lo, Hi: o.Hi, Transfer: o})
+		e := wire.NewMsg(nil, wire.OpTransferOrder)
+		e.U64(o.ID)
+		e.I64(int64(o.To))
+		e.I64(int64(o.Clock))
+		e.I64(int64(o.Lo))
+		e.I64(int64(o.Hi))
+		c.opts.emit(event.Event{Kind: event.TransferOrdered, Node: "coordinator", Worker: o.From, Clock: o.Clock, Lo: o.Lo, Hi: o.Hi, Transfer: o})
 		if c.lease.isLost(o.From) || c.lease.isLost(o.To) {
 			// a lost giver (still leaving: its samples are being handed
 			// over) answers nothing, and a lost taker would compute
@@ -640,7 +642,7 @@ func (c *Coordinator) execute(out epsp.Output, orders map[uint64]epsp.TransferOr
 			refused = append(refused, o.ID)
 			continue
 		}
-		if err := c.send(o.From, e.b); err != nil {
+		if err := c.send(o.From, e.B); err != nil {
 			refused = append(refused, o.ID)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -17,7 +18,7 @@ func FuzzClusterControl(f *testing.F) {
 		f.Add(ctlMsg(op, 1, 2), "worker-0")
 	}
 	f.Add([]byte{0xFE, 'F', 'C'}, "coordinator")
-	f.Add(newMsg(nil, opPing).b, "worker-0")
+	f.Add(wire.NewMsg(nil, wire.OpPing).B, "worker-0")
 	f.Fuzz(func(t *testing.T, req []byte, from string) {
 		s, err := NewServer("server-0", DefaultServerConfig())
 		if err != nil {

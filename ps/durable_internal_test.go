@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/falconml/falcon/ps/internal/wire"
 )
 
 // idPush encodes a push of one value to key 1 with request id (client, seq).
@@ -14,7 +16,7 @@ func idPush(client, seq uint64, g float32) []byte {
 	cl := &Client{}
 	pa := plainPush
 	pa.rid = reqID{client, seq}
-	return cl.encode(nil, opPush, []piece{{key: 1, n: 1}}, 1, []float32{g}, pa)
+	return cl.encode(nil, wire.OpPush, []piece{{key: 1, n: 1}}, 1, []float32{g}, pa)
 }
 
 // TestServer_RequestIDsApplyOnce: a push resent with the same request id
@@ -34,7 +36,7 @@ func TestServer_RequestIDsApplyOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := parseResponse(resp, "s"); err != nil {
+		if _, err := wire.ParseResponse(resp, "s"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -77,20 +79,20 @@ func TestServer_TornLogRecordCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	e := newMsg(nil, opInit)
-	e.u32(1)
-	e.u64(1)
-	e.u32(1)
-	e.pad4()
-	e.f32s([]float32{0.5})
-	if _, err := s.HandleRequest(ctx, "c", e.b); err != nil {
+	e := wire.NewMsg(nil, wire.OpInit)
+	e.U32(1)
+	e.U64(1)
+	e.U32(1)
+	e.Pad4()
+	e.F32s([]float32{0.5})
+	if _, err := s.HandleRequest(ctx, "c", e.B); err != nil {
 		t.Fatal(err)
 	}
 	for seq := range uint64(5) {
 		s.HandleRequest(ctx, "c", idPush(3, seq+1, float32(seq)))
 	}
-	want := slices.Clone(s.store.vals)
-	wantState := slices.Clone(s.store.state)
+	want := slices.Clone(s.store.Checkpoint().Values)
+	wantState := slices.Clone(s.store.Checkpoint().State)
 	path := filepath.Join(dir, "s.log.0")
 	f, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	f.Write([]byte{40, 0, 0, 0, 1, 2, 3}) // a header and part of a body
@@ -100,8 +102,8 @@ func TestServer_TornLogRecordCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if !slices.Equal(f32Bits(r.store.vals), f32Bits(want)) || !slices.Equal(f32Bits(r.store.state), f32Bits(wantState)) || r.store.Steps(1) != 5 {
-		t.Fatalf("restored %v (state %v, %d steps), want %v (%v, 5)", r.store.vals, r.store.state, r.store.Steps(1), want, wantState)
+	if !slices.Equal(f32Bits(r.store.Checkpoint().Values), f32Bits(want)) || !slices.Equal(f32Bits(r.store.Checkpoint().State), f32Bits(wantState)) || r.store.Steps(1) != 5 {
+		t.Fatalf("restored %v (state %v, %d steps), want %v (%v, 5)", r.store.Checkpoint().Values, r.store.Checkpoint().State, r.store.Steps(1), want, wantState)
 	}
 	// a resent push of the first run is recognised after the restart
 	r.HandleRequest(ctx, "c", idPush(3, 5, 100))
@@ -138,7 +140,7 @@ func TestServer_CheckpointPeriod(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if !slices.Equal(f32Bits(r.store.vals), f32Bits(s.store.vals)) || !slices.Equal(f32Bits(r.store.state), f32Bits(s.store.state)) || r.store.Steps(1) != 2 {
-		t.Fatalf("restored %v %v (%d steps), want %v %v (2)", r.store.vals, r.store.state, r.store.Steps(1), s.store.vals, s.store.state)
+	if !slices.Equal(f32Bits(r.store.Checkpoint().Values), f32Bits(s.store.Checkpoint().Values)) || !slices.Equal(f32Bits(r.store.Checkpoint().State), f32Bits(s.store.Checkpoint().State)) || r.store.Steps(1) != 2 {
+		t.Fatalf("restored %v %v (%d steps), want %v %v (2)", r.store.Checkpoint().Values, r.store.Checkpoint().State, r.store.Steps(1), s.store.Checkpoint().Values, s.store.Checkpoint().State)
 	}
 }

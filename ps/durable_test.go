@@ -14,7 +14,9 @@ import (
 
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps"
+	"github.com/falconml/falcon/ps/event"
 	"github.com/falconml/falcon/ps/pstest"
+	"github.com/falconml/falcon/ps/store"
 )
 
 // regression is least squares on synthetic data: sample s has features
@@ -55,15 +57,15 @@ func (m *regression) Gradient(params []float32, samples []int, grad []float32) f
 func durableRun(t *testing.T, clocks, restartAt int) ([]float32, map[string]int) {
 	var mu sync.Mutex
 	applied := map[string]int{}
-	obs := ps.ObserverFunc(func(e ps.Event) {
-		if e.Kind == ps.EvApplied {
+	obs := event.Func(func(e event.Event) {
+		if e.Kind == event.Applied {
 			mu.Lock()
 			applied[e.Node] += e.Samples
 			mu.Unlock()
 		}
 	})
 	c := pstest.NewCluster(t, pstest.Servers(2), pstest.Workers(2), pstest.Batch(8), pstest.Chunk(4), pstest.Policy(epsp.NewBSP()),
-		pstest.Optimizer(ps.Adam{LR: 0.05}), pstest.Observer(obs), pstest.NoLeakCheck(),
+		pstest.Optimizer(store.Adam{LR: 0.05}), pstest.Observer(obs), pstest.NoLeakCheck(),
 		pstest.Durable(ps.DurableConfig{Dir: t.TempDir(), Log: true, CheckpointEvery: 3}), pstest.Retry(5*time.Second))
 	restarted := make(chan error, 1)
 	models := []*regression{{}, {}}
@@ -74,7 +76,7 @@ func durableRun(t *testing.T, clocks, restartAt int) ([]float32, map[string]int)
 					s, err := c.RestartServer(1, 50*time.Millisecond)
 					if err == nil {
 						var steps int64
-						s.View(func(st *ps.Store) { steps = st.Steps(1) })
+						s.View(func(st *store.Store) { steps = st.Steps(1) })
 						if steps == 0 {
 							err = errors.New("restarted server-1 holds no steps: nothing restored")
 						}
@@ -86,7 +88,7 @@ func durableRun(t *testing.T, clocks, restartAt int) ([]float32, map[string]int)
 	}
 	keys, lens := []uint64{0, 1}, []int{3, 3} // one key on each server (Modulo)
 	_, err := c.TrainWith(context.Background(), func(w int) ps.Model { return models[w] }, ps.ShardSampler{N: 64, Workers: 2},
-		ps.TrainConfig{Keys: keys, Lens: lens, Init: ps.Zeros{}, Clocks: clocks})
+		ps.TrainConfig{Keys: keys, Lens: lens, Init: store.Zeros{}, Clocks: clocks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +146,7 @@ func TestDurable_CorruptCheckpointRefused(t *testing.T) {
 	b[len(b)/2] ^= 4
 	os.WriteFile(path, b, 0o644)
 	_, err = ps.NewServer("server-0", cfg)
-	if !errors.Is(err, ps.ErrCorruptCheckpoint) || !strings.Contains(err.Error(), "server-0.ckpt") {
+	if !errors.Is(err, store.ErrCorruptCheckpoint) || !strings.Contains(err.Error(), "server-0.ckpt") {
 		t.Fatalf("err %v, want ErrCorruptCheckpoint naming the file", err)
 	}
 }

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps"
+	"github.com/falconml/falcon/ps/store"
 	"github.com/falconml/falcon/transport"
+	"golang.org/x/sync/errgroup"
 )
 
 // A server applying SGD and a client pushing and pulling two keys of
@@ -16,7 +16,7 @@ import (
 func Example_pushPull() {
 	net := transport.NewInmemNetwork()
 	defer net.Close()
-	srv, _ := ps.NewServer("server-0", ps.ServerConfig{Store: ps.StoreConfig{Optimizer: ps.SGD{LR: 0.5}}})
+	srv, _ := ps.NewServer("server-0", ps.ServerConfig{Store: store.Config{Optimizer: store.SGD{LR: 0.5}}})
 	net.Join("server-0", srv)
 	tr, _ := net.Join("worker-0", ps.ClientHandler{})
 	cl, _ := ps.NewClient(tr, ps.ClientConfig{Servers: []transport.NodeID{"server-0"}, Width: 2})
@@ -56,7 +56,7 @@ func Example_training() {
 	servers := []transport.NodeID{"server-0"}
 	workers := []transport.NodeID{"worker-0", "worker-1"}
 
-	srv, _ := ps.NewServer("server-0", ps.ServerConfig{Store: ps.StoreConfig{Optimizer: ps.SGD{LR: 0.5}}})
+	srv, _ := ps.NewServer("server-0", ps.ServerConfig{Store: store.Config{Optimizer: store.SGD{LR: 0.5}}})
 	net.Join("server-0", srv)
 
 	co, _ := ps.NewCoordinator(ps.CoordinatorConfig{
@@ -85,7 +85,7 @@ func Example_training() {
 	}
 
 	model := linReg{n: 64}
-	tc := ps.TrainConfig{Keys: []uint64{0}, Lens: []int{2}, Init: ps.Zeros{}, Clocks: 200}
+	tc := ps.TrainConfig{Keys: []uint64{0}, Lens: []int{2}, Init: store.Zeros{}, Clocks: 200}
 	var g errgroup.Group
 	stats := make([]ps.TrainStats, len(ws))
 	for i, w := range ws {

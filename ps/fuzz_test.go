@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -56,17 +57,17 @@ func seedRequests() [][]byte {
 	var seeds [][]byte
 	seeds = append(seeds, rawPush([]uint64{5, 9}, []int{2, 3}, []float32{1, 2, 3, 4, 5}))
 	pp := rawPush([]uint64{5}, []int{2}, []float32{1, 2})
-	pp[1] = byte(opPushPull)
+	pp[1] = byte(wire.OpPushPull)
 	seeds = append(seeds, pp)
 	seeds = append(seeds, rawPull([]uint64{5, 9}, []uint32{2, 3}))
 	in := rawPush([]uint64{11}, []int{1}, []float32{7})
-	ie := newMsg(nil, opInit)
-	ie.b = append(ie.b, in[2+1+8+8+8:]...) // init: the push body without mode, clock, scale, weight
-	seeds = append(seeds, ie.b)
-	fl := newMsg(nil, opFlush)
-	fl.i64(0)
-	fl.f64(1)
-	seeds = append(seeds, fl.b, []byte{wireVersion, byte(opLayout)}, []byte{wireVersion, byte(opPing)})
+	ie := wire.NewMsg(nil, wire.OpInit)
+	ie.B = append(ie.B, in[2+1+8+8+8:]...) // init: the push body without mode, clock, scale, weight
+	seeds = append(seeds, ie.B)
+	fl := wire.NewMsg(nil, wire.OpFlush)
+	fl.I64(0)
+	fl.F64(1)
+	seeds = append(seeds, fl.B, []byte{wire.Version, byte(wire.OpLayout)}, []byte{wire.Version, byte(wire.OpPing)})
 	seeds = append(seeds, rawPull([]uint64{5}, []uint32{0xFFFFFFFF}))
 	return seeds
 }
@@ -107,12 +108,12 @@ func FuzzServerRequest(f *testing.F) {
 func checkServerAnswer(t *testing.T, req, resp []byte, err error) {
 	t.Helper()
 	if err != nil {
-		if !returnsValues(req) || remoteValuesError(&transport.RemoteError{Node: "s", Msg: err.Error()}, "s") == nil {
+		if !wire.ReturnsValues(req) || wire.RemoteValuesError(&transport.RemoteError{Node: "s", Msg: err.Error()}, "s") == nil {
 			t.Fatalf("request %x answered with error %v", req, err)
 		}
 		return
 	}
-	if !returnsValues(req) && len(resp) < 2 {
+	if !wire.ReturnsValues(req) && len(resp) < 2 {
 		t.Fatalf("request %x answered with %x", req, resp)
 	}
 }
@@ -149,39 +150,39 @@ func fuzzCoordinator(tb testing.TB, pc *panicCounter) (*Coordinator, func()) {
 // seedCoordinatorMessages are well-formed coordinator requests.
 func seedCoordinatorMessages() [][]byte {
 	var seeds [][]byte
-	seeds = append(seeds, []byte{wireVersion, byte(opHello), 0, 0, 0, 0, 0, 0, 0, 0})
-	e := newMsg(nil, opAdmit)
+	seeds = append(seeds, []byte{wire.Version, byte(wire.OpHello), 0, 0, 0, 0, 0, 0, 0, 0})
+	e := wire.NewMsg(nil, wire.OpAdmit)
 	encodePush(&e, epsp.Push{Worker: 0, Owner: 0, Clock: 0, Samples: 8, BatchSamples: 8})
-	seeds = append(seeds, e.b)
-	e = newMsg(nil, opClock)
-	e.i64(0)
-	seeds = append(seeds, e.b)
-	e = newMsg(nil, opProgress)
+	seeds = append(seeds, e.B)
+	e = wire.NewMsg(nil, wire.OpClock)
+	e.I64(0)
+	seeds = append(seeds, e.B)
+	e = wire.NewMsg(nil, wire.OpProgress)
 	encodeProgress(&e, epsp.ProgressReport{Clock: 0, Done: 4, Assigned: 8, Parallelism: 1, Elapsed: time.Millisecond})
-	seeds = append(seeds, e.b)
-	e = newMsg(nil, opTransferResult)
-	e.u64(1)
-	e.u8(1)
-	e.i64(4)
-	e.i64(8)
-	e.i64(8)
-	seeds = append(seeds, e.b)
-	e = newMsg(nil, opTransferDone)
-	e.u64(1)
-	seeds = append(seeds, e.b)
-	seeds = append(seeds, []byte{wireVersion, byte(opLeave)})
-	seeds = append(seeds, []byte{wireVersion, byte(opLeave), 1}) // quit mid-run
-	e = newMsg(nil, opFail)
-	e.str("boom")
-	seeds = append(seeds, e.b)
+	seeds = append(seeds, e.B)
+	e = wire.NewMsg(nil, wire.OpTransferResult)
+	e.U64(1)
+	e.U8(1)
+	e.I64(4)
+	e.I64(8)
+	e.I64(8)
+	seeds = append(seeds, e.B)
+	e = wire.NewMsg(nil, wire.OpTransferDone)
+	e.U64(1)
+	seeds = append(seeds, e.B)
+	seeds = append(seeds, []byte{wire.Version, byte(wire.OpLeave)})
+	seeds = append(seeds, []byte{wire.Version, byte(wire.OpLeave), 1}) // quit mid-run
+	e = wire.NewMsg(nil, wire.OpFail)
+	e.Str("boom")
+	seeds = append(seeds, e.B)
 	// a push of several owners (assigned samples) with its busy time
-	e = newMsg(nil, opAdmit)
+	e = wire.NewMsg(nil, wire.OpAdmit)
 	encodePush(&e, epsp.Push{Worker: 0, Owner: 0, Clock: 0, Samples: 11, BatchSamples: 11, Busy: time.Millisecond,
 		Parts: []epsp.PushPart{{Owner: 0, Clock: 0, Samples: 8}, {Owner: 1, Clock: 0, Samples: 3}}})
-	seeds = append(seeds, e.b)
-	e = newMsg(nil, opProgress)
+	seeds = append(seeds, e.B)
+	e = wire.NewMsg(nil, wire.OpProgress)
 	encodeProgress(&e, epsp.ProgressReport{Clock: 0, Done: 4, Assigned: 8, Parallelism: 1, Elapsed: time.Millisecond, Extra: 3, ExtraDone: 1})
-	seeds = append(seeds, e.b)
+	seeds = append(seeds, e.B)
 	return seeds
 }
 
@@ -208,7 +209,7 @@ func FuzzCoordinatorRequest(f *testing.F) {
 			n := min(int(seq[1]), len(seq)-2)
 			msg := seq[2 : 2+n]
 			seq = seq[2+n:]
-			if seq0 := msg; len(seq0) > 1 && (op(seq0[1]) == opProgress || op(seq0[1]) == opFail) {
+			if seq0 := msg; len(seq0) > 1 && (op(seq0[1]) == wire.OpProgress || op(seq0[1]) == wire.OpFail) {
 				c.HandleMessage(from, msg)
 				continue
 			}
@@ -226,45 +227,45 @@ func FuzzCoordinatorRequest(f *testing.F) {
 // seedWorkerMessages are well-formed coordinator → worker messages.
 func seedWorkerMessages() [][]byte {
 	var seeds [][]byte
-	e := newMsg(nil, opRelease)
-	e.i64(1)
-	e.u64(3)
-	seeds = append(seeds, e.b)
+	e := wire.NewMsg(nil, wire.OpRelease)
+	e.I64(1)
+	e.U64(3)
+	seeds = append(seeds, e.B)
 	// releases naming the worker in assignments: a giver, a taker
-	e = newMsg(nil, opRelease)
+	e = wire.NewMsg(nil, wire.OpRelease)
 	encodeRelease(&e, 1, 3, &releaseAssign{batch: 16, keep: 10})
-	seeds = append(seeds, e.b)
-	e = newMsg(nil, opRelease)
+	seeds = append(seeds, e.B)
+	e = wire.NewMsg(nil, wire.OpRelease)
 	encodeRelease(&e, 1, 3, &releaseAssign{batch: 8, keep: 8, pieces: []assignedPiece{{owner: 1, lo: 10, hi: 16, batch: 16}}})
-	seeds = append(seeds, e.b)
-	e = newMsg(nil, opSetParallelism)
-	e.i64(4)
-	seeds = append(seeds, e.b)
-	e = newMsg(nil, opSetBatch)
-	e.i64(16)
-	seeds = append(seeds, e.b)
-	e = newMsg(nil, opTransferOrder)
-	e.u64(1)
-	e.i64(1)
-	e.i64(0)
-	e.i64(4)
-	e.i64(8)
-	seeds = append(seeds, e.b)
-	e = newMsg(nil, opTransferTask)
-	e.u64(1)
-	e.i64(1)
-	e.i64(0)
-	e.i64(4)
-	e.i64(8)
-	e.i64(8)
-	e.u64(0)
-	seeds = append(seeds, e.b)
-	e = newMsg(nil, opAbort)
-	e.str("stop")
-	seeds = append(seeds, e.b)
-	e = newMsg(nil, opSetBatch)
-	e.i64(1 << 40)
-	seeds = append(seeds, e.b)
+	seeds = append(seeds, e.B)
+	e = wire.NewMsg(nil, wire.OpSetParallelism)
+	e.I64(4)
+	seeds = append(seeds, e.B)
+	e = wire.NewMsg(nil, wire.OpSetBatch)
+	e.I64(16)
+	seeds = append(seeds, e.B)
+	e = wire.NewMsg(nil, wire.OpTransferOrder)
+	e.U64(1)
+	e.I64(1)
+	e.I64(0)
+	e.I64(4)
+	e.I64(8)
+	seeds = append(seeds, e.B)
+	e = wire.NewMsg(nil, wire.OpTransferTask)
+	e.U64(1)
+	e.I64(1)
+	e.I64(0)
+	e.I64(4)
+	e.I64(8)
+	e.I64(8)
+	e.U64(0)
+	seeds = append(seeds, e.B)
+	e = wire.NewMsg(nil, wire.OpAbort)
+	e.Str("stop")
+	seeds = append(seeds, e.B)
+	e = wire.NewMsg(nil, wire.OpSetBatch)
+	e.I64(1 << 40)
+	seeds = append(seeds, e.B)
 	return seeds
 }
 
@@ -317,31 +318,31 @@ func FuzzWorkerMessage(f *testing.F) {
 // FuzzClientResponse feeds responses to every client-side parser: the coded
 // response, a layout, a hello and a push decision, and a values error.
 func FuzzClientResponse(f *testing.F) {
-	e := encoder{okResponse(nil)}
-	e.u32(2)
-	e.u64(5)
-	e.u32(2)
-	e.u64(9)
-	e.u32(3)
-	f.Add(e.b)
-	h := encoder{okResponse(nil)}
-	h.i64(0)
-	h.u64(0)
-	h.i64(8)
-	h.i64(1)
-	f.Add(append(h.b, 0)) // started with the run
-	f.Add(append(h.b, 1)) // joined mid-run
-	f.Add(errResponse(ErrUnknownKey))
-	f.Add([]byte{wireVersion, byte(codeOK), 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	e := encoder{B: wire.OKResponse(nil)}
+	e.U32(2)
+	e.U64(5)
+	e.U32(2)
+	e.U64(9)
+	e.U32(3)
+	f.Add(e.B)
+	h := encoder{B: wire.OKResponse(nil)}
+	h.I64(0)
+	h.U64(0)
+	h.I64(8)
+	h.I64(1)
+	f.Add(append(h.B, 0)) // started with the run
+	f.Add(append(h.B, 1)) // joined mid-run
+	f.Add(wire.ErrResponse(ErrUnknownKey))
+	f.Add([]byte{wire.Version, byte(wire.CodeOK), 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, resp []byte) {
-		body, err := parseResponse(resp, "s")
+		body, err := wire.ParseResponse(resp, "s")
 		if err != nil {
-			_ = remoteValuesError(&transport.RemoteError{Node: "s", Msg: string(resp)}, "s")
+			_ = wire.RemoteValuesError(&transport.RemoteError{Node: "s", Msg: string(resp)}, "s")
 			return
 		}
 		// each parser either decodes or errs; none may panic or allocate
 		// past what the response holds
-		if m, err := decodeLayout(body, "s"); err == nil && len(m) > len(body)/segBytes {
+		if m, err := decodeLayout(body, "s"); err == nil && len(m) > len(body)/wire.SegBytes {
 			t.Fatalf("layout of %d keys from %d bytes", len(m), len(body))
 		}
 		if h, err := decodeHello(body); err == nil && (h.batch > maxWireBatch || h.par < 1) {

@@ -10,19 +10,20 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/transport"
 )
 
 // rawPull encodes a pull of the given (key, len) segments with no
 // client-side checks.
 func rawPull(keys []uint64, lens []uint32) []byte {
-	e := newMsg(nil, opPull)
-	e.u32(uint32(len(keys)))
+	e := wire.NewMsg(nil, wire.OpPull)
+	e.U32(uint32(len(keys)))
 	for i, k := range keys {
-		e.u64(k)
-		e.u32(lens[i])
+		e.U64(k)
+		e.U32(lens[i])
 	}
-	return e.b
+	return e.B
 }
 
 // allocDuring returns the bytes allocated while f ran.
@@ -69,7 +70,7 @@ func TestServer_CraftedPullsRefused(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var herr error
 			alloc := allocDuring(func() { _, herr = s.HandleRequest(context.Background(), "c", tt.req) })
-			err := remoteValuesError(&transport.RemoteError{Node: "s", Msg: herr.Error()}, "s")
+			err := wire.RemoteValuesError(&transport.RemoteError{Node: "s", Msg: herr.Error()}, "s")
 			if err == nil {
 				t.Fatalf("handler error %v is not a values error", herr)
 			}
@@ -82,23 +83,23 @@ func TestServer_CraftedPullsRefused(t *testing.T) {
 		})
 	}
 	// the pushpull and init paths with a huge declared length and no values
-	for _, o := range []op{opInit, opPushPull, opPush} {
-		e := newMsg(nil, o)
-		if o != opInit {
-			e.u8(modeApply)
-			e.i64(0)
-			e.f64(1)
-			e.f64(1)
+	for _, o := range []op{wire.OpInit, wire.OpPushPull, wire.OpPush} {
+		e := wire.NewMsg(nil, o)
+		if o != wire.OpInit {
+			e.U8(wire.ModeApply)
+			e.I64(0)
+			e.F64(1)
+			e.F64(1)
 		}
-		e.u32(1)
-		e.u64(5)
-		e.u32(0xFFFFFFFF)
-		e.pad4()
+		e.U32(1)
+		e.U64(5)
+		e.U32(0xFFFFFFFF)
+		e.Pad4()
 		var resp []byte
 		var herr error
-		alloc := allocDuring(func() { resp, herr = s.HandleRequest(context.Background(), "c", e.b) })
+		alloc := allocDuring(func() { resp, herr = s.HandleRequest(context.Background(), "c", e.B) })
 		if herr == nil {
-			_, herr = parseResponse(resp, "s")
+			_, herr = wire.ParseResponse(resp, "s")
 		}
 		if herr == nil {
 			t.Fatalf("op %d with a 4 GiB declared length and no values accepted", o)
@@ -116,19 +117,19 @@ func TestServer_CraftedPullsRefused(t *testing.T) {
 // so no later size computation can overflow or allocate past it.
 func TestReadSegs_TotalBounded(t *testing.T) {
 	e := encoder{}
-	e.u32(3)
+	e.U32(3)
 	for k := range 3 {
-		e.u64(uint64(k))
-		e.u32(0xFFFFFFFF)
+		e.U64(uint64(k))
+		e.U32(0xFFFFFFFF)
 	}
 	for _, limit := range []int{0, 10, 1 << 31} {
-		d := decoder{b: e.b}
+		d := decoder{B: e.B}
 		var sc scratch
 		if _, err := readSegs(&d, &sc, limit, ErrLengthMismatch); !errors.Is(err, ErrLengthMismatch) {
 			t.Fatalf("limit %d: err = %v, want ErrLengthMismatch", limit, err)
 		}
 	}
-	d := decoder{b: e.b}
+	d := decoder{B: e.B}
 	var sc scratch
 	total, err := readSegs(&d, &sc, 3*0xFFFFFFFF, ErrLengthMismatch)
 	if err != nil || total != 3*0xFFFFFFFF {
@@ -167,13 +168,13 @@ func TestCoordinator_PanicBecomesError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	e := newMsg(nil, opAdmit)
+	e := wire.NewMsg(nil, wire.OpAdmit)
 	encodePush(&e, epsp.Push{Worker: 0, Owner: 0, Clock: 0, Samples: 8, BatchSamples: 8})
-	resp, err := c.HandleRequest(context.Background(), "w0", e.b)
+	resp, err := c.HandleRequest(context.Background(), "w0", e.B)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := parseResponse(resp, "coordinator"); !errors.Is(err, ErrRemote) || !strings.Contains(err.Error(), "policy bug") {
+	if _, err := wire.ParseResponse(resp, "coordinator"); !errors.Is(err, ErrRemote) || !strings.Contains(err.Error(), "policy bug") {
 		t.Fatalf("err = %v, want ErrRemote naming the panic", err)
 	}
 	if n := pc.n.Load(); n != 1 {

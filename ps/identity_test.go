@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/transport"
 	"github.com/falconml/falcon/transport/transporttest"
 )
@@ -68,7 +69,7 @@ func TestCluster_CertIdentityEnforcesRoles(t *testing.T) {
 			if err := coord.Init(ctx, keys, []float32{10, 20}, nil); err != nil {
 				t.Fatalf("coordinator init: %v", err)
 			}
-			if err := worker.do(ctx, opPush, keys, []float32{1, 2}, nil, nil, pushArgs{mode: modeAccumulate, clock: 0, scale: 1, weight: 1}); err != nil {
+			if err := worker.do(ctx, wire.OpPush, keys, []float32{1, 2}, nil, nil, pushArgs{mode: wire.ModeAccumulate, clock: 0, scale: 1, weight: 1}); err != nil {
 				t.Fatalf("worker push: %v", err)
 			}
 			snap := func() []float32 {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps/event"
 )
 
 // span is a half-open sample range [lo, hi).
@@ -307,7 +308,7 @@ func (j *job) run() {
 			if c.seg >= 0 {
 				owner = j.extra[c.seg].owner
 			}
-			w.opts.emit(Event{Kind: EvChunk, Node: w.name, Worker: w.cfg.ID, Owner: owner, Clock: j.clock, Lo: c.lo, Hi: c.hi})
+			w.opts.emit(event.Event{Kind: event.Chunk, Node: w.name, Worker: w.cfg.ID, Owner: owner, Clock: j.clock, Lo: c.lo, Hi: c.hi})
 		}
 		if report {
 			w.sendProgress(r)

@@ -11,8 +11,67 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps/event"
+	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/transport"
 )
+
+// # Failures
+//
+// (This part of the package documentation sits beside the code it
+// describes; the package doc in doc.go is the map.)
+//
+// Nothing waits without a bound: Start waits at most StartTimeout for its
+// peers and names who is missing; every request has a RequestTimeout (a
+// hung peer cannot block a caller whose ctx has no deadline); a worker
+// that fails after training began reports it, and a coordinator that cannot
+// flush or release tells every worker, so the others return ErrAborted
+// instead of waiting at a barrier forever.
+//
+// Peers that die without a word are found by leases (lease.go): workers
+// heartbeat the coordinator every WorkerConfig.Heartbeat (500 ms), the
+// coordinator pings every server every LeaseConfig.Interval, and a peer
+// silent for LeaseConfig.Timeout (10 s; counted from the coordinator's
+// Start, and at least StartTimeout, for a peer never heard from) is lost,
+// declared within Timeout + Interval of its last sign of life. Measured
+// with a 400 ms lease (ps/internal/faulttest, separate processes on
+// loopback): a worker killed with kill -9 in the middle of a clock, or
+// stopped with SIGSTOP, ends the coordinator and every other worker
+// 403–412 ms later with an error naming it. A lost server aborts the run
+// with ErrPeerLost naming it, unless it comes back within
+// LeaseConfig.ServerRestart (see Durability). A lost worker aborts the
+// run naming it (AbortRun, the default) or, with ContinueWithout, leaves
+// the run (epsp.EventLeave) once the samples of its current clock it had
+// not processed — the prefix of its batch it had not given away, unless its
+// own push of the clock was already admitted — have been computed by a
+// survivor and stored, so each sample counts exactly once (a push admitted
+// but not stored when it died is lost, never counted twice). The hand-over
+// is an order in the epsp core's transfer ledger
+// (epsp.Coordinator.HandOver), so the survivor's push of those samples is
+// admitted once, and the lost worker's own push of them never; transfer
+// orders the lost worker had not answered, and any the policy makes of it
+// or to it while it leaves, count as refused. What it owed as a taker is
+// settled the same way: a range it pushed but never reported done is
+// reported done for it, and every range it still owed — accepted transfers
+// and hand-overs not pushed, orders to it not yet answered, samples
+// assigned to it at its release — goes to a survivor that is not the
+// range's giver (epsp.Coordinator.Retarget), which computes and pushes it
+// like a transfer, so the clock's barrier passes with each sample counted
+// once (with no such survivor the range is lost, counted in
+// epsp.Stats.SamplesAbandoned, and no barrier waits for it). A worker that
+// hears nothing from the coordinator for CoordinatorTimeout (10 s) fails
+// with ErrPeerLost naming it; one whose request fails because the
+// coordinator is gone fails at once with ErrCoordinatorUnavailable naming
+// it.
+//
+// Incarnations: each Worker draws a random 64-bit incarnation id that its
+// hello and heartbeats carry; the coordinator binds the first one it
+// hears, and a restarted process under the same name is refused at Start
+// with ErrRestarted instead of running its clocks a second time, as long
+// as the name is a member of the run (under AbortRun its first
+// incarnation's expired lease then ends the run naming it). Once the name
+// has left the run — it quit, or was lost under ContinueWithout — a new
+// process may rejoin after the cooldown (see Membership).
 
 // Failure detection. Every worker holds a lease at the coordinator that it
 // renews with a heartbeat request every WorkerConfig.Heartbeat; the
@@ -46,10 +105,6 @@ import (
 // process (a new incarnation under the same name) is refused with an
 // ErrRestarted error instead of re-running the clocks its first run
 // already pushed.
-
-// opHeartbeat is a worker → coordinator request renewing the worker's
-// lease: incarnation u64. Its number is set apart from the other ops.
-const opHeartbeat op = 64
 
 // LostAction is what the coordinator does when a worker's lease expires.
 type LostAction uint8
@@ -117,14 +172,11 @@ func (c LeaseConfig) withDefaults() LeaseConfig {
 // ErrRestarted: a worker came back under its name as a new process (a new
 // incarnation) while the run its first incarnation joined goes on; it is
 // refused.
-var ErrRestarted = errors.New("ps: restarted worker refused")
-
-// EvWorkerLost: the coordinator declared Worker lost (its lease expired).
-const EvWorkerLost EventKind = 64
+var ErrRestarted = wire.ErrRestarted
 
 // ErrPeerLost: a peer stopped answering for longer than its lease; the
 // message names it.
-var ErrPeerLost = errors.New("ps: peer lost")
+var ErrPeerLost = wire.ErrPeerLost
 
 // newIncarnation draws a random nonzero incarnation id.
 func newIncarnation() uint64 {
@@ -357,25 +409,21 @@ func silence(last, now time.Time) string {
 // workerLost applies the lost-worker policy.
 func (c *Coordinator) workerLost(w epsp.WorkerID, why string) {
 	err := fmt.Errorf("%w: worker %s: %s (lease timeout %v)", ErrPeerLost, c.cfg.Workers[w], why, c.lease.cfg.Timeout)
-	c.opts.emit(Event{Kind: EvWorkerLost, Node: "coordinator", Worker: w})
+	c.opts.emit(event.Event{Kind: event.WorkerLost, Node: "coordinator", Worker: w})
 	if c.lease.cfg.OnWorkerLost == AbortRun {
 		c.setFatal(err)
 		return
 	}
 	// ContinueWithout: the loop treats it as a leave; tell the worker (if
 	// it can still hear) that it is out.
-	e := newMsg(nil, opAbort)
-	e.str(err.Error())
-	c.send(w, e.b)
+	e := wire.NewMsg(nil, wire.OpAbort)
+	e.Str(err.Error())
+	c.send(w, e.B)
 	select {
-	case c.reqs <- &coordReq{op: opLost, worker: w}:
+	case c.reqs <- &coordReq{op: wire.OpLost, worker: w}:
 	case <-c.quit:
 	}
 }
-
-// opLost is the loop's internal request: worker declared lost under
-// ContinueWithout. Never on the wire (decode refuses it).
-const opLost op = 68
 
 // serveLost (on the loop) settles what the lost worker lw owed, through
 // the core's transfer ledger, so that no clock waits for it and no sample
@@ -514,18 +562,18 @@ func (c *Coordinator) serveLost(lw epsp.WorkerID, orders map[uint64]epsp.Transfe
 // taker that cannot be reached aborts the run (nobody else would compute
 // the range). emit reports the order to observers (EvTransferOrdered).
 func (c *Coordinator) sendTask(o epsp.TransferOrder, batch int, emit bool) error {
-	e := newMsg(nil, opTransferTask)
-	e.u64(o.ID)
-	e.i64(int64(o.From))
-	e.i64(int64(o.Clock))
-	e.i64(int64(o.Lo))
-	e.i64(int64(o.Hi))
-	e.i64(int64(batch))
-	e.u64(c.core.View().Version())
+	e := wire.NewMsg(nil, wire.OpTransferTask)
+	e.U64(o.ID)
+	e.I64(int64(o.From))
+	e.I64(int64(o.Clock))
+	e.I64(int64(o.Lo))
+	e.I64(int64(o.Hi))
+	e.I64(int64(batch))
+	e.U64(c.core.View().Version())
 	if emit {
-		c.opts.emit(Event{Kind: EvTransferOrdered, Node: "coordinator", Worker: o.From, Clock: o.Clock, Lo: o.Lo, Hi: o.Hi, Transfer: o})
+		c.opts.emit(event.Event{Kind: event.TransferOrdered, Node: "coordinator", Worker: o.From, Clock: o.Clock, Lo: o.Lo, Hi: o.Hi, Transfer: o})
 	}
-	if err := c.send(o.To, e.b); err != nil {
+	if err := c.send(o.To, e.B); err != nil {
 		err = fmt.Errorf("ps: task %d (worker %s's clock %d [%d,%d)) to %s: %w", o.ID, c.cfg.Workers[o.From], o.Clock, o.Lo, o.Hi, c.cfg.Workers[o.To], err)
 		c.setFatal(err)
 		return err
@@ -547,7 +595,7 @@ func (c *Coordinator) leaveLost(lw epsp.WorkerID, orders map[uint64]epsp.Transfe
 	old, clock := len(c.core.Members()), c.core.View().Clock(lw)
 	err := c.step(epsp.Event{Kind: epsp.EventLeave, Worker: lw, Quit: true}, orders)
 	if err == nil {
-		c.opts.emit(Event{Kind: EvLeave, Node: "coordinator", Worker: lw})
+		c.opts.emit(event.Event{Kind: event.Leave, Node: "coordinator", Worker: lw})
 		c.changed(Lost, lw, old, clock)
 	}
 	return err
@@ -558,20 +606,20 @@ func (c *Coordinator) leaveLost(lw epsp.WorkerID, orders map[uint64]epsp.Transfe
 func (c *Coordinator) heartbeat(from transport.NodeID, body []byte) []byte {
 	w, ok := c.names[from]
 	if !ok {
-		return errResponse(fmt.Errorf("%w: heartbeat from %q refused by the coordinator: not a worker of this cluster", ErrForbidden, from))
+		return wire.ErrResponse(fmt.Errorf("%w: heartbeat from %q refused by the coordinator: not a worker of this cluster", ErrForbidden, from))
 	}
-	d := decoder{b: body}
-	inc := d.u64()
-	if err := d.end(); err != nil {
-		return errResponse(err)
+	d := decoder{B: body}
+	inc := d.U64()
+	if err := d.End(); err != nil {
+		return wire.ErrResponse(err)
 	}
 	if err := c.lease.bind(c, w, inc, false); err != nil {
-		return errResponse(err)
+		return wire.ErrResponse(err)
 	}
 	if err := c.Err(); err != nil {
-		return errResponse(fmt.Errorf("%w: %v", ErrAborted, err))
+		return wire.ErrResponse(fmt.Errorf("%w: %v", ErrAborted, err))
 	}
-	return okResponse(nil)
+	return wire.OKResponse(nil)
 }
 
 // WorkerConfig heartbeat defaults.
@@ -598,10 +646,10 @@ func (w *Worker) heartbeats() {
 		if w.left.Load() {
 			return // out of the run: its coordinator may go away now
 		}
-		e := newMsg(nil, opHeartbeat)
-		e.u64(w.incarnation)
+		e := wire.NewMsg(nil, wire.OpHeartbeat)
+		e.U64(w.incarnation)
 		ctx, cancel := context.WithTimeout(w.ctx, max(every, w.cfg.CoordinatorTimeout/4))
-		_, err := w.coordCall(ctx, e.b)
+		_, err := w.coordCall(ctx, e.B)
 		cancel()
 		switch {
 		case err == nil:
@@ -629,8 +677,8 @@ func (w *Worker) startHeartbeats() {
 
 // helloMsg is the hello request: incarnation u64.
 func (w *Worker) helloMsg() []byte {
-	e := newMsg(nil, opHello)
-	e.i64(int64(w.cfg.ID)) // the coordinator checks it against this node's name
-	e.u64(w.incarnation)
-	return e.b
+	e := wire.NewMsg(nil, wire.OpHello)
+	e.I64(int64(w.cfg.ID)) // the coordinator checks it against this node's name
+	e.U64(w.incarnation)
+	return e.B
 }

@@ -11,7 +11,9 @@ import (
 
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps"
+	"github.com/falconml/falcon/ps/event"
 	"github.com/falconml/falcon/ps/pstest"
+	"github.com/falconml/falcon/ps/store"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -82,7 +84,7 @@ func trainAll(c *pstest.Cluster, mk func(w int) ps.Model, clocks int) []chan tra
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			_, err := w.Train(ctx, mk(i), clockSampler{}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{4}, Init: ps.Zeros{}, Clocks: clocks})
+			_, err := w.Train(ctx, mk(i), clockSampler{}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{4}, Init: store.Zeros{}, Clocks: clocks})
 			out[i] <- trainResult{err, time.Now()}
 		}()
 	}
@@ -142,8 +144,8 @@ func TestBSP_LostWorkerAbortsNamingIt(t *testing.T) {
 // clocks 0 to 2.
 func TestLease_ContinueWithout(t *testing.T) {
 	var applied atomic.Int64
-	obs := ps.ObserverFunc(func(e ps.Event) {
-		if e.Kind == ps.EvApplied {
+	obs := event.Func(func(e event.Event) {
+		if e.Kind == event.Applied {
 			applied.Add(int64(e.Samples))
 		}
 	})
@@ -342,8 +344,8 @@ func TestLease_LostTaker(t *testing.T) {
 		assign, workers := tc.assign, tc.workers
 		t.Run(tc.name, func(t *testing.T) {
 			var applied atomic.Int64
-			obs := ps.ObserverFunc(func(e ps.Event) {
-				if e.Kind == ps.EvApplied {
+			obs := event.Func(func(e event.Event) {
+				if e.Kind == event.Applied {
 					applied.Add(int64(e.Samples))
 				}
 			})
@@ -365,7 +367,7 @@ func TestLease_LostTaker(t *testing.T) {
 				go func() {
 					ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 					defer cancel()
-					_, err := w.Train(ctx, m, pstest.LedgerSampler{Clocks: clocks}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{4}, Init: ps.Zeros{}, Clocks: clocks})
+					_, err := w.Train(ctx, m, pstest.LedgerSampler{Clocks: clocks}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{4}, Init: store.Zeros{}, Clocks: clocks})
 					res[i] <- trainResult{err, time.Now()}
 				}()
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -59,13 +60,13 @@ func TestCoordinator_RefusesUnorderedPush(t *testing.T) {
 	w0, _ := net.Join("w0", silentNode{})
 	defer w0.Close()
 	admit := func(p epsp.Push) error {
-		e := newMsg(nil, opAdmit)
+		e := wire.NewMsg(nil, wire.OpAdmit)
 		encodePush(&e, p)
-		resp, err := request(ctx, w0, "coordinator", e.b, time.Second)
+		resp, err := request(ctx, w0, "coordinator", e.B, time.Second)
 		if err != nil {
 			return err
 		}
-		_, err = parseResponse(resp, "coordinator")
+		_, err = wire.ParseResponse(resp, "coordinator")
 		return err
 	}
 	for _, p := range []epsp.Push{
@@ -113,7 +114,7 @@ func (b *inbox) wait(o op, d time.Duration) ([]byte, bool) {
 	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
 		b.mu.Lock()
 		for _, m := range b.msgs {
-			if got, body, err := header(m); err == nil && got == o {
+			if got, body, err := wire.Header(m); err == nil && got == o {
 				b.mu.Unlock()
 				return body, true
 			}
@@ -189,7 +190,7 @@ func TestLease_LostGiverOrdersRefused(t *testing.T) {
 	callAs := func(tr transport.Transport, msg []byte) error {
 		resp, err := request(ctx, tr, "coordinator", msg, time.Second)
 		if err == nil {
-			_, err = parseResponse(resp, "coordinator")
+			_, err = wire.ParseResponse(resp, "coordinator")
 		}
 		return err
 	}
@@ -197,26 +198,26 @@ func TestLease_LostGiverOrdersRefused(t *testing.T) {
 	defer heartbeat(callAs, w0, w2)() // workers 0 and 2 stay alive
 
 	for w, tr := range map[int]transport.Transport{0: w0, 2: w2} {
-		e := newMsg(nil, opAdmit)
+		e := wire.NewMsg(nil, wire.OpAdmit)
 		encodePush(&e, epsp.Push{Worker: epsp.WorkerID(w), Owner: epsp.WorkerID(w), Clock: 0, Samples: 8, BatchSamples: 8})
-		if err := callAs(tr, e.b); err != nil {
+		if err := callAs(tr, e.B); err != nil {
 			t.Fatal(err)
 		}
-		e = newMsg(nil, opClock)
-		e.i64(0)
-		if err := callAs(tr, e.b); err != nil {
+		e = wire.NewMsg(nil, wire.OpClock)
+		e.I64(0)
+		if err := callAs(tr, e.B); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, ok := in1.wait(opTransferOrder, 2*time.Second); !ok {
+	if _, ok := in1.wait(wire.OpTransferOrder, 2*time.Second); !ok {
 		t.Fatal("worker 1 got no transfer order")
 	}
-	body, ok := in0.wait(opTransferTask, 3*time.Second) // worker 1 is lost: the hand-over
+	body, ok := in0.wait(wire.OpTransferTask, 3*time.Second) // worker 1 is lost: the hand-over
 	if !ok {
 		t.Fatalf("no hand-over task; coordinator error %v, stats %+v", c.Err(), c.Stats())
 	}
-	d := decoder{b: body}
-	id, owner, clock, lo, hi, batch := d.u64(), d.i64(), d.i64(), d.i64(), d.i64(), d.i64()
+	d := decoder{B: body}
+	id, owner, clock, lo, hi, batch := d.U64(), d.I64(), d.I64(), d.I64(), d.I64(), d.I64()
 	if owner != 1 || clock != 0 || lo != 0 || hi != 8 || batch != 8 {
 		t.Fatalf("hand-over of worker %d's clock %d [%d,%d) of %d, want worker 1's clock 0 [0,8) of 8", owner, clock, lo, hi, batch)
 	}
@@ -224,28 +225,28 @@ func TestLease_LostGiverOrdersRefused(t *testing.T) {
 	for end := time.Now().Add(2 * time.Second); c.Stats().TransfersOrdered < 2 && time.Now().Before(end); {
 		time.Sleep(5 * time.Millisecond)
 	}
-	done := newMsg(nil, opTransferDone)
-	done.u64(id)
+	done := wire.NewMsg(nil, wire.OpTransferDone)
+	done.U64(id)
 	for _, tc := range []struct {
 		tr   transport.Transport
 		want string
 	}{{w2, "given to worker 0"}, {w0, "before its push was admitted"}} {
-		if err := callAs(tc.tr, done.b); !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), tc.want) {
+		if err := callAs(tc.tr, done.B); !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("premature done: %v, want ErrRejected: %s", err, tc.want)
 		}
 	}
 	if s := c.Stats(); s.Left != 0 || s.Flushes != 0 {
 		t.Fatalf("a refused done let worker 1 leave: %+v", s)
 	}
-	e := newMsg(nil, opAdmit)
+	e := wire.NewMsg(nil, wire.OpAdmit)
 	encodePush(&e, epsp.Push{Worker: 0, Owner: 1, Clock: 0, Samples: 8, BatchSamples: 8})
-	if err := call(e.b); err != nil {
+	if err := call(e.B); err != nil {
 		t.Fatalf("the taker's push: %v", err)
 	}
-	if err := call(done.b); err != nil {
+	if err := call(done.B); err != nil {
 		t.Fatalf("hand-over done: %v", err)
 	}
-	if _, ok := in0.wait(opRelease, 2*time.Second); !ok {
+	if _, ok := in0.wait(wire.OpRelease, 2*time.Second); !ok {
 		t.Fatalf("worker 0 was not released: the barrier of clock 0 is held; stats %+v", c.Stats())
 	}
 	s := c.Stats()
@@ -301,47 +302,47 @@ func TestCoordinator_TransferDoneOnlyFromTaker(t *testing.T) {
 	call := func(tr transport.Transport, msg []byte) error {
 		resp, err := request(ctx, tr, "coordinator", msg, time.Second)
 		if err == nil {
-			_, err = parseResponse(resp, "coordinator")
+			_, err = wire.ParseResponse(resp, "coordinator")
 		}
 		return err
 	}
 	push := func(tr transport.Transport, p epsp.Push) error {
-		e := newMsg(nil, opAdmit)
+		e := wire.NewMsg(nil, wire.OpAdmit)
 		encodePush(&e, p)
-		return call(tr, e.b)
+		return call(tr, e.B)
 	}
-	clock := newMsg(nil, opClock)
-	clock.i64(0)
+	clock := wire.NewMsg(nil, wire.OpClock)
+	clock.I64(0)
 	if err := push(w0, epsp.Push{Worker: 0, Owner: 0, Clock: 0, Samples: 8, BatchSamples: 8}); err != nil {
 		t.Fatal(err)
 	}
-	if err := call(w0, clock.b); err != nil {
+	if err := call(w0, clock.B); err != nil {
 		t.Fatal(err)
 	}
-	body, ok := in1.wait(opTransferOrder, 2*time.Second)
+	body, ok := in1.wait(wire.OpTransferOrder, 2*time.Second)
 	if !ok {
 		t.Fatal("worker 1 got no transfer order")
 	}
-	d := decoder{b: body}
-	id := d.u64()
-	answer := newMsg(nil, opTransferResult)
-	answer.u64(id)
-	answer.u8(1)
-	answer.i64(4)
-	answer.i64(8)
-	answer.i64(8)
-	if err := call(w1, answer.b); err != nil {
+	d := decoder{B: body}
+	id := d.U64()
+	answer := wire.NewMsg(nil, wire.OpTransferResult)
+	answer.U64(id)
+	answer.U8(1)
+	answer.I64(4)
+	answer.I64(8)
+	answer.I64(8)
+	if err := call(w1, answer.B); err != nil {
 		t.Fatalf("worker 1 accepts: %v", err)
 	}
-	if _, ok := in0.wait(opTransferTask, 2*time.Second); !ok {
+	if _, ok := in0.wait(wire.OpTransferTask, 2*time.Second); !ok {
 		t.Fatal("worker 0 got no task")
 	}
-	done := newMsg(nil, opTransferDone)
-	done.u64(id)
-	if err := call(w1, done.b); !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "given to worker 0") {
+	done := wire.NewMsg(nil, wire.OpTransferDone)
+	done.U64(id)
+	if err := call(w1, done.B); !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "given to worker 0") {
 		t.Fatalf("done from the giver: %v, want ErrRejected", err)
 	}
-	if err := call(w0, done.b); !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "not admitted") {
+	if err := call(w0, done.B); !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "not admitted") {
 		t.Fatalf("done before the push: %v, want ErrRejected", err)
 	}
 	if err := push(w0, epsp.Push{Worker: 0, Owner: 1, Clock: 0, Samples: 4, BatchSamples: 8}); err != nil {
@@ -350,13 +351,13 @@ func TestCoordinator_TransferDoneOnlyFromTaker(t *testing.T) {
 	if err := push(w1, epsp.Push{Worker: 1, Owner: 1, Clock: 0, Samples: 4, BatchSamples: 8}); err != nil {
 		t.Fatalf("the giver's push: %v", err)
 	}
-	if err := call(w1, clock.b); err != nil {
+	if err := call(w1, clock.B); err != nil {
 		t.Fatal(err)
 	}
 	if s := c.Stats(); s.Flushes != 0 {
 		t.Fatalf("the barrier passed with the transfer not done: %+v", s)
 	}
-	if err := call(w0, done.b); err != nil {
+	if err := call(w0, done.B); err != nil {
 		t.Fatalf("done: %v", err)
 	}
 	if s := c.Stats(); s.Flushes != 1 || s.TransfersDone != 1 || s.Accumulated != 3 || c.Err() != nil {
@@ -403,29 +404,29 @@ func TestLease_LostTakerOrderAnsweredLate(t *testing.T) {
 	call := func(tr transport.Transport, msg []byte) error {
 		resp, err := request(ctx, tr, "coordinator", msg, time.Second)
 		if err == nil {
-			_, err = parseResponse(resp, "coordinator")
+			_, err = wire.ParseResponse(resp, "coordinator")
 		}
 		return err
 	}
 	push := func(tr transport.Transport, p epsp.Push) error {
-		e := newMsg(nil, opAdmit)
+		e := wire.NewMsg(nil, wire.OpAdmit)
 		encodePush(&e, p)
-		return call(tr, e.b)
+		return call(tr, e.B)
 	}
 	defer heartbeat(call, w1, w2)() // workers 1 and 2 stay alive
-	clock := newMsg(nil, opClock)
-	clock.i64(0)
+	clock := wire.NewMsg(nil, wire.OpClock)
+	clock.I64(0)
 	if err := push(w0, epsp.Push{Worker: 0, Owner: 0, Clock: 0, Samples: 8, BatchSamples: 8}); err != nil {
 		t.Fatal(err)
 	}
-	if err := call(w0, clock.b); err != nil {
+	if err := call(w0, clock.B); err != nil {
 		t.Fatal(err)
 	}
-	body, ok := in1.wait(opTransferOrder, 2*time.Second)
+	body, ok := in1.wait(wire.OpTransferOrder, 2*time.Second)
 	if !ok {
 		t.Fatal("worker 1 got no transfer order")
 	}
-	id := (&decoder{b: body}).u64()
+	id := (&decoder{B: body}).U64()
 	w0.Close() // worker 0 dies: silent, and unreachable
 	for end := time.Now().Add(3 * time.Second); c.Stats().Left < 1 && time.Now().Before(end); {
 		time.Sleep(5 * time.Millisecond)
@@ -433,31 +434,31 @@ func TestLease_LostTakerOrderAnsweredLate(t *testing.T) {
 	if s := c.Stats(); s.Left != 1 || c.Err() != nil {
 		t.Fatalf("worker 0 not lost and gone: stats %+v, coordinator error %v", s, c.Err())
 	}
-	answer := newMsg(nil, opTransferResult)
-	answer.u64(id)
-	answer.u8(1)
-	answer.i64(4)
-	answer.i64(8)
-	answer.i64(8)
-	if err := call(w1, answer.b); err != nil {
+	answer := wire.NewMsg(nil, wire.OpTransferResult)
+	answer.U64(id)
+	answer.U8(1)
+	answer.I64(4)
+	answer.I64(8)
+	answer.I64(8)
+	if err := call(w1, answer.B); err != nil {
 		t.Fatalf("worker 1 accepts: %v", err)
 	}
 	if c.Err() != nil {
 		t.Fatalf("the run aborted: %v", c.Err())
 	}
-	task, ok := in2.wait(opTransferTask, 2*time.Second)
+	task, ok := in2.wait(wire.OpTransferTask, 2*time.Second)
 	if !ok {
 		t.Fatalf("worker 2 got no task; stats %+v", c.Stats())
 	}
-	d := decoder{b: task}
-	if tid, owner, clk, lo, hi, batch := d.u64(), d.i64(), d.i64(), d.i64(), d.i64(), d.i64(); tid != id || owner != 1 || clk != 0 || lo != 4 || hi != 8 || batch != 8 {
+	d := decoder{B: task}
+	if tid, owner, clk, lo, hi, batch := d.U64(), d.I64(), d.I64(), d.I64(), d.I64(), d.I64(); tid != id || owner != 1 || clk != 0 || lo != 4 || hi != 8 || batch != 8 {
 		t.Fatalf("task %d of worker %d's clock %d [%d,%d) of %d, want %d of worker 1's clock 0 [4,8) of 8", tid, owner, clk, lo, hi, batch, id)
 	}
 	for w, tr := range map[int]transport.Transport{1: w1, 2: w2} {
 		if err := push(tr, epsp.Push{Worker: epsp.WorkerID(w), Owner: epsp.WorkerID(w), Clock: 0, Samples: 8 - 4*(1-w/2), BatchSamples: 8}); err != nil {
 			t.Fatal(err)
 		}
-		if err := call(tr, clock.b); err != nil {
+		if err := call(tr, clock.B); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -470,12 +471,12 @@ func TestLease_LostTakerOrderAnsweredLate(t *testing.T) {
 	if err := push(w2, epsp.Push{Worker: 2, Owner: 1, Clock: 0, Samples: 4, BatchSamples: 8}); !errors.Is(err, ErrRejected) {
 		t.Fatalf("a second push of the range: %v, want ErrRejected", err)
 	}
-	done := newMsg(nil, opTransferDone)
-	done.u64(id)
-	if err := call(w2, done.b); err != nil {
+	done := wire.NewMsg(nil, wire.OpTransferDone)
+	done.U64(id)
+	if err := call(w2, done.B); err != nil {
 		t.Fatalf("done: %v", err)
 	}
-	if _, ok := in2.wait(opRelease, 2*time.Second); !ok {
+	if _, ok := in2.wait(wire.OpRelease, 2*time.Second); !ok {
 		t.Fatalf("worker 2 was not released: stats %+v", c.Stats())
 	}
 	if s := c.Stats(); s.Flushes != 1 || s.TransfersDone != 1 || s.Accumulated != 4 || s.SamplesAbandoned != 0 || c.Err() != nil {
@@ -492,9 +493,9 @@ func heartbeat(call func(transport.Transport, []byte) error, trs ...transport.Tr
 	for _, tr := range trs {
 		beats.Go(func() {
 			for {
-				e := newMsg(nil, opHeartbeat)
-				e.u64(1)
-				call(tr, e.b)
+				e := wire.NewMsg(nil, wire.OpHeartbeat)
+				e.U64(1)
+				call(tr, e.B)
 				select {
 				case <-done:
 					return

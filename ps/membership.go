@@ -8,8 +8,49 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps/event"
+	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/transport"
 )
+
+// # Membership
+//
+// (This part of the package documentation sits beside the code it
+// describes; the package doc in doc.go is the map.)
+//
+// Workers join and leave while training runs (membership.go; the rules are
+// the epsp core's, see the epsp package doc). epsp.Config.MaxWorkers gives
+// the worker slots (CoordinatorConfig.Workers names them all; a Cluster
+// names them worker-<i> and its servers' role checks admit them). A hello
+// from a worker that is not a member — a new slot, or a worker that left —
+// is a join: it is admitted at the join clock J, the clock the next release
+// goes into (under BSP the next barrier's clock, never the one in
+// progress), waits for its release into J, pulls the parameters then and
+// runs the clocks J .. TrainConfig.Clocks-1 only (Worker.JoinClock).
+// Worker.Quit (or TrainConfig.Quit) leaves mid-run; a worker lost under
+// ContinueWithout leaves too; barriers never wait for a departed worker.
+// Below epsp.Config.MinWorkers (and while no worker has finished its
+// schedule) the run pauses — clocks every member finished are still
+// flushed, no worker is released into a new clock — and resumes when joins
+// bring the count back; a pause longer than MembershipConfig.PauseTimeout
+// (60 s) aborts the run with ErrBelowMinimum naming the members and the
+// departed. A departed worker rejoins only epsp.Config.RejoinAfter after it
+// left (ErrRejoinTooSoon before, saying how long is left); a join under a
+// policy that does not accept joins is ErrJoinRefused naming it (BSP, SSP
+// and ASP accept them; EPSP v2 and the other policies size per-worker
+// state at the start and refuse). MembershipConfig.OnChange sees every
+// change (kind, who, old and new size, clock, paused) so a program can
+// rescale its learning rate: Coordinator.SetLRScale multiplies the scale
+// of every update ordered from then on (flushes, ApplyNow pushes), e.g.
+// by members/initial under the linear scaling rule
+// (TestElastic_HookRescalesLR).
+// Cluster.AddWorker starts a joiner in process; over TCP a joiner is a
+// process like any worker, whose address the coordinator's Peers must
+// hold. A hand-over of a lost worker's samples never goes to a joiner that
+// has not started its first clock. Every sample counts once across joins
+// and leaves (TestElastic_*: scale-up 2→3, scale-down 3→2, pause and
+// resume, cooldown, asserted from the server's counts). The simulator
+// (ps/sim) does not model membership changes.
 
 // Elastic membership: workers join and leave while a run goes on. The
 // rules are the epsp core's (see the epsp package doc, "Membership"); the
@@ -39,19 +80,16 @@ var (
 	// ErrJoinRefused: a worker's join was refused (the policy does not
 	// accept joins, the worker is a member already, or it still has
 	// transferred work outstanding); the message says which.
-	ErrJoinRefused = errors.New("ps: join refused")
+	ErrJoinRefused = wire.ErrJoinRefused
 	// ErrRejoinTooSoon: a worker that left mid-run asked to rejoin before
 	// its cooldown (epsp.Config.RejoinAfter) had passed; the message says
 	// how long is left.
-	ErrRejoinTooSoon = errors.New("ps: rejoin before the cooldown")
+	ErrRejoinTooSoon = wire.ErrRejoinTooSoon
 	// ErrBelowMinimum: the run stayed paused below epsp.Config.MinWorkers
 	// for longer than MembershipConfig.PauseTimeout; the message names the
 	// members and the departed workers.
-	ErrBelowMinimum = errors.New("ps: too few workers")
+	ErrBelowMinimum = wire.ErrBelowMinimum
 )
-
-// EvJoin (coordinator): Worker joined the run at Clock (epsp.EventJoin).
-const EvJoin EventKind = 65
 
 // MembershipConfig configures the coordinator's side of elastic
 // membership; the rules themselves (slots, minimum, cooldown) are
@@ -155,7 +193,7 @@ func (c *Coordinator) serveJoin(r *coordReq, orders map[uint64]epsp.TransferOrde
 	v := c.core.View()
 	h := helloInfo{clock: v.Clock(w), version: v.Version(), batch: v.Batch(w), par: v.Parallelism(w), join: true}
 	c.snapshot()
-	c.opts.emit(Event{Kind: EvJoin, Node: "coordinator", Worker: w, Clock: h.clock})
+	c.opts.emit(event.Event{Kind: event.Join, Node: "coordinator", Worker: w, Clock: h.clock})
 	c.changed(Joined, w, old, h.clock)
 	if err := c.execute(out, orders); err != nil {
 		return coordResp{err: err}

@@ -12,7 +12,9 @@ import (
 
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps"
+	"github.com/falconml/falcon/ps/event"
 	"github.com/falconml/falcon/ps/pstest"
+	"github.com/falconml/falcon/ps/store"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -42,27 +44,27 @@ type ledger struct {
 	starts  map[epsp.WorkerID][]int
 	changes []ps.MembershipChange
 	joinAt  map[epsp.WorkerID]int
-	log     []ps.Event
+	log     []event.Event
 }
 
 func newLedger() *ledger {
 	return &ledger{flushed: map[int]int{}, flushes: map[int]int{}, starts: map[epsp.WorkerID][]int{}, joinAt: map[epsp.WorkerID]int{}}
 }
 
-func (l *ledger) Observe(e ps.Event) {
+func (l *ledger) Observe(e event.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch e.Kind {
-	case ps.EvApplied:
+	case event.Applied:
 		l.flushed[e.Clock] += e.Samples
 		l.log = append(l.log, e)
-	case ps.EvPushAdmitted, ps.EvRelease, ps.EvClockDone, ps.EvLeave, ps.EvWorkerLost, ps.EvTransferOrdered, ps.EvTransferDone:
+	case event.PushAdmitted, event.Release, event.ClockDone, event.Leave, event.WorkerLost, event.TransferOrdered, event.TransferDone:
 		l.log = append(l.log, e)
-	case ps.EvFlushed:
+	case event.Flushed:
 		l.flushes[e.Clock]++
-	case ps.EvClockStart:
+	case event.ClockStart:
 		l.starts[e.Worker] = append(l.starts[e.Worker], e.Clock)
-	case ps.EvJoin:
+	case event.Join:
 		l.joinAt[e.Worker] = e.Clock
 	}
 }
@@ -135,7 +137,7 @@ func train(w *ps.Worker, m ps.Model, tc ps.TrainConfig) chan trained {
 }
 
 func tcfg(clocks int) ps.TrainConfig {
-	return ps.TrainConfig{Keys: []uint64{0}, Lens: []int{4}, Init: ps.Zeros{}, Clocks: clocks}
+	return ps.TrainConfig{Keys: []uint64{0}, Lens: []int{4}, Init: store.Zeros{}, Clocks: clocks}
 }
 
 func elasticCluster(t *testing.T, l *ledger, workers int, opts ...pstest.Option) *pstest.Cluster {
@@ -573,7 +575,7 @@ func TestElastic_HookRescalesLR(t *testing.T) {
 			}
 		}
 	}
-	c := elasticCluster(t, l, 2, pstest.Elastic(3, 0, 0), pstest.Optimizer(ps.SGD{LR: 1}), pstest.Membership(ps.MembershipConfig{OnChange: hook}))
+	c := elasticCluster(t, l, 2, pstest.Elastic(3, 0, 0), pstest.Optimizer(store.SGD{LR: 1}), pstest.Membership(ps.MembershipConfig{OnChange: hook}))
 	coord = c.Coordinator
 	var joiner chan trained
 	var joinErr error

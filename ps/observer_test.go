@@ -8,7 +8,9 @@ import (
 
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps"
+	"github.com/falconml/falcon/ps/event"
 	"github.com/falconml/falcon/ps/pstest"
+	"github.com/falconml/falcon/ps/store"
 )
 
 // TestObserver_Causal replays a recorded run in Seq order the way an
@@ -35,12 +37,12 @@ func TestObserver_Causal(t *testing.T) {
 					return delayed{linReg{n: 48}, 300 * time.Microsecond}
 				}
 				return linReg{n: 48}
-			}, ps.ShardSampler{N: 48, Workers: nw}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{2}, Init: ps.Zeros{}, Clocks: clocks})
+			}, ps.ShardSampler{N: 48, Workers: nw}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{2}, Init: store.Zeros{}, Clocks: clocks})
 			if err != nil {
 				t.Fatal(err)
 			}
 			ev := rec.Events()
-			slices.SortFunc(ev, func(a, b ps.Event) int { return int(a.Seq) - int(b.Seq) })
+			slices.SortFunc(ev, func(a, b event.Event) int { return int(a.Seq) - int(b.Seq) })
 			for i := 1; i < len(ev); i++ {
 				if ev[i].Seq == ev[i-1].Seq || ev[i].Seq == 0 {
 					t.Fatalf("events %d and %d share Seq %d", i-1, i, ev[i].Seq)
@@ -51,11 +53,11 @@ func TestObserver_Causal(t *testing.T) {
 			lead, releases := 0, 0
 			for _, e := range ev {
 				switch e.Kind {
-				case ps.EvClockDone:
+				case event.ClockDone:
 					in[e.Worker] = e.Clock + 1
-				case ps.EvLeave:
+				case event.Leave:
 					left[e.Worker] = true
-				case ps.EvRelease:
+				case event.Release:
 					releases++
 					m, all := int(^uint(0)>>1), int(^uint(0)>>1)
 					for w, k := range in {

@@ -11,6 +11,7 @@ import (
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps"
 	"github.com/falconml/falcon/ps/pstest"
+	"github.com/falconml/falcon/ps/store"
 )
 
 // badPolicy is BSP with a broken push decision, or one that never
@@ -56,7 +57,7 @@ func TestLive_PolicyOutputNamed(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			_, err := c.Train(ctx, linReg{n: 32}, ps.ShardSampler{N: 32, Workers: 2},
-				ps.TrainConfig{Keys: []uint64{0}, Lens: []int{2}, Init: ps.Zeros{}, Clocks: 5})
+				ps.TrainConfig{Keys: []uint64{0}, Lens: []int{2}, Init: store.Zeros{}, Clocks: 5})
 			if err == nil || errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("Train = %v, want the policy's fault", err)
 			}

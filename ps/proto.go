@@ -27,18 +27,18 @@ type helloInfo struct {
 //
 // the n triples being Push.Parts (n = 0 for a push of one owner).
 func encodePush(e *encoder, p epsp.Push) {
-	e.i64(int64(p.Worker))
-	e.i64(int64(p.Owner))
-	e.i64(int64(p.Clock))
-	e.u64(p.BaseVersion)
-	e.i64(int64(p.Samples))
-	e.i64(int64(p.BatchSamples))
-	e.i64(int64(p.Busy))
-	e.u32(uint32(len(p.Parts)))
+	e.I64(int64(p.Worker))
+	e.I64(int64(p.Owner))
+	e.I64(int64(p.Clock))
+	e.U64(p.BaseVersion)
+	e.I64(int64(p.Samples))
+	e.I64(int64(p.BatchSamples))
+	e.I64(int64(p.Busy))
+	e.U32(uint32(len(p.Parts)))
 	for _, x := range p.Parts {
-		e.i64(int64(x.Owner))
-		e.i64(int64(x.Clock))
-		e.i64(int64(x.Samples))
+		e.I64(int64(x.Owner))
+		e.I64(int64(x.Clock))
+		e.I64(int64(x.Samples))
 	}
 }
 
@@ -58,74 +58,74 @@ const maxWireBatch = 1 << 24
 // batch (maxWireBatch samples), so sums over the parts cannot overflow.
 func decodePush(d *decoder) epsp.Push {
 	p := epsp.Push{
-		Worker:       epsp.WorkerID(d.int(0, maxInt32, "worker")),
-		Owner:        epsp.WorkerID(d.int(0, maxInt32, "owner")),
-		Clock:        d.int(0, 1<<62, "clock"),
-		BaseVersion:  d.u64(),
-		Samples:      d.int(0, 1<<62, "samples"),
-		BatchSamples: d.int(0, 1<<62, "batch samples"),
-		Busy:         time.Duration(d.int(0, 1<<62, "busy")),
+		Worker:       epsp.WorkerID(d.Int(0, maxInt32, "worker")),
+		Owner:        epsp.WorkerID(d.Int(0, maxInt32, "owner")),
+		Clock:        d.Int(0, 1<<62, "clock"),
+		BaseVersion:  d.U64(),
+		Samples:      d.Int(0, 1<<62, "samples"),
+		BatchSamples: d.Int(0, 1<<62, "batch samples"),
+		Busy:         time.Duration(d.Int(0, 1<<62, "busy")),
 	}
-	n := d.u32()
-	if d.err == nil && uint64(n)*partBytes > uint64(len(d.b)) {
-		d.err = fmt.Errorf("%w: %d push parts in %d bytes", ErrMalformed, n, len(d.b))
+	n := d.U32()
+	if d.Err == nil && uint64(n)*partBytes > uint64(len(d.B)) {
+		d.Err = fmt.Errorf("%w: %d push parts in %d bytes", ErrMalformed, n, len(d.B))
 	}
-	if d.err != nil || n == 0 {
+	if d.Err != nil || n == 0 {
 		return p
 	}
 	p.Parts = make([]epsp.PushPart, n)
 	for i := range p.Parts {
-		p.Parts[i] = epsp.PushPart{Owner: epsp.WorkerID(d.int(0, maxInt32, "part owner")), Clock: d.int(0, 1<<62, "part clock"), Samples: d.int(1, maxWireBatch, "part samples")}
+		p.Parts[i] = epsp.PushPart{Owner: epsp.WorkerID(d.Int(0, maxInt32, "part owner")), Clock: d.Int(0, 1<<62, "part clock"), Samples: d.Int(1, maxWireBatch, "part samples")}
 	}
 	return p
 }
 
 // decodeHello decodes the coordinator's answer to a hello.
 func decodeHello(resp []byte) (helloInfo, error) {
-	d := decoder{b: resp}
-	h := helloInfo{clock: d.int(0, 1<<62, "clock"), version: d.u64(), batch: d.int(1, maxWireBatch, "batch"), par: d.int(1, maxInt32, "parallelism")}
-	switch d.u8() {
+	d := decoder{B: resp}
+	h := helloInfo{clock: d.Int(0, 1<<62, "clock"), version: d.U64(), batch: d.Int(1, maxWireBatch, "batch"), par: d.Int(1, maxInt32, "parallelism")}
+	switch d.U8() {
 	case 0:
 	case 1:
 		h.join = true
 	default:
-		if d.err == nil {
-			d.err = fmt.Errorf("%w: hello join flag", ErrMalformed)
+		if d.Err == nil {
+			d.Err = fmt.Errorf("%w: hello join flag", ErrMalformed)
 		}
 	}
-	return h, d.end()
+	return h, d.End()
 }
 
 // decodeDecision decodes the coordinator's answer to an admit.
 func decodeDecision(resp []byte) (epsp.PushDecision, error) {
-	d := decoder{b: resp}
-	dec := epsp.PushDecision{Action: epsp.PushAction(d.u8()), Scale: d.f64(), Clock: d.int(-1<<62, 1<<62, "clock")}
-	return dec, d.end()
+	d := decoder{B: resp}
+	dec := epsp.PushDecision{Action: epsp.PushAction(d.U8()), Scale: d.F64(), Clock: d.Int(-1<<62, 1<<62, "clock")}
+	return dec, d.End()
 }
 
 func encodeProgress(e *encoder, r epsp.ProgressReport) {
-	e.i64(int64(r.Worker))
-	e.i64(int64(r.Clock))
-	e.i64(int64(r.Done))
-	e.i64(int64(r.Assigned))
-	e.i64(int64(r.Parallelism))
-	e.i64(int64(r.Elapsed))
-	e.i64(int64(r.Claimed))
-	e.i64(int64(r.Extra))
-	e.i64(int64(r.ExtraDone))
+	e.I64(int64(r.Worker))
+	e.I64(int64(r.Clock))
+	e.I64(int64(r.Done))
+	e.I64(int64(r.Assigned))
+	e.I64(int64(r.Parallelism))
+	e.I64(int64(r.Elapsed))
+	e.I64(int64(r.Claimed))
+	e.I64(int64(r.Extra))
+	e.I64(int64(r.ExtraDone))
 }
 
 func decodeProgress(d *decoder) epsp.ProgressReport {
 	return epsp.ProgressReport{
-		Worker:      epsp.WorkerID(d.int(0, maxInt32, "worker")),
-		Clock:       d.int(0, 1<<62, "clock"),
-		Done:        d.int(0, 1<<62, "done"),
-		Assigned:    d.int(0, 1<<62, "assigned"),
-		Parallelism: d.int(0, maxInt32, "parallelism"),
-		Elapsed:     time.Duration(d.i64()),
-		Claimed:     d.int(0, 1<<62, "claimed"),
-		Extra:       d.int(0, 1<<62, "extra"),
-		ExtraDone:   d.int(0, 1<<62, "extra done"),
+		Worker:      epsp.WorkerID(d.Int(0, maxInt32, "worker")),
+		Clock:       d.Int(0, 1<<62, "clock"),
+		Done:        d.Int(0, 1<<62, "done"),
+		Assigned:    d.Int(0, 1<<62, "assigned"),
+		Parallelism: d.Int(0, maxInt32, "parallelism"),
+		Elapsed:     time.Duration(d.I64()),
+		Claimed:     d.Int(0, 1<<62, "claimed"),
+		Extra:       d.Int(0, 1<<62, "extra"),
+		ExtraDone:   d.Int(0, 1<<62, "extra done"),
 	}
 }
 

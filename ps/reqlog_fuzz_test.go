@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/falconml/falcon/ps/internal/wire"
 )
 
 // framedLog returns a request log (format 2) whose records are the
@@ -56,15 +58,15 @@ func FuzzRequestLogReplay(f *testing.F) {
 	flipped := bytes.Clone(good)
 	flipped[logHeaderLen+recHeaderLen+int(binary.LittleEndian.Uint32(good[logHeaderLen:]))+2] ^= 1 << 4
 	acc := &Client{}
-	pa := pushArgs{mode: modeAccumulate, clock: 3, scale: 1, weight: 2, rid: reqID{9, 1}}
-	accumulate := acc.encode(nil, opPush, []piece{{key: 1, n: 1}}, 1, []float32{0.5}, pa)
-	flush := newMsg(nil, opFlush)
-	flush.i64(3)
-	flush.f64(-1)
+	pa := pushArgs{mode: wire.ModeAccumulate, clock: 3, scale: 1, weight: 2, rid: reqID{9, 1}}
+	accumulate := acc.encode(nil, wire.OpPush, []piece{{key: 1, n: 1}}, 1, []float32{0.5}, pa)
+	flush := wire.NewMsg(nil, wire.OpFlush)
+	flush.I64(3)
+	flush.F64(-1)
 	for _, seed := range [][]byte{good, flipped, good[:len(good)-3], good[logHeaderLen:], good[:7]} {
 		f.Add(append([]byte{0}, seed...))
 	}
-	f.Add(append([]byte{1}, frames(initN(2, 1), pushN(5, 1, 1, 1), accumulate, flush.b, pushN(5, 1, 1, 1))...))
+	f.Add(append([]byte{1}, frames(initN(2, 1), pushN(5, 1, 1, 1), accumulate, flush.B, pushN(5, 1, 1, 1))...))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if len(in) == 0 {
 			return

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/falconml/falcon/ps/internal/wire"
 )
 
 // pushN encodes a push of n values g to key 1 with request id (client,
@@ -27,22 +29,22 @@ func pushN(client, seq uint64, g float32, n int) []byte {
 	for i := range vals {
 		vals[i] = g
 	}
-	return cl.encode(nil, opPush, []piece{{key: 1, n: n}}, n, vals, pa)
+	return cl.encode(nil, wire.OpPush, []piece{{key: 1, n: n}}, n, vals, pa)
 }
 
 // initN encodes an init of key 1 with n values v.
 func initN(v float32, n int) []byte {
-	e := newMsg(nil, opInit)
-	e.u32(1)
-	e.u64(1)
-	e.u32(uint32(n))
-	e.pad4()
+	e := wire.NewMsg(nil, wire.OpInit)
+	e.U32(1)
+	e.U64(1)
+	e.U32(uint32(n))
+	e.Pad4()
 	vals := make([]float32, n)
 	for i := range vals {
 		vals[i] = v
 	}
-	e.f32s(vals)
-	return e.b
+	e.F32s(vals)
+	return e.B
 }
 
 // call serves req and returns the server's error (from the response
@@ -52,7 +54,7 @@ func call(s *Server, req []byte) error {
 	if err != nil {
 		return err
 	}
-	_, err = parseResponse(resp, "s")
+	_, err = wire.ParseResponse(resp, "s")
 	return err
 }
 
@@ -742,7 +744,7 @@ func TestReplay_RefusedRecordSkipped(t *testing.T) {
 	cfg, path := loggedServer(t)
 	pa := plainPush
 	pa.rid = reqID{5, 9}
-	unknown := (&Client{}).encode(nil, opPush, []piece{{key: 2, n: 1}}, 1, []float32{1}, pa) // key 2: never initialised
+	unknown := (&Client{}).encode(nil, wire.OpPush, []piece{{key: 2, n: 1}}, 1, []float32{1}, pa) // key 2: never initialised
 	b, _ := os.ReadFile(path)
 	b = appendLogRecord(b, fileSeed(b), unknown, nil)
 	os.WriteFile(path, b, 0o644)
@@ -800,7 +802,7 @@ func TestReplay_ForgedRecordInValuesIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	pa := plainPush
-	if err := call(s, (&Client{}).encode(nil, opPush, []piece{{key: 1, n: len(vals)}}, len(vals), vals, pa)); err != nil {
+	if err := call(s, (&Client{}).encode(nil, wire.OpPush, []piece{{key: 1, n: len(vals)}}, len(vals), vals, pa)); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()

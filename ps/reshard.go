@@ -3,6 +3,8 @@ package ps
 import (
 	"fmt"
 	"slices"
+
+	"github.com/falconml/falcon/ps/layout"
 )
 
 // Reshard moves the checkpoints of a cluster (old[i] taken on server i,
@@ -53,7 +55,7 @@ func Reshard(old []*Checkpoint, from, to Partitioner, servers int) ([]*Checkpoin
 		if len(ck.Pending) > 0 {
 			return nil, fmt.Errorf("ps: reshard: server %d holds gradients of %d unflushed clocks; take the checkpoints at a flush boundary", s, len(ck.Pending))
 		}
-		if err := ck.check(); err != nil {
+		if err := ck.Validate(); err != nil {
 			return nil, err
 		}
 		flushed = max(flushed, ck.Flushed)
@@ -94,7 +96,7 @@ func Reshard(old []*Checkpoint, from, to Partitioner, servers int) ([]*Checkpoin
 			n += p.n
 		}
 		segs = from.Locate(segs[:0], key, n)
-		if err := checkSegments(segs, key, n, len(old)); err != nil {
+		if err := layout.CheckSegments(segs, key, n, len(old)); err != nil {
 			return nil, err
 		}
 		vals := make([]float32, n)
@@ -120,7 +122,7 @@ func Reshard(old []*Checkpoint, from, to Partitioner, servers int) ([]*Checkpoin
 			return nil, fmt.Errorf("ps: reshard: key %d is on %d servers, the old partitioner places it on %d", key, len(ps), len(segs))
 		}
 		segs = to.Locate(segs[:0], key, n)
-		if err := checkSegments(segs, key, n, servers); err != nil {
+		if err := layout.CheckSegments(segs, key, n, servers); err != nil {
 			return nil, err
 		}
 		for _, sg := range segs {
@@ -143,58 +145,4 @@ func Reshard(old []*Checkpoint, from, to Partitioner, servers int) ([]*Checkpoin
 		}
 	}
 	return out, nil
-}
-
-// LayoutHash fingerprints a layout (the partitioner p over servers
-// servers) by what it does: FNV-1a, 64 bits (Fowler, Noll and Vo), over
-// servers and the segments p returns for a fixed set of probes — the
-// keys 0…255, 64 keys i·0x9E3779B97F4A7C15 spread over the key space by
-// the golden-ratio multiplier (Knuth's multiplicative hashing) and
-// 2⁶⁴−1, each of length 1, and the keys 0, 1, 7 and 2⁶³ at every length
-// 2^k+1, k = 4…24, which finds any split threshold (MaxSegment) up to
-// 16 Mi values. Any deterministic
-// Partitioner can be fingerprinted, whatever its fields. Two layouts that
-// place every probe alike hash alike: the hash tells layouts apart that
-// differ in the number of servers, the placement of small keys or the
-// split of long ones, not ones that differ only on keys or lengths no
-// probe has.
-func LayoutHash(p Partitioner, servers int) uint64 {
-	const (
-		offset = 14695981039346656037
-		prime  = 1099511628211
-	)
-	h := uint64(offset)
-	mix := func(v uint64) {
-		for range 8 {
-			h ^= v & 0xff
-			h *= prime
-			v >>= 8
-		}
-	}
-	mix(uint64(servers))
-	var segs []Segment
-	probe := func(key uint64, n int) {
-		segs = p.Locate(segs[:0], key, n)
-		mix(key)
-		mix(uint64(n))
-		mix(uint64(len(segs)))
-		for _, s := range segs {
-			mix(uint64(s.Off))
-			mix(uint64(s.Len))
-			mix(uint64(s.Server))
-		}
-	}
-	for k := range uint64(256) {
-		probe(k, 1)
-	}
-	for i := range uint64(64) {
-		probe(i*0x9E3779B97F4A7C15, 1)
-	}
-	probe(1<<64-1, 1)
-	for k := 4; k <= 24; k++ {
-		for _, key := range []uint64{0, 1, 7, 1 << 63} {
-			probe(key, 1<<k+1)
-		}
-	}
-	return h
 }

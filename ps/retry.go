@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync/atomic"
 	"time"
+
+	"github.com/falconml/falcon/ps/internal/wire"
 )
 
 // retryState is a client's retry policy and request-id source (see
@@ -36,10 +38,10 @@ func wireOp(o op, pa pushArgs) op {
 		return o
 	}
 	switch o {
-	case opPush:
-		return opPushID
-	case opPushPull:
-		return opPushPullID
+	case wire.OpPush:
+		return wire.OpPushID
+	case wire.OpPushPull:
+		return wire.OpPushPullID
 	}
 	return o
 }

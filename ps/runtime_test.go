@@ -11,12 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps"
+	"github.com/falconml/falcon/ps/event"
+	"github.com/falconml/falcon/ps/layout"
 	"github.com/falconml/falcon/ps/pstest"
+	"github.com/falconml/falcon/ps/store"
 	"github.com/falconml/falcon/transport"
+	"golang.org/x/sync/errgroup"
 )
 
 func finalParams(t *testing.T, c *pstest.Cluster, n int) []float32 {
@@ -36,11 +38,11 @@ func TestBSP_Barrier(t *testing.T) {
 	const workers, clocks, batch = 3, 5, 6
 	rec := &pstest.Recorder{}
 	c := pstest.NewCluster(t, pstest.Servers(2), pstest.Workers(workers), pstest.Batch(batch), pstest.Chunk(2),
-		pstest.Optimizer(ps.SGD{LR: 1}), pstest.Observer(rec), pstest.Policy(epsp.NewBSP()),
-		pstest.Partitioner(ps.KeyRange{Servers: 2, MaxSegment: 4}))
+		pstest.Optimizer(store.SGD{LR: 1}), pstest.Observer(rec), pstest.Policy(epsp.NewBSP()),
+		pstest.Partitioner(layout.KeyRange{Servers: 2, MaxSegment: 4}))
 	m := &pstest.LedgerModel{Workers: workers, Clocks: clocks, Staleness: 0, Full: 1.0 / workers, Delay: pstest.SeededDelay(1, 2*time.Millisecond)}
 	n := workers * clocks
-	_, err := c.Train(context.Background(), m, pstest.LedgerSampler{Clocks: clocks}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{n}, Init: ps.Zeros{}, Clocks: clocks})
+	_, err := c.Train(context.Background(), m, pstest.LedgerSampler{Clocks: clocks}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{n}, Init: store.Zeros{}, Clocks: clocks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,13 +53,13 @@ func TestBSP_Barrier(t *testing.T) {
 	flushed := map[int]int{} // clock → servers that flushed it
 	for _, e := range rec.Events() {
 		switch e.Kind {
-		case ps.EvFlushed:
+		case event.Flushed:
 			flushed[e.Clock]++
-		case ps.EvClockStart:
+		case event.ClockStart:
 			if e.Clock > 0 && flushed[e.Clock-1] != len(c.Servers) {
 				t.Errorf("worker %d started clock %d after %d/%d servers flushed clock %d", e.Worker, e.Clock, flushed[e.Clock-1], len(c.Servers), e.Clock-1)
 			}
-		case ps.EvApplied:
+		case event.Applied:
 			if flushed[e.Clock] > 0 {
 				t.Errorf("push of clock %d buffered after the clock was flushed", e.Clock)
 			}
@@ -84,14 +86,14 @@ func TestSSP_StalenessBound(t *testing.T) {
 		for seed := range uint64(3) {
 			t.Run(fmt.Sprintf("s=%d/seed=%d", s, seed), func(t *testing.T) {
 				c := pstest.NewCluster(t, pstest.Servers(2), pstest.Workers(workers), pstest.Batch(4), pstest.Chunk(4),
-					pstest.Optimizer(ps.SGD{LR: 1}), pstest.Policy(epsp.NewSSP(s)))
+					pstest.Optimizer(store.SGD{LR: 1}), pstest.Policy(epsp.NewSSP(s)))
 				m := &pstest.LedgerModel{Workers: workers, Clocks: clocks, Staleness: s, Full: 1, Delay: pstest.SeededDelay(seed, 3*time.Millisecond)}
 				n := workers * clocks
 				keys := make([]uint64, n) // one key per (owner, clock), spread over both servers
 				for i := range keys {
 					keys[i] = uint64(i) << 59
 				}
-				_, err := c.Train(context.Background(), m, pstest.LedgerSampler{Clocks: clocks}, ps.TrainConfig{Keys: keys, Init: ps.Zeros{}, Clocks: clocks})
+				_, err := c.Train(context.Background(), m, pstest.LedgerSampler{Clocks: clocks}, ps.TrainConfig{Keys: keys, Init: store.Zeros{}, Clocks: clocks})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -161,7 +163,7 @@ func TestTransfer_ExactlyOnce(t *testing.T) {
 	rec := &pstest.Recorder{}
 	pol := &transferPolicy{ordered: map[[2]int]bool{}}
 	c := pstest.NewCluster(t, pstest.Servers(2), pstest.Workers(workers), pstest.Batch(batch), pstest.Chunk(2), pstest.ProgressEvery(1),
-		pstest.Optimizer(ps.SGD{LR: 1}), pstest.Observer(rec), pstest.Policy(pol))
+		pstest.Optimizer(store.SGD{LR: 1}), pstest.Observer(rec), pstest.Policy(pol))
 	// Injected network delay with jitter: requests of one worker may
 	// overtake each other (a transfer answer and the giver's clock).
 	c.Net.SetDelay(50*time.Microsecond, 200*time.Microsecond)
@@ -177,14 +179,14 @@ func TestTransfer_ExactlyOnce(t *testing.T) {
 	}
 	// The slowdown belongs to the computing worker, whoever owns the samples.
 	stats, err := c.TrainWith(context.Background(), func(i int) ps.Model { return models[i] }, pstest.LedgerSampler{Clocks: clocks},
-		ps.TrainConfig{Keys: []uint64{0}, Lens: []int{n}, Init: ps.Zeros{}, Clocks: clocks})
+		ps.TrainConfig{Keys: []uint64{0}, Lens: []int{n}, Init: store.Zeros{}, Clocks: clocks})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Every sample exactly once.
 	count := map[[3]int]int{} // (owner, clock, sample) → times computed
 	for _, e := range rec.Events() {
-		if e.Kind == ps.EvChunk {
+		if e.Kind == event.Chunk {
 			for s := e.Lo; s < e.Hi; s++ {
 				count[[3]int{int(e.Owner), e.Clock, s}]++
 			}
@@ -243,18 +245,18 @@ func TestWorker_HonoursSetBatch(t *testing.T) {
 	const workers, clocks = 2, 3
 	rec := &pstest.Recorder{}
 	c := pstest.NewCluster(t, pstest.Servers(1), pstest.Workers(workers), pstest.Batch(8), pstest.Chunk(2),
-		pstest.Optimizer(ps.SGD{LR: 1}), pstest.Observer(rec), pstest.Policy(&batchPolicy{}))
+		pstest.Optimizer(store.SGD{LR: 1}), pstest.Observer(rec), pstest.Policy(&batchPolicy{}))
 	m := &pstest.LedgerModel{Workers: workers, Clocks: clocks, Staleness: -1}
-	_, err := c.Train(context.Background(), m, pstest.LedgerSampler{Clocks: clocks}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{workers * clocks}, Init: ps.Zeros{}, Clocks: clocks})
+	_, err := c.Train(context.Background(), m, pstest.LedgerSampler{Clocks: clocks}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{workers * clocks}, Init: store.Zeros{}, Clocks: clocks})
 	if err != nil {
 		t.Fatal(err)
 	}
 	samples := map[[2]int]int{}
 	for _, e := range rec.Events() {
 		switch e.Kind {
-		case ps.EvChunk:
+		case event.Chunk:
 			samples[[2]int{int(e.Owner), e.Clock}] += e.Hi - e.Lo
-		case ps.EvPushAdmitted:
+		case event.PushAdmitted:
 			want := 8
 			if e.Push.Owner == 1 && e.Push.Clock > 0 {
 				want = 4
@@ -322,7 +324,7 @@ func TestTrain_CancelReturnsPromptly(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := c.Train(ctx, m, pstest.LedgerSampler{Clocks: 1000}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{3000}, Init: ps.Zeros{}, Clocks: 1000})
+		_, err := c.Train(ctx, m, pstest.LedgerSampler{Clocks: 1000}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{3000}, Init: store.Zeros{}, Clocks: 1000})
 		done <- err
 	}()
 	time.Sleep(30 * time.Millisecond)
@@ -340,7 +342,7 @@ func TestTrain_CancelReturnsPromptly(t *testing.T) {
 // TestWorker_ManualLoop drives the Bösen-style loop (Pull, compute,
 // PushGradient, Clock) under SSP(1) and checks the clocks and the result.
 func TestWorker_ManualLoop(t *testing.T) {
-	c := pstest.NewCluster(t, pstest.Servers(1), pstest.Workers(2), pstest.Optimizer(ps.SGD{LR: 1}), pstest.Policy(epsp.NewSSP(1)))
+	c := pstest.NewCluster(t, pstest.Servers(1), pstest.Workers(2), pstest.Optimizer(store.SGD{LR: 1}), pstest.Policy(epsp.NewSSP(1)))
 	ctx := context.Background()
 	keys := []uint64{0, 1}
 	must(t, c.Workers[0].Client().Init(ctx, keys, []float32{0, 0}, nil))
@@ -423,13 +425,13 @@ func TestShardSampler_Batch(t *testing.T) {
 // (ErrAborted).
 func TestTrain_ServerDeathAbortsRun(t *testing.T) {
 	c := pstest.NewCluster(t, pstest.Servers(2), pstest.Workers(3), pstest.Batch(4), pstest.Chunk(1),
-		pstest.Partitioner(ps.Hash{Servers: 2}))
+		pstest.Partitioner(layout.Hash{Servers: 2}))
 	m := &pstest.LedgerModel{Workers: 3, Clocks: 1000, Staleness: -1, Delay: func(epsp.WorkerID, int) time.Duration { return 200 * time.Microsecond }}
 	keys := []uint64{0, 1, 2, 3, 4, 5, 6, 7}
 	errs := make(chan error, 3)
 	for i, w := range c.Workers {
 		go func() {
-			_, err := w.Train(context.Background(), m, pstest.LedgerSampler{Clocks: 1000}, ps.TrainConfig{Keys: keys, Lens: []int{375, 375, 375, 375, 375, 375, 375, 375}, Init: ps.Zeros{}, Clocks: 1000})
+			_, err := w.Train(context.Background(), m, pstest.LedgerSampler{Clocks: 1000}, ps.TrainConfig{Keys: keys, Lens: []int{375, 375, 375, 375, 375, 375, 375, 375}, Init: store.Zeros{}, Clocks: 1000})
 			errs <- fmt.Errorf("worker %d: %w", i, err)
 		}()
 	}
@@ -519,7 +521,7 @@ func TestStart_AnyOrder(t *testing.T) {
 			var tg errgroup.Group
 			for _, w := range ws {
 				tg.Go(func() error {
-					_, err := w.Train(context.Background(), nopModel{}, ps.ShardSampler{N: 12, Workers: 3}, ps.TrainConfig{Keys: []uint64{1}, Lens: []int{4}, Init: ps.Zeros{}, Clocks: 3})
+					_, err := w.Train(context.Background(), nopModel{}, ps.ShardSampler{N: 12, Workers: 3}, ps.TrainConfig{Keys: []uint64{1}, Lens: []int{4}, Init: store.Zeros{}, Clocks: 3})
 					return err
 				})
 			}

@@ -8,6 +8,9 @@ import (
 	"sync"
 
 	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps/event"
+	"github.com/falconml/falcon/ps/internal/codec"
+	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -138,10 +141,10 @@ var errSplit = errors.New("ps: request split elsewhere than before its values")
 // answer turns serve's result into a handler's.
 func answer(req, resp []byte, err error) ([]byte, error) {
 	if err != nil {
-		if returnsValues(req) {
-			return nil, newValuesError(err)
+		if wire.ReturnsValues(req) {
+			return nil, wire.NewValuesError(err)
 		}
-		return errResponse(err), nil
+		return wire.ErrResponse(err), nil
 	}
 	return resp, nil
 }
@@ -150,12 +153,12 @@ func answer(req, resp []byte, err error) ([]byte, error) {
 // up to the padding: the rest of req, or tail when the values came as a
 // piece of their own (then nothing may follow the padding in req).
 func values(d *decoder, req, tail []byte, total int) []byte {
-	d.pad4(len(req))
+	d.Pad4(len(req))
 	if tail == nil {
-		return d.bytes(4 * total)
+		return d.Bytes(4 * total)
 	}
-	if d.err == nil && (len(d.b) != 0 || len(tail) != 4*total) {
-		d.err = errSplit
+	if d.Err == nil && (len(d.B) != 0 || len(tail) != 4*total) {
+		d.Err = errSplit
 	}
 	return tail
 }
@@ -166,38 +169,38 @@ func values(d *decoder, req, tail []byte, total int) []byte {
 // first: a request from from that its role may not send is refused before
 // anything else is read.
 func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, error) {
-	o, body, err := header(req)
+	o, body, err := wire.Header(req)
 	if err != nil {
 		return nil, err
 	}
 	if err := s.access.check(s.name, from, o); err != nil {
 		return nil, err
 	}
-	if tail != nil && o != opInit && o != opPush && o != opPushPull && o != opPushID && o != opPushPullID {
+	if tail != nil && o != wire.OpInit && o != wire.OpPush && o != wire.OpPushPull && o != wire.OpPushID && o != wire.OpPushPullID {
 		return nil, errSplit
 	}
-	d := decoder{b: body}
+	d := decoder{B: body}
 	switch o {
-	case opPing:
-		return okResponse(dst), d.end()
-	case opLayout:
-		if err := d.end(); err != nil {
+	case wire.OpPing:
+		return wire.OKResponse(dst), d.End()
+	case wire.OpLayout:
+		if err := d.End(); err != nil {
 			return nil, err
 		}
 		s.mu.RLock()
 		keys, lens := s.store.Keys()
 		s.mu.RUnlock()
-		e := encoder{okResponse(dst)}
-		e.u32(uint32(len(keys)))
+		e := encoder{B: wire.OKResponse(dst)}
+		e.U32(uint32(len(keys)))
 		for i, k := range keys {
-			e.u64(k)
-			e.u32(uint32(lens[i]))
+			e.U64(k)
+			e.U32(uint32(lens[i]))
 		}
-		return e.b, nil
-	case opFlush:
-		clock := d.int(-1<<62, 1<<62, "clock")
-		scale := d.f64()
-		if err := d.end(); err != nil {
+		return e.B, nil
+	case wire.OpFlush:
+		clock := d.Int(-1<<62, 1<<62, "clock")
+		scale := d.F64()
+		if err := d.End(); err != nil {
 			return nil, err
 		}
 		if math.IsNaN(scale) || math.IsInf(scale, 0) {
@@ -210,12 +213,12 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 		if err != nil {
 			return nil, err
 		}
-		s.opts.emit(Event{Kind: EvFlushed, Node: s.name, Clock: clock, Samples: n})
-		return okResponse(dst), nil
-	case opInit, opPull:
+		s.opts.emit(event.Event{Kind: event.Flushed, Node: s.name, Clock: clock, Samples: n})
+		return wire.OKResponse(dst), nil
+	case wire.OpInit, wire.OpPull:
 		sc := s.pool.Get().(*scratch)
 		defer s.pool.Put(sc)
-		if o == opPull {
+		if o == wire.OpPull {
 			// A pull carries no values: what it may ask for is bounded by
 			// what the store holds, checked before anything is allocated.
 			s.mu.RLock()
@@ -225,7 +228,7 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 			if err != nil {
 				return nil, err
 			}
-			if err := d.end(); err != nil {
+			if err := d.End(); err != nil {
 				return nil, err
 			}
 			return s.pull(sc, total, dst)
@@ -235,11 +238,11 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 			return nil, err
 		}
 		vb := values(&d, req, tail, total)
-		if err := d.end(); err != nil {
+		if err := d.End(); err != nil {
 			return nil, err
 		}
 		sc.vals = resize(sc.vals, total)
-		getF32s(sc.vals, vb)
+		codec.Get(sc.vals, vb)
 		s.mu.Lock()
 		mark, err := s.logAhead(req, tail) // write-ahead (durable.go)
 		if err == nil {
@@ -249,14 +252,14 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 		if err != nil {
 			return nil, err
 		}
-		return okResponse(dst), nil
-	case opPush, opPushPull, opPushID, opPushPullID:
+		return wire.OKResponse(dst), nil
+	case wire.OpPush, wire.OpPushPull, wire.OpPushID, wire.OpPushPullID:
 		var rid reqID
 		o, rid = readReqID(&d, o)
-		mode := d.u8()
-		clock := d.int(-1<<62, 1<<62, "clock")
-		scale := d.f64()
-		weight := d.f64()
+		mode := d.U8()
+		clock := d.Int(-1<<62, 1<<62, "clock")
+		scale := d.F64()
+		weight := d.F64()
 		sc := s.pool.Get().(*scratch)
 		defer s.pool.Put(sc)
 		total, err := readSegs(&d, sc, valueRoom(&d, tail), ErrMalformed)
@@ -264,10 +267,10 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 			return nil, err
 		}
 		vb := values(&d, req, tail, total)
-		if err := d.end(); err != nil {
+		if err := d.End(); err != nil {
 			return nil, err
 		}
-		if mode != modeApply && mode != modeAccumulate {
+		if mode != wire.ModeApply && mode != wire.ModeAccumulate {
 			return nil, fmt.Errorf("%w: push mode %d", ErrMalformed, mode)
 		}
 		if math.IsNaN(scale) || math.IsInf(scale, 0) || !(weight > 0) || math.IsInf(weight, 0) {
@@ -283,9 +286,9 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 		// buffer): a pushpull writes its values into dst. Apply and read
 		// happen under one lock, so the reply shows exactly this push's
 		// result.
-		resp := okResponse(dst)
-		if o == opPushPull {
-			resp = growLen(dst, 4*total)
+		resp := wire.OKResponse(dst)
+		if o == wire.OpPushPull {
+			resp = codec.GrowLen(dst, 4*total)
 		}
 		s.mu.Lock()
 		// Write-ahead (durable.go): a push applied before a retry is
@@ -296,29 +299,29 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 			var mark int64
 			mark, err = s.logAhead(req, tail)
 			if err == nil {
-				if mode == modeApply {
-					err = s.store.applyBytes(sc.keys, sc.lens, vb, float32(scale))
+				if mode == wire.ModeApply {
+					err = s.store.ApplyBytes(sc.keys, sc.lens, vb, float32(scale))
 				} else {
-					err = s.store.accumulateBytes(clock, sc.keys, sc.lens, vb, weight)
+					err = s.store.AccumulateBytes(clock, sc.keys, sc.lens, vb, weight)
 				}
 				err = s.settle(mark, rid, err)
 			}
 		}
-		if err == nil && o == opPushPull {
-			sc.idx, err = s.store.pullBytes(sc.idx, sc.keys, sc.lens, resp)
+		if err == nil && o == wire.OpPushPull {
+			sc.idx, err = s.store.PullBytes(sc.idx, sc.keys, sc.lens, resp)
 		}
 		s.mu.Unlock()
 		if err != nil {
 			return nil, err
 		}
 		act := epsp.ApplyNow
-		if mode == modeAccumulate {
+		if mode == wire.ModeAccumulate {
 			act = epsp.Accumulate
 		}
 		if dup {
 			return resp, nil
 		}
-		s.opts.emit(Event{Kind: EvApplied, Node: s.name, Clock: clock, Samples: int(weight), Decision: epsp.PushDecision{Action: act, Scale: scale, Clock: clock}})
+		s.opts.emit(event.Event{Kind: event.Applied, Node: s.name, Clock: clock, Samples: int(weight), Decision: epsp.PushDecision{Action: act, Scale: scale, Clock: clock}})
 		return resp, nil
 	}
 	return nil, fmt.Errorf("%w: unknown server op %d", ErrMalformed, o)
@@ -331,12 +334,12 @@ func (s *Server) pull(sc *scratch, total int, dst []byte) ([]byte, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var err error
-	sc.idx, err = s.store.resolveInto(sc.idx[:0], sc.keys, sc.lens, total)
+	sc.idx, err = s.store.ResolveInto(sc.idx[:0], sc.keys, sc.lens, total)
 	if err != nil {
 		return nil, err
 	}
-	resp := growLen(dst, 4*total)
-	s.store.putEntries(resp[len(dst):], sc.idx)
+	resp := codec.GrowLen(dst, 4*total)
+	s.store.PutEntries(resp[len(dst):], sc.idx)
 	return resp, nil
 }
 
@@ -347,7 +350,7 @@ func valueRoom(d *decoder, tail []byte) int {
 	if tail != nil {
 		return len(tail) / 4
 	}
-	return len(d.b) / 4
+	return len(d.B) / 4
 }
 
 // readSegs decodes a (key, len) list into sc and returns Σ len. The running
@@ -355,17 +358,17 @@ func valueRoom(d *decoder, tail []byte) int {
 // holds): past it readSegs stops with limitErr, so no size derived from the
 // lengths can overflow or make a caller allocate more than exists.
 func readSegs(d *decoder, sc *scratch, limit int, limitErr error) (int, error) {
-	n := int(d.u32())
-	if d.err == nil && n > len(d.b)/segBytes {
-		return 0, fmt.Errorf("%w: %d segments in %d bytes", ErrMalformed, n, len(d.b))
+	n := int(d.U32())
+	if d.Err == nil && n > len(d.B)/wire.SegBytes {
+		return 0, fmt.Errorf("%w: %d segments in %d bytes", ErrMalformed, n, len(d.B))
 	}
 	sc.keys = sc.keys[:0]
 	sc.lens = sc.lens[:0]
 	total := 0
 	for range n {
-		k := d.u64()
-		l := int(d.u32())
-		if d.err != nil {
+		k := d.U64()
+		l := int(d.U32())
+		if d.Err != nil {
 			break
 		}
 		if l <= 0 {
@@ -378,7 +381,7 @@ func readSegs(d *decoder, sc *scratch, limit int, limitErr error) (int, error) {
 		sc.lens = append(sc.lens, l)
 		total += l
 	}
-	return total, d.err
+	return total, d.Err
 }
 
 func resize(v []float32, n int) []float32 {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps/event"
 	"github.com/falconml/falcon/straggler"
 )
 
@@ -65,7 +66,7 @@ func newStateTracker(workers, batch, par int) *stateTracker {
 	return t
 }
 
-func (t *stateTracker) Observe(e Event) {
+func (t *stateTracker) Observe(e event.Event) {
 	if e.Node != string(CoordinatorNode) {
 		return // the coordinator's view only: it sees every worker
 	}
@@ -77,21 +78,21 @@ func (t *stateTracker) Observe(e Event) {
 	}
 	s := &t.st[w]
 	switch e.Kind {
-	case EvRelease:
+	case event.Release:
 		s.Clock, s.Waiting = e.Clock, false
 		t.relAt[w], t.samples[w] = e.At, 0
-	case EvClockDone:
+	case event.ClockDone:
 		s.Waiting = true
 		if t.relAt[w] >= 0 && e.At > t.relAt[w] && t.samples[w] > 0 {
 			s.Speed = float64(t.samples[w]) / (e.At - t.relAt[w]).Seconds()
 		}
-	case EvPushAdmitted:
+	case event.PushAdmitted:
 		t.samples[w] += e.Samples
-	case EvParallelism:
+	case event.Parallelism:
 		s.Parallelism = e.P
-	case EvBatch:
+	case event.Batch:
 		s.Batch = e.Samples
-	case EvLeave:
+	case event.Leave:
 		s.Left = true
 	}
 }

@@ -3,7 +3,7 @@ package ps_test
 import (
 	"testing"
 
-	"github.com/falconml/falcon/ps"
+	"github.com/falconml/falcon/ps/store"
 )
 
 // BenchmarkStore_AccumulateFlush measures the enforced-synchronisation
@@ -13,15 +13,15 @@ import (
 func BenchmarkStore_AccumulateFlush(b *testing.B) {
 	for _, sz := range benchSizes {
 		b.Run(sz.name, func(b *testing.B) {
-			st, err := ps.NewStore(ps.StoreConfig{Optimizer: ps.SGD{LR: 0.01}})
+			st, err := store.New(store.Config{Optimizer: store.SGD{LR: 0.01}})
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := st.Init([]uint64{1}, []int{sz.n}, ps.Uniform{Lo: -1, Hi: 1, Seed: 1}); err != nil {
+			if err := st.Init([]uint64{1}, []int{sz.n}, store.Uniform{Lo: -1, Hi: 1, Seed: 1}); err != nil {
 				b.Fatal(err)
 			}
 			g := make([]float32, sz.n)
-			ps.Normal{Std: 1, Seed: 2}.Init(1, 0, g)
+			store.Normal{Std: 1, Seed: 2}.Init(1, 0, g)
 			b.SetBytes(int64(4 * 4 * sz.n))
 			b.ResetTimer()
 			for i := range b.N {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/falconml/falcon/ps"
+	"github.com/falconml/falcon/ps/store"
 )
 
 // tol is the float32 comparison tolerance: a few ulps at magnitude 1.
@@ -30,22 +31,22 @@ func TestOptimizer_Update(t *testing.T) {
 	// Each want is computed by hand from the formula in the doc comment.
 	tests := []struct {
 		name  string
-		opt   ps.Optimizer
+		opt   store.Optimizer
 		w     []float32
 		steps [][]float32 // gradients, one per step
 		scale float32
 		want  []float32
 	}{
 		// w ← w − η·scale·g: 1 − 0.1·2·0.5 = 0.9; 2 − 0.1·2·(−1) = 2.2.
-		{"sgd", ps.SGD{LR: 0.1}, []float32{1, 2}, [][]float32{{0.5, -1}}, 2, []float32{0.9, 2.2}},
+		{"sgd", store.SGD{LR: 0.1}, []float32{1, 2}, [][]float32{{0.5, -1}}, 2, []float32{0.9, 2.2}},
 		// v=1, w=0.9; then v=0.9·1+1=1.9, w=0.9−0.19=0.71.
-		{"momentum", ps.Momentum{LR: 0.1, Mu: 0.9}, []float32{1}, [][]float32{{1}, {1}}, 1, []float32{0.71}},
+		{"momentum", store.Momentum{LR: 0.1, Mu: 0.9}, []float32{1}, [][]float32{{1}, {1}}, 1, []float32{0.71}},
 		// Adam, β=(0.9,0.999): step 1 with g=2 moves w by exactly η (m̂=2,
 		// v̂=4); step 2 with g=−1: m=0.08, v=0.004996, m̂=0.08/0.19,
 		// v̂=0.004996/0.001999, w = 0.9 − 0.1·m̂/√v̂ = 0.8733663.
-		{"adam", ps.Adam{LR: 0.1}, []float32{1}, [][]float32{{2}, {-1}}, 1, []float32{0.8733663}},
+		{"adam", store.Adam{LR: 0.1}, []float32{1}, [][]float32{{2}, {-1}}, 1, []float32{0.8733663}},
 		// scale folds into g before the moments: g'=0.5·4=2, same as above.
-		{"adam-scaled", ps.Adam{LR: 0.1}, []float32{1}, [][]float32{{4}}, 0.5, []float32{0.9}},
+		{"adam-scaled", store.Adam{LR: 0.1}, []float32{1}, [][]float32{{4}}, 0.5, []float32{0.9}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,16 +65,16 @@ func TestOptimizer_Update(t *testing.T) {
 	}
 }
 
-func newStore(t *testing.T, opt ps.Optimizer) *ps.Store {
+func newStore(t *testing.T, opt store.Optimizer) *store.Store {
 	t.Helper()
-	s, err := ps.NewStore(ps.StoreConfig{Optimizer: opt})
+	s, err := store.New(store.Config{Optimizer: opt})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
-func value(t *testing.T, s *ps.Store, k uint64) []float32 {
+func value(t *testing.T, s *store.Store, k uint64) []float32 {
 	t.Helper()
 	v, ok := s.Value(nil, k)
 	if !ok {
@@ -83,12 +84,12 @@ func value(t *testing.T, s *ps.Store, k uint64) []float32 {
 }
 
 func TestStore_InitApplyPull(t *testing.T) {
-	s := newStore(t, ps.SGD{LR: 1})
+	s := newStore(t, store.SGD{LR: 1})
 	if err := s.InitValues([]uint64{1, 5}, []int{2, 1}, []float32{1, 2, 3}); err != nil {
 		t.Fatal(err)
 	}
 	// Re-init with the same lengths keeps values; new keys are added.
-	if err := s.Init([]uint64{1, 9}, []int{2, 3}, ps.Constant{C: 7}); err != nil {
+	if err := s.Init([]uint64{1, 9}, []int{2, 3}, store.Constant{C: 7}); err != nil {
 		t.Fatal(err)
 	}
 	if got := value(t, s, 1); !nearAll(got, []float32{1, 2}) {
@@ -115,7 +116,7 @@ func TestStore_InitApplyPull(t *testing.T) {
 
 func TestStore_AccumulateFlush(t *testing.T) {
 	// Reference: falcon.md §4 — the enforced-mode merge Σ n_i g_i / Σ n_i.
-	s := newStore(t, ps.SGD{LR: 1})
+	s := newStore(t, store.SGD{LR: 1})
 	if err := s.InitValues([]uint64{1, 2}, []int{1, 1}, []float32{10, 20}); err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +177,7 @@ func TestStore_RefusedRequestsChangeNothing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := newStore(t, ps.Adam{LR: 0.1})
+			s := newStore(t, store.Adam{LR: 0.1})
 			must(t, s.InitValues([]uint64{1, 2}, []int{1, 2}, []float32{1, 2, 3}))
 			before := make([]float32, 3)
 			must(t, s.Pull([]uint64{1, 2}, nil, before))
@@ -200,7 +201,7 @@ func TestStore_RefusedRequestsChangeNothing(t *testing.T) {
 }
 
 func TestInitializer_SplitInvariant(t *testing.T) {
-	inits := []ps.Initializer{ps.Uniform{Lo: -1, Hi: 1, Seed: 3}, ps.Normal{Std: 1, Seed: 3}, ps.Constant{C: 2}, ps.Zeros{}}
+	inits := []store.Initializer{store.Uniform{Lo: -1, Hi: 1, Seed: 3}, store.Normal{Std: 1, Seed: 3}, store.Constant{C: 2}, store.Zeros{}}
 	for _, in := range inits {
 		whole := make([]float32, 100)
 		in.Init(42, 0, whole)
@@ -212,7 +213,7 @@ func TestInitializer_SplitInvariant(t *testing.T) {
 		}
 	}
 	u := make([]float32, 1000)
-	ps.Uniform{Lo: -1, Hi: 1, Seed: 1}.Init(7, 0, u)
+	store.Uniform{Lo: -1, Hi: 1, Seed: 1}.Init(7, 0, u)
 	var mean float64
 	for _, v := range u {
 		if v < -1 || v >= 1 {

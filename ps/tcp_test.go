@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps"
+	"github.com/falconml/falcon/ps/layout"
+	"github.com/falconml/falcon/ps/store"
 	"github.com/falconml/falcon/transport"
+	"golang.org/x/sync/errgroup"
 )
 
 // TestCluster_TCP runs every role on its own TCP transport on 127.0.0.1
@@ -36,7 +37,7 @@ func TestCluster_TCP(t *testing.T) {
 		return tr
 	}
 	for _, id := range servers {
-		s, err := ps.NewServer(string(id), ps.ServerConfig{Store: ps.StoreConfig{Optimizer: ps.SGD{LR: 0.5}}})
+		s, err := ps.NewServer(string(id), ps.ServerConfig{Store: store.Config{Optimizer: store.SGD{LR: 0.5}}})
 		must(t, err)
 		join(id, s)
 	}
@@ -48,7 +49,7 @@ func TestCluster_TCP(t *testing.T) {
 	var wtrs []*transport.TCP
 	for i, id := range workers {
 		w, err := ps.NewWorker(string(id), ps.WorkerConfig{ID: epsp.WorkerID(i), Coordinator: "coordinator",
-			Client: ps.ClientConfig{Servers: servers, Partitioner: ps.Hash{Servers: 2}}})
+			Client: ps.ClientConfig{Servers: servers, Partitioner: layout.Hash{Servers: 2}}})
 		must(t, err)
 		defer w.Close()
 		ws = append(ws, w)
@@ -69,7 +70,7 @@ func TestCluster_TCP(t *testing.T) {
 	must(t, co.WaitWorkers(ctx))
 	model := linReg{n: 64}
 	// Two keys (w and b) on different servers under the hash partitioner.
-	tc := ps.TrainConfig{Keys: []uint64{0, 1}, Init: ps.Zeros{}, Clocks: 150}
+	tc := ps.TrainConfig{Keys: []uint64{0, 1}, Init: store.Zeros{}, Clocks: 150}
 	var g errgroup.Group
 	for _, w := range ws {
 		g.Go(func() error {

@@ -9,7 +9,21 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps/event"
 )
+
+// # Observability
+//
+// (This part of the package documentation sits beside the code it
+// describes; the package doc in doc.go is the map.)
+//
+// Timeline is an Observer that writes a run as a Chrome trace-event JSON
+// timeline (pull, compute, push, wait and transfer spans per worker and
+// clock; open it in chrome://tracing or ui.perfetto.dev). A Cluster with
+// its coordinator in this process tracks every worker's state (clock,
+// waiting or left, parallelism, batch, speed, straggler or pioneer):
+// Cluster.WorkerStates on demand, ClusterConfig.StateEvery and OnState at
+// an interval.
 
 // Timeline is an Observer that keeps the events of a run and writes them
 // as a timeline in the Chrome trace-event JSON format (the "JSON Object
@@ -32,15 +46,15 @@ import (
 // some nodes writes the part of the timeline it saw.
 type Timeline struct {
 	mu     sync.Mutex
-	events []Event
+	events []event.Event
 }
 
-var _ Observer = (*Timeline)(nil)
+var _ event.Observer = (*Timeline)(nil)
 
 // Observe implements Observer.
-func (t *Timeline) Observe(e Event) {
+func (t *Timeline) Observe(e event.Event) {
 	switch e.Kind {
-	case EvClockStart, EvPulled, EvComputed, EvPushed, EvTransferResult, EvTransferDone:
+	case event.ClockStart, event.Pulled, event.Computed, event.Pushed, event.TransferResult, event.TransferDone:
 	default:
 		return
 	}
@@ -64,14 +78,14 @@ func (t *Timeline) Spans() []Span {
 	t.mu.Lock()
 	ev := slices.Clone(t.events)
 	t.mu.Unlock()
-	slices.SortStableFunc(ev, func(a, b Event) int { return int(a.Seq) - int(b.Seq) })
+	slices.SortStableFunc(ev, func(a, b event.Event) int { return int(a.Seq) - int(b.Seq) })
 	type key struct {
 		w epsp.WorkerID
-		k EventKind
+		k event.Kind
 	}
-	last := map[key]Event{}               // last event of a kind per worker
-	waitFrom := map[epsp.WorkerID]Event{} // EvPushed awaiting the next clock start
-	accepted := map[uint64]Event{}        // transfer id → accepted result
+	last := map[key]event.Event{}               // last event of a kind per worker
+	waitFrom := map[epsp.WorkerID]event.Event{} // EvPushed awaiting the next clock start
+	accepted := map[uint64]event.Event{}        // transfer id → accepted result
 	var spans []Span
 	add := func(name string, w epsp.WorkerID, clock int, from, to time.Duration) {
 		if to >= from {
@@ -81,29 +95,29 @@ func (t *Timeline) Spans() []Span {
 	for _, e := range ev {
 		w := e.Worker
 		switch e.Kind {
-		case EvClockStart:
+		case event.ClockStart:
 			if p, ok := waitFrom[w]; ok {
 				add("wait", w, p.Clock, p.At, e.At)
 				delete(waitFrom, w)
 			}
-		case EvPulled:
-			if s, ok := last[key{w, EvClockStart}]; ok && s.Clock == e.Clock {
+		case event.Pulled:
+			if s, ok := last[key{w, event.ClockStart}]; ok && s.Clock == e.Clock {
 				add("pull", w, e.Clock, s.At, e.At)
 			}
-		case EvComputed:
-			if s, ok := last[key{w, EvPulled}]; ok && s.Clock == e.Clock {
+		case event.Computed:
+			if s, ok := last[key{w, event.Pulled}]; ok && s.Clock == e.Clock {
 				add("compute", w, e.Clock, s.At, e.At)
 			}
-		case EvPushed:
-			if s, ok := last[key{w, EvComputed}]; ok && s.Clock == e.Clock {
+		case event.Pushed:
+			if s, ok := last[key{w, event.Computed}]; ok && s.Clock == e.Clock {
 				add("push", w, e.Clock, s.At, e.At)
 			}
 			waitFrom[w] = e
-		case EvTransferResult:
+		case event.TransferResult:
 			if e.Result.Accepted {
 				accepted[e.Transfer.ID] = e
 			}
-		case EvTransferDone:
+		case event.TransferDone:
 			if s, ok := accepted[e.Result.ID]; ok {
 				add("transfer", s.Transfer.To, s.Transfer.Clock, s.At, e.At)
 				delete(accepted, e.Result.ID)

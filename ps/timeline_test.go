@@ -10,6 +10,7 @@ import (
 
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps"
+	"github.com/falconml/falcon/ps/store"
 )
 
 // TestTimeline_JSON runs a cluster with a straggler and checks the
@@ -41,7 +42,7 @@ func TestTimeline_JSON(t *testing.T) {
 			return delayed{linReg{n: 96}, time.Millisecond}
 		}
 		return linReg{n: 96}
-	}, ps.ShardSampler{N: 96, Workers: nw}, ps.TrainConfig{Keys: []uint64{0, 1}, Lens: []int{1, 1}, Init: ps.Zeros{}, Clocks: clocks})
+	}, ps.ShardSampler{N: 96, Workers: nw}, ps.TrainConfig{Keys: []uint64{0, 1}, Lens: []int{1, 1}, Init: store.Zeros{}, Clocks: clocks})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,9 +9,10 @@ import (
 	"slices"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps/internal/codec"
+	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -23,7 +24,7 @@ func rawPush(keys []uint64, lens []int, vals []float32) []byte {
 		ps[i] = piece{key: k, n: lens[i], src: off}
 		off += lens[i]
 	}
-	return c.encode(nil, opPush, ps, off, vals, plainPush)
+	return c.encode(nil, wire.OpPush, ps, off, vals, plainPush)
 }
 
 // withScale overwrites the scale field of a raw push.
@@ -59,7 +60,7 @@ func TestServer_ValidatesBeforeApplying(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = parseResponse(resp, "s")
+			_, err = wire.ParseResponse(resp, "s")
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("err = %v, want %v", err, tt.want)
 			}
@@ -85,8 +86,8 @@ func TestServer_GarbageNeverPanics(t *testing.T) {
 				msg[j] = byte(rng.UintN(256))
 			}
 			if len(msg) > 1 {
-				msg[0] = wireVersion
-				msg[1] = byte(1 + rng.IntN(int(opTransferTask)))
+				msg[0] = wire.Version
+				msg[1] = byte(1 + rng.IntN(int(wire.OpTransferTask)))
 			}
 		} else {
 			msg = append([]byte(nil), good...)
@@ -94,10 +95,10 @@ func TestServer_GarbageNeverPanics(t *testing.T) {
 			msg = msg[:rng.IntN(len(msg)+1)]
 		}
 		resp, err := s.HandleRequest(context.Background(), "c", msg)
-		if returnsValues(msg) && err != nil {
+		if wire.ReturnsValues(msg) && err != nil {
 			// pull, pushpull: failures are transport errors carrying a code
-			var ve *valuesError
-			if !errors.As(err, &ve) || remoteValuesError(&transport.RemoteError{Node: "s", Msg: err.Error()}, "s") == nil {
+			var ve *wire.ValuesError
+			if !errors.As(err, &ve) || wire.RemoteValuesError(&transport.RemoteError{Node: "s", Msg: err.Error()}, "s") == nil {
 				t.Fatalf("failed values request answered with %v", err)
 			}
 			continue
@@ -108,79 +109,17 @@ func TestServer_GarbageNeverPanics(t *testing.T) {
 	}
 }
 
-func TestErrorCodesRoundTrip(t *testing.T) {
-	for _, e := range []error{ErrUnknownKey, ErrLengthMismatch, ErrUnsortedKeys, ErrMalformed, ErrWireVersion, ErrRejected, ErrClosed, ErrAborted, ErrServerUnavailable, ErrStartTimeout} {
-		_, err := parseResponse(errResponse(e), "peer")
-		if !errors.Is(err, e) {
-			t.Errorf("%v came back as %v", e, err)
-		}
-	}
-	_, err := parseResponse(errResponse(errors.New("boom")), "peer")
-	if !errors.Is(err, ErrRemote) {
-		t.Errorf("unknown error came back as %v", err)
-	}
-}
-
 // f32Modes runs f with the bulk float32 paths on (where the host allows
 // them) and forced off (the portable fallback a big-endian host runs).
 func f32Modes(t *testing.T, f func(t *testing.T)) {
 	for _, on := range []bool{true, false} {
 		t.Run(map[bool]string{true: "bulk", false: "portable"}[on], func(t *testing.T) {
-			old := bulkF32
-			bulkF32 = on && hostLE
-			defer func() { bulkF32 = old }()
+			old := codec.Bulk
+			codec.Bulk = on && codec.HostLE
+			defer func() { codec.Bulk = old }()
 			f(t)
 		})
 	}
-}
-
-func TestHostLE(t *testing.T) {
-	var b [4]byte
-	x := uint32(0x01020304)
-	copy(b[:], unsafe.Slice((*byte)(unsafe.Pointer(&x)), 4))
-	if want := binary.LittleEndian.Uint32(b[:]) == x; hostLE != want {
-		t.Fatalf("hostLE = %v, want %v", hostLE, want)
-	}
-}
-
-func TestF32sRoundTrip(t *testing.T) {
-	f32Modes(t, func(t *testing.T) {
-		rng := rand.New(rand.NewPCG(5, 6))
-		for _, n := range []int{0, 1, 7, 8, 9, 31, 1000} {
-			for _, shift := range []int{0, 1, 2, 4} { // aligned and misaligned wire bytes
-				v := make([]float32, n)
-				for i := range v {
-					v[i] = float32(rng.NormFloat64())
-				}
-				b := make([]byte, 4*n+shift)[shift:]
-				putF32s(b, v)
-				for i := range v { // little-endian IEEE bits, element by element
-					if got := uint32(b[4*i]) | uint32(b[4*i+1])<<8 | uint32(b[4*i+2])<<16 | uint32(b[4*i+3])<<24; got != math.Float32bits(v[i]) {
-						t.Fatalf("n=%d shift=%d: element %d encoded as %08x", n, shift, i, got)
-					}
-				}
-				got := make([]float32, n)
-				getF32s(got, b)
-				for i := range v {
-					if got[i] != v[i] {
-						t.Fatalf("n=%d shift=%d: element %d decoded %v, want %v", n, shift, i, got[i], v[i])
-					}
-				}
-				w := make([]float32, n)
-				copy(w, v)
-				subF32s(w, b, 0.5)
-				for i := range w {
-					if w[i] != v[i]-0.5*v[i] {
-						t.Fatalf("n=%d shift=%d: fused SGD element %d = %v", n, shift, i, w[i])
-					}
-				}
-				_, view := asF32s(b)
-				if wantView := bulkF32 && (shift%4 == 0 || n == 0); view != wantView {
-					t.Fatalf("n=%d shift=%d: asF32s view = %v, want %v", n, shift, view, wantView)
-				}
-			}
-		}
-	})
 }
 
 // TestPushValuesAligned: the values of an encoded push start at a multiple
@@ -209,7 +148,7 @@ func TestPushValuesAligned(t *testing.T) {
 	}
 	req[43] = 1
 	resp, _ := s.HandleRequest(context.Background(), "c", req)
-	if _, err := parseResponse(resp, "s"); !errors.Is(err, ErrMalformed) {
+	if _, err := wire.ParseResponse(resp, "s"); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("nonzero padding: err = %v, want ErrMalformed", err)
 	}
 }
@@ -228,6 +167,7 @@ func TestStore_BytesPathsMatch(t *testing.T) {
 func testBytesPathsMatch(t *testing.T, shift int) {
 	rng := rand.New(rand.NewPCG(8, 9))
 	keys := []uint64{1, 2, 3}
+	const chunk = 4096 // the store applies a key in pieces of 4096 values (store.go)
 	lens := []int{3*chunk + 5, 17, chunk}
 	total := 0
 	for _, l := range lens {
@@ -239,7 +179,7 @@ func testBytesPathsMatch(t *testing.T, shift int) {
 		init[i], g[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
 	}
 	gb := make([]byte, 4*total+shift)[shift:]
-	putF32s(gb, g)
+	codec.Put(gb, g)
 	for _, opt := range []Optimizer{SGD{LR: 0.1}, Momentum{LR: 0.1, Mu: 0.9}, Adam{LR: 0.01}} {
 		a, _ := NewStore(StoreConfig{Optimizer: opt})
 		b, _ := NewStore(StoreConfig{Optimizer: opt})
@@ -249,12 +189,12 @@ func testBytesPathsMatch(t *testing.T, shift int) {
 			if err := a.Apply(keys, nil, g, 0.7); err != nil {
 				t.Fatal(err)
 			}
-			if err := b.applyBytes(keys, nil, gb, 0.7); err != nil {
+			if err := b.ApplyBytes(keys, nil, gb, 0.7); err != nil {
 				t.Fatal(err)
 			}
 		}
 		a.Accumulate(4, keys, nil, g, 3)
-		b.accumulateBytes(4, keys, nil, gb, 3)
+		b.AccumulateBytes(4, keys, nil, gb, 3)
 		a.Flush(4, 1)
 		b.Flush(4, 1)
 		va, vb := make([]float32, total), make([]float32, total)
@@ -339,33 +279,6 @@ func TestClient_ValuesPathErrorsAndModes(t *testing.T) {
 	})
 }
 
-// TestAxpyNeg: the vector kernel matches the scalar loop bit for bit, for
-// every tail length and for sub-slices starting at any element.
-func TestAxpyNeg(t *testing.T) {
-	rng := rand.New(rand.NewPCG(11, 12))
-	for _, n := range []int{0, 1, 3, 4, 5, 15, 16, 17, 31, 33, 64, 1001} {
-		for _, start := range []int{0, 1, 2, 3} {
-			w := make([]float32, start+n)
-			g := make([]float32, start+n+1)
-			for i := range w {
-				w[i] = float32(rng.NormFloat64())
-			}
-			for i := range g {
-				g[i] = float32(rng.NormFloat64() * 1e3)
-			}
-			a := float32(rng.NormFloat64())
-			want := slices.Clone(w)
-			axpyNegGo(want[start:], g[start:], a)
-			axpyNeg(w[start:], g[start:], a)
-			for i := range w {
-				if math.Float32bits(w[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("n=%d start=%d: element %d = %v, want %v", n, start, i, w[i], want[i])
-				}
-			}
-		}
-	}
-}
-
 // TestServer_RequestInPieces: a request served in pieces, split anywhere,
 // has the effect and answer of the joined request.
 func TestServer_RequestInPieces(t *testing.T) {
@@ -393,7 +306,7 @@ func TestServer_RequestInPieces(t *testing.T) {
 	// A malformed request in pieces is refused like the joined one.
 	s, _ := NewServer("s", DefaultServerConfig())
 	resp, err := s.HandleRequestV(ctx, "c", [][]byte{req[:hdr], req[hdr : len(req)-1]}, nil)
-	if _, perr := parseResponse(resp, "s"); err != nil || !errors.Is(perr, ErrMalformed) {
+	if _, perr := wire.ParseResponse(resp, "s"); err != nil || !errors.Is(perr, ErrMalformed) {
 		t.Fatalf("truncated push in pieces: %v %v", perr, err)
 	}
 }
@@ -402,15 +315,15 @@ func TestProgressRoundTrip(t *testing.T) {
 	in := epsp.ProgressReport{Worker: 3, Clock: 17, Done: 8, Claimed: 16, Assigned: 60, Parallelism: 4, Elapsed: 2500 * time.Microsecond, Extra: 5, ExtraDone: 2}
 	var e encoder
 	encodeProgress(&e, in)
-	d := decoder{b: e.b}
+	d := decoder{B: e.B}
 	out := decodeProgress(&d)
-	if d.err != nil || out != in {
-		t.Fatalf("decoded %+v (err %v), want %+v", out, d.err, in)
+	if d.Err != nil || out != in {
+		t.Fatalf("decoded %+v (err %v), want %+v", out, d.Err, in)
 	}
 	// A truncated report is an error, not a zero Claimed.
-	d = decoder{b: e.b[:len(e.b)-1]}
+	d = decoder{B: e.B[:len(e.B)-1]}
 	decodeProgress(&d)
-	if !errors.Is(d.err, ErrMalformed) {
-		t.Fatalf("truncated report: err %v, want ErrMalformed", d.err)
+	if !errors.Is(d.Err, ErrMalformed) {
+		t.Fatalf("truncated report: err %v, want ErrMalformed", d.Err)
 	}
 }

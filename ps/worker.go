@@ -10,8 +10,75 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps/event"
+	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/transport"
 )
+
+// # Roles
+//
+// (This part of the package documentation sits beside the code it
+// describes; the package doc in doc.go is the map.)
+//
+// The Server role wraps a Store. The Coordinator role wraps an
+// epsp.Coordinator in one goroutine: workers ask it to admit their pushes
+// (apply now with a scale, accumulate for a clock, or drop) and tell it when
+// a clock's pushes are stored; it carries out the policy's orders, flushing
+// on every server and waiting for all acknowledgements before it releases
+// anyone, then sending parallelism, batch and transfer orders.
+//
+// The Worker role runs the training loop of Worker.Train for a user Model
+// (a gradient function over sample ids) and a Sampler (which sample ids form
+// a worker's batch of a clock; deterministic, so any worker can compute any
+// other's batch):
+//
+//	for each clock c:
+//	    pull the parameters (BaseVersion = the version the release carried)
+//	    compute the batch with p goroutines claiming chunks of samples;
+//	    p follows the coordinator's SetParallelism orders, live
+//	    ("parallelism as an infrastructure"); report progress every few chunks
+//	    (then the samples of other workers' batches its release assigned it)
+//	    push the mean gradient with its sample count, as the coordinator admits it
+//	    tell the coordinator clock c is done; wait for release into c+1
+//	after the last clock: leave (the policy stops waiting for this worker)
+//
+// Task transfer (falcon.md §3, a reconstruction: the paper's protocol is
+// not public): a giver takes its orders in the order they were sent and
+// accepts one only if it ends where the giver's own range ends (so what it
+// keeps is always one prefix [0, end) of its batch, even with several
+// pieces outstanding, as EPSP's multi-taker split orders them tail-first)
+// and only for samples no goroutine has claimed yet (trimming the front of
+// the range), so it never computes what it gave; the taker computes the
+// range with its own latest parameters and pushes it with Owner = the
+// giver, in one push; servers merge the parts sample-weighted (ApplyNow
+// scales each part by Samples/BatchSamples; Accumulate weights by Samples),
+// so every sample of a clock counts exactly once. The coordinator admits a
+// push of another worker's samples only when an accepted transfer (or a
+// lost worker's hand-over, or an assignment) covers it, once; any other is
+// refused (ErrRejected, wrapping the epsp core's ErrNotOrdered message). A
+// transfer's (or hand-over's) done is refused from any worker but its
+// taker, and before the taker's push of it is admitted, so a barrier never
+// passes a range not yet counted. The chunk size (4 samples) and progress
+// cadence (every 2 chunks) are our defaults, in WorkerConfig.
+//
+// Clock-start assignments (epsp.Output.Assign: samples [Lo, Hi) of one
+// released worker's batch given to another released into the same clock)
+// ride on the release messages: the giver's release says it computes
+// [0, keep) of its batch, the taker's lists its pieces (owner, lo, hi,
+// owner's batch size), so planning at clock start adds no message. The
+// taker runs one job with one cursor over its own samples and then the
+// pieces in order (a chunk is filled across the boundaries; a piece's
+// sample ids are Sampler.Batch(owner, clock, size)[lo:hi], and its EvChunk
+// events name the owner) and sends one push for the clock: the gradient
+// sum over all of them, Samples = own + assigned, BatchSamples = own batch
+// + assigned, and Parts naming each owner's share; it clocks only after
+// that push. Servers merge it sample-weighted like any push. A taker
+// refuses reactive transfer orders while it holds assigned samples (its
+// tail is not its own); a giver still gives reactively from the end of
+// what it kept. Progress reports count own samples in Done, Assigned and
+// Claimed and assigned ones in Extra and ExtraDone, and every push carries
+// Busy, the job's compute time (its start, after the pull, to its last
+// chunk), so Samples/Busy is the worker's speed.
 
 // Model is the user's model: a gradient function over a set of samples.
 //
@@ -342,11 +409,11 @@ func (w *Worker) reportFail(err error) {
 	if tr == nil {
 		return
 	}
-	e := newMsg(nil, opFail)
-	e.str(err.Error())
+	e := wire.NewMsg(nil, wire.OpFail)
+	e.Str(err.Error())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	_ = tr.Send(ctx, w.cfg.Coordinator, e.b)
+	_ = tr.Send(ctx, w.cfg.Coordinator, e.B)
 }
 
 func (w *Worker) broadcastLocked() {
@@ -389,12 +456,12 @@ func (w *Worker) coordCall(ctx context.Context, req []byte) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("%w: %s: %w", ErrCoordinatorUnavailable, w.cfg.Coordinator, err)
 	}
-	return parseResponse(resp, string(w.cfg.Coordinator))
+	return wire.ParseResponse(resp, string(w.cfg.Coordinator))
 }
 
 // HandleRequest refuses requests: workers only receive one-way orders.
 func (w *Worker) HandleRequest(context.Context, transport.NodeID, []byte) ([]byte, error) {
-	return errResponse(fmt.Errorf("%w: workers serve no requests", ErrMalformed)), nil
+	return wire.ErrResponse(fmt.Errorf("%w: workers serve no requests", ErrMalformed)), nil
 }
 
 // HandleMessage receives the coordinator's orders.
@@ -413,13 +480,13 @@ func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
 			w.setFatal(w.opts.recovered(w.name, from, p))
 		}
 	}()
-	o, body, err := header(msg)
+	o, body, err := wire.Header(msg)
 	if err != nil {
 		return
 	}
-	d := decoder{b: body}
+	d := decoder{B: body}
 	switch o {
-	case opRelease:
+	case wire.OpRelease:
 		c, v, ra, err := decodeRelease(&d)
 		if err != nil {
 			// A lost release would leave the worker waiting forever.
@@ -440,9 +507,9 @@ func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
 		if err != nil {
 			w.setFatal(err)
 		}
-	case opSetParallelism:
-		p := d.int(1, maxInt32, "parallelism")
-		if d.end() != nil {
+	case wire.OpSetParallelism:
+		p := d.Int(1, maxInt32, "parallelism")
+		if d.End() != nil {
 			return
 		}
 		w.mu.Lock()
@@ -452,20 +519,20 @@ func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
 		if j != nil {
 			j.setP(p)
 		}
-		w.opts.emit(Event{Kind: EvParallelism, Node: w.name, Worker: w.cfg.ID, P: p})
-	case opSetBatch:
-		b := d.int(1, maxWireBatch, "batch")
-		if d.end() != nil {
+		w.opts.emit(event.Event{Kind: event.Parallelism, Node: w.name, Worker: w.cfg.ID, P: p})
+	case wire.OpSetBatch:
+		b := d.Int(1, maxWireBatch, "batch")
+		if d.End() != nil {
 			return
 		}
 		w.mu.Lock()
 		w.batch = b
 		w.mu.Unlock()
-		w.opts.emit(Event{Kind: EvBatch, Node: w.name, Worker: w.cfg.ID, Samples: b})
-	case opTransferOrder:
-		ord := epsp.TransferOrder{ID: d.u64(), From: w.cfg.ID, To: epsp.WorkerID(d.int(0, maxInt32, "to")),
-			Clock: d.int(0, 1<<62, "clock"), Lo: d.int(0, 1<<62, "lo"), Hi: d.int(0, 1<<62, "hi")}
-		if d.end() != nil {
+		w.opts.emit(event.Event{Kind: event.Batch, Node: w.name, Worker: w.cfg.ID, Samples: b})
+	case wire.OpTransferOrder:
+		ord := epsp.TransferOrder{ID: d.U64(), From: w.cfg.ID, To: epsp.WorkerID(d.Int(0, maxInt32, "to")),
+			Clock: d.Int(0, 1<<62, "clock"), Lo: d.Int(0, 1<<62, "lo"), Hi: d.Int(0, 1<<62, "hi")}
+		if d.End() != nil {
 			return
 		}
 		// Give (or refuse) here, in the order the coordinator sent the
@@ -473,16 +540,16 @@ func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
 		// taken tail-first; only the answer waits for the network.
 		acc, lo, hi, batch := w.giveTail(ord)
 		w.goBackground(func() { w.answerTransfer(ord, acc, lo, hi, batch) })
-	case opAbort:
-		msg := d.str()
-		if d.end() != nil {
+	case wire.OpAbort:
+		msg := d.Str()
+		if d.End() != nil {
 			return
 		}
 		w.setFatal(fmt.Errorf("%w: %s", ErrAborted, msg))
-	case opTransferTask:
-		t := transferTask{id: d.u64(), owner: epsp.WorkerID(d.int(0, maxInt32, "owner")), clock: d.int(0, 1<<62, "clock"),
-			lo: d.int(0, 1<<62, "lo"), hi: d.int(0, 1<<62, "hi"), batch: d.int(1, maxWireBatch, "batch"), version: d.u64()}
-		if d.end() != nil || t.lo >= t.hi || t.hi > t.batch {
+	case wire.OpTransferTask:
+		t := transferTask{id: d.U64(), owner: epsp.WorkerID(d.Int(0, maxInt32, "owner")), clock: d.Int(0, 1<<62, "clock"),
+			lo: d.Int(0, 1<<62, "lo"), hi: d.Int(0, 1<<62, "hi"), batch: d.Int(1, maxWireBatch, "batch"), version: d.U64()}
+		if d.End() != nil || t.lo >= t.hi || t.hi > t.batch {
 			return
 		}
 		w.goBackground(func() { w.takeOver(t) })
@@ -572,17 +639,17 @@ func (j *job) ownedEnd() int {
 
 // answerTransfer sends the giver's answer to the coordinator.
 func (w *Worker) answerTransfer(o epsp.TransferOrder, acc bool, lo, hi, batch int) {
-	e := newMsg(nil, opTransferResult)
-	e.u64(o.ID)
+	e := wire.NewMsg(nil, wire.OpTransferResult)
+	e.U64(o.ID)
 	if acc {
-		e.u8(1)
+		e.U8(1)
 	} else {
-		e.u8(0)
+		e.U8(0)
 	}
-	e.i64(int64(lo))
-	e.i64(int64(hi))
-	e.i64(int64(batch))
-	if _, err := w.coordCall(w.ctx, e.b); err != nil && w.ctx.Err() == nil {
+	e.I64(int64(lo))
+	e.I64(int64(hi))
+	e.I64(int64(batch))
+	if _, err := w.coordCall(w.ctx, e.B); err != nil && w.ctx.Err() == nil {
 		w.setFatal(fmt.Errorf("ps: %s answering transfer %d: %w", w.name, o.ID, err))
 	}
 }
@@ -623,9 +690,9 @@ func (w *Worker) takeOver(t transferTask) {
 	w.mu.Lock()
 	w.stats.Taken += j.done
 	w.mu.Unlock()
-	e := newMsg(nil, opTransferDone)
-	e.u64(t.id)
-	if _, err := w.coordCall(w.ctx, e.b); err != nil && w.ctx.Err() == nil {
+	e := wire.NewMsg(nil, wire.OpTransferDone)
+	e.U64(t.id)
+	if _, err := w.coordCall(w.ctx, e.B); err != nil && w.ctx.Err() == nil {
 		w.setFatal(fmt.Errorf("ps: %s finishing transfer %d: %w", w.name, t.id, err))
 	}
 }
@@ -642,9 +709,9 @@ func (w *Worker) pushGradTo(ctx context.Context, push epsp.Push, keys []uint64, 
 	if err := w.client.validate(ctx, keys, lens, len(grad)); err != nil {
 		return err
 	}
-	e := newMsg(nil, opAdmit)
+	e := wire.NewMsg(nil, wire.OpAdmit)
 	encodePush(&e, push)
-	resp, err := w.coordCall(ctx, e.b)
+	resp, err := w.coordCall(ctx, e.B)
 	if err != nil {
 		return err
 	}
@@ -661,13 +728,13 @@ func (w *Worker) pushGradTo(ctx context.Context, push epsp.Push, keys []uint64, 
 	case epsp.Drop:
 		return nil
 	case epsp.ApplyNow:
-		pa = pushArgs{mode: modeApply, clock: push.Clock, scale: dec.EffectiveScale() * float64(push.Samples) / float64(push.BatchSamples), weight: float64(push.Samples)}
+		pa = pushArgs{mode: wire.ModeApply, clock: push.Clock, scale: dec.EffectiveScale() * float64(push.Samples) / float64(push.BatchSamples), weight: float64(push.Samples)}
 	case epsp.Accumulate:
-		pa = pushArgs{mode: modeAccumulate, clock: dec.Clock, scale: 1, weight: float64(push.Samples)}
+		pa = pushArgs{mode: wire.ModeAccumulate, clock: dec.Clock, scale: 1, weight: float64(push.Samples)}
 	default:
 		return fmt.Errorf("%w: push action %d", ErrMalformed, dec.Action)
 	}
-	return w.client.do(ctx, opPush, keys, grad, nil, lens, pa)
+	return w.client.do(ctx, wire.OpPush, keys, grad, nil, lens, pa)
 }
 
 // Train runs tc.Clocks clocks of data-parallel training of model on the
@@ -723,12 +790,12 @@ func (w *Worker) run(ctx context.Context, tc TrainConfig, total int) (TrainStats
 		if c >= tc.Clocks {
 			break
 		}
-		w.opts.emit(Event{Kind: EvClockStart, Node: w.name, Worker: w.cfg.ID, Clock: c})
+		w.opts.emit(event.Event{Kind: event.ClockStart, Node: w.name, Worker: w.cfg.ID, Clock: c})
 		params := make([]float32, total)
 		if err := w.client.Pull(ctx, tc.Keys, params, tc.Lens); err != nil {
 			return w.statsWith(loss), err
 		}
-		w.opts.emit(Event{Kind: EvPulled, Node: w.name, Worker: w.cfg.ID, Clock: c})
+		w.opts.emit(event.Event{Kind: event.Pulled, Node: w.name, Worker: w.cfg.ID, Clock: c})
 		w.mu.Lock()
 		w.params, w.pversion = params, version
 		par := w.par
@@ -745,7 +812,7 @@ func (w *Worker) run(ctx context.Context, tc TrainConfig, total int) (TrainStats
 		// One push for the clock: the own samples and the assigned ones
 		// (Parts say whose), weighted by the samples it covers.
 		n, x := j.done, j.xdone
-		w.opts.emit(Event{Kind: EvComputed, Node: w.name, Worker: w.cfg.ID, Clock: c, Samples: n + x})
+		w.opts.emit(event.Event{Kind: event.Computed, Node: w.name, Worker: w.cfg.ID, Clock: c, Samples: n + x})
 		if n > 0 {
 			loss = append(loss, j.loss/float64(n))
 		} else {
@@ -757,7 +824,7 @@ func (w *Worker) run(ctx context.Context, tc TrainConfig, total int) (TrainStats
 			if err := w.pushGrad(ctx, push, j.grad); err != nil {
 				return w.statsWith(loss), err
 			}
-			w.opts.emit(Event{Kind: EvPushed, Node: w.name, Worker: w.cfg.ID, Clock: c, Samples: n + x})
+			w.opts.emit(event.Event{Kind: event.Pushed, Node: w.name, Worker: w.cfg.ID, Clock: c, Samples: n + x})
 		}
 		w.mu.Lock()
 		w.stats.Samples += n
@@ -783,11 +850,11 @@ func (w *Worker) statsWith(loss []float64) TrainStats {
 }
 
 func (w *Worker) sendProgress(r epsp.ProgressReport) {
-	e := newMsg(nil, opProgress)
+	e := wire.NewMsg(nil, wire.OpProgress)
 	encodeProgress(&e, r)
 	ctx, cancel := context.WithTimeout(w.ctx, time.Second)
 	defer cancel()
-	_ = w.tr.Send(ctx, w.cfg.Coordinator, e.b) // best effort: a lost report only delays control
+	_ = w.tr.Send(ctx, w.cfg.Coordinator, e.B) // best effort: a lost report only delays control
 }
 
 // CurrentClock returns the clock the worker may compute now and the model
@@ -823,7 +890,7 @@ func (w *Worker) PushGradient(ctx context.Context, keys []uint64, grad []float32
 // ranges until Close. Train ends with it, after its last clock is
 // released; a manual loop calls it after its last Clock.
 func (w *Worker) Leave(ctx context.Context) error {
-	_, err := w.coordCall(ctx, newMsg(nil, opLeave).b)
+	_, err := w.coordCall(ctx, wire.NewMsg(nil, wire.OpLeave).B)
 	if err == nil {
 		w.left.Store(true)
 	}
@@ -837,9 +904,9 @@ func (w *Worker) Leave(ctx context.Context) error {
 // clocks: the clock in progress is not waited for by any barrier, and its
 // samples not yet pushed are not computed by anyone.
 func (w *Worker) Quit(ctx context.Context) error {
-	e := newMsg(nil, opLeave)
-	e.u8(1)
-	_, err := w.coordCall(ctx, e.b)
+	e := wire.NewMsg(nil, wire.OpLeave)
+	e.U8(1)
+	_, err := w.coordCall(ctx, e.B)
 	if err == nil {
 		w.left.Store(true)
 	}
@@ -851,9 +918,9 @@ func (w *Worker) Quit(ctx context.Context) error {
 // it returns the new clock.
 func (w *Worker) Clock(ctx context.Context) (int, error) {
 	c, _ := w.CurrentClock()
-	e := newMsg(nil, opClock)
-	e.i64(int64(c))
-	if _, err := w.coordCall(ctx, e.b); err != nil {
+	e := wire.NewMsg(nil, wire.OpClock)
+	e.I64(int64(c))
+	if _, err := w.coordCall(ctx, e.B); err != nil {
 		return c, err
 	}
 	if err := w.waitFor(ctx, func() bool { return w.released > c }); err != nil {

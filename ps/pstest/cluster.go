@@ -9,11 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps"
+	"github.com/falconml/falcon/ps/event"
+	"github.com/falconml/falcon/ps/layout"
+	"github.com/falconml/falcon/ps/store"
 	"github.com/falconml/falcon/transport"
+	"go.uber.org/goleak"
 )
 
 // Option configures NewCluster.
@@ -23,10 +25,10 @@ type config struct {
 	servers, workers int
 	policy           epsp.Policy
 	epsp             epsp.Config
-	store            ps.StoreConfig
+	store            store.Config
 	width            int
-	part             ps.Partitioner
-	obs              ps.Observer
+	part             layout.Partitioner
+	obs              event.Observer
 	netOpts          []transport.InmemOption
 	chunk            int
 	progress         int
@@ -96,16 +98,16 @@ func Parallelism(p int) Option { return func(c *config) { c.epsp.Parallelism = p
 func TickPeriod(d time.Duration) Option { return func(c *config) { c.epsp.TickPeriod = d } }
 
 // Optimizer sets the servers' optimizer (default SGD with rate 0.01).
-func Optimizer(o ps.Optimizer) Option { return func(c *config) { c.store.Optimizer = o } }
+func Optimizer(o store.Optimizer) Option { return func(c *config) { c.store.Optimizer = o } }
 
 // Width sets the clients' fixed value width (default 1).
 func Width(w int) Option { return func(c *config) { c.width = w } }
 
 // Partitioner sets the clients' partitioner.
-func Partitioner(p ps.Partitioner) Option { return func(c *config) { c.part = p } }
+func Partitioner(p layout.Partitioner) Option { return func(c *config) { c.part = p } }
 
 // Observer sets the observer of every role.
-func Observer(o ps.Observer) Option { return func(c *config) { c.obs = o } }
+func Observer(o event.Observer) Option { return func(c *config) { c.obs = o } }
 
 // Network passes options to the in-process network (delays, drops, lz4).
 func Network(opts ...transport.InmemOption) Option {
@@ -184,7 +186,7 @@ const CoordinatorID = ps.CoordinatorNode
 // role does not start.
 func NewCluster(t testing.TB, opts ...Option) *Cluster {
 	t.Helper()
-	cfg := config{servers: 2, workers: 2, epsp: epsp.Config{Batch: 8, Parallelism: 1}, store: ps.DefaultStoreConfig(), width: 1, startTimeout: 5 * time.Second}
+	cfg := config{servers: 2, workers: 2, epsp: epsp.Config{Batch: 8, Parallelism: 1}, store: store.DefaultConfig(), width: 1, startTimeout: 5 * time.Second}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -267,21 +269,21 @@ func (c *Cluster) TrainWith(ctx context.Context, modelFor func(worker int) ps.Mo
 // Recorder is an Observer that keeps every event in arrival order.
 type Recorder struct {
 	mu     sync.Mutex
-	events []ps.Event
+	events []event.Event
 }
 
 // Observe records e.
-func (r *Recorder) Observe(e ps.Event) {
+func (r *Recorder) Observe(e event.Event) {
 	r.mu.Lock()
 	r.events = append(r.events, e)
 	r.mu.Unlock()
 }
 
 // Events returns a copy of the events recorded so far.
-func (r *Recorder) Events() []ps.Event {
+func (r *Recorder) Events() []event.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]ps.Event(nil), r.events...)
+	return append([]event.Event(nil), r.events...)
 }
 
 // Len returns the number of events recorded so far.

@@ -14,7 +14,7 @@
 //
 //	c := pstest.NewCluster(t, pstest.Workers(3), pstest.Policy(epsp.NewSSP(1)))
 //	stats, err := c.Train(ctx, model, ps.ShardSampler{N: 600, Workers: 3},
-//		ps.TrainConfig{Keys: keys, Init: ps.Zeros{}, Clocks: 10})
+//		ps.TrainConfig{Keys: keys, Init: store.Zeros{}, Clocks: 10})
 //
 // Recorder collects the cluster's events for order checks (barriers,
 // exactly-once sample accounting). Workers(0) starts servers only, for

@@ -9,6 +9,7 @@ import (
 
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps"
+	"github.com/falconml/falcon/ps/event"
 )
 
 // LedgerStride bounds LedgerSampler's batch sizes: sample i of owner's batch
@@ -141,7 +142,7 @@ func SeededDelay(seed uint64, max time.Duration) func(epsp.WorkerID, int) time.D
 // Parts counts each part for its owner; one without counts Samples for its
 // Owner. An owner that pushed none of its own batch (it gave it all away
 // at release) has the batch its parts add up to.
-func CheckExactlyOnce(t testing.TB, events []ps.Event, complete []int) {
+func CheckExactlyOnce(t testing.TB, events []event.Event, complete []int) {
 	t.Helper()
 	type oc struct{ owner, clock int }
 	seen := map[oc]map[int]int{}
@@ -149,7 +150,7 @@ func CheckExactlyOnce(t testing.TB, events []ps.Event, complete []int) {
 	pushed := map[oc]int{}
 	for _, e := range events {
 		switch e.Kind {
-		case ps.EvChunk:
+		case event.Chunk:
 			k := oc{int(e.Owner), e.Clock}
 			if seen[k] == nil {
 				seen[k] = map[int]int{}
@@ -157,7 +158,7 @@ func CheckExactlyOnce(t testing.TB, events []ps.Event, complete []int) {
 			for s := e.Lo; s < e.Hi; s++ {
 				seen[k][s]++
 			}
-		case ps.EvPushAdmitted:
+		case event.PushAdmitted:
 			p := e.Push
 			k := oc{int(p.Owner), p.Clock}
 			b := p.BatchSamples

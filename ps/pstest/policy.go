@@ -7,6 +7,7 @@ import (
 
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps"
+	"github.com/falconml/falcon/ps/store"
 )
 
 // PolicyRun configures RunPolicy. Zero fields take the defaults noted.
@@ -55,13 +56,13 @@ func RunPolicy(t *testing.T, newPolicy func() epsp.Policy, run PolicyRun, opts .
 	}
 	rec := &Recorder{}
 	base := []Option{Servers(2), Workers(run.Workers), Batch(run.Batch), Chunk(2), ProgressEvery(1),
-		TickPeriod(2 * time.Millisecond), Optimizer(ps.SGD{LR: 0.01}), Observer(rec), Policy(newPolicy())}
+		TickPeriod(2 * time.Millisecond), Optimizer(store.SGD{LR: 0.01}), Observer(rec), Policy(newPolicy())}
 	c := NewCluster(t, append(base, opts...)...)
 	c.Net.SetDelay(20*time.Microsecond, 100*time.Microsecond)
 
 	ctx, cancel := context.WithTimeout(context.Background(), run.Timeout)
 	defer cancel()
-	tc := ps.TrainConfig{Keys: []uint64{0}, Lens: []int{run.Workers * run.Clocks}, Init: ps.Zeros{}, Clocks: run.Clocks}
+	tc := ps.TrainConfig{Keys: []uint64{0}, Lens: []int{run.Workers * run.Clocks}, Init: store.Zeros{}, Clocks: run.Clocks}
 	type result struct {
 		i   int
 		err error

@@ -5,11 +5,12 @@ import (
 	"math"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps"
+	"github.com/falconml/falcon/ps/event"
 	"github.com/falconml/falcon/ps/pstest"
+	"github.com/falconml/falcon/ps/store"
+	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -25,22 +26,22 @@ func (f *fakeTB) Errorf(format string, args ...any) {
 	f.errs = append(f.errs, fmt.Sprintf(format, args...))
 }
 
-func chunk(owner, clock, lo, hi int) ps.Event {
-	return ps.Event{Kind: ps.EvChunk, Owner: epsp.WorkerID(owner), Clock: clock, Lo: lo, Hi: hi}
+func chunk(owner, clock, lo, hi int) event.Event {
+	return event.Event{Kind: event.Chunk, Owner: epsp.WorkerID(owner), Clock: clock, Lo: lo, Hi: hi}
 }
 
-func push(owner, clock, batch int) ps.Event {
+func push(owner, clock, batch int) event.Event {
 	return pushPart(owner, owner, clock, batch, batch)
 }
 
 // pushPart is a push by worker of samples of owner's batch.
-func pushPart(worker, owner, clock, samples, batch int) ps.Event {
-	return ps.Event{Kind: ps.EvPushAdmitted, Push: epsp.Push{Worker: epsp.WorkerID(worker), Owner: epsp.WorkerID(owner), Clock: clock, Samples: samples, BatchSamples: batch}}
+func pushPart(worker, owner, clock, samples, batch int) event.Event {
+	return event.Event{Kind: event.PushAdmitted, Push: epsp.Push{Worker: epsp.WorkerID(worker), Owner: epsp.WorkerID(owner), Clock: clock, Samples: samples, BatchSamples: batch}}
 }
 
 // pushParts is worker's own push with parts (owner, samples) pairs; own is
 // its own batch.
-func pushParts(worker, clock, own int, parts ...int) ps.Event {
+func pushParts(worker, clock, own int, parts ...int) event.Event {
 	e := pushPart(worker, worker, clock, 0, own)
 	for i := 0; i+1 < len(parts); i += 2 {
 		e.Push.Parts = append(e.Push.Parts, epsp.PushPart{Owner: epsp.WorkerID(parts[i]), Clock: clock, Samples: parts[i+1]})
@@ -55,24 +56,24 @@ func pushParts(worker, clock, own int, parts ...int) ps.Event {
 func TestCheckExactlyOnce(t *testing.T) {
 	tests := []struct {
 		name     string
-		events   []ps.Event
+		events   []event.Event
 		complete []int
 		wantErrs int
 	}{
-		{"tiled", []ps.Event{chunk(0, 0, 0, 2), chunk(0, 0, 2, 4), push(0, 0, 4)}, []int{1}, 0},
-		{"transferred part", []ps.Event{chunk(0, 0, 0, 1), chunk(0, 0, 1, 4), pushPart(0, 0, 0, 1, 4), pushPart(1, 0, 0, 3, 4)}, []int{1}, 0},
-		{"part pushed twice", []ps.Event{chunk(0, 0, 0, 1), chunk(0, 0, 1, 4), push(0, 0, 4), pushPart(1, 0, 0, 3, 4)}, []int{1}, 1},
-		{"batches disagree", []ps.Event{chunk(0, 0, 0, 1), chunk(0, 0, 1, 4), pushPart(0, 0, 0, 1, 4), pushPart(1, 0, 0, 3, 5)}, []int{1, 0}, 1},
+		{"tiled", []event.Event{chunk(0, 0, 0, 2), chunk(0, 0, 2, 4), push(0, 0, 4)}, []int{1}, 0},
+		{"transferred part", []event.Event{chunk(0, 0, 0, 1), chunk(0, 0, 1, 4), pushPart(0, 0, 0, 1, 4), pushPart(1, 0, 0, 3, 4)}, []int{1}, 0},
+		{"part pushed twice", []event.Event{chunk(0, 0, 0, 1), chunk(0, 0, 1, 4), push(0, 0, 4), pushPart(1, 0, 0, 3, 4)}, []int{1}, 1},
+		{"batches disagree", []event.Event{chunk(0, 0, 0, 1), chunk(0, 0, 1, 4), pushPart(0, 0, 0, 1, 4), pushPart(1, 0, 0, 3, 5)}, []int{1, 0}, 1},
 		// worker 1 keeps [0,2) of 4, worker 0 computes its 3 and [2,4) of 1's
-		{"assigned", []ps.Event{chunk(0, 0, 0, 3), chunk(1, 0, 2, 4), chunk(1, 0, 0, 2), pushParts(0, 0, 3, 0, 3, 1, 2), pushPart(1, 1, 0, 2, 4)}, []int{1, 1}, 0},
-		{"assigned, giver kept nothing", []ps.Event{chunk(0, 0, 0, 3), chunk(1, 0, 0, 4), pushParts(0, 0, 3, 0, 3, 1, 4)}, []int{1, 1}, 0},
-		{"assigned part not pushed", []ps.Event{chunk(0, 0, 0, 3), chunk(1, 0, 2, 4), chunk(1, 0, 0, 2), push(0, 0, 3), pushPart(1, 1, 0, 2, 4)}, []int{1, 1}, 1},
-		{"assigned part not computed", []ps.Event{chunk(0, 0, 0, 3), chunk(1, 0, 0, 2), pushParts(0, 0, 3, 0, 3, 1, 2), pushPart(1, 1, 0, 2, 4)}, []int{1, 1}, 1},
-		{"duplicate", []ps.Event{chunk(0, 0, 0, 3), chunk(0, 0, 2, 4), push(0, 0, 4)}, []int{1}, 1},
-		{"missing", []ps.Event{chunk(0, 0, 0, 3), push(0, 0, 4)}, []int{1}, 1},
-		{"no push", []ps.Event{chunk(0, 0, 0, 4)}, []int{1}, 1},
-		{"outside batch", []ps.Event{chunk(0, 0, 0, 4), chunk(0, 0, 4, 5), push(0, 0, 4)}, []int{1}, 2},
-		{"incomplete clock may be partial", []ps.Event{chunk(0, 1, 0, 1)}, []int{0}, 0},
+		{"assigned", []event.Event{chunk(0, 0, 0, 3), chunk(1, 0, 2, 4), chunk(1, 0, 0, 2), pushParts(0, 0, 3, 0, 3, 1, 2), pushPart(1, 1, 0, 2, 4)}, []int{1, 1}, 0},
+		{"assigned, giver kept nothing", []event.Event{chunk(0, 0, 0, 3), chunk(1, 0, 0, 4), pushParts(0, 0, 3, 0, 3, 1, 4)}, []int{1, 1}, 0},
+		{"assigned part not pushed", []event.Event{chunk(0, 0, 0, 3), chunk(1, 0, 2, 4), chunk(1, 0, 0, 2), push(0, 0, 3), pushPart(1, 1, 0, 2, 4)}, []int{1, 1}, 1},
+		{"assigned part not computed", []event.Event{chunk(0, 0, 0, 3), chunk(1, 0, 0, 2), pushParts(0, 0, 3, 0, 3, 1, 2), pushPart(1, 1, 0, 2, 4)}, []int{1, 1}, 1},
+		{"duplicate", []event.Event{chunk(0, 0, 0, 3), chunk(0, 0, 2, 4), push(0, 0, 4)}, []int{1}, 1},
+		{"missing", []event.Event{chunk(0, 0, 0, 3), push(0, 0, 4)}, []int{1}, 1},
+		{"no push", []event.Event{chunk(0, 0, 0, 4)}, []int{1}, 1},
+		{"outside batch", []event.Event{chunk(0, 0, 0, 4), chunk(0, 0, 4, 5), push(0, 0, 4)}, []int{1}, 2},
+		{"incomplete clock may be partial", []event.Event{chunk(0, 1, 0, 1)}, []int{0}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -131,11 +132,11 @@ func (m line) Gradient(p []float32, samples []int, grad []float32) float64 {
 // secret: training works and Close leaves no goroutine (the cleanup's
 // goleak check).
 func TestNewCluster_TCP(t *testing.T) {
-	c := pstest.NewCluster(t, pstest.TCP("a secret, 16 bytes+"), pstest.Workers(2), pstest.Optimizer(ps.SGD{LR: 0.5}))
+	c := pstest.NewCluster(t, pstest.TCP("a secret, 16 bytes+"), pstest.Workers(2), pstest.Optimizer(store.SGD{LR: 0.5}))
 	if c.Net != nil {
 		t.Fatal("TCP cluster has an in-process network")
 	}
-	tc := ps.TrainConfig{Keys: []uint64{0, 1}, Lens: []int{1, 1}, Init: ps.Zeros{}, Clocks: 150}
+	tc := ps.TrainConfig{Keys: []uint64{0, 1}, Lens: []int{1, 1}, Init: store.Zeros{}, Clocks: 150}
 	if _, err := c.Train(t.Context(), line{n: 32}, ps.ShardSampler{N: 32, Workers: 2}, tc); err != nil {
 		t.Fatal(err)
 	}

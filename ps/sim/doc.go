@@ -1,6 +1,6 @@
 // Package sim is Falcon's virtual-time training simulator: a deterministic
 // discrete-event simulation of a parameter-server cluster that runs the
-// same epsp.Coordinator and policy values, and the same ps.Store apply
+// same epsp.Coordinator and policy values, and the same store.Store apply
 // step, as the live runtime, on a model that really trains, with compute
 // time taken from a straggler.Model instead of the wall clock.
 //

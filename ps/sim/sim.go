@@ -10,7 +10,7 @@ import (
 
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/model"
-	"github.com/falconml/falcon/ps"
+	"github.com/falconml/falcon/ps/store"
 	"github.com/falconml/falcon/straggler"
 )
 
@@ -54,7 +54,7 @@ type Config struct {
 	// nil.
 	LR float32
 	// Optimizer, when not nil, replaces SGD{LR}.
-	Optimizer ps.Optimizer
+	Optimizer store.Optimizer
 	// TickPeriod is the period of EventTick; zero means 100 ms.
 	TickPeriod time.Duration
 	// Chunk is how many samples each of a worker's compute goroutines
@@ -270,7 +270,7 @@ type Sim struct {
 	job   Job
 	q     Queue
 	coord *epsp.Coordinator
-	store *ps.Store
+	store *store.Store
 	keys  []uint64
 	lens  []int
 	w     []*worker
@@ -315,9 +315,9 @@ func New(cfg Config, job Job) (*Sim, error) {
 	}
 	opt := cfg.Optimizer
 	if opt == nil {
-		opt = ps.SGD{LR: cfg.LR}
+		opt = store.SGD{LR: cfg.LR}
 	}
-	store, err := ps.NewStore(ps.StoreConfig{Optimizer: opt})
+	store, err := store.New(store.Config{Optimizer: opt})
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,8 @@ import (
 
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps"
+	"github.com/falconml/falcon/ps/event"
+	"github.com/falconml/falcon/ps/store"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -78,13 +80,13 @@ func run(o opts) error {
 	interval := o.lease / 4
 	switch o.role {
 	case "server":
-		cfg := ps.ServerConfig{Store: ps.StoreConfig{Optimizer: ps.Adam{LR: 0.05}}}
+		cfg := ps.ServerConfig{Store: store.Config{Optimizer: store.Adam{LR: 0.05}}}
 		if o.dir != "" {
 			cfg.Durable = ps.DurableConfig{Dir: o.dir, Log: true, CheckpointEvery: 2}
 		}
 		var applied atomic.Int64 // samples applied or buffered, for the test's count
-		s, err := ps.NewServer(o.id, cfg, ps.WithObserver(ps.ObserverFunc(func(e ps.Event) {
-			if e.Kind == ps.EvApplied {
+		s, err := ps.NewServer(o.id, cfg, ps.WithObserver(event.Func(func(e event.Event) {
+			if e.Kind == event.Applied {
 				applied.Add(int64(e.Samples))
 			}
 		})))
@@ -145,8 +147,8 @@ func run(o opts) error {
 		if _, err := fmt.Sscanf(o.id, "worker-%d", &idx); err != nil {
 			return err
 		}
-		obs := ps.ObserverFunc(func(e ps.Event) {
-			if e.Kind == ps.EvClockStart {
+		obs := event.Func(func(e event.Event) {
+			if e.Kind == event.ClockStart {
 				fmt.Printf("clock %d\n", e.Clock)
 			}
 		})
@@ -169,7 +171,7 @@ func run(o opts) error {
 		defer w.Close()
 		keys, lens := []uint64{0, 1}, []int{3, 3} // one key on each of two servers (Modulo)
 		if _, err := w.Train(ctx, regression{o.delay}, ps.ShardSampler{N: 64, Workers: o.workers},
-			ps.TrainConfig{Keys: keys, Lens: lens, Init: ps.Zeros{}, Clocks: o.clocks}); err != nil {
+			ps.TrainConfig{Keys: keys, Lens: lens, Init: store.Zeros{}, Clocks: o.clocks}); err != nil {
 			return err
 		}
 		out := make([]float32, 6)

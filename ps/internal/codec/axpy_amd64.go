@@ -1,11 +1,11 @@
 //go:build amd64 && !purego
 
-package ps
+package codec
 
-// axpyNeg computes w[i] −= a·g[i] (len(g) ≥ len(w)) four lanes at a time
+// AxpyNeg computes w[i] −= a·g[i] (len(g) ≥ len(w)) four lanes at a time
 // with SSE (part of every amd64 CPU): per lane the same single-precision
 // multiply and subtract, rounded the same way, as axpyNegGo.
-func axpyNeg(w, g []float32, a float32) {
+func AxpyNeg(w, g []float32, a float32) {
 	if len(w) == 0 {
 		return
 	}

@@ -1,14 +1,16 @@
-package ps
+package store
 
 import (
 	"errors"
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/falconml/falcon/ps/internal/codec"
 )
 
-// StoreConfig configures a Store.
-type StoreConfig struct {
+// Config configures a Store.
+type Config struct {
 	// Optimizer applies updates; nil means SGD{LR: 0.01}.
 	Optimizer Optimizer
 	// AcceptNonFinite turns off the refusal of NaN and ±Inf gradients,
@@ -30,17 +32,17 @@ type StoreConfig struct {
 	AccumulateWindow int
 }
 
-// DefaultAccumulateWindow is the default StoreConfig.AccumulateWindow.
+// DefaultAccumulateWindow is the default Config.AccumulateWindow.
 const DefaultAccumulateWindow = 4
 
-// DefaultStoreConfig returns the default store configuration: SGD with
+// DefaultConfig returns the default store configuration: SGD with
 // learning rate 0.01, non-finite values refused, DefaultAccumulateWindow.
-func DefaultStoreConfig() StoreConfig {
-	return StoreConfig{Optimizer: SGD{LR: 0.01}, AccumulateWindow: DefaultAccumulateWindow}
+func DefaultConfig() Config {
+	return Config{Optimizer: SGD{LR: 0.01}, AccumulateWindow: DefaultAccumulateWindow}
 }
 
 // Validate checks the configuration.
-func (c *StoreConfig) Validate() error {
+func (c *Config) Validate() error {
 	if c.Optimizer != nil && c.Optimizer.Slots() < 0 {
 		return errors.New("ps: optimizer with negative Slots")
 	}
@@ -69,7 +71,7 @@ func (c *StoreConfig) Validate() error {
 // over the pushes i of clock c that carry k, w_i being the push weight
 // (its sample count), and Flush applies g_k with one optimizer step.
 //
-// Buffers exist only for open clocks (StoreConfig.AccumulateWindow) and are
+// Buffers exist only for open clocks (Config.AccumulateWindow) and are
 // sparse: a clock's buffer holds the keys pushed into it and nothing else,
 // and is dropped at its flush. For a clock whose pushes touched K keys of V
 // values in all, it takes at most
@@ -102,7 +104,7 @@ type Store struct {
 	next    []mags      // scratch: the bounds of the request's keys after it
 	rows    []int32     // scratch: the buffer rows of the request's keys
 
-	finite bool // refuse non-finite values (not StoreConfig.AcceptNonFinite)
+	finite bool // refuse non-finite values (not Config.AcceptNonFinite)
 
 	snap *storeSnap // a snapshot being taken (checkpoint.go): writes call cow first
 }
@@ -133,13 +135,13 @@ type accRow struct {
 // bytes is the buffer's memory, as the Store doc's formula counts it.
 func (b *accBuf) bytes() int { return 256 + 4*cap(b.sum) + 32*cap(b.rows) + 64*len(b.at) }
 
-// NewStore returns an empty store.
-func NewStore(cfg StoreConfig) (*Store, error) {
+// New returns an empty store.
+func New(cfg Config) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if cfg.Optimizer == nil {
-		cfg.Optimizer = DefaultStoreConfig().Optimizer
+		cfg.Optimizer = DefaultConfig().Optimizer
 	}
 	if cfg.AccumulateWindow == 0 {
 		cfg.AccumulateWindow = DefaultAccumulateWindow
@@ -212,7 +214,7 @@ func (s *Store) Steps(key uint64) int64 {
 // checkInit validates an initialisation: keys sorted and unique, lens given
 // and positive, a key already held must keep its length.
 func (s *Store) checkInit(keys []uint64, lens []int, nvals int) error {
-	if err := checkSorted(keys); err != nil {
+	if err := CheckSorted(keys); err != nil {
 		return err
 	}
 	if len(lens) != len(keys) {
@@ -293,15 +295,15 @@ func (s *Store) add(k uint64, n int) []float32 {
 // nvals = Σ lens) and leaves the entry indices in s.idx. lens nil means the
 // held lengths.
 func (s *Store) resolve(keys []uint64, lens []int, nvals int) error {
-	idx, err := s.resolveInto(s.idx[:0], keys, lens, nvals)
+	idx, err := s.ResolveInto(s.idx[:0], keys, lens, nvals)
 	s.idx = idx
 	return err
 }
 
-// resolveInto is resolve appending the entry indices to idx; it does not
+// ResolveInto is resolve appending the entry indices to idx; it does not
 // modify the store.
-func (s *Store) resolveInto(idx []int32, keys []uint64, lens []int, nvals int) ([]int32, error) {
-	if err := checkSorted(keys); err != nil {
+func (s *Store) ResolveInto(idx []int32, keys []uint64, lens []int, nvals int) ([]int32, error) {
+	if err := CheckSorted(keys); err != nil {
 		return idx, err
 	}
 	if lens != nil && len(lens) != len(keys) {
@@ -469,17 +471,17 @@ const chunk = 4096
 // decoded returns the wire bytes gb as float32s: a view when the platform
 // allows one, else a copy.
 func decoded(gb []byte) []float32 {
-	if v, ok := asF32s(gb); ok {
+	if v, ok := codec.View(gb); ok {
 		return v
 	}
 	v := make([]float32, len(gb)/4)
-	getF32s(v, gb)
+	codec.Get(v, gb)
 	return v
 }
 
-// applyBytes is Apply with the gradients as little-endian wire bytes
+// ApplyBytes is Apply with the gradients as little-endian wire bytes
 // (len(gb) = 4·Σ lens), decoded in chunks (SGD fused with the decode).
-func (s *Store) applyBytes(keys []uint64, lens []int, gb []byte, scale float32) error {
+func (s *Store) ApplyBytes(keys []uint64, lens []int, gb []byte, scale float32) error {
 	if err := s.resolve(keys, lens, len(gb)/4); err != nil {
 		return err
 	}
@@ -501,7 +503,7 @@ func (s *Store) applyBytes(keys []uint64, lens []int, gb []byte, scale float32) 
 		}
 	}
 	sgd, isSGD := s.opt.(SGD)
-	view, inPlace := asF32s(gb)
+	view, inPlace := codec.View(gb)
 	if cap(s.tmp) < chunk {
 		s.tmp = make([]float32, chunk)
 	}
@@ -514,14 +516,14 @@ func (s *Store) applyBytes(keys []uint64, lens []int, gb []byte, scale float32) 
 		e.step++
 		switch {
 		case isSGD:
-			subF32s(s.vals[e.off:e.off+e.n], gb[4*off:], sgd.LR*scale)
+			codec.SubScaled(s.vals[e.off:e.off+e.n], gb[4*off:], sgd.LR*scale)
 		case inPlace:
 			s.update(e, 0, e.n, view[off:off+e.n], scale)
 		default:
 			for a := 0; a < e.n; a += chunk {
 				b := min(a+chunk, e.n)
 				g := s.tmp[:b-a]
-				getF32s(g, gb[4*(off+a):])
+				codec.Get(g, gb[4*(off+a):])
 				s.update(e, a, b, g, scale)
 			}
 		}
@@ -537,13 +539,13 @@ func (s *Store) applyBytes(keys []uint64, lens []int, gb []byte, scale float32) 
 // to the key's buffered weight; nothing is applied until Flush(clock).
 // weight must be a float32 in [2^-126, MaxFloat32] (normally the push's
 // sample count): its reciprocal, by which Flush scales, is then finite.
-// clock must be open (StoreConfig.AccumulateWindow), else ErrClockNotOpen.
+// clock must be open (Config.AccumulateWindow), else ErrClockNotOpen.
 func (s *Store) Accumulate(clock int, keys []uint64, lens []int, grads []float32, weight float64) error {
 	return s.accumulate(clock, keys, lens, grads, nil, weight)
 }
 
-// accumulateBytes is Accumulate with the gradients as wire bytes.
-func (s *Store) accumulateBytes(clock int, keys []uint64, lens []int, gb []byte, weight float64) error {
+// AccumulateBytes is Accumulate with the gradients as wire bytes.
+func (s *Store) AccumulateBytes(clock int, keys []uint64, lens []int, gb []byte, weight float64) error {
 	return s.accumulate(clock, keys, lens, nil, gb, weight)
 }
 
@@ -642,7 +644,7 @@ func (s *Store) accumulate(clock int, keys []uint64, lens []int, gf []float32, g
 	if inPlace {
 		view = gf
 	} else {
-		view, inPlace = asF32s(gb)
+		view, inPlace = codec.View(gb)
 	}
 	off := 0
 	for k, j := range s.idx {
@@ -660,13 +662,13 @@ func (s *Store) accumulate(clock int, keys []uint64, lens []int, gf []float32, g
 		if inPlace {
 			// sum += w·g as sum −= (−w)·g: bit for bit the same, since
 			// IEEE rounding is symmetric in sign.
-			axpyNeg(sum, view[off:off+n], -w)
+			codec.AxpyNeg(sum, view[off:off+n], -w)
 		} else {
 			for a := 0; a < n; a += chunk {
 				end := min(a+chunk, n)
 				gc := s.tmp[:end-a]
-				getF32s(gc, gb[4*(off+a):])
-				axpyNeg(sum[a:end], gc, -w)
+				codec.Get(gc, gb[4*(off+a):])
+				codec.AxpyNeg(sum[a:end], gc, -w)
 			}
 		}
 		off += n
@@ -709,7 +711,7 @@ func (s *Store) accumulateExact(clock int, g []float32, w float32, weight float6
 				copy(sum, b.sum[b.rows[r].off:])
 			}
 		}
-		axpyNeg(sum, g[off:off+e.n], -w)
+		codec.AxpyNeg(sum, g[off:off+e.n], -w)
 		h := maxHi(sum)
 		if h >= hiNonFinite {
 			s.next = next
@@ -748,9 +750,9 @@ func (s *Store) Pending() []int {
 // Flushed returns the highest clock flushed, −1 before the first flush.
 func (s *Store) Flushed() int { return s.flushed }
 
-// bufferedBytes is the memory of the gradient buffers of open clocks and
+// BufferedBytes is the memory of the gradient buffers of open clocks and
 // of the spare, as the Store doc's formula counts it.
-func (s *Store) bufferedBytes() (open, spare int) {
+func (s *Store) BufferedBytes() (open, spare int) {
 	for _, b := range s.bufs {
 		open += b.bytes()
 	}
@@ -878,7 +880,7 @@ func (s *Store) flushExact(b *accBuf, scale float32) error {
 // (len(out) must be Σ lens). Pull does not modify the store, so concurrent
 // Pulls are safe with each other (not with updates).
 func (s *Store) Pull(keys []uint64, lens []int, out []float32) error {
-	idx, err := s.resolveInto(nil, keys, lens, len(out))
+	idx, err := s.ResolveInto(nil, keys, lens, len(out))
 	if err != nil {
 		return err
 	}
@@ -891,30 +893,30 @@ func (s *Store) Pull(keys []uint64, lens []int, out []float32) error {
 	return nil
 }
 
-// pullBytes is Pull encoding straight into wire bytes (len(dst) = 4·Σ lens).
+// PullBytes is Pull encoding straight into wire bytes (len(dst) = 4·Σ lens).
 // idx is scratch space; it returns it (grown) for reuse.
-func (s *Store) pullBytes(idx []int32, keys []uint64, lens []int, dst []byte) ([]int32, error) {
-	idx, err := s.resolveInto(idx[:0], keys, lens, len(dst)/4)
+func (s *Store) PullBytes(idx []int32, keys []uint64, lens []int, dst []byte) ([]int32, error) {
+	idx, err := s.ResolveInto(idx[:0], keys, lens, len(dst)/4)
 	if err != nil {
 		return idx, err
 	}
-	s.putEntries(dst, idx)
+	s.PutEntries(dst, idx)
 	return idx, nil
 }
 
-// putEntries writes the values of the entries idx (from resolveInto) into
+// PutEntries writes the values of the entries idx (from ResolveInto) into
 // dst, back to back, as little-endian bytes.
-func (s *Store) putEntries(dst []byte, idx []int32) {
+func (s *Store) PutEntries(dst []byte, idx []int32) {
 	off := 0
 	for _, j := range idx {
 		e := s.ents[j]
-		putF32s(dst[4*off:], s.vals[e.off:e.off+e.n])
+		codec.Put(dst[4*off:], s.vals[e.off:e.off+e.n])
 		off += e.n
 	}
 }
 
 // checkSorted reports ErrUnsortedKeys unless keys are strictly increasing.
-func checkSorted(keys []uint64) error {
+func CheckSorted(keys []uint64) error {
 	for i := 1; i < len(keys); i++ {
 		if keys[i] <= keys[i-1] {
 			return fmt.Errorf("%w: key %d at index %d follows %d", ErrUnsortedKeys, keys[i], i, keys[i-1])

@@ -1,14 +1,16 @@
-package ps
+package store
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"math"
 	"os"
 	"slices"
+
+	"github.com/falconml/falcon/internal/atomicfile"
+	"github.com/falconml/falcon/ps/internal/codec"
 )
 
 // Checkpoint is one server's durable state: a header naming whose state it
@@ -87,23 +89,14 @@ type ClientWindow struct {
 	Window uint64
 }
 
-// ErrCorruptCheckpoint: a checkpoint could not be decoded (truncated, a
-// checksum mismatch, inconsistent sizes) or does not fit the server.
-var ErrCorruptCheckpoint = errors.New("ps: corrupt checkpoint")
-
-// ErrCheckpointMismatch: a checkpoint is intact but not this server's: it
-// names another server, another run or another layout, or is of another
-// format version. The error names both sides.
-var ErrCheckpointMismatch = errors.New("ps: checkpoint of another server, run, layout or format")
-
 const (
 	checkpointMagic   = "FLCNPSCK"
 	CheckpointVersion = 2 // the version EncodeCheckpoint writes and DecodeCheckpoint reads
 )
 
-// maxCheckpointName bounds the run id and server name a checkpoint
+// MaxCheckpointName bounds the run id and server name a checkpoint
 // carries (bytes).
-const maxCheckpointName = 256
+const MaxCheckpointName = 256
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -116,8 +109,8 @@ func (s *Store) Checkpoint() *Checkpoint {
 }
 
 // storeSnap is a copy-on-write snapshot of a store being taken: the
-// state of every entry as it was at beginSnapshot, copied into ck
-// either by snapshotSlice, a slice at a time, or by cow just before an
+// state of every entry as it was at BeginSnapshot, copied into ck
+// either by SnapshotSlice, a slice at a time, or by cow just before an
 // update first writes the entry, whichever comes first.
 type storeSnap struct {
 	ck   *Checkpoint
@@ -125,14 +118,14 @@ type storeSnap struct {
 	next int   // entries before next are copied whole
 }
 
-// beginSnapshot starts a copy-on-write snapshot of the store and returns
-// its Checkpoint, whose Values and State are filled as snapshotSlice and
+// BeginSnapshot starts a copy-on-write snapshot of the store and returns
+// its Checkpoint, whose Values and State are filled as SnapshotSlice and
 // the updates' cow calls copy them (vals and state are used as that
 // storage when large enough). It copies the keys and the gradient
 // buffers now: O(keys + buffered values). While the snapshot runs, every
 // write to an entry's value or state goes through cow first; keys added
 // meanwhile are not in it.
-func (s *Store) beginSnapshot(vals, state []float32) *Checkpoint {
+func (s *Store) BeginSnapshot(vals, state []float32) *Checkpoint {
 	s.snap = s.newSnap(vals, state)
 	return s.snap.ck
 }
@@ -164,16 +157,20 @@ func (s *Store) newSnap(vals, state []float32) *storeSnap {
 	return &storeSnap{ck: ck, done: make([]int, len(s.ents))}
 }
 
-// snapshotSlice copies up to budget more values (each with its optimizer
-// state) of the snapshot begun by beginSnapshot and reports whether it is
+// SnapshotSlice copies up to budget more values (each with its optimizer
+// state) of the snapshot begun by BeginSnapshot and reports whether it is
 // complete; then the store has no snapshot any more.
-func (s *Store) snapshotSlice(budget int) bool {
+func (s *Store) SnapshotSlice(budget int) bool {
 	if !s.copySlice(s.snap, budget) {
 		return false
 	}
 	s.snap = nil
 	return true
 }
+
+// Snapshotting reports whether a snapshot begun by BeginSnapshot is still
+// being copied (SnapshotSlice has not yet reported it complete).
+func (s *Store) Snapshotting() bool { return s.snap != nil }
 
 // copySlice copies up to budget more values of sn and reports whether it
 // is complete.
@@ -243,7 +240,7 @@ func (s *Store) Restore(ck *Checkpoint) error {
 		return fmt.Errorf("%w: taken with optimizer %s (%d slots), the server runs %s (%d slots)",
 			ErrCorruptCheckpoint, ck.Optimizer, ck.Slots, s.opt.Name(), s.slots)
 	}
-	if err := ck.check(); err != nil {
+	if err := ck.Validate(); err != nil {
 		return err
 	}
 	for _, k := range ck.Keys {
@@ -279,7 +276,7 @@ func (s *Store) Restore(ck *Checkpoint) error {
 }
 
 // check validates the sizes of a checkpoint built in memory or decoded.
-func (ck *Checkpoint) check() error {
+func (ck *Checkpoint) Validate() error {
 	total := 0
 	seen := make(map[uint64]bool, len(ck.Keys))
 	for _, k := range ck.Keys {
@@ -316,7 +313,7 @@ func (ck *Checkpoint) check() error {
 // EncodeCheckpoint appends the encoded form of ck to dst.
 func EncodeCheckpoint(dst []byte, ck *Checkpoint) []byte {
 	w := &appendWriter{b: dst}
-	writeCheckpoint(w, ck) // an appendWriter never fails
+	WriteCheckpoint(w, ck) // an appendWriter never fails
 	return w.b
 }
 
@@ -325,91 +322,91 @@ type appendWriter struct{ b []byte }
 
 func (w *appendWriter) Write(p []byte) (int, error) { w.b = append(w.b, p...); return len(p), nil }
 
-// ckChunk is the buffer of writeCheckpoint (bytes).
+// ckChunk is the buffer of WriteCheckpoint (bytes).
 const ckChunk = 1 << 16
 
-// writeCheckpoint writes the encoded form of ck to w through one buffer
+// WriteCheckpoint writes the encoded form of ck to w through one buffer
 // of ckChunk bytes, computing the checksum as it goes: a checkpoint of
 // any size is written without a second copy of it in memory.
-func writeCheckpoint(w io.Writer, ck *Checkpoint) error {
-	cw := ckWriter{w: w, e: encoder{make([]byte, 0, ckChunk+64)}}
+func WriteCheckpoint(w io.Writer, ck *Checkpoint) error {
+	cw := ckWriter{w: w, e: codec.Encoder{B: make([]byte, 0, ckChunk+64)}}
 	e := &cw.e
-	e.b = append(e.b, checkpointMagic...)
-	e.u32(CheckpointVersion)
-	e.str(ck.RunID)
-	e.str(ck.Server)
-	e.u64(ck.Layout)
-	e.str(ck.Optimizer)
-	e.u32(uint32(ck.Slots))
-	e.i64(int64(ck.Flushed))
-	e.u64(ck.LogGen)
-	e.u32(uint32(len(ck.Keys)))
+	e.B = append(e.B, checkpointMagic...)
+	e.U32(CheckpointVersion)
+	e.Str(ck.RunID)
+	e.Str(ck.Server)
+	e.U64(ck.Layout)
+	e.Str(ck.Optimizer)
+	e.U32(uint32(ck.Slots))
+	e.I64(int64(ck.Flushed))
+	e.U64(ck.LogGen)
+	e.U32(uint32(len(ck.Keys)))
 	for _, k := range ck.Keys {
-		e.u64(k.Key)
-		e.u32(uint32(k.Len))
-		e.i64(k.Steps)
+		e.U64(k.Key)
+		e.U32(uint32(k.Len))
+		e.I64(k.Steps)
 		cw.spill()
 	}
 	cw.f32s(ck.Values)
 	cw.f32s(ck.State)
-	e.u32(uint32(len(ck.Pending)))
+	e.U32(uint32(len(ck.Pending)))
 	for _, pc := range ck.Pending {
-		e.i64(int64(pc.Clock))
-		e.u32(uint32(len(pc.Entries)))
+		e.I64(int64(pc.Clock))
+		e.U32(uint32(len(pc.Entries)))
 		for _, pe := range pc.Entries {
-			e.u32(uint32(pe.Index))
-			e.f64(pe.Weight)
+			e.U32(uint32(pe.Index))
+			e.F64(pe.Weight)
 			cw.spill()
 		}
 		cw.f32s(pc.Sum)
 	}
-	e.u32(uint32(len(ck.Clients)))
+	e.U32(uint32(len(ck.Clients)))
 	for _, c := range ck.Clients {
-		e.u64(c.Client)
-		e.u64(c.Max)
-		e.u64(c.Window)
+		e.U64(c.Client)
+		e.U64(c.Max)
+		e.U64(c.Window)
 		cw.spill()
 	}
 	cw.flush()
-	e.u32(cw.crc)
+	e.U32(cw.crc)
 	cw.flush()
 	return cw.err
 }
 
-// ckWriter buffers writeCheckpoint's output in e and keeps the running
+// ckWriter buffers WriteCheckpoint's output in e and keeps the running
 // CRC-32C of what it wrote.
 type ckWriter struct {
 	w   io.Writer
-	e   encoder
+	e   codec.Encoder
 	crc uint32
 	err error
 }
 
 // spill writes the buffer out once it holds ckChunk bytes.
 func (c *ckWriter) spill() {
-	if len(c.e.b) >= ckChunk {
+	if len(c.e.B) >= ckChunk {
 		c.flush()
 	}
 }
 
 func (c *ckWriter) flush() {
-	c.crc = crc32.Update(c.crc, castagnoli, c.e.b)
+	c.crc = crc32.Update(c.crc, castagnoli, c.e.B)
 	if c.err == nil {
-		_, c.err = c.w.Write(c.e.b)
+		_, c.err = c.w.Write(c.e.B)
 	}
-	c.e.b = c.e.b[:0]
+	c.e.B = c.e.B[:0]
 }
 
 // f32s writes vals as little-endian float32 bits, a buffer at a time.
 func (c *ckWriter) f32s(vals []float32) {
 	for len(vals) > 0 {
-		room := (ckChunk + 64 - len(c.e.b)) / 4
+		room := (ckChunk + 64 - len(c.e.B)) / 4
 		if room == 0 {
 			c.flush()
 			continue
 		}
 		n := min(room, len(vals))
-		c.e.f32s(vals[:n])
+		c.e.F32s(vals[:n])
 		vals = vals[n:]
 		c.spill()
 	}
@@ -421,72 +418,72 @@ const maxCheckpointSlots = 16
 
 // DecodeCheckpoint decodes a checkpoint written by EncodeCheckpoint.
 // Errors wrap ErrCorruptCheckpoint, or ErrCheckpointMismatch and
-// ErrWireVersion for another format version, and say what is wrong.
+// codec.ErrWireVersion for another format version, and say what is wrong.
 func DecodeCheckpoint(b []byte) (*Checkpoint, error) {
 	if len(b) < len(checkpointMagic)+4+4 || string(b[:len(checkpointMagic)]) != checkpointMagic {
 		return nil, fmt.Errorf("%w: no checkpoint magic (%d bytes)", ErrCorruptCheckpoint, len(b))
 	}
 	body := b[len(checkpointMagic) : len(b)-4]
 	if v := binary.LittleEndian.Uint32(body); v != CheckpointVersion {
-		return nil, fmt.Errorf("%w: %w: checkpoint format version %d, this build reads version %d", ErrCheckpointMismatch, ErrWireVersion, v, CheckpointVersion)
+		return nil, fmt.Errorf("%w: %w: checkpoint format version %d, this build reads version %d", ErrCheckpointMismatch, codec.ErrWireVersion, v, CheckpointVersion)
 	}
 	if got, want := binary.LittleEndian.Uint32(b[len(b)-4:]), crc32.Checksum(b[:len(b)-4], castagnoli); got != want {
 		return nil, fmt.Errorf("%w: checksum %08x, computed %08x (truncated or damaged)", ErrCorruptCheckpoint, got, want)
 	}
-	d := decoder{b: body[4:]}
+	d := codec.Decoder{B: body[4:]}
 	ck := &Checkpoint{}
-	ck.RunID = d.str()
-	ck.Server = d.str()
-	ck.Layout = d.u64()
-	if d.err == nil && (len(ck.RunID) > maxCheckpointName || len(ck.Server) > maxCheckpointName) {
+	ck.RunID = d.Str()
+	ck.Server = d.Str()
+	ck.Layout = d.U64()
+	if d.Err == nil && (len(ck.RunID) > MaxCheckpointName || len(ck.Server) > MaxCheckpointName) {
 		return nil, fmt.Errorf("%w: run id of %d bytes, server name of %d", ErrCorruptCheckpoint, len(ck.RunID), len(ck.Server))
 	}
-	ck.Optimizer = d.str()
-	ck.Slots = int(d.u32())
-	ck.Flushed = d.int(-1, 1<<62, "flushed clock")
-	ck.LogGen = d.u64()
-	if d.err == nil && ck.Slots > maxCheckpointSlots {
+	ck.Optimizer = d.Str()
+	ck.Slots = int(d.U32())
+	ck.Flushed = d.Int(-1, 1<<62, "flushed clock")
+	ck.LogGen = d.U64()
+	if d.Err == nil && ck.Slots > maxCheckpointSlots {
 		return nil, fmt.Errorf("%w: %d optimizer slots", ErrCorruptCheckpoint, ck.Slots)
 	}
-	nk := int(d.u32())
-	if d.err == nil && nk > len(d.b)/20 {
-		return nil, fmt.Errorf("%w: %d keys in %d bytes", ErrCorruptCheckpoint, nk, len(d.b))
+	nk := int(d.U32())
+	if d.Err == nil && nk > len(d.B)/20 {
+		return nil, fmt.Errorf("%w: %d keys in %d bytes", ErrCorruptCheckpoint, nk, len(d.B))
 	}
 	total := 0
 	ck.Keys = make([]CheckpointKey, 0, nk)
 	for range nk {
-		k := CheckpointKey{Key: d.u64(), Len: int(d.u32()), Steps: d.i64()}
-		if d.err != nil {
+		k := CheckpointKey{Key: d.U64(), Len: int(d.U32()), Steps: d.I64()}
+		if d.Err != nil {
 			break
 		}
-		if k.Len <= 0 || k.Len > len(d.b)/4-total {
+		if k.Len <= 0 || k.Len > len(d.B)/4-total {
 			return nil, fmt.Errorf("%w: key %d with length %d exceeds the file", ErrCorruptCheckpoint, k.Key, k.Len)
 		}
 		total += k.Len
 		ck.Keys = append(ck.Keys, k)
 	}
-	if d.err == nil && total*(1+ck.Slots) > len(d.b)/4 {
+	if d.Err == nil && total*(1+ck.Slots) > len(d.B)/4 {
 		return nil, fmt.Errorf("%w: %d values and %d slots exceed the file", ErrCorruptCheckpoint, total, ck.Slots)
 	}
 	ck.Values = readF32s(&d, total)
 	ck.State = readF32s(&d, total*ck.Slots)
-	np := int(d.u32())
-	if d.err == nil && np > len(d.b)/12 {
-		return nil, fmt.Errorf("%w: %d pending clocks in %d bytes", ErrCorruptCheckpoint, np, len(d.b))
+	np := int(d.U32())
+	if d.Err == nil && np > len(d.B)/12 {
+		return nil, fmt.Errorf("%w: %d pending clocks in %d bytes", ErrCorruptCheckpoint, np, len(d.B))
 	}
 	for range np {
-		if d.err != nil {
+		if d.Err != nil {
 			break
 		}
-		pc := PendingClock{Clock: d.int(-1<<62, 1<<62, "clock")}
-		ne := int(d.u32())
-		if d.err == nil && (ne > len(d.b)/12 || ne > len(ck.Keys)) {
+		pc := PendingClock{Clock: d.Int(-1<<62, 1<<62, "clock")}
+		ne := int(d.U32())
+		if d.Err == nil && (ne > len(d.B)/12 || ne > len(ck.Keys)) {
 			return nil, fmt.Errorf("%w: clock %d with %d entries", ErrCorruptCheckpoint, pc.Clock, ne)
 		}
 		n := 0
 		for range ne {
-			pe := PendingEntry{Index: int(d.u32()), Weight: d.f64()}
-			if d.err != nil {
+			pe := PendingEntry{Index: int(d.U32()), Weight: d.F64()}
+			if d.Err != nil {
 				break
 			}
 			if pe.Index >= len(ck.Keys) {
@@ -495,47 +492,47 @@ func DecodeCheckpoint(b []byte) (*Checkpoint, error) {
 			n += ck.Keys[pe.Index].Len
 			pc.Entries = append(pc.Entries, pe)
 		}
-		if d.err == nil && n > len(d.b)/4 {
+		if d.Err == nil && n > len(d.B)/4 {
 			return nil, fmt.Errorf("%w: clock %d: %d sums exceed the file", ErrCorruptCheckpoint, pc.Clock, n)
 		}
 		pc.Sum = readF32s(&d, n)
 		ck.Pending = append(ck.Pending, pc)
 	}
-	nc := int(d.u32())
-	if d.err == nil && nc > len(d.b)/24 {
-		return nil, fmt.Errorf("%w: %d clients in %d bytes", ErrCorruptCheckpoint, nc, len(d.b))
+	nc := int(d.U32())
+	if d.Err == nil && nc > len(d.B)/24 {
+		return nil, fmt.Errorf("%w: %d clients in %d bytes", ErrCorruptCheckpoint, nc, len(d.B))
 	}
 	for range nc {
-		c := ClientWindow{Client: d.u64(), Max: d.u64(), Window: d.u64()}
-		if d.err != nil {
+		c := ClientWindow{Client: d.U64(), Max: d.U64(), Window: d.U64()}
+		if d.Err != nil {
 			break
 		}
 		ck.Clients = append(ck.Clients, c)
 	}
-	if err := d.end(); err != nil {
+	if err := d.End(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorruptCheckpoint, err)
 	}
-	if err := ck.check(); err != nil {
+	if err := ck.Validate(); err != nil {
 		return nil, err
 	}
 	return ck, nil
 }
 
 // readF32s reads n float32s (the caller has checked that they fit).
-func readF32s(d *decoder, n int) []float32 {
-	b := d.bytes(4 * n)
+func readF32s(d *codec.Decoder, n int) []float32 {
+	b := d.Bytes(4 * n)
 	if b == nil || n == 0 {
 		return nil
 	}
 	v := make([]float32, n)
-	getF32s(v, b)
+	codec.Get(v, b)
 	return v
 }
 
-// WriteCheckpointFile writes ck to path atomically (WriteFileAtomic): a
+// WriteCheckpointFile writes ck to path atomically (atomicfile.WriteFile): a
 // crash during the write leaves the previous checkpoint in place.
 func WriteCheckpointFile(path string, ck *Checkpoint) error {
-	return WriteFileAtomic(path, 0o644, func(w io.Writer) error { return writeCheckpoint(w, ck) })
+	return atomicfile.WriteFile(path, 0o644, func(w io.Writer) error { return WriteCheckpoint(w, ck) })
 }
 
 // maxCheckpointFile bounds the file ReadCheckpointFile reads (16 GiB).
@@ -564,23 +561,4 @@ func ReadCheckpointFile(path string) (*Checkpoint, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return ck, nil
-}
-
-// checkHeader refuses a checkpoint that is not server name's in the run
-// and layout of cfg: another server's name, another run id (when cfg
-// names one) or another layout (when cfg has one). Errors wrap
-// ErrCheckpointMismatch and name both sides.
-func (ck *Checkpoint) checkHeader(name string, cfg DurableConfig) error {
-	if ck.Server != name {
-		return fmt.Errorf("%w: taken on server %q, this is server %q (a file copied or renamed?)", ErrCheckpointMismatch, ck.Server, name)
-	}
-	if cfg.RunID != "" && ck.RunID != cfg.RunID {
-		return fmt.Errorf("%w: of run %q, this server runs %q (a checkpoint left by an earlier run; set DurableConfig.RunID %q to resume that run, or remove the file to start afresh)",
-			ErrCheckpointMismatch, ck.RunID, cfg.RunID, ck.RunID)
-	}
-	if cfg.Layout != 0 && ck.Layout != cfg.Layout {
-		return fmt.Errorf("%w: taken under layout %016x, this server runs under layout %016x (another partitioner or number of servers; move the state with Reshard)",
-			ErrCheckpointMismatch, ck.Layout, cfg.Layout)
-	}
-	return nil
 }

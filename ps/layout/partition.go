@@ -1,9 +1,11 @@
-package ps
+package layout
 
 import (
 	"errors"
 	"fmt"
 	"math/bits"
+
+	"github.com/falconml/falcon/ps/internal/codec"
 )
 
 // Segment is a contiguous part [Off, Off+Len) of one key's value, held by
@@ -78,7 +80,7 @@ func (p KeyRange) Locate(dst []Segment, key uint64, n int) []Segment {
 	return splitSegments(dst, key, n, p.Owner(key), p.Servers, p.MaxSegment)
 }
 
-// Hash places key on server mix64(key) mod Servers, spreading dense small
+// Hash places key on server codec.Mix64(key) mod Servers, spreading dense small
 // keys evenly; large values split as in KeyRange.
 type Hash struct {
 	Servers    int
@@ -90,7 +92,7 @@ var _ Partitioner = Hash{}
 // Locate implements Partitioner.
 func (p Hash) Locate(dst []Segment, key uint64, n int) []Segment {
 	s := max(p.Servers, 1)
-	return splitSegments(dst, key, n, int(mix64(key)%uint64(s)), s, p.MaxSegment)
+	return splitSegments(dst, key, n, int(codec.Mix64(key)%uint64(s)), s, p.MaxSegment)
 }
 
 // Modulo places key on server key mod Servers: dense small keys 0..n−1,
@@ -136,8 +138,10 @@ func splitSegments(dst []Segment, key uint64, n, home, servers, maxSeg int) []Se
 	return dst
 }
 
-// checkSegments validates what a Partitioner returned for one key.
-func checkSegments(segs []Segment, key uint64, n, servers int) error {
+// CheckSegments validates what a Partitioner returned for one key of n
+// values over servers servers: contiguous segments from offset 0 covering
+// [0, n), at most one per server.
+func CheckSegments(segs []Segment, key uint64, n, servers int) error {
 	off := 0
 	seen := uint64(0)
 	for _, s := range segs {
@@ -156,4 +160,58 @@ func checkSegments(segs []Segment, key uint64, n, servers int) error {
 		return fmt.Errorf("ps: partitioner segments of key %d cover %d of %d values", key, off, n)
 	}
 	return nil
+}
+
+// Fingerprint fingerprints a layout (the partitioner p over servers
+// servers) by what it does: FNV-1a, 64 bits (Fowler, Noll and Vo), over
+// servers and the segments p returns for a fixed set of probes — the
+// keys 0…255, 64 keys i·0x9E3779B97F4A7C15 spread over the key space by
+// the golden-ratio multiplier (Knuth's multiplicative hashing) and
+// 2⁶⁴−1, each of length 1, and the keys 0, 1, 7 and 2⁶³ at every length
+// 2^k+1, k = 4…24, which finds any split threshold (MaxSegment) up to
+// 16 Mi values. Any deterministic
+// Partitioner can be fingerprinted, whatever its fields. Two layouts that
+// place every probe alike hash alike: the hash tells layouts apart that
+// differ in the number of servers, the placement of small keys or the
+// split of long ones, not ones that differ only on keys or lengths no
+// probe has.
+func Fingerprint(p Partitioner, servers int) uint64 {
+	const (
+		offset = 14695981039346656037
+		prime  = 1099511628211
+	)
+	h := uint64(offset)
+	mix := func(v uint64) {
+		for range 8 {
+			h ^= v & 0xff
+			h *= prime
+			v >>= 8
+		}
+	}
+	mix(uint64(servers))
+	var segs []Segment
+	probe := func(key uint64, n int) {
+		segs = p.Locate(segs[:0], key, n)
+		mix(key)
+		mix(uint64(n))
+		mix(uint64(len(segs)))
+		for _, s := range segs {
+			mix(uint64(s.Off))
+			mix(uint64(s.Len))
+			mix(uint64(s.Server))
+		}
+	}
+	for k := range uint64(256) {
+		probe(k, 1)
+	}
+	for i := range uint64(64) {
+		probe(i*0x9E3779B97F4A7C15, 1)
+	}
+	probe(1<<64-1, 1)
+	for k := 4; k <= 24; k++ {
+		for _, key := range []uint64{0, 1, 7, 1 << 63} {
+			probe(key, 1<<k+1)
+		}
+	}
+	return h
 }

@@ -1,6 +1,6 @@
 //go:build amd64 && !purego
 
-package ps
+package store
 
 // maxHi returns the largest (bits>>16)&0x7fff over v (see hiBound), 16
 // lanes at a time with SSE2 (part of every amd64 CPU).

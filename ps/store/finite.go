@@ -1,9 +1,11 @@
-package ps
+package store
 
 import (
 	"encoding/binary"
 	"fmt"
 	"math"
+
+	"github.com/falconml/falcon/ps/internal/codec"
 )
 
 // Non-finite values. A NaN or ±Inf, once stored, poisons a key for good
@@ -102,7 +104,7 @@ func isAllOnes(b uint32) uint32 {
 // maxHiBytes is maxHi over little-endian wire bytes (len(b) a multiple
 // of 4).
 func maxHiBytes(b []byte) uint32 {
-	if v, ok := asF32s(b); ok {
+	if v, ok := codec.View(b); ok {
 		return maxHi(v)
 	}
 	var m uint32

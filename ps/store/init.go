@@ -1,6 +1,10 @@
-package ps
+package store
 
-import "math"
+import (
+	"math"
+
+	"github.com/falconml/falcon/ps/internal/codec"
+)
 
 // Initializer produces the initial value of a key. Init fills vals with the
 // elements off, off+1, … of key's value; the result for an element depends
@@ -37,9 +41,9 @@ type Uniform struct {
 
 // Init fills vals.
 func (u Uniform) Init(key uint64, off int, vals []float32) {
-	base := mix64(u.Seed ^ mix64(key))
+	base := codec.Mix64(u.Seed ^ codec.Mix64(key))
 	for i := range vals {
-		h := mix64(base + uint64(off+i)*0x9e3779b97f4a7c15)
+		h := codec.Mix64(base + uint64(off+i)*0x9e3779b97f4a7c15)
 		f := float32(h>>40) / (1 << 24)
 		vals[i] = u.Lo + (u.Hi-u.Lo)*f
 	}
@@ -55,20 +59,12 @@ type Normal struct {
 
 // Init fills vals.
 func (n Normal) Init(key uint64, off int, vals []float32) {
-	base := mix64(n.Seed ^ mix64(key) ^ 0x5bd1e995)
+	base := codec.Mix64(n.Seed ^ codec.Mix64(key) ^ 0x5bd1e995)
 	for i := range vals {
-		h := mix64(base + uint64(off+i)*0x9e3779b97f4a7c15)
+		h := codec.Mix64(base + uint64(off+i)*0x9e3779b97f4a7c15)
 		u1 := (float64(h>>40) + 1) / (1<<24 + 1) // (0,1]
 		u2 := float64(h&(1<<24-1)) / (1 << 24)
 		z := math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2)
 		vals[i] = n.Mean + n.Std*float32(z)
 	}
-}
-
-// mix64 is the SplitMix64 finaliser (Steele, Lea, Flood 2014).
-func mix64(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
 }
