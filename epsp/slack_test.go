@@ -143,11 +143,7 @@ type slackRun struct {
 	// slowest worker's: the clock staleness the gate bounds.
 	lead float64
 	// maxD is the largest d (updates behind) of a push.
-	maxD uint64
-	// period is the mean of each worker's busy clock time over its
-	// clocks after the first five (batch over rate: 1/clocks per second
-	// computing).
-	period []time.Duration
+	maxD   uint64
 	starts [][]time.Duration
 }
 

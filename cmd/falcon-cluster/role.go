@@ -14,6 +14,7 @@ import (
 
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps"
+	"github.com/falconml/falcon/ps/store"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -83,7 +84,7 @@ func (o *options) clusterConfig(peers map[transport.NodeID]string, listen string
 		Local: []transport.NodeID{transport.NodeID(o.nodeName())}, Listen: listen, Peers: peers,
 		Secret: []byte(o.secret), Compression: comp,
 		EPSP:         epsp.Config{Batch: o.batch, Parallelism: o.par, TickPeriod: o.tick},
-		Store:        ps.StoreConfig{Optimizer: ps.SGD{LR: float32(o.lr)}},
+		Store:        store.Config{Optimizer: store.SGD{LR: float32(o.lr)}},
 		StartTimeout: o.startWait,
 	}
 	if o.secret == "" {
@@ -177,7 +178,7 @@ func runServer(ctx context.Context, o *options, cfg ps.ClusterConfig, out io.Wri
 		return err
 	}
 	keys := 0
-	c.Server(o.rank).View(func(st *ps.Store) { keys = st.NumKeys() })
+	c.Server(o.rank).View(func(st *store.Store) { keys = st.NumKeys() })
 	fmt.Fprintf(out, "%s: run over, held %d keys; exiting\n", self, keys)
 	return c.Close()
 }

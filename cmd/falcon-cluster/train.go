@@ -12,6 +12,7 @@ import (
 	"github.com/falconml/falcon/model"
 	"github.com/falconml/falcon/model/mnist"
 	"github.com/falconml/falcon/ps"
+	"github.com/falconml/falcon/ps/layout"
 )
 
 // policies maps each -policy name to its constructor. The baselines run at
@@ -96,7 +97,7 @@ type job struct {
 	keys        []uint64
 	lens        []int
 	init        vecInit
-	partitioner ps.Partitioner
+	partitioner layout.Partitioner
 	train, test *model.Dataset
 }
 
@@ -157,7 +158,7 @@ func newJob(o *options, needTrain, needTest bool) (*job, error) {
 		j.lens = append(j.lens, min(kl, n-off))
 	}
 	m.Init(j.init.v, rand.New(rand.NewPCG(o.seed, 0x1417)))
-	j.partitioner = ps.KeyRange{Servers: o.servers, KeySpace: uint64(len(j.keys))}
+	j.partitioner = layout.KeyRange{Servers: o.servers, KeySpace: uint64(len(j.keys))}
 	return j, nil
 }
 

@@ -20,7 +20,9 @@ import (
 	"github.com/falconml/falcon/internal/study"
 	"github.com/falconml/falcon/model"
 	"github.com/falconml/falcon/ps"
+	"github.com/falconml/falcon/ps/event"
 	"github.com/falconml/falcon/ps/sim"
+	"github.com/falconml/falcon/ps/store"
 	"github.com/falconml/falcon/straggler"
 )
 
@@ -545,29 +547,29 @@ type liveObserver struct {
 	clocks    []int // clocks completed per worker
 }
 
-func (l *liveObserver) Observe(e ps.Event) {
+func (l *liveObserver) Observe(e event.Event) {
 	now := time.Since(l.start)
 	switch e.Kind {
-	case ps.EvClockStart:
+	case event.ClockStart:
 		if int(e.Worker) < len(l.pacers) {
 			l.pacers[e.Worker].newClock()
 		}
-	case ps.EvParallelism:
+	case event.Parallelism:
 		if int(e.Worker) < len(l.par) && e.P > 0 {
 			l.par[e.Worker].Store(int32(e.P))
 		}
-	case ps.EvClockDone:
+	case event.ClockDone:
 		l.mu.Lock()
 		l.doneAt[[2]int{int(e.Worker), e.Clock}] = now
 		if int(e.Worker) < len(l.clocks) {
 			l.clocks[e.Worker]++
 		}
 		l.mu.Unlock()
-	case ps.EvRelease:
+	case event.Release:
 		l.mu.Lock()
 		l.releaseAt[[2]int{int(e.Worker), e.Clock}] = now
 		l.mu.Unlock()
-	case ps.EvTransferResult:
+	case event.TransferResult:
 		if e.Result.Accepted {
 			l.mu.Lock()
 			l.transfers++
@@ -653,7 +655,7 @@ func liveOne(o options, sc sim.Scenario, spec policySpec, m model.Model, train, 
 	cluster, err := ps.NewCluster(ctx, ps.ClusterConfig{
 		Servers: 2, Workers: nw, Policy: pol, Observer: obs,
 		EPSP:  epsp.Config{Batch: o.batch, Parallelism: sc.Parallelism, TickPeriod: tick},
-		Store: ps.StoreConfig{Optimizer: ps.SGD{LR: float32(o.lr)}},
+		Store: store.Config{Optimizer: store.SGD{LR: float32(o.lr)}},
 		Chunk: liveChunk(o, sc), ProgressEvery: sc.Parallelism, StartTimeout: 10 * time.Second,
 	})
 	if err != nil {
