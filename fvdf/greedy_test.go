@@ -21,7 +21,7 @@ import (
 func TestPlan_SameAsReferenceGreedy(t *testing.T) {
 	rng := rand.New(rand.NewPCG(29, 7))
 	const ports = 7
-	var hint []int32
+	var hint candHint
 	for trial := range 3000 {
 		fab := coflow.NewFabric(ports, 100).SetCores(float64(rng.IntN(4)))
 		for p := range fab.Ports {
@@ -76,20 +76,30 @@ func TestPlan_SameAsReferenceGreedy(t *testing.T) {
 				cores[p] *= rng.Float64()
 			}
 		}
-		// The hint: none, the previous trial's (foreign ids, some out of
-		// range), or this coflow's sorted by a perturbation of its bytes.
-		var h *[]int32
-		switch trial % 3 {
+		// The hint: none, the previous trial's (foreign ids and slots, some
+		// out of range), or this coflow's ids or slots in a random order
+		// (a stale hint of the same flow list).
+		var h *candHint
+		switch trial % 4 {
 		case 1:
 			h = &hint
 		case 2:
-			hint = hint[:0]
+			hint = candHint{}
 			for _, j := range rng.Perm(len(c.Flows)) {
-				hint = append(hint, int32(c.Flows[j].Ref.Flow))
+				hint.ids = append(hint.ids, int32(c.Flows[j].Ref.Flow))
+			}
+			h = &hint
+		case 3:
+			hint = candHint{n: len(c.Flows)}
+			if len(c.Flows) > 0 {
+				hint.first = &c.Flows[0]
+			}
+			for _, j := range rng.Perm(len(c.Flows) + 2) {
+				hint.slots = append(hint.slots, int32(j))
 			}
 			h = &hint
 		}
-		for rep := range 2 { // the second plan starts from the first's hint
+		for rep := range 3 { // later plans start from the previous one's hint
 			g, ch := pl.plan(&c, in, out, cores, make([]int, 0), h)
 			rg, rch := ref.rp.plan(rpl, &c, in, out, cores, make([]int, 0))
 			if math.Float64bits(g) != math.Float64bits(rg) || !slices.Equal(ch, rch) {

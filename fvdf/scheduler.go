@@ -90,9 +90,16 @@ func (Nominal) Estimate(_ time.Duration, f *coflow.Fabric, k int) coflow.CodecPr
 // another's. Step 3 plans only coflows that can get capacity (a coflow
 // that needs a full port is recognised in O(P_c + F_c) without planning)
 // and reuses step 1's plan for a coflow whose ports nothing above it
-// touched; step 4 visits coflows with an open source and destination port,
-// the core steps only coflows given a rate. The allocation is exactly the
-// one re-planning everything gives (TestIncremental_SameAsReference).
+// touched; step 4 visits coflows with an open source and destination port
+// (and, in them, only flows whose two ports are open), the core steps only
+// coflows given a rate (and stop once no machine has a free core). The
+// greedy keeps the touched ports in an indexed heap (each port once, with
+// its current time) and sorts a coflow's candidate flows once per plan,
+// by insertion from the order of the coflow's previous plan, which is
+// nearly sorted when its flows advanced together (O(F_c) then, instead of
+// O(F_c·log F_c)). The allocation is exactly the one re-planning
+// everything with the original greedy gives
+// (TestIncremental_SameAsReference, TestPlan_SameAsReferenceGreedy).
 // What still grows with every active flow: each running coflow is
 // re-planned when its bracket overlaps another's, because its Γ' depends on
 // every one of its flows' remaining bytes, and all of them moved.
@@ -153,7 +160,7 @@ type memo struct {
 	first   *coflow.FlowState
 	// hint is the coflow's candidate order at its last plan (planner.greedy),
 	// kept while it is present; it only speeds up the next plan's sort.
-	hint []int32
+	hint *candHint
 }
 
 // valid reports whether m still holds c's Γ': computed under this fabric
@@ -196,16 +203,16 @@ func (s *Scheduler) memoFor(index int) *memo {
 // hintFor returns the candidate order remembered for coflow Index index,
 // for planner.plan, listing it in s.hinted so that dropHints frees it once
 // the coflow is gone; nil outside the memo's range.
-func (s *Scheduler) hintFor(index int) *[]int32 {
+func (s *Scheduler) hintFor(index int) *candHint {
 	if index < 0 || index >= maxMemo {
 		return nil
 	}
 	m := s.memoFor(index)
 	if m.hint == nil {
-		m.hint = make([]int32, 0, 16)
+		m.hint = &candHint{}
 		s.hinted = append(s.hinted, index)
 	}
-	return &m.hint
+	return m.hint
 }
 
 // dropHints frees the hints of coflows absent from this call, so that
@@ -653,14 +660,34 @@ func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Alloc
 		}
 	}
 	if len(pl.codecs) > 0 && pl.m == 1 {
+		// backfillCores switches only a raw flow with a rate and free
+		// cores at both ends (cores only fall here), so the others are
+		// skipped, and all once no machine has a free core.
+		free := 0
+		for p := range cores {
+			if cores[p] > 0 {
+				free++
+			}
+		}
 		for _, ci := range order {
+			if free == 0 {
+				break
+			}
 			if !s.has[ci] {
 				continue // no flow of it has a rate: nothing to switch
 			}
 			c := &st.Coflows[ci]
-			for j, f := range c.Flows {
-				if f.Remaining > 0 {
-					pl.backfillCores(&al[base[ci]+j], f, cores)
+			row := al[base[ci]:base[ci+1]]
+			for j := range c.Flows {
+				f := &c.Flows[j]
+				if a := &row[j]; f.Remaining > 0 && a.Codec == coflow.Raw && a.Rate > 0 && cores[f.Src] > 0 && cores[f.Dst] > 0 {
+					pl.backfillCores(a, *f, cores)
+					if !(cores[f.Src] > 0) {
+						free--
+					}
+					if f.Dst != f.Src && !(cores[f.Dst] > 0) {
+						free--
+					}
 				}
 			}
 		}
@@ -753,7 +780,8 @@ type planner struct {
 	tval           []float64 // per port: its time in hp
 
 	kv   []remKey
-	slot []int32 // flow id → slot, for a hint
+	slot []int32   // flow id → slot, for a hint
+	key  []float64 // per slot: remaining bytes of a candidate, else -1
 
 	// bounds' parameters for the call, and its per-port sums
 	rhoMin, sMax, uMax float64
@@ -912,7 +940,7 @@ func (pl *planner) startLoads(c *coflow.CoflowState) {
 //
 // hint, if not nil, carries c's candidate order from its previous plan to
 // the next (see greedy); it changes only the cost, never the result.
-func (pl *planner) plan(c *coflow.CoflowState, in, out, cores []float64, choice []int, hint *[]int32) (float64, []int) {
+func (pl *planner) plan(c *coflow.CoflowState, in, out, cores []float64, choice []int, hint *candHint) (float64, []int) {
 	if c.Send != nil || c.Recv != nil {
 		// Per-port loads aggregated by the driver: use them as they are, so
 		// that Γ is bit-for-bit the one package coflow's SEBF computes.
@@ -1157,7 +1185,7 @@ func (pl *planner) closed(c *coflow.CoflowState, in, out []float64) bool {
 // a lazy heap's valid entries for p all equal (t_p, p), every port has
 // one, and the popped bottleneck is pushed back whenever a flow there is
 // compressed, so both pick the same port at every step.
-func (pl *planner) greedy(c *coflow.CoflowState, in, out, cores []float64, choice []int, hint *[]int32) {
+func (pl *planner) greedy(c *coflow.CoflowState, in, out, cores []float64, choice []int, hint *candHint) {
 	nf := len(c.Flows)
 	if cap(pl.tried) < nf {
 		pl.tried = make([]bool, nf)
@@ -1234,16 +1262,53 @@ func (pl *planner) greedy(c *coflow.CoflowState, in, out, cores []float64, choic
 	}
 }
 
+// candHint is a coflow's candidate order at its previous plan: the flow
+// ids, and the slots with the flow list they index (valid while the list
+// is the same: same length, same first element).
+type candHint struct {
+	ids, slots []int32
+	n          int
+	first      *coflow.FlowState
+}
+
 // candidates returns c's flows with bytes left and free cores at both
-// ends as (remaining, slot) pairs sorted largest first, ties by slot,
-// and records their order by flow id in *hint (if not nil) for the next
-// plan of c, whose sort then starts from it.
-func (pl *planner) candidates(c *coflow.CoflowState, cores []float64, hint *[]int32) []remKey {
+// ends as (remaining, slot) pairs sorted largest first, ties by slot, and
+// records their order in *hint (if not nil) for the next plan of c, whose
+// sort then starts from it: by slot while c's flow list is the same, else
+// by flow id.
+func (pl *planner) candidates(c *coflow.CoflowState, cores []float64, hint *candHint) []remKey {
 	kv := pl.kv[:0]
 	ok := func(f *coflow.FlowState) bool {
 		return f.Remaining > 0 && cores[f.Src] > 0 && cores[f.Dst] > 0
 	}
-	if hint != nil && len(*hint) > 0 && c.Width > 0 && c.Width <= 4*len(c.Flows)+1024 {
+	nf := len(c.Flows)
+	switch {
+	case hint != nil && len(hint.slots) > 0 && nf > 0 && hint.n == nf && hint.first == &c.Flows[0]:
+		// The same flow list: the hinted slots first, in their order,
+		// then the others in slot order. The keys are gathered in one
+		// sequential pass (-1: not a candidate, or already listed), so
+		// the hint's order reads 8 bytes per flow, not a FlowState.
+		key := pl.key[:0]
+		for j := range c.Flows {
+			r := -1.0
+			if f := &c.Flows[j]; ok(f) {
+				r = f.Remaining
+			}
+			key = append(key, r)
+		}
+		for _, j := range hint.slots {
+			if int(j) < nf && key[j] >= 0 {
+				kv = append(kv, remKey{key[j], int(j)})
+				key[j] = -1
+			}
+		}
+		for j, r := range key {
+			if r >= 0 {
+				kv = append(kv, remKey{r, j})
+			}
+		}
+		pl.key = key
+	case hint != nil && len(hint.ids) > 0 && c.Width > 0 && c.Width <= 4*nf+1024:
 		// Slot of each flow id (Ref.Flow < Width), -1 if absent; the
 		// hinted ids first, in their order, then the others in slot order.
 		slot := pl.slot[:0]
@@ -1260,7 +1325,7 @@ func (pl *planner) candidates(c *coflow.CoflowState, cores []float64, hint *[]in
 			slot[id] = int32(j)
 		}
 		if valid {
-			for _, id := range *hint {
+			for _, id := range hint.ids {
 				if int(id) < len(slot) {
 					if j := slot[id]; j >= 0 {
 						slot[id] = -1
@@ -1284,7 +1349,7 @@ func (pl *planner) candidates(c *coflow.CoflowState, cores []float64, hint *[]in
 			}
 		}
 		pl.slot = slot
-	} else {
+	default:
 		for j := range c.Flows {
 			if f := &c.Flows[j]; ok(f) {
 				kv = append(kv, remKey{f.Remaining, j})
@@ -1294,11 +1359,15 @@ func (pl *planner) candidates(c *coflow.CoflowState, cores []float64, hint *[]in
 	sortRem(kv)
 	pl.kv = kv
 	if hint != nil {
-		h := (*hint)[:0]
+		ids, slots := hint.ids[:0], hint.slots[:0]
 		for _, e := range kv {
-			h = append(h, int32(c.Flows[e.j].Ref.Flow))
+			ids = append(ids, int32(c.Flows[e.j].Ref.Flow))
+			slots = append(slots, int32(e.j))
 		}
-		*hint = h
+		hint.ids, hint.slots, hint.n, hint.first = ids, slots, nf, nil
+		if nf > 0 {
+			hint.first = &c.Flows[0]
+		}
 	}
 	return kv
 }
