@@ -93,7 +93,8 @@ func ladderTrace(tb testing.TB, k int) (*coflow.Trace, []coflow.Coflow) {
 
 // ladderScheduler builds one of the ladder's schedulers: "fvdf" (the
 // defaults: compression on, T/δ guard 10 s / 200 ms), "fvdf-noguard"
-// (StarvationPeriod < 0), "dclas" and "sebf" (package coflow's defaults).
+// (StarvationPeriod < 0), "fvdf-replan8" (the approximation
+// Config.ReplanPeriod = 8), "dclas" and "sebf" (package coflow's defaults).
 func ladderScheduler(tb testing.TB, name string) coflow.Scheduler {
 	tb.Helper()
 	var (
@@ -105,6 +106,8 @@ func ladderScheduler(tb testing.TB, name string) coflow.Scheduler {
 		s, err = New(Config{}, nil)
 	case "fvdf-noguard":
 		s, err = New(Config{StarvationPeriod: -1}, nil)
+	case "fvdf-replan8":
+		s, err = New(Config{ReplanPeriod: 8}, nil)
 	default:
 		s, err = coflow.NewScheduler(name)
 	}
@@ -179,7 +182,7 @@ func BenchmarkCostLadder(b *testing.B) {
 		for i := range cfs {
 			flows += len(cfs[i].Flows)
 		}
-		for _, name := range []string{"fvdf", "fvdf-noguard", "dclas", "sebf"} {
+		for _, name := range []string{"fvdf", "fvdf-noguard", "fvdf-replan8", "dclas", "sebf"} {
 			b.Run(fmt.Sprintf("sched=%s/size=%dx", name, k), func(b *testing.B) {
 				b.ReportAllocs()
 				runtime.LockOSThread()

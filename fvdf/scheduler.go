@@ -140,6 +140,9 @@ type Scheduler struct {
 	hinted []int // memo indices holding a hint
 	calls  uint64
 	epoch  uint64
+	views  uint64 // fabric views seen (checkEpoch): epoch without fair slices
+
+	scaledN int // Γ' scaled instead of planned (Config.ReplanPeriod), for tests
 	view   fabricView
 }
 
@@ -158,6 +161,12 @@ type memo struct {
 	id      int
 	arrival time.Duration
 	first   *coflow.FlowState
+	// With Config.ReplanPeriod > 1: the call of the last plan and the raw
+	// bottleneck then (approx is false when there is none to scale).
+	approx  bool
+	planned uint64
+	view    uint64
+	raw     float64
 	// hint is the coflow's candidate order at its last plan (planner.greedy),
 	// kept while it is present; it only speeds up the next plan's sort.
 	hint *candHint
@@ -180,10 +189,27 @@ func (m *memo) valid(c *coflow.CoflowState, epoch, calls uint64) bool {
 
 func (m *memo) set(c *coflow.CoflowState, epoch uint64, gamma float64) {
 	*m = memo{ok: true, epoch: epoch, gamma: gamma, sent: c.Sent, wire: c.WireSent, bytes: c.Bytes,
-		n: len(c.Flows), id: c.ID, arrival: c.Arrival, seen: m.seen, ran: m.ran, hint: m.hint}
+		n: len(c.Flows), id: c.ID, arrival: c.Arrival, seen: m.seen, ran: m.ran, hint: m.hint,
+		approx: m.approx, planned: m.planned, view: m.view, raw: m.raw}
 	if len(c.Flows) > 0 {
 		m.first = &c.Flows[0]
 	}
+}
+
+// scaled returns the approximate Γ' of Config.ReplanPeriod for c (see
+// there): the last plan's Γ' times raw/m.raw, raw being c's raw bottleneck
+// now; ok is false when c must be planned.
+func (m *memo) scaled(c *coflow.CoflowState, view, calls uint64, period int, raw float64) (float64, bool) {
+	if !m.approx || m.view != view || calls-m.planned >= uint64(period) {
+		return 0, false
+	}
+	if m.id != c.ID || m.arrival != c.Arrival || len(c.Flows) == 0 || len(c.Flows) > m.n {
+		return 0, false
+	}
+	if !(m.raw > 0) || !(raw > 0) || math.IsInf(raw, 0) || math.IsInf(m.raw, 0) {
+		return 0, false
+	}
+	return m.gamma * (raw / m.raw), true
 }
 
 // maxMemo bounds the coflow indices whose Γ' is remembered.
@@ -259,6 +285,7 @@ func (s *Scheduler) checkEpoch(f *coflow.Fabric) {
 		return
 	}
 	s.epoch++
+	s.views++
 	v.fab, v.nk = f, pl.nk
 	v.capIn = append(v.capIn[:0], pl.capIn...)
 	v.capOut = append(v.capOut[:0], pl.capOut...)
@@ -418,7 +445,11 @@ func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Alloc
 	planAt := func(i int) {
 		c := &st.Coflows[i]
 		gamma[i], s.scratch = pl.plan(c, pl.capIn, pl.capOut, pl.capCores, s.scratch[:0], s.hintFor(c.Index))
-		s.memoFor(c.Index).set(c, s.epoch, gamma[i])
+		m := s.memoFor(c.Index)
+		m.set(c, s.epoch, gamma[i])
+		if s.cfg.ReplanPeriod > 1 {
+			m.approx, m.planned, m.view, m.raw = true, s.calls, s.views, pl.rawBottleneck(c)
+		}
 		s.exact[i] = true
 		if len(s.scratch) == len(c.Flows) {
 			s.planned[i] = true
@@ -446,9 +477,18 @@ func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Alloc
 		c := &st.Coflows[i]
 		s.order = append(s.order, i)
 		m := s.memoFor(c.Index)
+		var approx float64
 		switch {
 		case m.valid(c, s.epoch, s.calls):
 			gamma[i], lo[i], hi[i], s.exact[i] = m.gamma, m.gamma, m.gamma, true
+		case s.cfg.ReplanPeriod > 1 && func() bool {
+			var ok bool
+			approx, ok = m.scaled(c, s.views, s.calls, s.cfg.ReplanPeriod, pl.rawBottleneck(c))
+			return ok
+		}():
+			// Config.ReplanPeriod's approximation: a point, not planned.
+			gamma[i], lo[i], hi[i], s.exact[i] = approx, approx, approx, true
+			s.scaledN++
 		case pl.bounds(c, &lo[i], &hi[i]):
 			m.ok = false // until planned
 		default:
@@ -1101,6 +1141,24 @@ func (pl *planner) bounds(c *coflow.CoflowState, lo, hi *float64) bool {
 	}
 	*lo, *hi = l*(1-boundSlack), h*(1+boundSlack)
 	return true
+}
+
+// rawBottleneck returns c's raw bottleneck on the full capacities from
+// the driver's per-port loads, max_p max(W_p/In_p, W'_p/Out_p), or 0
+// without them.
+func (pl *planner) rawBottleneck(c *coflow.CoflowState) float64 {
+	h := 0.0
+	for _, x := range c.Send {
+		if x.Flows > 0 && x.Bytes > 0 {
+			h = max(h, div(x.Bytes, pl.eff(pl.capIn[x.Port], pl.capIn[x.Port])))
+		}
+	}
+	for _, x := range c.Recv {
+		if x.Flows > 0 && x.Bytes > 0 {
+			h = max(h, div(x.Bytes, pl.eff(pl.capOut[x.Port], pl.capOut[x.Port])))
+		}
+	}
+	return h
 }
 
 func cmpF(a, b float64) int {
