@@ -31,8 +31,10 @@ type planCounter struct {
 	calls, differ int
 }
 
-func (p *planCounter) Name() string                       { return p.approx.Name() }
-func (p *planCounter) OnlyOnArrivalsAndCompletions() bool { return p.approx.OnlyOnArrivalsAndCompletions() }
+func (p *planCounter) Name() string { return p.approx.Name() }
+func (p *planCounter) OnlyOnArrivalsAndCompletions() bool {
+	return p.approx.OnlyOnArrivalsAndCompletions()
+}
 func (p *planCounter) NextWakeup(now time.Duration) (time.Duration, bool) {
 	return p.approx.NextWakeup(now)
 }

@@ -143,7 +143,7 @@ type Scheduler struct {
 	views  uint64 // fabric views seen (checkEpoch): epoch without fair slices
 
 	scaledN int // Γ' scaled instead of planned (Config.ReplanPeriod), for tests
-	view   fabricView
+	view    fabricView
 }
 
 // memo is a coflow's Γ' on the full free resources, with what it was
