@@ -100,6 +100,9 @@ func (Nominal) Estimate(_ time.Duration, f *coflow.Fabric, k int) coflow.CodecPr
 // O(F_c·log F_c)). The allocation is exactly the one re-planning
 // everything with the original greedy gives
 // (TestIncremental_SameAsReference, TestPlan_SameAsReferenceGreedy).
+// Config.ReplanPeriod > 1 is an approximation of steps 1–2 (a running
+// coflow's Γ' scaled from its last plan by its raw bottleneck's change);
+// off by default.
 // What still grows with every active flow: each running coflow is
 // re-planned when its bracket overlaps another's, because its Γ' depends on
 // every one of its flows' remaining bytes, and all of them moved.
