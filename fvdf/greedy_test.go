@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/falconml/falcon/coflow"
 )
@@ -112,5 +113,35 @@ func TestPlan_SameAsReferenceGreedy(t *testing.T) {
 				c.Flows[j].Remaining *= 0.9 + 0.1*float64(rng.IntN(2))
 			}
 		}
+	}
+}
+
+// TestHints_FreedWhenCoflowLeaves: the candidate order kept for a coflow
+// (planner.greedy's hint) is dropped at the first call the coflow is
+// absent from, so hints hold memory only for present coflows.
+func TestHints_FreedWhenCoflowLeaves(t *testing.T) {
+	fab := coflow.NewFabric(4, 100).SetCores(2)
+	fab.Codecs = []coflow.CodecProfile{{Name: "z", CompressSpeed: 50, DecompressSpeed: 80, Ratio: 0.36}}
+	s, err := New(Config{StarvationPeriod: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(index int) coflow.CoflowState {
+		c := coflow.CoflowState{Index: index, ID: index, Width: 3}
+		for j := range 3 {
+			c.Flows = append(c.Flows, coflow.FlowState{Ref: coflow.FlowRef{Coflow: index, Flow: j}, Src: j, Dst: j + 1, Bytes: 100, Remaining: float64(100 - j)})
+		}
+		c.ComputePortLoads()
+		return c
+	}
+	st := &coflow.State{Fabric: fab, Coflows: []coflow.CoflowState{mk(0), mk(3)}}
+	s.Schedule(0, st)
+	if s.memo[3].hint == nil || len(s.hinted) != 2 {
+		t.Fatalf("after a call with coflows 0 and 3: hint of 3 %v, %d hinted; want kept, 2", s.memo[3].hint, len(s.hinted))
+	}
+	st.Coflows = st.Coflows[:1]
+	s.Schedule(time.Millisecond, st)
+	if s.memo[3].hint != nil || len(s.hinted) != 1 {
+		t.Fatalf("after coflow 3 left: hint %v, %d hinted; want nil, 1", s.memo[3].hint, len(s.hinted))
 	}
 }
