@@ -3,6 +3,7 @@ package fvdf
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
 
@@ -92,7 +93,8 @@ func ladderTrace(tb testing.TB, k int) (*coflow.Trace, []coflow.Coflow) {
 
 // ladderScheduler builds one of the ladder's schedulers: "fvdf" (the
 // defaults: compression on, T/δ guard 10 s / 200 ms), "fvdf-noguard"
-// (StarvationPeriod < 0), "dclas" and "sebf" (package coflow's defaults).
+// (StarvationPeriod < 0), "fvdf-replan8" (the approximation
+// Config.ReplanPeriod = 8), "dclas" and "sebf" (package coflow's defaults).
 func ladderScheduler(tb testing.TB, name string) coflow.Scheduler {
 	tb.Helper()
 	var (
@@ -104,6 +106,8 @@ func ladderScheduler(tb testing.TB, name string) coflow.Scheduler {
 		s, err = New(Config{}, nil)
 	case "fvdf-noguard":
 		s, err = New(Config{StarvationPeriod: -1}, nil)
+	case "fvdf-replan8":
+		s, err = New(Config{ReplanPeriod: 8}, nil)
 	default:
 		s, err = coflow.NewScheduler(name)
 	}
@@ -126,16 +130,25 @@ func ladderFabric(tb testing.TB, ports int) *coflow.Fabric {
 }
 
 // counting forwards to a scheduler and sums the unfinished flows it was
-// shown over its calls.
+// shown over its calls and, when the caller has locked its goroutine to
+// its OS thread, the thread CPU time spent inside the scheduler's
+// Schedule (the decision cost, without the simulator).
 type counting struct {
 	coflow.Scheduler
 	calls, flows int
+	cpu          time.Duration
+	cpuOK        bool
 }
 
 func (c *counting) Schedule(now time.Duration, s *coflow.State) []coflow.Allocation {
 	c.calls++
 	c.flows += s.NumFlows()
-	return c.Scheduler.Schedule(now, s)
+	t0, ok0 := threadCPU()
+	out := c.Scheduler.Schedule(now, s)
+	t1, ok1 := threadCPU()
+	c.cpuOK = ok0 && ok1
+	c.cpu += t1 - t0
+	return out
 }
 
 func (c *counting) OnlyOnArrivalsAndCompletions() bool {
@@ -155,7 +168,11 @@ func (c *counting) NextWakeup(now time.Duration) (time.Duration, bool) {
 // 16x) under FVDF, D-CLAS and SEBF, on the replay fabric (1 Gbit/s, 4
 // cores, lz4 and snappy). ns/op is the CPU time of one replay (one
 // goroutine); ns/flowcall is ns/op divided by the sum, over Schedule
-// calls, of the unfinished flows in the State (simulator included).
+// calls, of the unfinished flows in the State (simulator included);
+// sched-ms/call is the thread CPU time spent inside Schedule per call
+// (Linux only; the decision cost without the simulator, measured with
+// getrusage(RUSAGE_THREAD) around each call, the goroutine locked to its
+// thread).
 //
 //	go test ./fvdf -run '^$' -bench CostLadder -benchtime 1x -count 3
 func BenchmarkCostLadder(b *testing.B) {
@@ -165,9 +182,11 @@ func BenchmarkCostLadder(b *testing.B) {
 		for i := range cfs {
 			flows += len(cfs[i].Flows)
 		}
-		for _, name := range []string{"fvdf", "fvdf-noguard", "dclas", "sebf"} {
+		for _, name := range []string{"fvdf", "fvdf-noguard", "fvdf-replan8", "dclas", "sebf"} {
 			b.Run(fmt.Sprintf("sched=%s/size=%dx", name, k), func(b *testing.B) {
 				b.ReportAllocs()
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
 				var c *counting
 				for b.Loop() {
 					c = &counting{Scheduler: ladderScheduler(b, name)}
@@ -183,6 +202,9 @@ func BenchmarkCostLadder(b *testing.B) {
 				b.ReportMetric(float64(c.calls), "calls")
 				b.ReportMetric(float64(c.flows)/float64(c.calls), "flows/call")
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(c.flows), "ns/flowcall")
+				if c.cpuOK {
+					b.ReportMetric(c.cpu.Seconds()*1e3/float64(c.calls), "sched-ms/call")
+				}
 			})
 		}
 	}

@@ -70,6 +70,20 @@ type Config struct {
 	// on coflow arrivals and completions (and starvation-guard timers), and
 	// capacity freed by a flow that finishes early stays idle until then.
 	EveryFlowEvent bool
+	// ReplanPeriod trades exactness for decision cost (an approximation,
+	// off by default). Zero or 1 means the exact planner: a coflow's Γ'
+	// (steps 1–2) is re-planned whenever its flows moved. N > 1 means a
+	// coflow keeps, for up to N−1 Schedule calls after its last plan, the
+	// Γ' of that plan scaled by how much its raw bottleneck
+	// max_p max(W_p/In_p, W'_p/Out_p) (driver per-port loads, full
+	// capacities) changed since: Γ'·raw_now/raw_then, exact when all its
+	// flows advanced in proportion (MADD) and none finished. It is planned
+	// again when it gains flows, when the fabric view or the predicted
+	// codec profiles change (not after a fair slice of the guard), or
+	// after N calls. Only the order can differ: step 3 still plans every
+	// coflow that gets capacity on what is left. Its effect on CCT is in
+	// STUDY.md §7. Negative is invalid.
+	ReplanPeriod int
 }
 
 // DefaultConfig returns the default configuration.
@@ -96,6 +110,9 @@ func (c *Config) Validate() error {
 		if c.StarvationSlice <= 0 || c.StarvationSlice >= c.StarvationPeriod {
 			return fmt.Errorf("%w: StarvationSlice %v must be in (0, StarvationPeriod=%v)", ErrConfig, c.StarvationSlice, c.StarvationPeriod)
 		}
+	}
+	if c.ReplanPeriod < 0 {
+		return fmt.Errorf("%w: ReplanPeriod %d must be ≥ 0", ErrConfig, c.ReplanPeriod)
 	}
 	if c.MinGain == 0 {
 		c.MinGain = d.MinGain

@@ -51,9 +51,14 @@
 // backfilling visits only coflows with open ports and the core steps only
 // coflows given a rate. Allocations are exactly those of re-planning
 // everything (a lockstep test against the previous implementation). A
-// running coflow whose bracket overlaps another's is still re-planned in
-// O(F_c log F_c) per call: its Γ' depends on every flow's remaining bytes.
-// The cost ladder before and after is in STUDY.md §7.
+// running coflow whose bracket overlaps another's is still re-planned at
+// every call, its Γ' depending on every flow's remaining bytes; the greedy
+// then sorts its candidates by insertion from their order at its previous
+// plan (linear when its flows advanced together) and keeps the ports in an
+// indexed heap. Config.ReplanPeriod (off by default) is an approximation
+// that scales a running coflow's last Γ' by its raw bottleneck's change
+// instead, re-planning every N calls. The cost ladder before and after,
+// and the approximation's effect on order and CCT, are in STUDY.md §7.
 //
 // Per-flow data classes: with coflow.Fabric.Classes, every ρ, s and u
 // above is the flow's own class's (coflow.Fabric.Profile), so FVDF orders

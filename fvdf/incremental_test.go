@@ -263,7 +263,7 @@ func TestWaits_AgreesWithPlan(t *testing.T) {
 	c.ComputePortLoads()
 	c.Send[0].Bytes = 10
 	in, out, cores := []float64{0, 100, 100, 100, 100, 100}, slices.Clone(pl.capOut), slices.Clone(pl.capCores)
-	g, _ := pl.plan(&c, in, out, cores, nil)
+	g, _ := pl.plan(&c, in, out, cores, nil, nil)
 	if pl.waits(&c, in, out, cores) || math.IsInf(g, 1) {
 		t.Fatalf("constructed case: waits %v, plan Γ' %v (want false, finite)", pl.waits(&c, in, out, cores), g)
 	}
@@ -294,7 +294,7 @@ func TestWaits_AgreesWithPlan(t *testing.T) {
 			}
 		}
 		w := pl.waits(&c, in, out, cores)
-		g, _ := pl.plan(&c, in, out, cores, nil)
+		g, _ := pl.plan(&c, in, out, cores, nil, nil)
 		if w && !math.IsInf(g, 1) {
 			t.Fatalf("trial %d: waits but plan Γ' = %v: %+v in %v out %v cores %v", trial, g, c, in, out, cores)
 		}
@@ -340,7 +340,7 @@ func TestBounds_BracketPlan(t *testing.T) {
 		if !pl.bounds(&c, &lo, &hi) {
 			t.Fatal("bounds refused driver loads")
 		}
-		g, _ := pl.plan(&c, pl.capIn, pl.capOut, pl.capCores, nil)
+		g, _ := pl.plan(&c, pl.capIn, pl.capOut, pl.capCores, nil, nil)
 		if !(lo <= g && g <= hi) {
 			t.Fatalf("trial %d: Γ' %v outside [%v, %v]", trial, g, lo, hi)
 		}

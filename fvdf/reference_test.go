@@ -2,6 +2,7 @@ package fvdf
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -9,18 +10,19 @@ import (
 )
 
 // refScheduler is the non-incremental FVDF: every call re-plans every
-// coflow from scratch. It shares the planner (plan, greedy, backfilling)
-// with Scheduler and exists only to check that Scheduler's incremental
-// Schedule returns the same allocations. The planner's own changes since
-// 315c584 keep its results by construction: the typed heap pops in the
-// order container/heap did (Less is a total order on distinct entries;
-// TestTHeap_SameAsContainerHeap), and the per-port sort uses the same total
-// order on (remaining, slot).
+// coflow from scratch. It shares the planner's backfilling with Scheduler
+// but plans with its own copy of plan and greedy as of af88ef9 (a lazy
+// heap of (t, port) entries, each port's candidates sorted when it first
+// becomes the bottleneck; refPlanner below), and exists only to check that
+// Scheduler's incremental Schedule, and planner.greedy's indexed heap and
+// hinted sort, return the same allocations. The typed heap pops in the
+// order container/heap did (TestTHeap_SameAsContainerHeap).
 type refScheduler struct {
 	*Scheduler // cfg, est, fair, NextWakeup, OnlyOnArrivalsAndCompletions
 
 	allocs  []coflow.Allocation
 	pl      planner
+	rp      refPlanner
 	scratch []int
 	al      []coflow.Allocation
 	order   []int
@@ -57,7 +59,7 @@ func (s *refScheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Al
 	gamma := make([]float64, n)
 	for i := range st.Coflows {
 		order[i] = i
-		gamma[i], s.scratch = pl.plan(&st.Coflows[i], pl.capIn, pl.capOut, pl.capCores, s.scratch[:0])
+		gamma[i], s.scratch = s.rp.plan(pl, &st.Coflows[i], pl.capIn, pl.capOut, pl.capCores, s.scratch[:0])
 	}
 	sort.Slice(order, func(a, b int) bool {
 		ca, cb := order[a], order[b]
@@ -96,7 +98,7 @@ func (s *refScheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Al
 		choice := s.scratch[:0]
 		for _, ci := range order {
 			c := &st.Coflows[ci]
-			g, ch := pl.plan(c, remIn, remOut, cores, choice[:0])
+			g, ch := s.rp.plan(pl, c, remIn, remOut, cores, choice[:0])
 			choice = ch
 			if !(g > 0) || math.IsInf(g, 0) {
 				continue
@@ -172,4 +174,226 @@ func (s *refScheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Al
 		}
 	}
 	return s.allocs
+}
+
+// refPlanner holds the scratch of the reference greedy that planner no
+// longer has.
+type refPlanner struct {
+	sorted []bool
+	h      tHeap
+	kv     []remKey
+}
+
+// plan is planner.plan as of af88ef9, verbatim but for the greedy it
+// calls (refPlanner.greedy). It chooses raw/codec per flow of c on resources (in, out, cores) and
+// returns Γ'_C and the choice per flow slot (appended to choice[:0]; nil
+// choice is allowed when only Γ' is needed). See Scheduler for the rule.
+func (r *refPlanner) plan(pl *planner, c *coflow.CoflowState, in, out, cores []float64, choice []int) (float64, []int) {
+	if c.Send != nil || c.Recv != nil {
+		// Per-port loads aggregated by the driver: use them as they are, so
+		// that Γ is bit-for-bit the one package coflow's SEBF computes.
+		pl.startLoads(c)
+	} else {
+		pl.gen++
+		pl.touched = pl.touched[:0]
+		for _, f := range c.Flows {
+			if f.Remaining <= 0 {
+				continue
+			}
+			pl.touch(f.Src)
+			pl.touch(f.Dst)
+			pl.win[f.Src] += f.Remaining
+			pl.wout[f.Dst] += f.Remaining
+		}
+	}
+	nf := len(c.Flows)
+	if choice != nil || len(pl.codecs) > 0 {
+		choice = choice[:0]
+		for range nf {
+			choice = append(choice, coflow.Raw)
+		}
+	}
+	if len(pl.codecs) > 0 {
+		r.greedy(pl, c, in, out, cores, choice)
+	}
+	g := 0.0
+	for _, p := range pl.touched {
+		g = math.Max(g, pl.t(p, in, out, cores))
+	}
+	return g, choice
+}
+
+// greedy is planner.greedy as of af88ef9 (a lazy heap of (t, port)
+// entries, each port's candidates sorted when it first becomes the
+// bottleneck), verbatim but for its scratch. It compresses flows at the bottleneck machine while that lowers its
+// time (see Scheduler, step 1).
+func (r *refPlanner) greedy(pl *planner, c *coflow.CoflowState, in, out, cores []float64, choice []int) {
+	nf := len(c.Flows)
+	if cap(pl.tried) < nf {
+		pl.tried = make([]bool, nf)
+	}
+	pl.tried = pl.tried[:nf]
+	clear(pl.tried)
+	if len(r.sorted) < len(pl.stamp) {
+		r.sorted = make([]bool, len(pl.stamp))
+	}
+	anyCores := false
+	for j, f := range c.Flows {
+		if f.Remaining <= 0 {
+			continue
+		}
+		if cores[f.Src] > 0 && cores[f.Dst] > 0 {
+			anyCores = true
+			pl.byPort[f.Src] = append(pl.byPort[f.Src], j)
+			if f.Dst != f.Src {
+				pl.byPort[f.Dst] = append(pl.byPort[f.Dst], j)
+			}
+		}
+	}
+	if !anyCores {
+		return
+	}
+	for _, p := range pl.touched {
+		r.sorted[p] = false
+	}
+	r.h = r.h[:0]
+	for _, p := range pl.touched {
+		r.h = append(r.h, tEntry{pl.t(p, in, out, cores), p})
+	}
+	r.h.init()
+	gain := 1 - pl.cfg.MinGain
+	for r.h.Len() > 0 {
+		top := r.h.pop()
+		p := top.p
+		if cur := pl.t(p, in, out, cores); cur != top.t {
+			continue // stale
+		}
+		tstar := top.t
+		if tstar == 0 {
+			return
+		}
+		accepted := false
+		lst := pl.byPort[p]
+		if !r.sorted[p] {
+			// Sorted lazily: most machines never become the bottleneck.
+			r.sorted[p] = true
+			// Largest remaining first, ties by slot: a total order, so the
+			// result does not depend on the sort algorithm. Sorted on
+			// (key, slot) pairs to keep the comparisons in cache.
+			kv := r.kv[:0]
+			for _, j := range lst {
+				kv = append(kv, remKey{c.Flows[j].Remaining, j})
+			}
+			slices.SortFunc(kv, func(a, b remKey) int {
+				if a.r != b.r {
+					if a.r > b.r {
+						return -1
+					}
+					return 1
+				}
+				return a.j - b.j
+			})
+			for x := range kv {
+				lst[x] = kv[x].j
+			}
+			r.kv = kv
+		}
+		for pl.cursor[p] < len(lst) {
+			j := lst[pl.cursor[p]]
+			if choice[j] != coflow.Raw || pl.tried[j] {
+				pl.cursor[p]++
+				continue
+			}
+			f := c.Flows[j]
+			bestK, bestM := 0, math.Inf(1)
+			for _, k := range pl.codecs {
+				m := pl.tryCodec(&f, k, in, out, cores)
+				if m < bestM {
+					bestK, bestM = k, m
+				}
+			}
+			if bestK != 0 && bestM < tstar*gain {
+				pl.apply(&f, bestK)
+				choice[j] = bestK
+				pl.cursor[p]++
+				r.h.push(tEntry{pl.t(f.Src, in, out, cores), f.Src})
+				if f.Dst != f.Src {
+					r.h.push(tEntry{pl.t(f.Dst, in, out, cores), f.Dst})
+				}
+				accepted = true
+				break
+			}
+			pl.tried[j] = true
+			pl.cursor[p]++
+		}
+		if !accepted {
+			return // the bottleneck cannot be lowered: Γ' is final
+		}
+	}
+}
+
+type tEntry struct {
+	t float64
+	p int
+}
+
+// tHeap is a max-heap on t, ties to the lower port. Less is a strict
+// total order on distinct entries, so the sequence of pops does not depend
+// on the heap's internal layout (TestTHeap_SameAsContainerHeap).
+type tHeap []tEntry
+
+func (h tHeap) Len() int { return len(h) }
+func (h tHeap) Less(i, j int) bool {
+	if h[i].t != h[j].t {
+		return h[i].t > h[j].t
+	}
+	return h[i].p < h[j].p
+}
+
+func (h tHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h *tHeap) push(e tEntry) {
+	*h = append(*h, e)
+	x := *h
+	for j := len(x) - 1; j > 0; {
+		i := (j - 1) / 2
+		if !x.Less(j, i) {
+			break
+		}
+		x[i], x[j] = x[j], x[i]
+		j = i
+	}
+}
+
+func (h *tHeap) pop() tEntry {
+	x := *h
+	n := len(x) - 1
+	top := x[0]
+	x[0] = x[n]
+	*h = x[:n]
+	h.down(0)
+	return top
+}
+
+func (h tHeap) down(i int) {
+	n := len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		j := l
+		if r := l + 1; r < n && h.Less(r, l) {
+			j = r
+		}
+		if !h.Less(j, i) {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
 }

@@ -90,9 +90,19 @@ func (Nominal) Estimate(_ time.Duration, f *coflow.Fabric, k int) coflow.CodecPr
 // another's. Step 3 plans only coflows that can get capacity (a coflow
 // that needs a full port is recognised in O(P_c + F_c) without planning)
 // and reuses step 1's plan for a coflow whose ports nothing above it
-// touched; step 4 visits coflows with an open source and destination port,
-// the core steps only coflows given a rate. The allocation is exactly the
-// one re-planning everything gives (TestIncremental_SameAsReference).
+// touched; step 4 visits coflows with an open source and destination port
+// (and, in them, only flows whose two ports are open), the core steps only
+// coflows given a rate (and stop once no machine has a free core). The
+// greedy keeps the touched ports in an indexed heap (each port once, with
+// its current time) and sorts a coflow's candidate flows once per plan,
+// by insertion from the order of the coflow's previous plan, which is
+// nearly sorted when its flows advanced together (O(F_c) then, instead of
+// O(F_c·log F_c)). The allocation is exactly the one re-planning
+// everything with the original greedy gives
+// (TestIncremental_SameAsReference, TestPlan_SameAsReferenceGreedy).
+// Config.ReplanPeriod > 1 is an approximation of steps 1–2 (a running
+// coflow's Γ' scaled from its last plan by its raw bottleneck's change);
+// off by default.
 // What still grows with every active flow: each running coflow is
 // re-planned when its bracket overlaps another's, because its Γ' depends on
 // every one of its flows' remaining bytes, and all of them moved.
@@ -123,14 +133,20 @@ type Scheduler struct {
 	remIn   []float64
 	remOut  []float64
 	cores   []float64
+	isIn    []bool // per port: ingress left (step 4)
+	isOut   []bool // per port: egress left (step 4)
 
 	// incremental state: Γ' per coflow Index, valid while the fabric
 	// view (epoch) is unchanged and the coflow did not run.
-	memo  []memo
-	spare memo // for an Index outside memo's range: never valid
-	calls uint64
-	epoch uint64
-	view  fabricView
+	memo   []memo
+	spare  memo  // for an Index outside memo's range: never valid
+	hinted []int // memo indices holding a hint
+	calls  uint64
+	epoch  uint64
+	views  uint64 // fabric views seen (checkEpoch): epoch without fair slices
+
+	scaledN int // Γ' scaled instead of planned (Config.ReplanPeriod), for tests
+	view    fabricView
 }
 
 // memo is a coflow's Γ' on the full free resources, with what it was
@@ -148,6 +164,15 @@ type memo struct {
 	id      int
 	arrival time.Duration
 	first   *coflow.FlowState
+	// With Config.ReplanPeriod > 1: the call of the last plan and the raw
+	// bottleneck then (approx is false when there is none to scale).
+	approx  bool
+	planned uint64
+	view    uint64
+	raw     float64
+	// hint is the coflow's candidate order at its last plan (planner.greedy),
+	// kept while it is present; it only speeds up the next plan's sort.
+	hint *candHint
 }
 
 // valid reports whether m still holds c's Γ': computed under this fabric
@@ -167,10 +192,27 @@ func (m *memo) valid(c *coflow.CoflowState, epoch, calls uint64) bool {
 
 func (m *memo) set(c *coflow.CoflowState, epoch uint64, gamma float64) {
 	*m = memo{ok: true, epoch: epoch, gamma: gamma, sent: c.Sent, wire: c.WireSent, bytes: c.Bytes,
-		n: len(c.Flows), id: c.ID, arrival: c.Arrival}
+		n: len(c.Flows), id: c.ID, arrival: c.Arrival, seen: m.seen, ran: m.ran, hint: m.hint,
+		approx: m.approx, planned: m.planned, view: m.view, raw: m.raw}
 	if len(c.Flows) > 0 {
 		m.first = &c.Flows[0]
 	}
+}
+
+// scaled returns the approximate Γ' of Config.ReplanPeriod for c (see
+// there): the last plan's Γ' times raw/m.raw, raw being c's raw bottleneck
+// now; ok is false when c must be planned.
+func (m *memo) scaled(c *coflow.CoflowState, view, calls uint64, period int, raw float64) (float64, bool) {
+	if !m.approx || m.view != view || calls-m.planned >= uint64(period) {
+		return 0, false
+	}
+	if m.id != c.ID || m.arrival != c.Arrival || len(c.Flows) == 0 || len(c.Flows) > m.n {
+		return 0, false
+	}
+	if !(m.raw > 0) || !(raw > 0) || math.IsInf(raw, 0) || math.IsInf(m.raw, 0) {
+		return 0, false
+	}
+	return m.gamma * (raw / m.raw), true
 }
 
 // maxMemo bounds the coflow indices whose Γ' is remembered.
@@ -185,6 +227,35 @@ func (s *Scheduler) memoFor(index int) *memo {
 		s.memo = append(s.memo, make([]memo, index+1-len(s.memo))...)
 	}
 	return &s.memo[index]
+}
+
+// hintFor returns the candidate order remembered for coflow Index index,
+// for planner.plan, listing it in s.hinted so that dropHints frees it once
+// the coflow is gone; nil outside the memo's range.
+func (s *Scheduler) hintFor(index int) *candHint {
+	if index < 0 || index >= maxMemo {
+		return nil
+	}
+	m := s.memoFor(index)
+	if m.hint == nil {
+		m.hint = &candHint{}
+		s.hinted = append(s.hinted, index)
+	}
+	return m.hint
+}
+
+// dropHints frees the hints of coflows absent from this call, so that
+// they hold memory only for present coflows.
+func (s *Scheduler) dropHints() {
+	kept := s.hinted[:0]
+	for _, i := range s.hinted {
+		if m := &s.memo[i]; m.seen == s.calls && m.hint != nil {
+			kept = append(kept, i)
+		} else {
+			m.hint = nil
+		}
+	}
+	s.hinted = kept
 }
 
 // fabricView is what every Γ' depends on besides the coflow itself.
@@ -217,6 +288,7 @@ func (s *Scheduler) checkEpoch(f *coflow.Fabric) {
 		return
 	}
 	s.epoch++
+	s.views++
 	v.fab, v.nk = f, pl.nk
 	v.capIn = append(v.capIn[:0], pl.capIn...)
 	v.capOut = append(v.capOut[:0], pl.capOut...)
@@ -375,8 +447,12 @@ func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Alloc
 	pl.boundSetup()
 	planAt := func(i int) {
 		c := &st.Coflows[i]
-		gamma[i], s.scratch = pl.plan(c, pl.capIn, pl.capOut, pl.capCores, s.scratch[:0])
-		s.memoFor(c.Index).set(c, s.epoch, gamma[i])
+		gamma[i], s.scratch = pl.plan(c, pl.capIn, pl.capOut, pl.capCores, s.scratch[:0], s.hintFor(c.Index))
+		m := s.memoFor(c.Index)
+		m.set(c, s.epoch, gamma[i])
+		if s.cfg.ReplanPeriod > 1 {
+			m.approx, m.planned, m.view, m.raw = true, s.calls, s.views, pl.rawBottleneck(c)
+		}
 		s.exact[i] = true
 		if len(s.scratch) == len(c.Flows) {
 			s.planned[i] = true
@@ -392,7 +468,7 @@ func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Alloc
 		pl.codecs = nil
 		for i := range st.Coflows {
 			s.order = append(s.order, i)
-			gamma[i], _ = pl.plan(&st.Coflows[i], pl.capIn, pl.capOut, pl.capCores, nil)
+			gamma[i], _ = pl.plan(&st.Coflows[i], pl.capIn, pl.capOut, pl.capCores, nil, nil)
 			s.exact[i] = true
 		}
 		pl.codecs = codecs
@@ -404,9 +480,18 @@ func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Alloc
 		c := &st.Coflows[i]
 		s.order = append(s.order, i)
 		m := s.memoFor(c.Index)
+		var approx float64
 		switch {
 		case m.valid(c, s.epoch, s.calls):
 			gamma[i], lo[i], hi[i], s.exact[i] = m.gamma, m.gamma, m.gamma, true
+		case s.cfg.ReplanPeriod > 1 && func() bool {
+			var ok bool
+			approx, ok = m.scaled(c, s.views, s.calls, s.cfg.ReplanPeriod, pl.rawBottleneck(c))
+			return ok
+		}():
+			// Config.ReplanPeriod's approximation: a point, not planned.
+			gamma[i], lo[i], hi[i], s.exact[i] = approx, approx, approx, true
+			s.scaledN++
 		case pl.bounds(c, &lo[i], &hi[i]):
 			m.ok = false // until planned
 		default:
@@ -521,7 +606,7 @@ func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Alloc
 				if pl.waits(c, remIn, remOut, cores) {
 					continue // Γ = +Inf: a port it needs is full
 				}
-				g, choice = pl.plan(c, remIn, remOut, cores, choice[:0])
+				g, choice = pl.plan(c, remIn, remOut, cores, choice[:0], s.hintFor(c.Index))
 				use = choice
 			}
 			if !(g > 0) || math.IsInf(g, 0) {
@@ -572,12 +657,17 @@ func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Alloc
 	// capacity left, and ports only fill up: a coflow whose source ports,
 	// or whose destination ports, are all full gets nothing, nor does any
 	// coflow once every ingress or every egress is full.
+	// isIn[p], isOut[p]: p's ingress, egress still has capacity (pl.eff).
+	s.isIn, s.isOut = growB(s.isIn, len(remIn)), growB(s.isOut, len(remOut))
+	isIn, isOut := s.isIn, s.isOut
 	openIn, openOut := 0, 0
 	for p := range remIn {
 		if pl.eff(remIn[p], pl.capIn[p]) > 0 {
+			isIn[p] = true
 			openIn++
 		}
 		if pl.eff(remOut[p], pl.capOut[p]) > 0 {
+			isOut[p] = true
 			openOut++
 		}
 	}
@@ -589,35 +679,58 @@ func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Alloc
 		if pl.closed(c, remIn, remOut) {
 			continue
 		}
-		initAl(ci)
-		for j, f := range c.Flows {
-			if f.Remaining > 0 {
-				a := &al[base[ci]+j]
-				was := a.Rate
-				inOpen, outOpen := pl.eff(remIn[f.Src], pl.capIn[f.Src]) > 0, pl.eff(remOut[f.Dst], pl.capOut[f.Dst]) > 0
-				pl.backfillBandwidth(a, f, remIn, remOut, cores)
-				if was == 0 && a.Rate > 0 {
-					given = append(given, base[ci]+j)
-					s.has[ci] = true
-				}
-				if inOpen && !(pl.eff(remIn[f.Src], pl.capIn[f.Src]) > 0) {
-					openIn--
-				}
-				if outOpen && !(pl.eff(remOut[f.Dst], pl.capOut[f.Dst]) > 0) {
-					openOut--
-				}
+		for j := range c.Flows {
+			f := &c.Flows[j]
+			if f.Remaining <= 0 || !isIn[f.Src] || !isOut[f.Dst] {
+				continue // backfillBandwidth would give it nothing
+			}
+			initAl(ci)
+			a := &al[base[ci]+j]
+			was := a.Rate
+			pl.backfillBandwidth(a, *f, remIn, remOut, cores)
+			if was == 0 && a.Rate > 0 {
+				given = append(given, base[ci]+j)
+				s.has[ci] = true
+			}
+			if !(pl.eff(remIn[f.Src], pl.capIn[f.Src]) > 0) {
+				isIn[f.Src] = false
+				openIn--
+			}
+			if !(pl.eff(remOut[f.Dst], pl.capOut[f.Dst]) > 0) {
+				isOut[f.Dst] = false
+				openOut--
 			}
 		}
 	}
 	if len(pl.codecs) > 0 && pl.m == 1 {
+		// backfillCores switches only a raw flow with a rate and free
+		// cores at both ends (cores only fall here), so the others are
+		// skipped, and all once no machine has a free core.
+		free := 0
+		for p := range cores {
+			if cores[p] > 0 {
+				free++
+			}
+		}
 		for _, ci := range order {
+			if free == 0 {
+				break
+			}
 			if !s.has[ci] {
 				continue // no flow of it has a rate: nothing to switch
 			}
 			c := &st.Coflows[ci]
-			for j, f := range c.Flows {
-				if f.Remaining > 0 {
-					pl.backfillCores(&al[base[ci]+j], f, cores)
+			row := al[base[ci]:base[ci+1]]
+			for j := range c.Flows {
+				f := &c.Flows[j]
+				if a := &row[j]; f.Remaining > 0 && a.Codec == coflow.Raw && a.Rate > 0 && cores[f.Src] > 0 && cores[f.Dst] > 0 {
+					pl.backfillCores(a, *f, cores)
+					if !(cores[f.Src] > 0) {
+						free--
+					}
+					if f.Dst != f.Src && !(cores[f.Dst] > 0) {
+						free--
+					}
 				}
 			}
 		}
@@ -640,6 +753,7 @@ func (s *Scheduler) Schedule(now time.Duration, st *coflow.State) []coflow.Alloc
 	clear(s.init)
 	clear(s.has)
 	s.given = given
+	s.dropHints()
 	return s.allocs
 }
 
@@ -701,13 +815,16 @@ type planner struct {
 	touched        []int
 	byPort         [][]int // candidate flow slots per touched port
 	cursor         []int
-	sorted         []bool
 	ncomp          []int // compressed flows of the planned coflow per machine
 	reserved       []float64
 	tried          []bool
-	h              tHeap
+	hp             []int     // greedy's indexed heap of ports
+	hpos           []int     // per port: its position in hp
+	tval           []float64 // per port: its time in hp
 
-	kv []remKey
+	kv   []remKey
+	slot []int32   // flow id → slot, for a hint
+	key  []float64 // per slot: remaining bytes of a candidate, else -1
 
 	// bounds' parameters for the call, and its per-port sums
 	rhoMin, sMax, uMax float64
@@ -760,7 +877,8 @@ func (pl *planner) reset(f *coflow.Fabric, cfg Config, prof []coflow.CodecProfil
 		pl.cpu = make([]float64, n)
 		pl.byPort = make([][]int, n)
 		pl.cursor = make([]int, n)
-		pl.sorted = make([]bool, n)
+		pl.hpos = make([]int, n)
+		pl.tval = make([]float64, n)
 		pl.ncomp = make([]int, n)
 		pl.gen = 0
 	}
@@ -862,7 +980,10 @@ func (pl *planner) startLoads(c *coflow.CoflowState) {
 // plan chooses raw/codec per flow of c on resources (in, out, cores) and
 // returns Γ'_C and the choice per flow slot (appended to choice[:0]; nil
 // choice is allowed when only Γ' is needed). See Scheduler for the rule.
-func (pl *planner) plan(c *coflow.CoflowState, in, out, cores []float64, choice []int) (float64, []int) {
+//
+// hint, if not nil, carries c's candidate order from its previous plan to
+// the next (see greedy); it changes only the cost, never the result.
+func (pl *planner) plan(c *coflow.CoflowState, in, out, cores []float64, choice []int, hint *candHint) (float64, []int) {
 	if c.Send != nil || c.Recv != nil {
 		// Per-port loads aggregated by the driver: use them as they are, so
 		// that Γ is bit-for-bit the one package coflow's SEBF computes.
@@ -888,7 +1009,7 @@ func (pl *planner) plan(c *coflow.CoflowState, in, out, cores []float64, choice 
 		}
 	}
 	if len(pl.codecs) > 0 {
-		pl.greedy(c, in, out, cores, choice)
+		pl.greedy(c, in, out, cores, choice, hint)
 	}
 	g := 0.0
 	for _, p := range pl.touched {
@@ -921,7 +1042,8 @@ func (pl *planner) waits(c *coflow.CoflowState, in, out, cores []float64) bool {
 	if len(pl.codecs) == 0 {
 		return true
 	}
-	for _, f := range c.Flows {
+	for j := range c.Flows {
+		f := &c.Flows[j]
 		if f.Remaining <= 0 || f.Src != ps && f.Dst != ps || !(cores[f.Src] > 0 && cores[f.Dst] > 0) {
 			continue
 		}
@@ -1024,6 +1146,24 @@ func (pl *planner) bounds(c *coflow.CoflowState, lo, hi *float64) bool {
 	return true
 }
 
+// rawBottleneck returns c's raw bottleneck on the full capacities from
+// the driver's per-port loads, max_p max(W_p/In_p, W'_p/Out_p), or 0
+// without them.
+func (pl *planner) rawBottleneck(c *coflow.CoflowState) float64 {
+	h := 0.0
+	for _, x := range c.Send {
+		if x.Flows > 0 && x.Bytes > 0 {
+			h = max(h, div(x.Bytes, pl.eff(pl.capIn[x.Port], pl.capIn[x.Port])))
+		}
+	}
+	for _, x := range c.Recv {
+		if x.Flows > 0 && x.Bytes > 0 {
+			h = max(h, div(x.Bytes, pl.eff(pl.capOut[x.Port], pl.capOut[x.Port])))
+		}
+	}
+	return h
+}
+
 func cmpF(a, b float64) int {
 	switch {
 	case a < b:
@@ -1092,81 +1232,70 @@ func (pl *planner) closed(c *coflow.CoflowState, in, out []float64) bool {
 
 // greedy compresses flows at the bottleneck machine while that lowers its
 // time (see Scheduler, step 1).
-func (pl *planner) greedy(c *coflow.CoflowState, in, out, cores []float64, choice []int) {
+//
+// The candidates (flows with bytes left and free cores at both ends) are
+// sorted once by remaining bytes, largest first, ties by slot (a total
+// order, so the result does not depend on the sort algorithm), and dealt
+// to their ports in that order, so every port's list is in that order.
+// The sort starts from the order this coflow's flows had at its previous
+// plan (hint, when given), which is nearly sorted when its flows advanced
+// together. The bottleneck is the top of an indexed max-heap of the
+// touched ports on (t_p, lower port first) that holds each port once with
+// its current time. This is the rule the lazy heap of (t, port) entries
+// with lazily sorted port lists followed (reference_test.go keeps it):
+// a lazy heap's valid entries for p all equal (t_p, p), every port has
+// one, and the popped bottleneck is pushed back whenever a flow there is
+// compressed, so both pick the same port at every step.
+func (pl *planner) greedy(c *coflow.CoflowState, in, out, cores []float64, choice []int, hint *candHint) {
 	nf := len(c.Flows)
 	if cap(pl.tried) < nf {
 		pl.tried = make([]bool, nf)
 	}
 	pl.tried = pl.tried[:nf]
 	clear(pl.tried)
-	anyCores := false
-	for j, f := range c.Flows {
-		if f.Remaining <= 0 {
-			continue
-		}
-		if cores[f.Src] > 0 && cores[f.Dst] > 0 {
-			anyCores = true
-			pl.byPort[f.Src] = append(pl.byPort[f.Src], j)
-			if f.Dst != f.Src {
-				pl.byPort[f.Dst] = append(pl.byPort[f.Dst], j)
-			}
-		}
-	}
-	if !anyCores {
+	kv := pl.candidates(c, cores, hint)
+	if len(kv) == 0 {
 		return
 	}
-	for _, p := range pl.touched {
-		pl.sorted[p] = false
-	}
-	pl.h = pl.h[:0]
-	for _, p := range pl.touched {
-		pl.h = append(pl.h, tEntry{pl.t(p, in, out, cores), p})
-	}
-	pl.h.init()
-	gain := 1 - pl.cfg.MinGain
-	for pl.h.Len() > 0 {
-		top := pl.h.pop()
-		p := top.p
-		if cur := pl.t(p, in, out, cores); cur != top.t {
-			continue // stale
+	for _, e := range kv {
+		f := &c.Flows[e.j]
+		if pl.stamp[f.Src] != pl.gen {
+			pl.touch(f.Src)
 		}
-		tstar := top.t
+		if pl.stamp[f.Dst] != pl.gen {
+			pl.touch(f.Dst)
+		}
+		pl.byPort[f.Src] = append(pl.byPort[f.Src], e.j)
+		if f.Dst != f.Src {
+			pl.byPort[f.Dst] = append(pl.byPort[f.Dst], e.j)
+		}
+	}
+	h := pl.hp[:0]
+	for _, p := range pl.touched {
+		pl.tval[p] = pl.t(p, in, out, cores)
+		pl.hpos[p] = len(h)
+		h = append(h, p)
+	}
+	pl.hp = h
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		pl.down(i)
+	}
+	gain := 1 - pl.cfg.MinGain
+	for len(pl.hp) > 0 {
+		p := pl.hp[0]
+		tstar := pl.tval[p]
 		if tstar == 0 {
 			return
 		}
 		accepted := false
 		lst := pl.byPort[p]
-		if !pl.sorted[p] {
-			// Sorted lazily: most machines never become the bottleneck.
-			pl.sorted[p] = true
-			// Largest remaining first, ties by slot: a total order, so the
-			// result does not depend on the sort algorithm. Sorted on
-			// (key, slot) pairs to keep the comparisons in cache.
-			kv := pl.kv[:0]
-			for _, j := range lst {
-				kv = append(kv, remKey{c.Flows[j].Remaining, j})
-			}
-			slices.SortFunc(kv, func(a, b remKey) int {
-				if a.r != b.r {
-					if a.r > b.r {
-						return -1
-					}
-					return 1
-				}
-				return a.j - b.j
-			})
-			for x := range kv {
-				lst[x] = kv[x].j
-			}
-			pl.kv = kv
-		}
 		for pl.cursor[p] < len(lst) {
 			j := lst[pl.cursor[p]]
 			if choice[j] != coflow.Raw || pl.tried[j] {
 				pl.cursor[p]++
 				continue
 			}
-			f := c.Flows[j]
+			f := &c.Flows[j]
 			bestK, bestM := 0, math.Inf(1)
 			for _, k := range pl.codecs {
 				m := pl.tryCodec(f, k, in, out, cores)
@@ -1178,9 +1307,9 @@ func (pl *planner) greedy(c *coflow.CoflowState, in, out, cores []float64, choic
 				pl.apply(f, bestK)
 				choice[j] = bestK
 				pl.cursor[p]++
-				pl.h.push(tEntry{pl.t(f.Src, in, out, cores), f.Src})
+				pl.update(f.Src, pl.t(f.Src, in, out, cores))
 				if f.Dst != f.Src {
-					pl.h.push(tEntry{pl.t(f.Dst, in, out, cores), f.Dst})
+					pl.update(f.Dst, pl.t(f.Dst, in, out, cores))
 				}
 				accepted = true
 				break
@@ -1194,8 +1323,217 @@ func (pl *planner) greedy(c *coflow.CoflowState, in, out, cores []float64, choic
 	}
 }
 
+// candHint is a coflow's candidate order at its previous plan: the flow
+// ids, and the slots with the flow list they index (valid while the list
+// is the same: same length, same first element).
+type candHint struct {
+	ids, slots []int32
+	n          int
+	first      *coflow.FlowState
+}
+
+// candidates returns c's flows with bytes left and free cores at both
+// ends as (remaining, slot) pairs sorted largest first, ties by slot, and
+// records their order in *hint (if not nil) for the next plan of c, whose
+// sort then starts from it: by slot while c's flow list is the same, else
+// by flow id.
+func (pl *planner) candidates(c *coflow.CoflowState, cores []float64, hint *candHint) []remKey {
+	kv := pl.kv[:0]
+	ok := func(f *coflow.FlowState) bool {
+		return f.Remaining > 0 && cores[f.Src] > 0 && cores[f.Dst] > 0
+	}
+	nf := len(c.Flows)
+	switch {
+	case hint != nil && len(hint.slots) > 0 && nf > 0 && hint.n == nf && hint.first == &c.Flows[0]:
+		// The same flow list: the hinted slots first, in their order,
+		// then the others in slot order. The keys are gathered in one
+		// sequential pass (-1: not a candidate, or already listed), so
+		// the hint's order reads 8 bytes per flow, not a FlowState.
+		key := pl.key[:0]
+		for j := range c.Flows {
+			r := -1.0
+			if f := &c.Flows[j]; ok(f) {
+				r = f.Remaining
+			}
+			key = append(key, r)
+		}
+		for _, j := range hint.slots {
+			if int(j) < nf && key[j] >= 0 {
+				kv = append(kv, remKey{key[j], int(j)})
+				key[j] = -1
+			}
+		}
+		for j, r := range key {
+			if r >= 0 {
+				kv = append(kv, remKey{r, j})
+			}
+		}
+		pl.key = key
+	case hint != nil && len(hint.ids) > 0 && c.Width > 0 && c.Width <= 4*nf+1024:
+		// Slot of each flow id (Ref.Flow < Width), -1 if absent; the
+		// hinted ids first, in their order, then the others in slot order.
+		slot := pl.slot[:0]
+		for range c.Width {
+			slot = append(slot, -1)
+		}
+		valid := true
+		for j := range c.Flows {
+			id := c.Flows[j].Ref.Flow
+			if id < 0 || id >= c.Width || slot[id] >= 0 {
+				valid = false
+				break
+			}
+			slot[id] = int32(j)
+		}
+		if valid {
+			for _, id := range hint.ids {
+				if int(id) < len(slot) {
+					if j := slot[id]; j >= 0 {
+						slot[id] = -1
+						if f := &c.Flows[j]; ok(f) {
+							kv = append(kv, remKey{f.Remaining, int(j)})
+						}
+					}
+				}
+			}
+			for j := range c.Flows {
+				if f := &c.Flows[j]; slot[f.Ref.Flow] >= 0 && ok(f) {
+					kv = append(kv, remKey{f.Remaining, j})
+				}
+			}
+		} else {
+			kv = kv[:0]
+			for j := range c.Flows {
+				if f := &c.Flows[j]; ok(f) {
+					kv = append(kv, remKey{f.Remaining, j})
+				}
+			}
+		}
+		pl.slot = slot
+	default:
+		for j := range c.Flows {
+			if f := &c.Flows[j]; ok(f) {
+				kv = append(kv, remKey{f.Remaining, j})
+			}
+		}
+	}
+	sortRem(kv)
+	pl.kv = kv
+	if hint != nil {
+		ids, slots := hint.ids[:0], hint.slots[:0]
+		for _, e := range kv {
+			ids = append(ids, int32(c.Flows[e.j].Ref.Flow))
+			slots = append(slots, int32(e.j))
+		}
+		hint.ids, hint.slots, hint.n, hint.first = ids, slots, nf, nil
+		if nf > 0 {
+			hint.first = &c.Flows[0]
+		}
+	}
+	return kv
+}
+
+// remBefore is candidates' order: more remaining bytes first, ties by slot.
+func remBefore(a, b remKey) bool {
+	if a.r != b.r {
+		return a.r > b.r
+	}
+	return a.j < b.j
+}
+
+// sortRem sorts kv in remBefore's order: by insertion, which is linear on
+// the nearly sorted input a hint gives, until it has moved more than 8
+// elements per element; then by pdqsort. remBefore is a total order on
+// distinct slots, so both give the same result.
+func sortRem(kv []remKey) {
+	limit, moves := 8*len(kv)+64, 0
+	for i := 1; i < len(kv); i++ {
+		x, j := kv[i], i
+		for j > 0 && remBefore(x, kv[j-1]) {
+			kv[j] = kv[j-1]
+			j--
+		}
+		kv[j] = x
+		if moves += i - j; moves > limit {
+			slices.SortFunc(kv, func(a, b remKey) int {
+				if remBefore(a, b) {
+					return -1
+				}
+				if remBefore(b, a) {
+					return 1
+				}
+				return 0
+			})
+			return
+		}
+	}
+}
+
+// down restores the port heap below position i.
+func (pl *planner) down(i int) {
+	h := pl.hp
+	n := len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		j := l
+		if r := l + 1; r < n && pl.before(h[r], h[l]) {
+			j = r
+		}
+		if !pl.before(h[j], h[i]) {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		pl.hpos[h[i]], pl.hpos[h[j]] = i, j
+		i = j
+	}
+}
+
+// up restores the port heap above position j.
+func (pl *planner) up(j int) {
+	h := pl.hp
+	for j > 0 {
+		i := (j - 1) / 2
+		if !pl.before(h[j], h[i]) {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		pl.hpos[h[i]], pl.hpos[h[j]] = i, j
+		j = i
+	}
+}
+
+// before orders the port heap: larger t first, ties to the lower port.
+func (pl *planner) before(p, q int) bool {
+	if a, b := pl.tval[p], pl.tval[q]; a != b {
+		return a > b
+	}
+	return p < q
+}
+
+// update sets port p's time in the heap to t, adding p if it is not there
+// (a flow's end whose load the driver did not list).
+func (pl *planner) update(p int, t float64) {
+	i := pl.hpos[p]
+	if i < 0 || i >= len(pl.hp) || pl.hp[i] != p {
+		pl.tval[p] = t
+		pl.hpos[p] = len(pl.hp)
+		pl.hp = append(pl.hp, p)
+		pl.up(len(pl.hp) - 1)
+		return
+	}
+	old := pl.tval[p]
+	pl.tval[p] = t
+	if t > old || t == old {
+		pl.up(i)
+	}
+	pl.down(pl.hpos[p])
+}
+
 // tryCodec returns max(t_src, t_dst) if flow f were compressed with k.
-func (pl *planner) tryCodec(f coflow.FlowState, k int, in, out, cores []float64) float64 {
+func (pl *planner) tryCodec(f *coflow.FlowState, k int, in, out, cores []float64) float64 {
 	if !pl.shrinks(f.Class, k) {
 		return math.Inf(1)
 	}
@@ -1220,7 +1558,7 @@ func (pl *planner) tryCodec(f coflow.FlowState, k int, in, out, cores []float64)
 	return math.Max(ts, td)
 }
 
-func (pl *planner) apply(f coflow.FlowState, k int) {
+func (pl *planner) apply(f *coflow.FlowState, k int) {
 	v, rho := f.Remaining, pl.rho(f.Class, k)
 	m := pl.m
 	pl.win[f.Src] += m*rho*v - v
@@ -1415,70 +1753,4 @@ func (pl *planner) backfillCores(a *coflow.Allocation, f coflow.FlowState, cores
 type remKey struct {
 	r float64
 	j int
-}
-
-type tEntry struct {
-	t float64
-	p int
-}
-
-// tHeap is a max-heap on t, ties to the lower port. Less is a strict
-// total order on distinct entries, so the sequence of pops does not depend
-// on the heap's internal layout (TestTHeap_SameAsContainerHeap).
-type tHeap []tEntry
-
-func (h tHeap) Len() int { return len(h) }
-func (h tHeap) Less(i, j int) bool {
-	if h[i].t != h[j].t {
-		return h[i].t > h[j].t
-	}
-	return h[i].p < h[j].p
-}
-
-func (h tHeap) init() {
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		h.down(i)
-	}
-}
-
-func (h *tHeap) push(e tEntry) {
-	*h = append(*h, e)
-	x := *h
-	for j := len(x) - 1; j > 0; {
-		i := (j - 1) / 2
-		if !x.Less(j, i) {
-			break
-		}
-		x[i], x[j] = x[j], x[i]
-		j = i
-	}
-}
-
-func (h *tHeap) pop() tEntry {
-	x := *h
-	n := len(x) - 1
-	top := x[0]
-	x[0] = x[n]
-	*h = x[:n]
-	h.down(0)
-	return top
-}
-
-func (h tHeap) down(i int) {
-	n := len(h)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			return
-		}
-		j := l
-		if r := l + 1; r < n && h.Less(r, l) {
-			j = r
-		}
-		if !h.Less(j, i) {
-			return
-		}
-		h[i], h[j] = h[j], h[i]
-		i = j
-	}
 }
