@@ -1,0 +1,5 @@
+//go:build !race
+
+package fvdf
+
+const raceEnabled = false
