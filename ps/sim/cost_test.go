@@ -188,3 +188,48 @@ func TestCostModel_RunDeterministic(t *testing.T) {
 		t.Fatalf("clocks with the cost model %d, without %d: want fewer but some", c1, c0)
 	}
 }
+
+// TestEstimateStep_Table logs the communication share of the study's
+// setting (12 workers, batch 64, 600 µs latency, one server, half duplex)
+// for LeNet-5, ResNet-50 and VGG-16 at 10 and 1 Gbit/s, with compute from
+// the default device and, for LeNet-5, also at the suite's CPU rate
+// (1 ms per sample per core, 4 goroutines, Amdahl 0.1: 0.325 ms); it
+// asserts that a slower link and a bigger network give a larger share.
+// go test ./ps/sim -run EstimateStep_Table -v prints the table.
+func TestEstimateStep_Table(t *testing.T) {
+	cnn, err := model.NewCNN(model.DefaultCNNConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := time.Duration(float64(time.Second) / (1000 * 4 / (0.1*4 + 0.9)))
+	rows := []struct {
+		name    string
+		tensors []model.Tensor
+		sample  time.Duration
+	}{
+		{"lenet5/cpu", cnn.Tensors(), cpu},
+		{"lenet5/device", cnn.Tensors(), DefaultDevice.SampleTime(float64(cnn.ForwardMACs()))},
+		{"resnet50/device", model.ResNet50Tensors(), DefaultDevice.SampleTime(model.ResNet50ForwardMACs)},
+		{"vgg16/device", model.VGG16Tensors(), DefaultDevice.SampleTime(model.VGG16ForwardMACs)},
+	}
+	for _, apply := range []time.Duration{0, DefaultApplyPerValue} {
+		for _, r := range rows {
+			var prev float64
+			for _, gbit := range []float64{10, 1} {
+				cfg := DefaultConfig()
+				cfg.Workers, cfg.Batch = 12, 64
+				cfg.Network.Latency = 600 * time.Microsecond
+				cfg.Cost = CostModel{ServerBandwidth: gbit * Gbit, ApplyPerValue: apply}
+				c, err := EstimateStep(cfg, r.tensors, r.sample)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%-16s %2g Gbit/s apply %v: %v", r.name, gbit, apply, c)
+				if c.ShareAlone() <= prev || c.ShareAll() < c.ShareAlone() {
+					t.Errorf("%s at %g Gbit/s: shares %v alone, %v all; previous %v", r.name, gbit, c.ShareAlone(), c.ShareAll(), prev)
+				}
+				prev = c.ShareAlone()
+			}
+		}
+	}
+}
