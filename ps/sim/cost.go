@@ -407,10 +407,11 @@ type StepCost struct {
 	// Compute is Batch samples at the given per-sample time.
 	Compute time.Duration
 	// Alone is a pull then a push of one worker with the links to itself
-	// (latencies and server apply included).
+	// (latencies and server apply included), on the fastest worker link.
 	Alone time.Duration
 	// All is the same when all Workers pull together and then push
-	// together: the servers' links are shared Workers ways.
+	// together, until the last push is applied: the servers' links are
+	// shared Workers ways (and a slow link, if any, ends last).
 	All time.Duration
 }
 
@@ -460,17 +461,27 @@ func EstimateStep(cfg Config, tensors []model.Tensor, sample time.Duration) (Ste
 		out.All = out.Alone
 		return out, nil
 	}
-	round := func(k int) time.Duration {
+	fast, frac := 0, 0.0 // the worker with the fastest link
+	for w := range cfg.Workers {
+		f, ok := cfg.Cost.SlowLink[w]
+		if !ok {
+			f = 1
+		}
+		if f > frac {
+			fast, frac = w, f
+		}
+	}
+	round := func(ws []int) time.Duration {
 		var q Queue
 		c := newCostState(&q, cfg.Cost, cfg.Network.Latency, cfg.Workers, tensors)
 		out.Keys = c.keys
 		var end time.Duration
-		pulled := 0
-		for w := range k {
+		pulled, k := 0, len(ws)
+		for _, w := range ws {
 			c.pull(w, func() {
 				if pulled++; pulled == k {
 					pushed := 0
-					for w := range k {
+					for _, w := range ws {
 						c.push(w, func() {
 							if pushed++; pushed == k {
 								end = q.Now()
@@ -484,7 +495,11 @@ func EstimateStep(cfg Config, tensors []model.Tensor, sample time.Duration) (Ste
 		}
 		return end
 	}
-	out.Alone = round(1)
-	out.All = round(cfg.Workers)
+	all := make([]int, cfg.Workers)
+	for w := range all {
+		all[w] = w
+	}
+	out.Alone = round([]int{fast})
+	out.All = round(all)
 	return out, nil
 }

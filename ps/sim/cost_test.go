@@ -233,3 +233,21 @@ func TestEstimateStep_Table(t *testing.T) {
 		}
 	}
 }
+
+// TestEstimateStep_SlowLink: the step alone is a normal worker's (worker
+// 0's link at a quarter does not slow it), and with every worker at once
+// the slow link ends last: 4 × the lone time of 2 × 4 MB at 1 GB/s.
+func TestEstimateStep_SlowLink(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Workers, cfg.Batch = 2, 1
+	cfg.Network.Latency = 0
+	cfg.Cost = CostModel{ServerBandwidth: 1e9, Servers: 2, SlowLink: map[int]float64{0: 0.25}}
+	tens := append(oneTensor(500_000), model.Tensor{Name: "b", Offset: 500_000, Size: 500_000, Shape: []int{500_000}})
+	c, err := EstimateStep(cfg, tens, time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !near(c.Alone, 8*time.Millisecond) || !near(c.All, 32*time.Millisecond) {
+		t.Fatalf("alone %v, all %v: want 8ms and 32ms", c.Alone, c.All)
+	}
+}
