@@ -18,6 +18,7 @@ type costOptions struct {
 	net     string        // "", "model", "cnn", "resnet50", "vgg16"
 	link    float64       // Gbit/s of every server's and worker's link
 	servers int           // parameter servers
+	shard   int           // values per key at most (0: one key per tensor)
 	duplex  bool          // full-duplex links
 	apply   time.Duration // server apply time per value
 	tflops  float64       // device TFLOP/s for compute from FLOPs; 0: the speed model's rate
@@ -28,6 +29,7 @@ func (c *costOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.net, "cost-net", "", "simulator only: charge pulls and pushes with this network's tensor list over fair-shared links (sim.CostModel): model (the trained model's), cnn (LeNet-5), resnet50 or vgg16; empty for the contention-free -latency model")
 	fs.Float64Var(&c.link, "link", 10, "with -cost-net: every server's and worker's link in Gbit/s")
 	fs.IntVar(&c.servers, "servers", 1, "with -cost-net: parameter servers (keys spread by bytes)")
+	fs.IntVar(&c.shard, "shard", 0, "with -cost-net: cut tensors into keys of at most this many values (0: one key per tensor)")
 	fs.BoolVar(&c.duplex, "duplex", false, "with -cost-net: full-duplex links (pushes and pulls do not share a direction)")
 	fs.DurationVar(&c.apply, "apply", 0, "with -cost-net: server apply time per value (e.g. 1ns, sim.DefaultApplyPerValue)")
 	fs.Float64Var(&c.tflops, "device-tflops", 0, "with -cost-net cnn, resnet50 or vgg16: compute per sample from that network's forward+backward FLOPs at this sustained TFLOP/s (sim.DefaultDevice is 6.28); 0 keeps the scenario's rate per sample")
@@ -99,7 +101,7 @@ func (c costOptions) costModel(sc sim.Scenario, m model.Model, speed straggler.M
 		return sim.CostModel{}, 0, err
 	}
 	cm := sim.CostModel{
-		Tensors: tensors, Servers: c.servers, ServerBandwidth: c.link * sim.Gbit,
+		Tensors: tensors, ShardLen: c.shard, Servers: c.servers, ServerBandwidth: c.link * sim.Gbit,
 		SlowLink: sc.SlowLink, FullDuplex: c.duplex, ApplyPerValue: c.apply,
 	}
 	if c.tflops != 0 {

@@ -251,3 +251,23 @@ func TestEstimateStep_SlowLink(t *testing.T) {
 		t.Fatalf("alone %v, all %v: want 8ms and 32ms", c.Alone, c.All)
 	}
 }
+
+// TestCostKeys_Shards: ResNet-50 cut into keys of at most 2^20 values
+// gives more keys than tensors, spread over 4 servers within one key's
+// bytes of each other, and every byte is placed.
+func TestCostKeys_Shards(t *testing.T) {
+	bytes, keys := costKeys(model.ResNet50Tensors(), 1<<20, 4)
+	if keys <= 161 {
+		t.Fatalf("%d keys, want more than the 161 tensors", keys)
+	}
+	total := 0
+	for _, b := range bytes {
+		total += b
+		if d := b - bytes[0]; d > 4<<20 || d < -4<<20 {
+			t.Fatalf("servers' bytes %v differ by more than one key", bytes)
+		}
+	}
+	if total != 4*model.ResNet50Params {
+		t.Fatalf("%d bytes placed, want %d", total, 4*model.ResNet50Params)
+	}
+}
