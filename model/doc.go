@@ -20,7 +20,13 @@
 // Every model lists its parameter tensors ([Tensors], [Layered]): name,
 // offset, size and shape of each weight matrix and bias vector, in
 // parameter order. A parameter server keeps one key per tensor, and a cost
-// model reads the bytes per key from here.
+// model reads the bytes per key from here. [ResNet50Tensors] and
+// [VGG16Tensors] list the tensors of two ImageNet networks Falcon does not
+// train, computed from their architectures as torchvision builds them
+// (25,557,032 and 138,357,544 parameters, torchvision's published counts),
+// with their published forward multiply-accumulates per image
+// ([ResNet50ForwardMACs], [VGG16ForwardMACs]), for a simulator's cost
+// model (ps/sim.CostModel).
 //
 // # The CNN on MNIST
 //

@@ -70,6 +70,7 @@ type options struct {
 	latency   time.Duration
 	quiet     bool
 	stdout    io.Writer // the table and the policy= lines
+	cost      costOptions
 
 	// the study v2 (study.go, PROTOCOL.md)
 	study     bool
@@ -87,7 +88,7 @@ func main() {
 	flag.StringVar(&o.scenario, "scenario", "mixed", "scenario name, or \"all\" for the suite (homogeneous, static, straggler, transient, mixed)")
 	flag.StringVar(&o.policies, "policies", "all", "comma-separated policies to run")
 	flag.StringVar(&o.data, "data", "auto", "mnist, synthetic, or auto (MNIST if its files are found, else synthetic)")
-	flag.StringVar(&o.modelName, "model", "softmax", "softmax or mlp")
+	flag.StringVar(&o.modelName, "model", "softmax", "softmax, mlp or cnn (LeNet-5; needs 28x28 images: MNIST)")
 	flag.IntVar(&o.hidden, "hidden", 64, "hidden units of -model mlp")
 	flag.IntVar(&o.train, "train", 20000, "training rows used (a seeded sample of MNIST's 60000)")
 	flag.IntVar(&o.test, "test", 2000, "test rows used for evaluation")
@@ -114,6 +115,7 @@ func main() {
 	flag.StringVar(&o.lrFrom, "lr-from", "", "with -study: run every policy at its rate per scenario from this lrtune.csv instead of its family's")
 	flag.IntVar(&o.jobs, "j", 1, "with -study: simulations run at once")
 	flag.StringVar(&o.from, "from", "", "with -study: no simulation; render the tables of these runs.csv files (comma-separated), e.g. of an interrupted or split study")
+	o.cost.register(flag.CommandLine)
 	flag.Parse()
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -179,6 +181,8 @@ func newModel(o options, d *model.Dataset) (model.Model, error) {
 		return model.NewSoftmax(d.D, d.Classes), nil
 	case "mlp":
 		return model.NewMLP(d.D, o.hidden, d.Classes), nil
+	case "cnn":
+		return newCNN(d)
 	}
 	return nil, fmt.Errorf("unknown -model %q", o.modelName)
 }
@@ -261,6 +265,11 @@ func run(o options) error {
 			return err
 		}
 		for _, sc := range scs {
+			if i == 0 {
+				if err := printScenarioCost(o, sc, m); err != nil {
+					return err
+				}
+			}
 			var results []*sim.Result
 			for _, spec := range specs {
 				k++
@@ -418,8 +427,16 @@ func simConfig(o options, sc sim.Scenario) sim.Config {
 }
 
 func runOne(o options, sc sim.Scenario, spec policySpec, m model.Model, train, test *model.Dataset, k, total int) (*sim.Result, error) {
+	sc, err := o.cost.withCurve(sc)
+	if err != nil {
+		return nil, err
+	}
 	speed, err := sc.Model()
 	if err != nil {
+		return nil, err
+	}
+	cfg := simConfig(o, sc)
+	if cfg.Cost, _, err = o.cost.costModel(sc, m, speed); err != nil {
 		return nil, err
 	}
 	pol, err := spec.New(speed, sc.NumWorkers())
@@ -441,7 +458,7 @@ func runOne(o options, sc sim.Scenario, spec policySpec, m model.Model, train, t
 			fmt.Fprintf(os.Stderr, "\r%s [%-30s] t=%5.1fs acc=%.3f", prefix, strings.Repeat("#", min(bar, 30)), e.Time.Seconds(), e.Accuracy)
 		}
 	}
-	res, err := sim.Run(simConfig(o, sc), job)
+	res, err := sim.Run(cfg, job)
 	if err != nil {
 		if !o.quiet {
 			fmt.Fprintln(os.Stderr)

@@ -85,11 +85,21 @@ func (w workload) selected() bool {
 	return true
 }
 
-func (w workload) newModel(d *model.Dataset) model.Model {
-	if w.Model == "mlp" {
-		return model.NewMLP(d.D, w.Hidden, d.Classes)
+// extraWorkloads are workloads outside the v2 protocol, run only when
+// named (-workload cnn); they have no selected learning rates or targets
+// yet, so the study refuses them until -lr-select's are recorded here.
+var extraWorkloads = []workload{
+	{Name: "cnn", Model: "cnn", Duration: 10 * time.Second},
+}
+
+func (w workload) newModel(d *model.Dataset) (model.Model, error) {
+	switch w.Model {
+	case "mlp":
+		return model.NewMLP(d.D, w.Hidden, d.Classes), nil
+	case "cnn":
+		return newCNN(d)
 	}
-	return model.NewSoftmax(d.D, d.Classes)
+	return model.NewSoftmax(d.D, d.Classes), nil
 }
 
 // studyJob is one simulation of the study.
@@ -169,11 +179,12 @@ func selectWorkloads(list string) ([]workload, error) {
 	}
 	var out []workload
 	for _, name := range strings.Split(list, ",") {
-		i := slices.IndexFunc(studyWorkloads, func(w workload) bool { return w.Name == strings.TrimSpace(name) })
+		all := append(slices.Clone(studyWorkloads), extraWorkloads...)
+		i := slices.IndexFunc(all, func(w workload) bool { return w.Name == strings.TrimSpace(name) })
 		if i < 0 {
-			return nil, fmt.Errorf("unknown workload %q (have softmax, mlp)", name)
+			return nil, fmt.Errorf("unknown workload %q (have softmax, mlp, cnn)", name)
 		}
-		out = append(out, studyWorkloads[i])
+		out = append(out, all[i])
 	}
 	return out, nil
 }
@@ -295,7 +306,22 @@ func runStudyJob(o options, data *dataCache, j studyJob) (*studyRun, error) {
 		return nil, err
 	}
 	train, test := data.get(j.seed)
-	m := j.wl.newModel(train)
+	m, err := j.wl.newModel(train)
+	if err != nil {
+		return nil, err
+	}
+	sc, err = o.cost.withCurve(sc)
+	if err != nil {
+		return nil, err
+	}
+	if sc.Contention.Enabled() {
+		if speed, err = sc.Model(); err != nil {
+			return nil, err
+		}
+		if pol, err = j.spec.New(speed, sc.NumWorkers()); err != nil {
+			return nil, err
+		}
+	}
 	cfg := sim.DefaultConfig()
 	cfg.Workers = sc.NumWorkers()
 	cfg.Batch = studyBatch
@@ -309,6 +335,9 @@ func runStudyJob(o options, data *dataCache, j studyJob) (*studyRun, error) {
 	cfg.Target = j.wl.High
 	cfg.TargetWindow = studyWindow
 	cfg.Seed = j.seed
+	if cfg.Cost, _, err = o.cost.costModel(sc, m, speed); err != nil {
+		return nil, err
+	}
 	wall := time.Now()
 	cpu := threadCPU()
 	res, err := sim.Run(cfg, sim.Job{Model: m, Train: train, Test: test, Speed: speed, Policy: pol})

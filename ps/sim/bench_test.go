@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,5 +48,47 @@ func BenchmarkRun(b *testing.B) {
 				b.ReportMetric(float64(events)/float64(b.N), "events/op")
 			})
 		}
+	}
+}
+
+// BenchmarkCNNGoroutines measures the speed-up of the CNN's real gradient
+// math with p goroutines on this machine: p clones of LeNet-5 each compute
+// the gradient of 16 samples at once (the live runtime's chunked claims);
+// samples/s is the throughput. It is the measurement behind
+// DefaultContention (curve.go).
+func BenchmarkCNNGoroutines(b *testing.B) {
+	train, _, err := model.Synthetic(model.SyntheticConfig{Train: 512, Test: 10, Dim: 784, Classes: 10, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, p := range []int{1, 2, 3, 4} {
+		b.Run(fmt.Sprintf("p=%d", p), func(b *testing.B) {
+			ms := make([]model.Model, p)
+			grads := make([][]float32, p)
+			var params []float32
+			for i := range ms {
+				m, err := model.NewCNN(model.DefaultCNNConfig())
+				if err != nil {
+					b.Fatal(err)
+				}
+				ms[i] = m
+				grads[i] = make([]float32, m.NumParams())
+				params = make([]float32, m.NumParams())
+			}
+			idx := make([]int, 16)
+			for i := range idx {
+				idx[i] = i
+			}
+			b.ResetTimer()
+			start := time.Now()
+			for range b.N {
+				var wg sync.WaitGroup
+				for i := range p {
+					wg.Go(func() { ms[i].LossGrad(params, train, idx, grads[i]) })
+				}
+				wg.Wait()
+			}
+			b.ReportMetric(float64(b.N*p*len(idx))/time.Since(start).Seconds(), "samples/s")
+		})
 	}
 }

@@ -25,6 +25,13 @@ type Scenario struct {
 	// Foreign is a foreign job on some hosts (see [ForeignConfig]); only
 	// [Scenario.Model] models it.
 	Foreign ForeignConfig
+	// Contention, when enabled, replaces the speed model's Amdahl curve
+	// with a USL curve and an oversubscription cost ([Contended]); only
+	// [Scenario.Model] models it, and not with a foreign job.
+	Contention ContentionConfig
+	// SlowLink gives some workers a link of this fraction of the others'
+	// (CostModel.SlowLink); it needs a cost model with links.
+	SlowLink map[int]float64
 }
 
 // NumWorkers is the scenario's cluster size.
@@ -54,6 +61,12 @@ func (s Scenario) Model() (straggler.Model, error) {
 	}
 	if h.NumWorkers() != s.NumWorkers() {
 		return nil, fmt.Errorf("%w: scenario %q: %d workers in the speed model, %d in the scenario", ErrConfig, s.Name, h.NumWorkers(), s.NumWorkers())
+	}
+	if s.Contention.Enabled() {
+		if s.Foreign.Enabled() {
+			return nil, fmt.Errorf("%w: scenario %q: Contention with a foreign job is not modelled", ErrConfig, s.Name)
+		}
+		return NewContended(h, s.Contention)
 	}
 	if !s.Foreign.Enabled() {
 		return h, nil
@@ -193,10 +206,25 @@ func StudyScenarios(seed uint64) []Scenario {
 	)
 }
 
-// ScenarioByName returns the study scenario ([StudyScenarios]) called name.
+// SlowLinkFraction is the slow-link scenario's link speed relative to
+// the others' (ours: as the straggler scenario's compute straggler, 4x
+// slower).
+const SlowLinkFraction = 0.25
+
+// CostScenarios returns the scenarios that need a cost model with links
+// (CostModel.ServerBandwidth > 0): "slow-link", the homogeneous cluster
+// with worker 0's link at SlowLinkFraction of the others'.
+func CostScenarios(seed uint64) []Scenario {
+	return []Scenario{{Name: "slow-link", Hetero: suiteHetero(seed), Parallelism: SuiteParallelism, Workers: SuiteWorkers,
+		SlowLink: map[int]float64{0: SlowLinkFraction},
+		Why:      "6 identical 8-core hosts with worker 0's network link 4x slower than the others' (a degraded NIC, a congested top-of-rack port or a cross-rack path): a network straggler, where every other scenario's straggler is a compute straggler"}}
+}
+
+// ScenarioByName returns the study scenario ([StudyScenarios]) or cost
+// scenario ([CostScenarios]) called name.
 func ScenarioByName(name string, seed uint64) (Scenario, error) {
 	var names []string
-	for _, s := range StudyScenarios(seed) {
+	for _, s := range append(StudyScenarios(seed), CostScenarios(seed)...) {
 		if s.Name == name {
 			return s, nil
 		}

@@ -109,6 +109,10 @@ type Config struct {
 	// own batch and delay it only if they arrive later). Zero means the
 	// training set's float32 rows (4·D bytes); negative means free.
 	SampleBytes int
+	// Cost is the cost model of pulls, pushes, server applies and compute
+	// per sample ([CostModel]); its zero value keeps Network for pulls
+	// and pushes and the speed model's rate per sample.
+	Cost CostModel
 }
 
 // DefaultConfig returns a config for 8 workers, batch 32, SGD with
@@ -150,7 +154,7 @@ func (c *Config) Validate() error {
 	case c.Network.Latency < 0 || c.Network.Bandwidth < 0:
 		return fmt.Errorf("%w: negative network parameter", ErrConfig)
 	}
-	return nil
+	return c.Cost.Validate(c.Workers)
 }
 
 func (c *Config) fill() {
@@ -284,6 +288,8 @@ type Sim struct {
 	pvec  []int     // parallelism of every worker
 	rates []float64 // scratch for RateAll
 
+	cost *costState // nil: Network for pulls and pushes
+
 	lastActivity time.Duration
 	counted      map[[2]int]int // (owner, clock) -> samples pushed
 	res          *Result
@@ -332,6 +338,13 @@ func New(cfg Config, job Job) (*Sim, error) {
 	m.Init(init, rand.New(rand.NewPCG(cfg.Seed, 0x1417)))
 	if err := store.InitValues(s.keys, s.lens, init); err != nil {
 		return nil, err
+	}
+	if cfg.Cost.Enabled() {
+		tensors := cfg.Cost.Tensors
+		if tensors == nil {
+			tensors = model.Tensors(m)
+		}
+		s.cost = newCostState(&s.q, cfg.Cost, cfg.Network.Latency, cfg.Workers, tensors)
 	}
 	s.grad = make([]float32, n)
 	s.evalParam = make([]float32, n)
@@ -470,7 +483,7 @@ func (s *Sim) release(w *worker) {
 	}
 	w.baseVersion = s.coord.View().Version()
 	clock := w.clock
-	s.q.After(s.cfg.Network.Delay(s.pbytes), func() {
+	s.sendPull(w.id, func() {
 		if w.state != wPulling || w.clock != clock {
 			return
 		}
@@ -504,7 +517,7 @@ func (s *Sim) nextChunk(w *worker) {
 	if sp.lo == sp.hi {
 		w.todo = w.todo[1:]
 	}
-	s.startSegment(w, s.noisy(w, roundWork(w.segHi-w.segLo, w.p, s.cfg.Chunk)))
+	s.startSegment(w, s.noisy(w, s.work(w.segHi-w.segLo, w.p)))
 }
 
 // roundWork is the compute time, in samples at the worker's rate R(p), of
@@ -525,6 +538,37 @@ func roundWork(n, p, chunk int) float64 {
 		work += min(chunk, r) * p
 	}
 	return float64(work)
+}
+
+// work is the speed model's samples of n trained samples computed by p
+// goroutines: roundWork times Cost.ComputeScale.
+func (s *Sim) work(n, p int) float64 {
+	w := roundWork(n, p, s.cfg.Chunk)
+	if c := s.cfg.Cost.ComputeScale; c > 0 {
+		w *= c
+	}
+	return w
+}
+
+// sendPull delivers worker w's pull response: after Network.Delay of the
+// parameters' bytes, or through the cost model's links.
+func (s *Sim) sendPull(w int, done func()) {
+	if s.cost != nil {
+		s.cost.pull(w, done)
+		return
+	}
+	s.q.After(s.cfg.Network.Delay(s.pbytes), done)
+}
+
+// sendPush delivers worker w's push to the server (and, with the cost
+// model, through its apply): after Network.Delay of the parameters'
+// bytes, or through the cost model's links and apply queues.
+func (s *Sim) sendPush(w int, done func()) {
+	if s.cost != nil {
+		s.cost.push(w, done)
+		return
+	}
+	s.q.After(s.cfg.Network.Delay(s.pbytes), done)
 }
 
 // noisy multiplies a round's work by w's next lognormal factor of mean 1
@@ -687,7 +731,7 @@ func (s *Sim) pushOwn(w *worker) {
 			push.Parts = push.Parts[1:]
 		}
 	}
-	s.q.After(s.cfg.Network.Delay(s.pbytes), func() {
+	s.sendPush(w.id, func() {
 		s.apply(push, grad)
 		if s.err == nil {
 			s.clocked(w, clock)
@@ -934,7 +978,7 @@ func (s *Sim) runQueue(w *worker) {
 	t := w.queue[0]
 	w.queue = w.queue[1:]
 	w.segTask = t
-	s.startSegment(w, s.noisy(w, roundWork(len(t.idx), w.p, s.cfg.Chunk)))
+	s.startSegment(w, s.noisy(w, s.work(len(t.idx), w.p)))
 }
 
 // pushTransfer pushes the gradient of a transferred range, computed with
@@ -949,7 +993,7 @@ func (s *Sim) pushTransfer(w *worker, t *task) {
 		Worker: epsp.WorkerID(w.id), Owner: epsp.WorkerID(t.owner), Clock: t.clock,
 		BaseVersion: w.baseVersion, Samples: len(t.idx), BatchSamples: t.batch,
 	}
-	s.q.After(s.cfg.Network.Delay(s.pbytes), func() {
+	s.sendPush(w.id, func() {
 		s.apply(push, grad)
 		if s.err != nil {
 			return
