@@ -394,12 +394,12 @@ func (m *matrix) writeRuns() error {
 		return err
 	}
 	w := bufio.NewWriter(f)
-	fmt.Fprintln(w, "sched,compression,resched,gbps,cores,seed,mean_cct_s,median_cct_s,p95_cct_s,p99_cct_s,mean_jct_s,traffic_reduction,codec_cpu_s,max_wait_s,sn_s,ln_s,sw_s,lw_s,calls,wall_s")
+	fmt.Fprintln(w, "sched,compression,resched,gbps,cores,seed,mean_cct_s,median_cct_s,p95_cct_s,p99_cct_s,mean_jct_s,traffic_reduction,codec_cpu_s,max_wait_s,sn_s,ln_s,sw_s,lw_s,calls,wall_s,predictor")
 	for _, r := range m.results {
 		s := m.stats(r)
-		fmt.Fprintf(w, "%s,%s,%s,%g,%g,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.3f,%.3f,%.6f,%.6f,%.6f,%.6f,%d,%.2f\n",
+		fmt.Fprintf(w, "%s,%s,%s,%g,%g,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.3f,%.3f,%.6f,%.6f,%.6f,%.6f,%d,%.2f,%s\n",
 			r.Sched, r.Comp, r.Resched, r.Set.Gbps, r.Set.Cores, r.seed, s.mean, s.median, s.p95, s.p99, s.jct, s.traffic, s.cpu, s.maxWait,
-			s.bins[0], s.bins[1], s.bins[2], s.bins[3], r.calls, r.runWall.Seconds())
+			s.bins[0], s.bins[1], s.bins[2], s.bins[3], r.calls, r.runWall.Seconds(), r.Pred)
 	}
 	if err := w.Flush(); err != nil {
 		f.Close()
