@@ -23,7 +23,16 @@ import (
 // the fabric's per-class profile's business; the factor carries what the
 // class does not explain: contention, and the variation within a class.
 // Records without a positive wall time are skipped.
-func RecordedFactors(recs []predictor.Record, codec string) ([]float64, error) {
+//
+// With window > 1, factor i is instead the harmonic mean of the per-record
+// factors i−window+1 … i (fewer at the start): the relative throughput
+// of those chunks compressed back to back. A single chunk's wall time
+// includes whole scheduler time slices lost to a background thread (a
+// 0.3 ms chunk descheduled for 10 ms measures 3 % of its speed); held for
+// a simulated step much longer than the recording's ~3 ms per chunk, one
+// such chunk would stand for a whole step at 3 %, while the throughput
+// over a window is what a codec worker sustains. window ≤ 1 means none.
+func RecordedFactors(recs []predictor.Record, codec string, window int) ([]float64, error) {
 	byClass := map[int][]float64{}
 	type rs struct {
 		class int
@@ -51,7 +60,19 @@ func RecordedFactors(recs []predictor.Record, codec string) ([]float64, error) {
 	for i, x := range seq {
 		out[i] = x.speed / med[x.class]
 	}
-	return out, nil
+	if window <= 1 {
+		return out, nil
+	}
+	sm := make([]float64, len(out))
+	var inv float64 // Σ 1/f over the window
+	for i, f := range out {
+		inv += 1 / f
+		if i >= window {
+			inv -= 1 / out[i-window]
+		}
+		sm[i] = float64(min(i+1, window)) / inv
+	}
+	return sm, nil
 }
 
 // NewReplayedContention returns a Contention whose factor at step i

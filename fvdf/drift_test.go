@@ -23,7 +23,7 @@ func TestRecordedFactors_Series(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs, err := RecordedFactors(recs, "lz4")
+	fs, err := RecordedFactors(recs, "lz4", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,8 +43,40 @@ func TestRecordedFactors_Series(t *testing.T) {
 	if hi/lo < 2 {
 		t.Fatalf("factors span only [%v, %v]: no drift", lo, hi)
 	}
-	if _, err := RecordedFactors(recs, "zstd"); !errors.Is(err, ErrBadInput) {
+	if _, err := RecordedFactors(recs, "zstd", 0); !errors.Is(err, ErrBadInput) {
 		t.Fatalf("unknown codec: %v", err)
+	}
+}
+
+// TestRecordedFactors_Window: a window's factor is the harmonic mean of
+// the per-record factors in it (the relative throughput of those chunks
+// back to back), so one stalled chunk weighs by the time it took.
+func TestRecordedFactors_Window(t *testing.T) {
+	rec := func(class int, wallNs int64) predictor.Record {
+		return predictor.Record{Codec: "lz4", Class: class, RawBytes: 1000, CompressWallNs: wallNs}
+	}
+	// class 1 median wall 100 ns; class 2 median 400 ns.
+	recs := []predictor.Record{rec(1, 100), rec(2, 400), rec(1, 1000), rec(2, 400), rec(1, 100), {Codec: "snappy", Class: 1, RawBytes: 1, CompressWallNs: 1}}
+	per, err := RecordedFactors(recs, "lz4", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []float64{1, 1, 0.1, 1, 1}
+	for i := range want {
+		if d := per[i] - want[i]; d > 1e-12 || d < -1e-12 {
+			t.Fatalf("per-record factors %v, want %v", per, want)
+		}
+	}
+	w, err := RecordedFactors(recs, "lz4", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// i=2: 3/(1+1+10) = 0.25; i=3: 3/(1+10+1); i=4: 3/(10+1+1).
+	want = []float64{1, 1, 0.25, 0.25, 0.25}
+	for i := range want {
+		if d := w[i] - want[i]; d > 1e-12 || d < -1e-12 {
+			t.Fatalf("window factors %v, want %v", w, want)
+		}
 	}
 }
 

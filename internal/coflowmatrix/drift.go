@@ -26,8 +26,15 @@ const DriftCodec = "lz4"
 // step of fvdf's modelled drift, DefaultContentionConfig).
 const DriftStep = time.Second
 
+// DriftWindow is the window of fvdf.RecordedFactors: the throughput of
+// the last 30 recorded chunks (the recorder's shortest contention run,
+// record.DefaultConfig's ContentionRun[0]; ours), so a step carries a
+// contention level's sustained speed, not one chunk's scheduler stall.
+// (PROTOCOL-v3 §6, amended 2026-12-05 before any deciding run.)
+const DriftWindow = 30
+
 // loadDrift reads the recording and returns its factors
-// (fvdf.RecordedFactors of DriftCodec).
+// (fvdf.RecordedFactors of DriftCodec over DriftWindow).
 func loadDrift(path string) ([]float64, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -38,7 +45,7 @@ func loadDrift(path string) ([]float64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("drift recording %s: %w", path, err)
 	}
-	return fvdf.RecordedFactors(recs, DriftCodec)
+	return fvdf.RecordedFactors(recs, DriftCodec, DriftWindow)
 }
 
 // basePred is the Pred of the cells that do not vary the predictor: the
