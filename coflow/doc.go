@@ -17,7 +17,9 @@
 // ReadTrace and WriteTrace; coflow weights, which that format lacks, come
 // from an optional side file of "<coflow id> <weight>" lines
 // (Trace.ReadWeights, Trace.WriteWeights) and reach Coflow.Weight through
-// ToCoflows. Synthetic generates traces of the same shape from a seed.
+// ToCoflows. Synthetic generates traces of the same shape from a seed,
+// optionally at a set offered load (SynthConfig.Load; OfferedLoad measures
+// a trace's).
 //
 // A Scheduler maps a State (active coflows, their unfinished flows with
 // remaining bytes, the fabric) to a list of Allocations (per-flow wire rate,

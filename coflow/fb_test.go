@@ -18,3 +18,15 @@ func readFB(tb testing.TB) (*coflow.Trace, []coflow.Coflow) {
 	}
 	return tr, cfs
 }
+
+// TestOfferedLoad_FB2010 logs FB2010's offered load at 1 Gbit/s, the
+// reference for the synthetic loads of the claims protocol
+// (fvdf/PROTOCOL-v3.md), and checks it is a plausible utilisation.
+func TestOfferedLoad_FB2010(t *testing.T) {
+	tr, _ := readFB(t)
+	l := coflow.OfferedLoad(tr, 125e6)
+	t.Logf("FB2010 offered load at 1 Gbit/s: %.4f", l)
+	if !(l > 0.01 && l < 10) {
+		t.Fatalf("FB2010 load %v", l)
+	}
+}

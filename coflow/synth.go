@@ -28,6 +28,23 @@ type SynthConfig struct {
 	// Fractions of short-narrow, long-narrow and short-wide coflows; the rest
 	// are long-wide. All zero means DefaultSynthConfig's mix.
 	ShortNarrow, LongNarrow, ShortWide float64
+	// Load, if positive, sets the offered load instead of
+	// MeanInterArrival's scale: the arrival times drawn (Poisson, with
+	// MeanInterArrival, or 1 s when that is zero) are scaled by one factor
+	// so that
+	//
+	//	Load = total bytes / (Ports · PortBps · span)
+	//
+	// where span is the last arrival time: the bytes offered per second of
+	// the arrival window over the fabric's capacity per second. Each byte
+	// crosses one ingress and one egress link, so Load is the mean
+	// utilisation of either direction that the trace asks for while its
+	// coflows arrive (above 1 the fabric cannot keep up). Zero means no
+	// scaling (MeanInterArrival as given).
+	Load float64
+	// PortBps is the port bandwidth (bytes/s) Load refers to. Required
+	// when Load > 0.
+	PortBps float64
 }
 
 // DefaultSynthConfig returns FB2010's dimensions (150 ports, 526 coflows),
@@ -43,6 +60,9 @@ func DefaultSynthConfig() SynthConfig {
 
 // Validate checks the configuration.
 func (c *SynthConfig) Validate() error {
+	if !(c.Load >= 0) || math.IsInf(c.Load, 0) || c.Load > 0 && !(c.PortBps > 0 && !math.IsInf(c.PortBps, 0)) {
+		return fmt.Errorf("%w: synth: load %v needs a finite positive port bandwidth (got %v)", ErrInvalidConfig, c.Load, c.PortBps)
+	}
 	if c.Ports < 2 {
 		return fmt.Errorf("%w: synth: ports %d < 2", ErrInvalidConfig, c.Ports)
 	}
@@ -87,10 +107,16 @@ func Synthetic(cfg SynthConfig, rng *rand.Rand) (*Trace, error) {
 	t := &Trace{Ports: cfg.Ports, Coflows: make([]TraceCoflow, cfg.Coflows)}
 	perm := make([]int, cfg.Ports)
 	var at float64 // ms
+	gap := cfg.MeanInterArrival
+	if cfg.Load > 0 && gap == 0 {
+		gap = time.Second
+	}
+	ats := make([]float64, cfg.Coflows)
 	for i := range t.Coflows {
-		if i > 0 && cfg.MeanInterArrival > 0 {
-			at += rng.ExpFloat64() * float64(cfg.MeanInterArrival) / float64(time.Millisecond)
+		if i > 0 && gap > 0 {
+			at += rng.ExpFloat64() * float64(gap) / float64(time.Millisecond)
 		}
+		ats[i] = at
 		u := rng.Float64()
 		var nm, nr int
 		var lo, hi float64 // MiB per flow
@@ -119,7 +145,38 @@ func Synthetic(cfg SynthConfig, rng *rand.Rand) (*Trace, error) {
 		}
 		t.Coflows[i] = c
 	}
+	if cfg.Load > 0 && at > 0 {
+		var bytes float64
+		for _, c := range t.Coflows {
+			for _, r := range c.Reducers {
+				bytes += r.MB * (1 << 20)
+			}
+		}
+		span := bytes / (cfg.Load * float64(cfg.Ports) * cfg.PortBps) // seconds
+		scale := span * 1e3 / at
+		for i := range t.Coflows {
+			t.Coflows[i].ArrivalMS = int64(ats[i] * scale)
+		}
+	}
 	return t, nil
+}
+
+// OfferedLoad returns t's offered load at port bandwidth portBps (bytes/s):
+// total bytes / (Ports · portBps · span), span the last arrival time (as
+// SynthConfig.Load). It returns +Inf when every coflow arrives at once.
+func OfferedLoad(t *Trace, portBps float64) float64 {
+	var bytes float64
+	var last int64
+	for _, c := range t.Coflows {
+		last = max(last, c.ArrivalMS)
+		for _, r := range c.Reducers {
+			bytes += r.MB * (1 << 20)
+		}
+	}
+	if last == 0 {
+		return math.Inf(1)
+	}
+	return bytes / (float64(t.Ports) * portBps * float64(last) / 1e3)
 }
 
 // narrow draws mapper and reducer counts with at most 50 flows.

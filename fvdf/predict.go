@@ -69,6 +69,10 @@ type Contention struct {
 	rng     *rand.Rand
 	level   int
 	factors []float64 // per step
+	// replay, if not nil, is a recorded series replayed from step start,
+	// cycling ([NewReplayedContention]).
+	replay []float64
+	start  int
 }
 
 // NewContention returns the drift series drawn from rng (a constant factor
@@ -82,12 +86,15 @@ func NewContention(cfg ContentionConfig, rng *rand.Rand) (*Contention, error) {
 
 // Factor returns the speed factor in force at time t.
 func (c *Contention) Factor(t time.Duration) float64 {
-	if c == nil || c.rng == nil {
+	if c == nil || c.rng == nil && c.replay == nil {
 		return 1
 	}
 	i := int(t / c.cfg.Step)
 	if t < 0 {
 		i = 0
+	}
+	if c.replay != nil {
+		return c.replay[(c.start+i)%len(c.replay)]
 	}
 	for len(c.factors) <= i {
 		if len(c.factors) > 0 && len(c.cfg.Levels) > 1 && c.rng.Float64() < c.cfg.Switch {

@@ -37,6 +37,22 @@ const (
 	// SortRecords is sort-benchmark data: 100-byte records in gensort's
 	// binary layout (TeraSort's input; see genSortRecords in named.go).
 	SortRecords
+	// EncryptedBlocks is encrypted data: the AES-128-CTR keystream under
+	// a key and IV drawn from the seed (see genEncrypted in mixdata.go).
+	// CTR ciphertext of any plaintext is the plaintext XOR this
+	// keystream, and AES-CTR output is indistinguishable from uniform
+	// random bytes, so it stands for encrypted blocks of any content.
+	EncryptedBlocks
+	// CompressedGoSrc is already-compressed data from a named corpus: the
+	// lz4 block output (pierrec/lz4/v4, default level) of consecutive
+	// 64 KiB blocks of the Go source corpus ([GoSourceCorpus]), as a
+	// shuffle of pre-compressed files or media would carry.
+	CompressedGoSrc
+	// ApacheLogs is web-server access logs in the Apache HTTP Server's
+	// Common Log Format (httpd.apache.org/docs/2.4/logs.html, "Common Log
+	// Format"): host ident authuser [date] "request" status bytes; the
+	// field values come from a seeded generator (genApacheLogs).
+	ApacheLogs
 	numClasses
 )
 
@@ -47,10 +63,10 @@ const SparseZeroFraction = 0.9
 
 // Classes lists every class in declaration order.
 func Classes() []Class {
-	return []Class{Float32Grad, SparseGrad, Int8Quant, Text, Random, GoStdlib, TPCHRows, SortRecords}
+	return []Class{Float32Grad, SparseGrad, Int8Quant, Text, Random, GoStdlib, TPCHRows, SortRecords, EncryptedBlocks, CompressedGoSrc, ApacheLogs}
 }
 
-var classNames = [...]string{"float32", "sparse", "int8", "text", "random", "gosrc", "tpch-rows", "gensort"}
+var classNames = [...]string{"float32", "sparse", "int8", "text", "random", "gosrc", "tpch-rows", "gensort", "aes-ctr", "gosrc-lz4", "apache-clf"}
 
 // String returns the class's short name, as accepted by [ParseClass].
 func (c Class) String() string {
@@ -61,7 +77,8 @@ func (c Class) String() string {
 }
 
 // ParseClass parses a class name ("float32", "sparse", "int8", "text",
-// "random", "gosrc", "tpch-rows", "gensort").
+// "random", "gosrc", "tpch-rows", "gensort", "aes-ctr", "gosrc-lz4",
+// "apache-clf").
 func ParseClass(s string) (Class, error) {
 	for i, n := range classNames {
 		if n == s {
@@ -109,6 +126,16 @@ func Generate(c Class, n int, rng *rand.Rand) []byte {
 		genTPCHRows(buf, rng)
 	case SortRecords:
 		genSortRecords(buf, rng)
+	case EncryptedBlocks:
+		genEncrypted(buf, rng)
+	case CompressedGoSrc:
+		corpus, err := compressedGoSource()
+		if err != nil {
+			panic(err)
+		}
+		return sliceCorpus(corpus, n, rng)
+	case ApacheLogs:
+		genApacheLogs(buf, rng)
 	case Random:
 		var x uint64
 		for i := range buf {

@@ -18,7 +18,12 @@
 // named classes a reader can obtain or regenerate: GoStdlib (slices of the
 // Go distribution's source tree, real text), TPCHRows (TPC-H lineitem rows
 // from a dbgen-like generator in Spark's UnsafeRow shuffle layout) and
-// SortRecords (gensort's 100-byte sort-benchmark records). [Sample] is
+// SortRecords (gensort's 100-byte sort-benchmark records); and the
+// classes of the media-logs mix, whose compressibility differs by 4×:
+// EncryptedBlocks (the AES-128-CTR keystream under a seeded key),
+// CompressedGoSrc (lz4 output of the Go source corpus) and ApacheLogs
+// (lines in the Apache HTTP Server's Common Log Format). The declared
+// mixes are in mixes.go ([NamedMixes]). [Sample] is
 // Generate with errors instead of panics. A [Mix]
 // weights classes by raw bytes; [Profiles.ForMix] turns a mix into one
 // effective profile (ratios average, times per byte add up).

@@ -68,6 +68,16 @@ var namedMixes = []NamedMix{
 			{Random, 0.15, "ShuffleMix, the 2026-11-29 protocol (ours); already-compressed blobs."},
 		},
 	},
+	{
+		// Declared 2026-12-05 (issue 29), before any run that uses it.
+		Name:    "media-logs",
+		Summary: "encrypted and already-compressed blocks beside highly compressible access logs",
+		Weights: []Weight{
+			{EncryptedBlocks, 0.25, "Encrypted blocks (encrypted storage, TLS-terminated payloads): the AES-128-CTR keystream of crypto/aes and crypto/cipher under a seeded key; AES-CTR output is indistinguishable from random bytes. Measured ρ 1.004 (lz4), 1.000 (snappy). The 25 % share is ours."},
+			{CompressedGoSrc, 0.25, "Already-compressed files (media, pre-compressed columns): lz4 block output (pierrec/lz4/v4) of the Go 1.26 source tree in 64 KiB blocks. Measured ρ 0.985 (lz4), 0.979 (snappy). The 25 % share is ours."},
+			{ApacheLogs, 0.50, "Web access logs in the Apache HTTP Server's Common Log Format (httpd.apache.org/docs/2.4/logs.html), field values from a seeded generator. Measured ρ 0.249 (lz4), 0.233 (snappy). The 50 % share is ours."},
+		},
+	},
 }
 
 // NamedMixes returns the declared mixes, sorted by name.

@@ -89,8 +89,11 @@ func Sample(c Class, n int, rng *rand.Rand) ([]byte, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("%w: negative size %d", ErrBadConfig, n)
 	}
-	if c == GoStdlib {
+	if c == GoStdlib || c == CompressedGoSrc {
 		corpus, err := GoSourceCorpus()
+		if c == CompressedGoSrc {
+			corpus, err = compressedGoSource()
+		}
 		if err != nil {
 			return nil, err
 		}

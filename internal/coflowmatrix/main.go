@@ -14,6 +14,14 @@
 //
 //	go run ./internal/coflowmatrix -trace /path/to/FB2010-1Hr-150-0.txt -out matrix
 //
+// The claims study's dimensions (fvdf/PROTOCOL-v3.md, issue 29): -mix
+// picks a declared data mix (spark-sql-shuffle, shuffle, ml-ps,
+// media-logs); -predictors oracle,last,ewma,lstm runs every cell under the
+// codec-speed drift predictor/record recorded (-drift, drift.go) with
+// FVDF's cells once per predictor; -synth-load L replaces FB2010 by one
+// synthetic trace per seed at offered load L (SynthTrace); -coflows N
+// keeps a trace's first N coflows (exploratory slices).
+//
 // It is deterministic for a given protocol and flags (the run order across
 // workers does not change any result). Without the trace file it prints a
 // message and exits 0.
@@ -60,6 +68,18 @@ type options struct {
 	protocol   string
 	resume     bool
 	reportOnly bool
+	// mix is the declared data mix (empty: the protocol's Mix).
+	mix string
+	// preds, when not empty, runs every cell under the recorded codec-speed
+	// drift (drift) and FVDF's cells once per predictor (PROTOCOL-v3).
+	preds []string
+	drift []float64
+	// synthLoad, when positive, replaces the trace by synthetic traces at
+	// that offered load (at SynthRefBps), one per seed (SynthTrace).
+	synthLoad float64
+	// coflows, when positive, keeps the trace's first coflows only (the
+	// exploratory slices of PROTOCOL-v3).
+	coflows int
 }
 
 func main() {
@@ -81,7 +101,19 @@ func main() {
 	flag.BoolVar(&o.resume, "resume", false, "reuse the runs already saved under -out/runs (each run is saved when it ends)")
 	flag.BoolVar(&o.reportOnly, "report-only", false, "write the report from the saved runs without running the missing ones")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile to this file")
+	flag.StringVar(&o.mix, "mix", Mix, "declared data mix (codecprof/mixes.go): spark-sql-shuffle, shuffle, ml-ps, media-logs")
+	preds := flag.String("predictors", "", "comma-separated predictors (oracle, last, ewma, lstm, ...): run every cell under the recorded codec-speed drift (-drift) and FVDF's cells once per predictor (empty: exact, constant speeds)")
+	driftPath := flag.String("drift", DriftFile, "predictor/record series the drift replays (with -predictors)")
+	flag.Float64Var(&o.synthLoad, "synth-load", 0, "run on synthetic traces at this offered load at 1 Gbit/s, one trace per seed (0: the FB2010 trace)")
+	flag.IntVar(&o.coflows, "coflows", 0, "keep the trace's first n coflows (0: all)")
 	flag.Parse()
+	if *preds != "" {
+		o.preds = strings.Split(*preds, ",")
+		var err error
+		if o.drift, err = loadDrift(*driftPath); err != nil {
+			fail(err)
+		}
+	}
 	if *cpuprofile != "" {
 		pf, err := os.Create(*cpuprofile)
 		if err != nil {
@@ -116,6 +148,9 @@ func main() {
 	if o.seeds < 1 || o.seeds > len(Seeds) {
 		fail(fmt.Errorf("-seeds %d not in [1,%d]", o.seeds, len(Seeds)))
 	}
+	if o.synthLoad > 0 {
+		o.trace = "-" // the synthetic traces, drawn per seed in newMatrix
+	}
 	if o.trace == "" {
 		dir, err := coflowtest.SharedData("coflow-benchmark")
 		if err != nil {
@@ -124,15 +159,18 @@ func main() {
 		}
 		o.trace = filepath.Join(dir, TraceFile)
 	}
-	f, err := os.Open(o.trace)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "coflowmatrix: trace %s not available (%v); skipping the matrix\n", o.trace, err)
-		return
-	}
-	tr, err := coflow.ReadTrace(f)
-	f.Close()
-	if err != nil {
-		fail(err)
+	var tr *coflow.Trace
+	if o.synthLoad == 0 {
+		f, err := os.Open(o.trace)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "coflowmatrix: trace %s not available (%v); skipping the matrix\n", o.trace, err)
+			return
+		}
+		tr, err = coflow.ReadTrace(f)
+		f.Close()
+		if err != nil {
+			fail(err)
+		}
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		fail(err)
@@ -162,13 +200,27 @@ func fail(err error) {
 type Cell struct {
 	Sched, Comp, Resched string
 	Set                  Setting
+	// Pred, when set, runs the cell under the recorded drift with this
+	// predictor (FVDF's cells) or the oracle (the others); see runOne.
+	Pred string
 }
 
 func (c Cell) key() string {
-	return fmt.Sprintf("%s/%s/%s/%gG-%gc", c.Sched, c.Comp, c.Resched, c.Set.Gbps, c.Set.Cores)
+	k := fmt.Sprintf("%s/%s/%s/%gG-%gc", c.Sched, c.Comp, c.Resched, c.Set.Gbps, c.Set.Cores)
+	if c.Pred != "" {
+		k += "/" + c.Pred
+	}
+	return k
 }
 
-func (c Cell) label() string { return c.Sched + "/" + c.Comp }
+// label is sched/comp, with "@predictor" for a predictor other than the
+// oracle (the drift cells of PROTOCOL-v3).
+func (c Cell) label() string {
+	if c.Pred != "" && c.Pred != fvdf.PredictorOracle {
+		return c.Sched + "/" + c.Comp + "@" + c.Pred
+	}
+	return c.Sched + "/" + c.Comp
+}
 
 // workload is one seed's jobs.
 type workload struct {
@@ -211,7 +263,10 @@ type matrix struct {
 }
 
 func newMatrix(tr *coflow.Trace, o options) (*matrix, error) {
-	mix, err := codecprof.LookupMix(Mix)
+	if o.mix == "" {
+		o.mix = Mix
+	}
+	mix, err := codecprof.LookupMix(o.mix)
 	if err != nil {
 		return nil, err
 	}
@@ -222,6 +277,18 @@ func newMatrix(tr *coflow.Trace, o options) (*matrix, error) {
 		weights = append(weights, w.W)
 	}
 	for _, seed := range Seeds[:o.seeds] {
+		if o.synthLoad > 0 {
+			if tr, err = SynthTrace(o.synthLoad, seed); err != nil {
+				return nil, err
+			}
+			m.tr = tr
+		}
+		if o.coflows > 0 && o.coflows < len(tr.Coflows) {
+			sl := *tr
+			sl.Coflows = tr.Coflows[:o.coflows]
+			tr = &sl
+			m.tr = tr
+		}
 		cfs, err := tr.ToCoflows()
 		if err != nil {
 			return nil, err
@@ -249,12 +316,29 @@ func newMatrix(tr *coflow.Trace, o options) (*matrix, error) {
 		for _, rs := range o.resched {
 			for _, s := range Schedulers {
 				for _, c := range Compression {
-					m.addCell(Cell{s, c, rs, set})
+					m.addCell(Cell{s, c, rs, set, m.basePred()})
 				}
 			}
-			m.addCell(Cell{"fvdf", "fvdf", rs, set})
+			if len(o.preds) == 0 {
+				m.addCell(Cell{"fvdf", "fvdf", rs, set, ""})
+				for _, b := range Isolating {
+					m.addCell(Cell{b.Sched, b.Comp, rs, set, ""})
+				}
+				continue
+			}
+			// Under drift: FVDF and SEBF's order with FVDF's compression
+			// once per predictor, the other baselines with the oracle.
+			for _, p := range o.preds {
+				m.addCell(Cell{"fvdf", "fvdf", rs, set, p})
+			}
 			for _, b := range Isolating {
-				m.addCell(Cell{b.Sched, b.Comp, rs, set})
+				if b.Comp == "fvdf" {
+					for _, p := range o.preds {
+						m.addCell(Cell{b.Sched, b.Comp, rs, set, p})
+					}
+					continue
+				}
+				m.addCell(Cell{b.Sched, b.Comp, rs, set, fvdf.PredictorOracle})
 			}
 		}
 	}
@@ -312,10 +396,10 @@ func (m *matrix) fabric(set Setting) (*coflow.Fabric, error) {
 // scheduler builds a Cell's scheduler (fvdf.NewBaseline: the one
 // cmd/falcon-coflow -sched NAME -resched RULE runs) and, for FVDF with
 // probe, the order probe around it.
-func (m *matrix) scheduler(c Cell, probe bool) (coflow.Scheduler, *orderProbe, error) {
+func (m *matrix) scheduler(c Cell, probe bool, est fvdf.Estimator) (coflow.Scheduler, *orderProbe, error) {
 	bc := fvdf.BaselineConfig{Rescheduling: c.Resched, GuardPeriod: GuardPeriod, GuardSlice: GuardSlice,
 		Codecs: []transport.Codec{transport.CodecLZ4, transport.CodecSnappy}, PolicyOverhead: PolicyOverhead,
-		FVDF: fvdf.DefaultConfig()}
+		FVDF: fvdf.DefaultConfig(), Estimator: est}
 	s, err := fvdf.NewBaseline(fvdf.Baseline{Sched: c.Sched, Comp: c.Comp}, bc)
 	if err != nil {
 		return nil, nil, err
@@ -359,12 +443,22 @@ func (m *matrix) runOne(c Cell, w *workload, shift time.Duration, probe bool) (*
 			}
 		}
 	}
-	s, pr, err := m.scheduler(c, probe)
+	var est fvdf.Estimator
+	var truth *fvdf.TrueSpeeds
+	if c.Pred != "" {
+		if est, truth, err = m.drifting(c, w.seed, fab); err != nil {
+			return nil, err
+		}
+	}
+	s, pr, err := m.scheduler(c, probe, est)
 	if err != nil {
 		return nil, err
 	}
 	wt := &fvdf.WaitTracker{Inner: s}
 	cfg := coflow.DefaultConfig()
+	if truth != nil {
+		cfg.CodecSpeed = truth.CodecSpeed
+	}
 	if c.Resched == "every" {
 		cfg.CoalesceFlowEvents = m.o.coalesce
 	}

@@ -85,16 +85,16 @@ func TestSmallProtocol_Unchanged(t *testing.T) {
 		for _, rs := range Rescheduling {
 			for _, s := range Schedulers {
 				for _, c := range Compression {
-					if SmallProtocol(Cell{s, c, rs, set}) {
+					if SmallProtocol(Cell{s, c, rs, set, ""}) {
 						n++
 					}
 				}
 			}
-			if SmallProtocol(Cell{"fvdf", "fvdf", rs, set}) {
+			if SmallProtocol(Cell{"fvdf", "fvdf", rs, set, ""}) {
 				n++
 			}
 			for _, b := range Isolating {
-				if SmallProtocol(Cell{b.Sched, b.Comp, rs, set}) {
+				if SmallProtocol(Cell{b.Sched, b.Comp, rs, set, ""}) {
 					t.Errorf("%s/%s/%s in the small protocol", b.Sched, b.Comp, rs)
 				}
 			}

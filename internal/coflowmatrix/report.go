@@ -172,8 +172,18 @@ func (m *matrix) report(cpu, wall time.Duration) error {
 		return err
 	}
 	var b strings.Builder
+	trace := TraceFile
+	if m.o.synthLoad > 0 {
+		trace = fmt.Sprintf("synthetic at load %g (SynthTrace, one per seed)", m.o.synthLoad)
+	}
+	if m.o.coflows > 0 {
+		trace += fmt.Sprintf(", first %d coflows", m.o.coflows)
+	}
+	if len(m.o.preds) > 0 {
+		trace += fmt.Sprintf(", under the recorded drift (%s) with predictors %v", DriftFile, m.o.preds)
+	}
 	fmt.Fprintf(&b, "# Coflow baseline matrix\n\nTrace %s, mix %s, seeds %v, %d of %d planned runs present (time-shift runs included), this invocation's wall %.0f s, CPU %.1f min.\n",
-		TraceFile, Mix, Seeds[:m.o.seeds], len(m.results)+len(m.shifted), m.planned, wall.Seconds(), cpu.Minutes())
+		trace, m.mix.Name, Seeds[:m.o.seeds], len(m.results)+len(m.shifted), m.planned, wall.Seconds(), cpu.Minutes())
 	fmt.Fprintf(&b, "Protocol %s; flags: coalesce %v, jobs %v, settings %v, rescheduling %v, only %q.\n\n", m.o.protocol, m.o.coalesce, !m.o.noJobs, m.o.settings, m.o.resched, m.o.only.String())
 	fmt.Fprintf(&b, "Every figure is the median over seeds with its 95 %% percentile-bootstrap interval over seeds (%d draws). CCT over every coflow of the job plan (later stages included); JCT over jobs.\n\n", BootstrapDraws)
 	var groups []groupKey
@@ -239,7 +249,7 @@ func (m *matrix) report(cpu, wall time.Duration) error {
 		}
 		always := best(func(c Cell) bool { return c.Comp == "lz4" || c.Comp == "snappy" })
 		overall := best(func(c Cell) bool { return true })
-		fk := Cell{"fvdf", "fvdf", g.resched, g.set}.key()
+		fk := Cell{"fvdf", "fvdf", g.resched, g.set, m.basePred()}.key()
 		fr := cells[fk]
 		fmt.Fprintf(&b, "\nStrongest always-compress baseline: %s; strongest baseline overall: %s.\n\n", always, overall)
 		if len(fr) == 0 {
@@ -296,9 +306,9 @@ func (m *matrix) report(cpu, wall time.Duration) error {
 				return err
 			}
 			var bars []barSet
-			base := cells[Cell{"sebf", "none", g.resched, g.set}.key()]
+			base := cells[Cell{"sebf", "none", g.resched, g.set, m.basePred()}.key()]
 			for _, lbl := range uniq([]string{"sebf/none", always, "dclas/none", "sincronia/none", "fvdf/fvdf"}) {
-				rs := cells[keyOf(lbl, g)]
+				rs := cells[keyOf(lbl, g, m.basePred())]
 				if len(rs) == 0 || len(base) == 0 {
 					continue
 				}
@@ -357,9 +367,15 @@ func (m *matrix) report(cpu, wall time.Duration) error {
 	return os.WriteFile(filepath.Join(m.o.out, "summary.md"), []byte(b.String()), 0o644)
 }
 
-func keyOf(label string, g groupKey) string {
+// keyOf is the key of the cell labelled label (Cell.label) in group g;
+// base is the Pred of a label without one (matrix.basePred).
+func keyOf(label string, g groupKey, base string) string {
 	s, c, _ := strings.Cut(label, "/")
-	return Cell{s, c, g.resched, g.set}.key()
+	c, pred, _ := strings.Cut(c, "@")
+	if pred == "" {
+		pred = base
+	}
+	return Cell{s, c, g.resched, g.set, pred}.key()
 }
 
 func uniq(x []string) []string {
@@ -378,12 +394,12 @@ func (m *matrix) writeRuns() error {
 		return err
 	}
 	w := bufio.NewWriter(f)
-	fmt.Fprintln(w, "sched,compression,resched,gbps,cores,seed,mean_cct_s,median_cct_s,p95_cct_s,p99_cct_s,mean_jct_s,traffic_reduction,codec_cpu_s,max_wait_s,sn_s,ln_s,sw_s,lw_s,calls,wall_s")
+	fmt.Fprintln(w, "sched,compression,resched,gbps,cores,seed,mean_cct_s,median_cct_s,p95_cct_s,p99_cct_s,mean_jct_s,traffic_reduction,codec_cpu_s,max_wait_s,sn_s,ln_s,sw_s,lw_s,calls,wall_s,predictor")
 	for _, r := range m.results {
 		s := m.stats(r)
-		fmt.Fprintf(w, "%s,%s,%s,%g,%g,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.3f,%.3f,%.6f,%.6f,%.6f,%.6f,%d,%.2f\n",
+		fmt.Fprintf(w, "%s,%s,%s,%g,%g,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.3f,%.3f,%.6f,%.6f,%.6f,%.6f,%d,%.2f,%s\n",
 			r.Sched, r.Comp, r.Resched, r.Set.Gbps, r.Set.Cores, r.seed, s.mean, s.median, s.p95, s.p99, s.jct, s.traffic, s.cpu, s.maxWait,
-			s.bins[0], s.bins[1], s.bins[2], s.bins[3], r.calls, r.runWall.Seconds())
+			s.bins[0], s.bins[1], s.bins[2], s.bins[3], r.calls, r.runWall.Seconds(), r.Pred)
 	}
 	if err := w.Flush(); err != nil {
 		f.Close()
