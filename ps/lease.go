@@ -662,6 +662,7 @@ func (w *Worker) heartbeats() {
 			w.setFatal(err)
 			return
 		case time.Since(last) > w.cfg.CoordinatorTimeout:
+			w.leaseMiss()
 			w.setFatal(fmt.Errorf("%w: %s: %s: no answer for %v (timeout %v): %v", ErrPeerLost, w.name, w.cfg.Coordinator,
 				time.Since(last).Round(time.Millisecond), w.cfg.CoordinatorTimeout, err))
 			return

@@ -227,7 +227,8 @@ func TestLease_LostServerAbortsNamingIt(t *testing.T) {
 // with ErrPeerLost naming it.
 func TestLease_LostCoordinator(t *testing.T) {
 	const coordTimeout = 300 * time.Millisecond
-	c := pstest.NewCluster(t, pstest.Workers(2), pstest.Batch(4), pstest.NoLeakCheck(),
+	misses := &leaseMisses{}
+	c := pstest.NewCluster(t, pstest.Workers(2), pstest.Batch(4), pstest.NoLeakCheck(), pstest.Metrics(misses),
 		pstest.Lease(ps.LeaseConfig{Timeout: testLease, Interval: testInterval}), pstest.Heartbeat(testHeartbeat, coordTimeout))
 	release, free := releaser(t)
 	var killed atomic.Pointer[time.Time]
@@ -247,6 +248,10 @@ func TestLease_LostCoordinator(t *testing.T) {
 	}
 	if d := r.at.Sub(*killed.Load()); d > coordTimeout+testHeartbeat+testSlack {
 		t.Errorf("worker-0 failed %v after the coordinator died, bound %v", d, coordTimeout+testHeartbeat+testSlack)
+	}
+	// the heartbeats' verdict is a lease miss; a request in flight is not
+	if want := "coordinator " + string(pstest.CoordinatorID); errors.Is(r.err, ps.ErrPeerLost) && !slices.Contains(misses.get(), want) {
+		t.Errorf("worker-0 found the coordinator lost (%v) but the lease misses are %q, want one %q", r.err, misses.get(), want)
 	}
 	free()
 	<-res[1]

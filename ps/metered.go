@@ -130,6 +130,13 @@ func (c *Coordinator) leaseMiss(role string, peer transport.NodeID) {
 	}
 }
 
+// leaseMiss reports the worker's coordinator silent past its timeout.
+func (w *Worker) leaseMiss() {
+	if w.opts.met != nil {
+		w.opts.met.LeaseMiss("coordinator", string(w.cfg.Coordinator))
+	}
+}
+
 // checkpointed reports a checkpoint that began at t0 and ended with *err.
 func (s *Server) checkpointed(t0 time.Time, err *error) {
 	if s.opts.met != nil {

@@ -28,7 +28,7 @@
 //	falcon_ps_worker_blocked_seconds{worker}             histogram  seconds of each wait
 //	falcon_ps_straggler_rank{worker}                     gauge      1 = slowest; 0 = speed unknown or left
 //	falcon_ps_worker_speed_samples_per_second{worker}    gauge      the coordinator's speed estimate
-//	falcon_ps_lease_misses_total{role,node}              counter    peers whose lease expired (role, node of the peer)
+//	falcon_ps_lease_misses_total{role,node}              counter    peers found silent past their lease (role, node of the peer)
 //	falcon_ps_checkpoint_duration_seconds{node,result}   histogram  seconds per checkpoint; result "ok" or "error"
 package metrics
 
@@ -59,8 +59,10 @@ type Recorder interface {
 	// the end of its second clock) or it has left. speed is its
 	// throughput in samples/s over its last clock (ps.WorkerState.Speed).
 	Straggler(worker, rank int, speed float64)
-	// LeaseMiss: the coordinator found peer (role "worker" or "server")
-	// silent past its lease.
+	// LeaseMiss: a role found peer silent past its lease: the
+	// coordinator a worker or a server (LeaseConfig.Timeout), a worker
+	// its coordinator (WorkerConfig.CoordinatorTimeout). role is the
+	// peer's role: "worker", "server" or "coordinator".
 	LeaseMiss(role, peer string)
 	// Checkpoint: server node took a checkpoint in d; err is nil or why
 	// it failed.

@@ -77,7 +77,7 @@ func New(reg prometheus.Registerer) (*Recorder, error) {
 		speed: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "worker_speed_samples_per_second",
 			Help: "The coordinator's estimate of a worker's throughput over its last clock."}, []string{"worker"}),
 		leaseMiss: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "lease_misses_total",
-			Help: "Peers the coordinator found silent past their lease, by the peer's role and node."}, []string{"role", "node"}),
+			Help: "Peers found silent past their lease (by the coordinator, or a worker's coordinator by the worker), by the peer's role and node."}, []string{"role", "node"}),
 		checkpoint: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "checkpoint_duration_seconds",
 			Help: "Seconds per server checkpoint, by node and result (ok, error).", Buckets: CheckpointBuckets}, []string{"node", "result"}),
 	}
