@@ -14,6 +14,7 @@ import (
 
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps/event"
+	"github.com/falconml/falcon/ps/metrics"
 	"github.com/falconml/falcon/transport"
 	"golang.org/x/sync/errgroup"
 )
@@ -152,6 +153,10 @@ type ClusterConfig struct {
 	// Observer, if set, sees the events of every local role. All local
 	// roles share one clock (Event.At is the time since NewCluster).
 	Observer event.Observer
+	// Metrics, if set, receives the metrics of every local role (package
+	// ps/metrics; ps/metrics/prom exports them to Prometheus); nil
+	// records nothing.
+	Metrics metrics.Recorder
 	// StateEvery, when positive, reports every worker's state (clock,
 	// speed, parallelism, batch, straggler or pioneer) as the coordinator
 	// sees it, at this interval, to OnState; it needs the coordinator in
@@ -359,7 +364,7 @@ func NewCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error) 
 		}
 	}()
 	start := time.Now()
-	ro := []Option{WithLogger(c.log), WithClock(func() time.Duration { return time.Since(start) })}
+	ro := []Option{WithLogger(c.log), WithClock(func() time.Duration { return time.Since(start) }), WithMetrics(cfg.Metrics)}
 	defer func() { c.ro = ro }()
 	var obs []event.Observer
 	if cfg.Workers > 0 && cfg.local(CoordinatorNode) {

@@ -153,6 +153,7 @@ func NewCoordinator(cfg CoordinatorConfig, policy epsp.Policy, opts ...Option) (
 		lease:  newLeases(cfg.Lease, cfg.EPSP.NumWorkers, slots, len(cfg.Servers)),
 	}
 	c.runCtx, c.runCancel = context.WithCancel(context.Background())
+	c.meterStragglers(slots)
 	for i, n := range cfg.Workers {
 		if _, dup := c.names[n]; dup {
 			return nil, fmt.Errorf("ps: worker node %q listed twice", n)
@@ -289,6 +290,7 @@ func waitServers(ctx context.Context, cl *Client, timeout time.Duration) error {
 
 // HandleRequest serves workers' requests.
 func (c *Coordinator) HandleRequest(ctx context.Context, from transport.NodeID, req []byte) (resp []byte, err error) {
+	defer c.opts.served("coordinator", "coordinator", c.opts.now(), req, nil, &resp)
 	defer func() {
 		if p := recover(); p != nil {
 			resp, err = wire.ErrResponse(c.opts.recovered("coordinator", from, p)), nil
@@ -343,6 +345,7 @@ func (c *Coordinator) HandleRequest(ctx context.Context, from transport.NodeID, 
 
 // HandleMessage receives progress reports and failure reports.
 func (c *Coordinator) HandleMessage(from transport.NodeID, msg []byte) {
+	defer c.opts.served("coordinator", "coordinator", c.opts.now(), msg, nil, nil)
 	defer func() {
 		if p := recover(); p != nil {
 			c.opts.recovered("coordinator", from, p)
@@ -482,6 +485,7 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		}
 		c.snapshot()
 		c.lease.started(r.worker)
+		c.admitted(r.push, d)
 		c.opts.emit(event.Event{Kind: event.PushAdmitted, Node: "coordinator", Worker: r.push.Worker, Owner: r.push.Owner, Clock: r.push.Clock, Samples: r.push.Samples, Push: r.push, Decision: d})
 		return coordResp{dec: d}
 	case wire.OpTransferResult:

@@ -60,7 +60,10 @@
 // (store.SGD, store.Momentum, store.Adam), the initializers, the refusal of
 // non-finite values and the checkpoint format; package ps/layout places
 // keys on servers (Modulo, KeyRange, Hash); package ps/event holds the
-// events the roles report to an Observer. The names ps used to have for
+// events the roles report to an Observer; package ps/metrics is the
+// Recorder they report metrics to (ClusterConfig.Metrics, WithMetrics;
+// nil measures nothing), which ps/metrics/prom exports to Prometheus
+// without ps importing it. The names ps used to have for
 // them (ps.Store, ps.SGD, ps.Modulo, ps.Event, ...) remain as deprecated
 // aliases. Package
 // transport carries the messages (in process, or TCP with a secret, TLS

@@ -894,7 +894,8 @@ func (s *Server) RunID() string {
 
 // checkpoint takes a checkpoint (steps 1–3 above); background says the
 // schedule started it.
-func (s *Server) checkpoint(background bool) error {
+func (s *Server) checkpoint(background bool) (err error) {
+	defer s.checkpointed(time.Now(), &err)
 	d := s.dur
 	d.ckMu.Lock()
 	defer d.ckMu.Unlock()

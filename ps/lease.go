@@ -388,6 +388,7 @@ func (c *Coordinator) watchLeases() {
 		}
 		l.mu.Unlock()
 		if lostS >= 0 {
+			c.leaseMiss("server", c.cfg.Servers[lostS])
 			c.setFatal(fmt.Errorf("%w: server %s: %s (lease timeout %v)", ErrPeerLost, c.cfg.Servers[lostS], silence(lastS, now), l.cfg.Timeout))
 			l.close()
 			return
@@ -409,6 +410,7 @@ func silence(last, now time.Time) string {
 // workerLost applies the lost-worker policy.
 func (c *Coordinator) workerLost(w epsp.WorkerID, why string) {
 	err := fmt.Errorf("%w: worker %s: %s (lease timeout %v)", ErrPeerLost, c.cfg.Workers[w], why, c.lease.cfg.Timeout)
+	c.leaseMiss("worker", c.cfg.Workers[w])
 	c.opts.emit(event.Event{Kind: event.WorkerLost, Node: "coordinator", Worker: w})
 	if c.lease.cfg.OnWorkerLost == AbortRun {
 		c.setFatal(err)
@@ -660,6 +662,7 @@ func (w *Worker) heartbeats() {
 			w.setFatal(err)
 			return
 		case time.Since(last) > w.cfg.CoordinatorTimeout:
+			w.leaseMiss()
 			w.setFatal(fmt.Errorf("%w: %s: %s: no answer for %v (timeout %v): %v", ErrPeerLost, w.name, w.cfg.Coordinator,
 				time.Since(last).Round(time.Millisecond), w.cfg.CoordinatorTimeout, err))
 			return

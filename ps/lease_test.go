@@ -3,6 +3,7 @@ package ps_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -150,7 +151,8 @@ func TestLease_ContinueWithout(t *testing.T) {
 		}
 	})
 	const batch, clocks = 4, 5
-	c := pstest.NewCluster(t, pstest.Workers(3), pstest.Batch(batch), pstest.Policy(epsp.NewBSP()), pstest.NoLeakCheck(), pstest.Observer(obs),
+	misses := &leaseMisses{}
+	c := pstest.NewCluster(t, pstest.Workers(3), pstest.Batch(batch), pstest.Policy(epsp.NewBSP()), pstest.NoLeakCheck(), pstest.Observer(obs), pstest.Metrics(misses),
 		pstest.Lease(ps.LeaseConfig{Timeout: testLease, Interval: testInterval, OnWorkerLost: ps.ContinueWithout}), pstest.Heartbeat(testHeartbeat, 5*time.Second))
 	release, free := releaser(t)
 	res := trainAll(c, func(w int) ps.Model {
@@ -173,13 +175,17 @@ func TestLease_ContinueWithout(t *testing.T) {
 	if st := c.Coordinator.Stats(); st.Flushes != clocks || st.Left != 3 || st.HandOvers != 1 || st.SamplesHandedOver != batch {
 		t.Errorf("stats: %d flushes, %d left, %d hand-overs of %d samples; want %d, 3, 1 of %d", st.Flushes, st.Left, st.HandOvers, st.SamplesHandedOver, clocks, batch)
 	}
+	if got := misses.get(); !slices.Equal(got, []string{"worker worker-1"}) {
+		t.Errorf("lease misses reported %q, want [worker worker-1]", got)
+	}
 }
 
 // TestLease_LostServerAbortsNamingIt: a server that stops answering while
 // the workers compute is declared lost within the bound, and the run
 // aborts naming it.
 func TestLease_LostServerAbortsNamingIt(t *testing.T) {
-	c := pstest.NewCluster(t, pstest.Servers(2), pstest.Workers(2), pstest.Batch(4), pstest.NoLeakCheck(),
+	misses := &leaseMisses{}
+	c := pstest.NewCluster(t, pstest.Servers(2), pstest.Workers(2), pstest.Batch(4), pstest.NoLeakCheck(), pstest.Metrics(misses),
 		pstest.Lease(ps.LeaseConfig{Timeout: testLease, Interval: testInterval}), pstest.Heartbeat(testHeartbeat, 5*time.Second))
 	release, free := releaser(t)
 	var killed atomic.Pointer[time.Time]
@@ -205,6 +211,9 @@ func TestLease_LostServerAbortsNamingIt(t *testing.T) {
 	if d := at.Sub(*killed.Load()); d > testLease+testInterval+testSlack {
 		t.Errorf("server-1 declared lost %v after it died, bound %v", d, testLease+testInterval+testSlack)
 	}
+	if got := misses.get(); !slices.Equal(got, []string{"server server-1"}) {
+		t.Errorf("lease misses reported %q, want [server server-1]", got)
+	}
 	free()
 	for i := range res {
 		if r := <-res[i]; r.err == nil {
@@ -218,7 +227,8 @@ func TestLease_LostServerAbortsNamingIt(t *testing.T) {
 // with ErrPeerLost naming it.
 func TestLease_LostCoordinator(t *testing.T) {
 	const coordTimeout = 300 * time.Millisecond
-	c := pstest.NewCluster(t, pstest.Workers(2), pstest.Batch(4), pstest.NoLeakCheck(),
+	misses := &leaseMisses{}
+	c := pstest.NewCluster(t, pstest.Workers(2), pstest.Batch(4), pstest.NoLeakCheck(), pstest.Metrics(misses),
 		pstest.Lease(ps.LeaseConfig{Timeout: testLease, Interval: testInterval}), pstest.Heartbeat(testHeartbeat, coordTimeout))
 	release, free := releaser(t)
 	var killed atomic.Pointer[time.Time]
@@ -238,6 +248,10 @@ func TestLease_LostCoordinator(t *testing.T) {
 	}
 	if d := r.at.Sub(*killed.Load()); d > coordTimeout+testHeartbeat+testSlack {
 		t.Errorf("worker-0 failed %v after the coordinator died, bound %v", d, coordTimeout+testHeartbeat+testSlack)
+	}
+	// the heartbeats' verdict is a lease miss; a request in flight is not
+	if want := "coordinator " + string(pstest.CoordinatorID); errors.Is(r.err, ps.ErrPeerLost) && !slices.Contains(misses.get(), want) {
+		t.Errorf("worker-0 found the coordinator lost (%v) but the lease misses are %q, want one %q", r.err, misses.get(), want)
 	}
 	free()
 	<-res[1]

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/ps/event"
+	"github.com/falconml/falcon/ps/metrics"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -18,6 +19,7 @@ type options struct {
 	obs   event.Observer
 	clock func() time.Duration
 	log   *slog.Logger
+	met   metrics.Recorder // nil: none (metered.go)
 }
 
 // WithLogger sets the logger a role reports recovered panics and other

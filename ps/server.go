@@ -101,6 +101,11 @@ func (s *Server) HandleRequest(ctx context.Context, from transport.NodeID, req [
 // the buffer the transport offers, the caller's own on an in-process
 // transport. req is only read.
 func (s *Server) HandleRequestAppend(_ context.Context, from transport.NodeID, req, dst []byte) (resp []byte, err error) {
+	defer s.opts.served("server", s.name, s.opts.now(), req, nil, &resp)
+	return s.handleAppend(from, req, dst)
+}
+
+func (s *Server) handleAppend(from transport.NodeID, req, dst []byte) (resp []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			resp, err = answer(req, nil, s.opts.recovered(s.name, from, r))
@@ -114,7 +119,8 @@ func (s *Server) HandleRequestAppend(_ context.Context, from transport.NodeID, r
 // transport.VectorHandler): a push or init whose values come as a piece of
 // their own is applied straight from that piece, so a client in the same
 // process never copies its gradients. Any other split is joined first.
-func (s *Server) HandleRequestV(ctx context.Context, from transport.NodeID, reqs [][]byte, dst []byte) (resp []byte, err error) {
+func (s *Server) HandleRequestV(_ context.Context, from transport.NodeID, reqs [][]byte, dst []byte) (resp []byte, err error) {
+	defer s.opts.servedPieces(s.name, s.opts.now(), reqs, &resp)
 	if len(reqs) == 2 {
 		defer func() {
 			if r := recover(); r != nil {
@@ -132,7 +138,7 @@ func (s *Server) HandleRequestV(ctx context.Context, from transport.NodeID, reqs
 	for _, r := range reqs {
 		joined = append(joined, r...)
 	}
-	return s.HandleRequestAppend(ctx, from, joined, dst)
+	return s.handleAppend(from, joined, dst)
 }
 
 // errSplit reports a request in pieces not split where serve expects.

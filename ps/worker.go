@@ -466,6 +466,7 @@ func (w *Worker) HandleRequest(context.Context, transport.NodeID, []byte) ([]byt
 
 // HandleMessage receives the coordinator's orders.
 func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
+	defer w.opts.served("worker", w.name, w.opts.now(), msg, nil, nil)
 	if from != w.cfg.Coordinator {
 		return
 	}
@@ -790,6 +791,7 @@ func (w *Worker) run(ctx context.Context, tc TrainConfig, total int) (TrainStats
 		if c >= tc.Clocks {
 			break
 		}
+		w.clockStarted(c)
 		w.opts.emit(event.Event{Kind: event.ClockStart, Node: w.name, Worker: w.cfg.ID, Clock: c})
 		params := make([]float32, total)
 		if err := w.client.Pull(ctx, tc.Keys, params, tc.Lens); err != nil {
@@ -917,6 +919,7 @@ func (w *Worker) Quit(ctx context.Context) error {
 // blocks until the coordinator's policy releases it into the next one;
 // it returns the new clock.
 func (w *Worker) Clock(ctx context.Context) (int, error) {
+	defer w.blocked(w.opts.now())
 	c, _ := w.CurrentClock()
 	e := wire.NewMsg(nil, wire.OpClock)
 	e.I64(int64(c))

@@ -33,7 +33,10 @@ type localConfig struct {
 	workers, servers int
 	// timeline, if set, has the coordinator and each worker write its
 	// timeline to <timeline without .json>-<node>.json.
-	timeline       string
+	timeline string
+	// metricsAddr, if set, has each child serve its metrics
+	// (childMetricsAddr).
+	metricsAddr    string
 	stdout, stderr io.Writer
 }
 
@@ -104,12 +107,19 @@ func runLocal(ctx context.Context, lc localConfig) error {
 			}
 		}
 	}()
-	for _, name := range names {
+	for k, name := range names {
 		role, rank, _ := ps.ParseNode(name, lc.servers, lc.workers)
 		args := append([]string{"-role=" + string(role), fmt.Sprintf("-rank=%d", rank), "-child", "-peers=" + book, "-listen=" + addrs[name]}, lc.args...)
 		args = append(args, lc.tls...)
 		if lc.timeline != "" && role != ps.RoleServer { // servers emit no timeline events
 			args = append(args, "-timeline="+strings.TrimSuffix(lc.timeline, ".json")+"-"+string(name)+".json")
+		}
+		if lc.metricsAddr != "" {
+			a, err := childMetricsAddr(lc.metricsAddr, k)
+			if err != nil {
+				return err
+			}
+			args = append(args, "-metrics-addr="+a)
 		}
 		cmd := exec.Command(lc.exe, args...)
 		s := secret

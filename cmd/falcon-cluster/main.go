@@ -53,6 +53,8 @@ type options struct {
 	timeline  string
 	stateDir  string
 	runID     string
+	metrics   string        // -metrics-addr
+	linger    time.Duration // -metrics-linger
 
 	policy     string
 	staleness  int
@@ -84,6 +86,7 @@ type options struct {
 var perNode = map[string]bool{
 	"role": true, "rank": true, "listen": true, "advertise": true, "peers": true, "peers-dns": true, "hosts": true,
 	"secret": true, "insecure": true, "child": true, "tls-cert": true, "tls-key": true, "tls-ca": true, "timeline": true,
+	"metrics-addr": true,
 }
 
 // envFlags are the environment variables read for flags not given on the
@@ -92,6 +95,7 @@ var envFlags = map[string]string{
 	"role": "FALCON_ROLE", "rank": "FALCON_RANK", "listen": "FALCON_LISTEN", "advertise": "FALCON_ADVERTISE",
 	"peers": "FALCON_PEERS", "peers-dns": "FALCON_PEERS_DNS", "hosts": "FALCON_HOSTS", "secret": "FALCON_SECRET",
 	"node-cert": "FALCON_NODE_CERT", "node-key": "FALCON_NODE_KEY", "node-ca": "FALCON_NODE_CA",
+	"metrics-addr": "FALCON_METRICS_ADDR",
 }
 
 func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
@@ -118,6 +122,8 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&o.stateEach, "state-every", 0, "coordinator: print every worker's state (clock, speed, parallelism, straggler/pioneer) at this interval; 0 never")
 	fs.StringVar(&o.stateDir, "state-dir", "", "server: keep a checkpoint (every 10 flushes) and a request log in this directory, and resume from them at start; needs -run-id")
 	fs.StringVar(&o.runID, "run-id", "", "the run's name, the same on every node: a server resumes only the -state-dir checkpoints of this run and refuses an earlier run's")
+	fs.StringVar(&o.metrics, "metrics-addr", "", "serve Prometheus metrics at http://<this address>/metrics ($FALCON_METRICS_ADDR), e.g. :9100; the local mode gives its k-th process port+k (or its own with port 0)")
+	fs.DurationVar(&o.linger, "metrics-linger", 0, "keep serving -metrics-addr this long after the run ends, so a last scrape sees the final values")
 	fs.StringVar(&o.timeline, "timeline", "", "write this process's timeline (Chrome trace-event JSON) to this file; the local mode writes one per node, <name>-<node>.json")
 
 	fs.StringVar(&o.policy, "policy", "bsp", "sync policy: "+strings.Join(policyNames(), ", "))
@@ -202,7 +208,7 @@ func main() {
 		}
 		err = runLocal(context.Background(), localConfig{
 			exe: exe, args: forwardArgs(fs), secret: o.secret, timeout: o.timeout,
-			workers: o.workers, servers: o.servers, tls: o.tlsArgs(), timeline: o.timeline,
+			workers: o.workers, servers: o.servers, tls: o.tlsArgs(), timeline: o.timeline, metricsAddr: o.metrics,
 			stdout: os.Stdout, stderr: os.Stderr,
 		})
 	} else {

@@ -128,6 +128,15 @@ func runRole(o *options, out io.Writer) error {
 			cancel(errParentGone)
 		}()
 	}
+	if o.metrics != "" {
+		ms, err := startMetrics(o.metrics, out)
+		if err != nil {
+			return err
+		}
+		defer ms.close()
+		defer ms.linger(ctx, o.linger) // after the role's end, before close
+		cfg.Metrics = ms.rec
+	}
 	var tl *ps.Timeline
 	if o.timeline != "" {
 		tl = &ps.Timeline{}

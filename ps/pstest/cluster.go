@@ -13,6 +13,7 @@ import (
 	"github.com/falconml/falcon/ps"
 	"github.com/falconml/falcon/ps/event"
 	"github.com/falconml/falcon/ps/layout"
+	"github.com/falconml/falcon/ps/metrics"
 	"github.com/falconml/falcon/ps/store"
 	"github.com/falconml/falcon/transport"
 	"go.uber.org/goleak"
@@ -29,6 +30,7 @@ type config struct {
 	width            int
 	part             layout.Partitioner
 	obs              event.Observer
+	met              metrics.Recorder
 	netOpts          []transport.InmemOption
 	chunk            int
 	progress         int
@@ -108,6 +110,9 @@ func Partitioner(p layout.Partitioner) Option { return func(c *config) { c.part 
 
 // Observer sets the observer of every role.
 func Observer(o event.Observer) Option { return func(c *config) { c.obs = o } }
+
+// Metrics sets the roles' metrics.Recorder (ClusterConfig.Metrics).
+func Metrics(r metrics.Recorder) Option { return func(c *config) { c.met = r } }
 
 // Network passes options to the in-process network (delays, drops, lz4).
 func Network(opts ...transport.InmemOption) Option {
@@ -194,7 +199,7 @@ func NewCluster(t testing.TB, opts ...Option) *Cluster {
 	pc, err := ps.NewCluster(context.Background(), ps.ClusterConfig{
 		Servers: cfg.servers, Workers: cfg.workers, TCP: cfg.tcp, Secret: cfg.secret, Network: cfg.netOpts,
 		Policy: cfg.policy, EPSP: cfg.epsp, Store: cfg.store, Width: cfg.width, Partitioner: cfg.part,
-		Chunk: cfg.chunk, ProgressEvery: cfg.progress, Observer: cfg.obs, StartTimeout: cfg.startTimeout,
+		Chunk: cfg.chunk, ProgressEvery: cfg.progress, Observer: cfg.obs, StartTimeout: cfg.startTimeout, Metrics: cfg.met,
 		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)),
 		Lease:  cfg.lease, Heartbeat: cfg.heartbeat, CoordinatorTimeout: cfg.coordTimeout, Durable: cfg.durable, Retry: cfg.retry,
 		Membership: cfg.membership,
@@ -209,6 +214,9 @@ func NewCluster(t testing.TB, opts ...Option) *Cluster {
 	var ro []ps.Option
 	if cfg.obs != nil {
 		ro = append(ro, ps.WithObserver(cfg.obs))
+	}
+	if cfg.met != nil {
+		ro = append(ro, ps.WithMetrics(cfg.met))
 	}
 	c.srvCfg, c.srvOpts = pc.ServerConfig(), ro
 	t.Cleanup(func() {
