@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -108,5 +109,88 @@ func TestDeterministicOrderFree(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestDeterministicCheckpoint: a deterministic store checkpointed (encoded
+// and decoded) with some senders' pushes of a clock buffered, restored into
+// a new store that gets the rest in another order, ends bit-identical to
+// an uninterrupted run; the checkpoint keeps one buffer per sender.
+func TestDeterministicCheckpoint(t *testing.T) {
+	clocks := detClocks(4, 4, 256)
+	cfg := Config{Optimizer: Momentum{LR: 0.05, Mu: 0.9}, Deterministic: true}
+	want := detRun(t, cfg, clocks, func(_ int, ps []detPush) []detPush { return ps })
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Init([]uint64{7}, []int{256}, Uniform{Lo: -1, Hi: 1, Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	for c, ps := range clocks {
+		q := slices.Clone(ps)
+		slices.Reverse(q)
+		for i, p := range q {
+			if c == 2 && i == 2 {
+				ck := s.Checkpoint()
+				if len(ck.Pending) != 2 || ck.Pending[0].Sender != "worker-2" || ck.Pending[1].Sender != "worker-3" {
+					t.Fatalf("pending %+v, want one buffer for each of worker-2 and worker-3", ck.Pending)
+				}
+				dec, err := DecodeCheckpoint(EncodeCheckpoint(nil, ck))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s, err = New(cfg); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Restore(dec); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.AccumulateFrom(c, p.sender, []uint64{7}, nil, p.grad, p.weight); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.Flush(c, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, _ := s.Value(nil, 7); !sameBits(got, want) {
+		t.Fatal("restored run ends with other bits than the uninterrupted one")
+	}
+}
+
+// TestDeterministicOverflow: the overflow check covers the senders' sums
+// added at Flush: two senders whose buffers are each finite but whose
+// total would overflow float32 get the second push refused with
+// ErrNonFinite, changing nothing; the window still refuses a closed clock.
+func TestDeterministicOverflow(t *testing.T) {
+	s, err := New(Config{Deterministic: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Init([]uint64{1}, []int{2}, nil); err != nil {
+		t.Fatal(err)
+	}
+	big := []float32{3e38, 1}
+	if err := s.AccumulateFrom(0, "a", []uint64{1}, nil, big, 1); err != nil {
+		t.Fatal(err)
+	}
+	err = s.AccumulateFrom(0, "b", []uint64{1}, nil, big, 1)
+	if !errors.Is(err, ErrNonFinite) {
+		t.Fatalf("second sender's push: err %v, want ErrNonFinite", err)
+	}
+	ck := s.Checkpoint()
+	if len(ck.Pending) != 1 || ck.Pending[0].Sender != "a" {
+		t.Fatalf("pending %+v after the refused push, want only a's", ck.Pending)
+	}
+	if _, err := s.Flush(0, 1); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := s.Value(nil, 1); math.IsInf(float64(v[0]), 0) || !(v[0] < 0) {
+		t.Fatalf("value %v after the flush", v)
+	}
+	if err := s.AccumulateFrom(0, "a", []uint64{1}, nil, big, 1); !errors.Is(err, ErrClockNotOpen) {
+		t.Fatalf("push into flushed clock 0: err %v, want ErrClockNotOpen", err)
 	}
 }

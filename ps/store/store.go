@@ -176,6 +176,9 @@ func New(cfg Config) (*Store, error) {
 	return s, nil
 }
 
+// Deterministic reports Config.Deterministic.
+func (s *Store) Deterministic() bool { return s.det }
+
 // Optimizer returns the store's optimizer.
 func (s *Store) Optimizer() Optimizer { return s.opt }
 
