@@ -2,6 +2,7 @@ package ps_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"sync"
 	"testing"
@@ -15,27 +16,41 @@ import (
 )
 
 // detRun is a BSP run of workers workers, 6 clocks of one push each, with
-// Adam over two keys of 3 values on servers servers. order, if not nil,
+// Momentum over two keys of 32 values on servers servers. order, if not nil,
 // fixes the order in which the workers' pushes of each clock reach the
 // servers: worker order(c)[p] computes its gradient of clock c only once
 // the servers hold p pushes of c (one server, so arrival order is push
-// order). restartAt > 0 kills server-1 when worker 0 computes clock
-// restartAt and starts it again from its directory. It returns the final
-// parameters.
+// order). restartAt > 0 (with order) takes a checkpoint of server-1 once
+// the first push of clock restartAt is stored, and kills server-1 as
+// kill -9 would and starts it again from its directory once all but the
+// last are: its checkpoint holds one worker's buffer and its log the
+// others' pushes. It returns the final parameters.
 func detRun(t *testing.T, workers, servers int, det bool, order func(clock int) []int, restartAt int, opts ...pstest.Option) []float32 {
 	t.Helper()
 	const clocks = 6
 	var mu sync.Mutex
-	arrived := map[int]int{} // clock → pushes stored
+	arrived := map[string]map[int]int{} // server → clock → pushes stored
 	obs := event.Func(func(e event.Event) {
-		if e.Kind == event.Applied && e.Node == "server-0" {
+		if e.Kind == event.Applied {
 			mu.Lock()
-			arrived[e.Clock]++
+			if arrived[e.Node] == nil {
+				arrived[e.Node] = map[int]int{}
+			}
+			arrived[e.Node][e.Clock]++
 			mu.Unlock()
 		}
 	})
+	stored := func(clock int) int { // pushes of clock every server holds
+		mu.Lock()
+		defer mu.Unlock()
+		n := math.MaxInt
+		for i := range servers {
+			n = min(n, arrived[fmt.Sprintf("server-%d", i)][clock])
+		}
+		return n
+	}
 	opts = append(opts, pstest.Servers(servers), pstest.Workers(workers), pstest.Batch(8), pstest.Chunk(8),
-		pstest.Policy(epsp.NewBSP()), pstest.Optimizer(store.Adam{LR: 0.05}), pstest.Observer(obs), pstest.NoLeakCheck(),
+		pstest.Policy(epsp.NewBSP()), pstest.Optimizer(store.Momentum{LR: 0.05, Mu: 0.9}), pstest.Observer(obs), pstest.NoLeakCheck(),
 		pstest.Retry(5*time.Second))
 	if det {
 		opts = append(opts, pstest.Deterministic())
@@ -44,18 +59,12 @@ func detRun(t *testing.T, workers, servers int, det bool, order func(clock int) 
 		opts = append(opts, pstest.Durable(ps.DurableConfig{Dir: t.TempDir(), Log: true, CheckpointEvery: 4}))
 	}
 	c := pstest.NewCluster(t, opts...)
-	restarted := make(chan error, 1)
-	models := make([]*regression, workers)
+	restarted := make(chan error, 2)
+	models := make([]*noisy, workers)
 	for w := range models {
-		models[w] = &regression{}
+		models[w] = &noisy{}
 		models[w].onCall = func(n int) {
 			clock := n - 1 // one gradient call per clock (Chunk = Batch)
-			if w == 0 && restartAt > 0 && clock == restartAt {
-				go func() {
-					_, err := c.RestartServer(1, 50*time.Millisecond)
-					restarted <- err
-				}()
-			}
 			if order == nil {
 				return
 			}
@@ -67,33 +76,58 @@ func detRun(t *testing.T, workers, servers int, det bool, order func(clock int) 
 			}
 			// Bounded by the test's timeout: a worker ahead of this one
 			// in the order never waits for it.
-			for {
-				mu.Lock()
-				ok := arrived[clock] >= pos
-				mu.Unlock()
-				if ok {
-					return
-				}
+			for stored(clock) < pos {
 				time.Sleep(time.Millisecond)
+			}
+			if restartAt > 0 && clock == restartAt {
+				switch pos {
+				case 1:
+					restarted <- c.Servers[1].Checkpoint()
+				case workers - 1:
+					_, err := c.RestartServer(1, 50*time.Millisecond)
+					restarted <- err
+				}
 			}
 		}
 	}
-	keys, lens := []uint64{0, 1}, []int{3, 3}
+	keys, lens := []uint64{0, 1}, []int{32, 32}
 	_, err := c.TrainWith(context.Background(), func(w int) ps.Model { return models[w] }, ps.ShardSampler{N: 96, Workers: workers},
 		ps.TrainConfig{Keys: keys, Lens: lens, Init: store.Zeros{}, Clocks: clocks})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if restartAt > 0 {
-		if err := <-restarted; err != nil {
-			t.Fatal(err)
+		for range 2 {
+			if err := <-restarted; err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	out := make([]float32, 6)
+	out := make([]float32, 64)
 	if err := c.NewClient(t).Pull(context.Background(), keys, out, lens); err != nil {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// noisy is regression with a fixed pseudo-random term per sample and
+// parameter, spanning three binades, added to its gradient: sums of its
+// gradients round differently in different orders (regression's own
+// gradients of few-bit data often sum exactly).
+type noisy struct{ regression }
+
+func (m *noisy) Gradient(params []float32, samples []int, grad []float32) float64 {
+	loss := m.regression.Gradient(params, samples, grad)
+	for _, s := range samples {
+		for j := range grad {
+			h := uint64(s)*0x9e3779b97f4a7c15 + uint64(j)*0xbf58476d1ce4e5b9
+			h ^= h >> 29
+			h *= 0x94d049bb133111eb
+			h ^= h >> 32
+			grad[j] += float32(int64(h%2001)-1000) / 1000 * float32(uint64(1)<<(h>>60&7))
+		}
+	}
+	return loss
 }
 
 func bitsEqual(a, b []float32) bool {
@@ -157,13 +191,17 @@ func TestDeterministicBSP_ArrivalOrder(t *testing.T) {
 }
 
 // TestDeterministicBSP_ServerRestart: with StoreConfig.Deterministic, a
-// 3-worker BSP run whose server-1 is killed mid-run and restarted from its
-// checkpoint and request log (per-worker buffers in the checkpoint,
-// senders in the log) ends bit-identical to an uninterrupted run, though
-// arrival orders differ between the runs.
+// 4-worker BSP run whose server-1 is killed in the middle of clock 3 and
+// restarted from its checkpoint (worker-3's buffer of clock 3) and
+// request log (the pushes of worker-2 and worker-1, naming their senders)
+// ends bit-identical to an uninterrupted run whose pushes came in the
+// other order. It fails if the checkpoint or the replay loses the
+// senders.
 func TestDeterministicBSP_ServerRestart(t *testing.T) {
-	want := detRun(t, 3, 2, true, nil, 0)
-	got := detRun(t, 3, 2, true, nil, 3)
+	forward := func(int) []int { return []int{0, 1, 2, 3} }
+	reversed := func(int) []int { return []int{3, 2, 1, 0} }
+	want := detRun(t, 4, 2, true, forward, 0, pstest.Durable(ps.DurableConfig{Dir: t.TempDir(), Log: true}))
+	got := detRun(t, 4, 2, true, reversed, 3)
 	if !bitsEqual(got, want) {
 		t.Fatalf("after the restart %v, uninterrupted %v", got, want)
 	}

@@ -305,8 +305,8 @@ const (
 	logVersion   = 3   // the version this build writes and reads
 	logFromTag   = 0   // first byte of a record body that names its sender
 	maxLogSender = 255 // the longest sender name a record can carry
-	logHeaderLen = 16 // magic, version, salt
-	recHeaderLen = 12 // length, its CRC, the body's CRC
+	logHeaderLen = 16  // magic, version, salt
+	recHeaderLen = 12  // length, its CRC, the body's CRC
 	// maxLogRecord bounds one log record: a request is at most a frame,
 	// whose length field is a u32. Replay allocates a record only once
 	// its length has passed its checksum and fits in what is left of the
