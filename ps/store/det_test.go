@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -192,5 +193,44 @@ func TestDeterministicOverflow(t *testing.T) {
 	}
 	if err := s.AccumulateFrom(0, "a", []uint64{1}, nil, big, 1); !errors.Is(err, ErrClockNotOpen) {
 		t.Fatalf("push into flushed clock 0: err %v, want ErrClockNotOpen", err)
+	}
+}
+
+// TestPlainFlushUnchanged: without Config.Deterministic, accumulates and
+// flushes give the bits they gave before the option existed: a run of 6
+// clocks of 4 pushes over 3 keys with SGD, Momentum and Adam hashes to the
+// value the build without the option computed (FNV-64a of the final
+// values' bits). The simulator (ps/sim), which uses the Store, relies on
+// it for its outputs.
+func TestPlainFlushUnchanged(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	h := fnv.New64a()
+	for _, opt := range []Optimizer{SGD{LR: 0.1}, Momentum{LR: 0.05, Mu: 0.9}, Adam{LR: 1e-3}} {
+		s, _ := New(Config{Optimizer: opt})
+		keys, lens := []uint64{1, 5, 9}, []int{64, 1, 300}
+		s.Init(keys, lens, Uniform{Lo: -1, Hi: 1, Seed: 4})
+		for c := range 6 {
+			for range 4 {
+				g := make([]float32, 365)
+				for i := range g {
+					g[i] = float32(r.NormFloat64() * math.Pow(10, float64(r.IntN(4))))
+				}
+				if err := s.Accumulate(c, keys, nil, g, float64(1+r.IntN(64))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := s.Flush(c, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, k := range keys {
+			v, _ := s.Value(nil, k)
+			for _, x := range v {
+				fmt.Fprintf(h, "%08x", math.Float32bits(x))
+			}
+		}
+	}
+	if got, want := h.Sum64(), uint64(0xcc08f9a4193191be); got != want {
+		t.Fatalf("final values hash to %016x, the build before Deterministic gave %016x", got, want)
 	}
 }
