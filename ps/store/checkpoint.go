@@ -288,9 +288,7 @@ func (s *Store) Restore(ck *Checkpoint) error {
 			n := s.ents[pe.Index].n
 			r := b.row(int32(pe.Index), n)
 			sum := b.sum[r.off : r.off+n]
-			for i, v := range pc.Sum[off : off+n] {
-				sum[i] += v
-			}
+			codec.AxpyNeg(sum, pc.Sum[off:off+n], -1) // sum += the sender's, as Flush adds
 			r.weight += pe.Weight
 			m, _ := exactMags(sum, nil, 0)
 			r.mag = m[0]

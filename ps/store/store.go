@@ -851,9 +851,7 @@ func (s *Store) mergeFinite(clock int, sender string, j int32, mine []float32) b
 			}
 			part = b.sum[b.rows[r].off : b.rows[r].off+len(mine)]
 		}
-		for i, v := range part {
-			acc[i] += v
-		}
+		codec.AxpyNeg(acc, part, -1) // acc += part, as flushDet adds
 	}
 	return !anyNonFinite(acc)
 }
@@ -951,10 +949,8 @@ func (s *Store) flushDet(clock int, scale float32) (int, error) {
 			n := s.ents[r.ent].n
 			mr := m.row(r.ent, n)
 			mr.weight += r.weight
-			sum := m.sum[mr.off : mr.off+n]
-			for i, v := range sb.sum[r.off : r.off+n] {
-				sum[i] += v
-			}
+			// sum += part as sum −= (−1)·part: the same bits, with SSE.
+			codec.AxpyNeg(m.sum[mr.off:mr.off+n], sb.sum[r.off:r.off+n], -1)
 		}
 	}
 	var err error
