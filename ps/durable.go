@@ -80,7 +80,13 @@ import (
 // whose server is killed with kill -9 and restarted mid-clock ends with
 // parameters bit-identical to the fault-free run
 // (TestDurable_ServerRestartBitIdentical in-process,
-// TestMultiProcess_ServerRestartBitIdentical across processes). Reshard
+// TestMultiProcess_ServerRestartBitIdentical across processes) when a
+// clock's pushes are summed in the same order: always with two workers
+// (two pushes commute), with any number under StoreConfig.Deterministic
+// (TestDeterministicBSP_ServerRestart; package store's doc, Deterministic
+// flushes, says when it holds and what it costs). Without it a clock of
+// three or more pushes is summed in arrival order, which differs from run
+// to run over a network, restart or not. Reshard
 // moves the checkpoints of N servers onto any number of servers, every
 // value, state element and version bit for bit, and gives them the new
 // layout's header (write them as the new servers' <Dir>/<name>.ckpt and
