@@ -81,7 +81,11 @@
 //     when it decides the same);
 //   - each sender's own pushes of a clock reach the server in the same
 //     order (they are summed in the order they come; a ps Worker pushes
-//     a clock once per server);
+//     a clock once per server), and hold the same bits: a ps Worker
+//     computing with Parallelism p > 1 adds its goroutines' partial sums
+//     in the order they finish, so its push can differ in the last bits
+//     from run to run; bit-identity needs p = 1 there (or a Model whose
+//     sums do not depend on that order);
 //   - the updates are accumulated and flushed: BSP and the averaged
 //     synchronous policies (enforced EPSP, EPSPv2, LB-BSP, Sync-opt).
 //     A push applied at once (ASP, SSP, DynSGD, ConSGD, EPSP with slack:

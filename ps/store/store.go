@@ -96,6 +96,8 @@ func (c *Config) Validate() error {
 // until it is flushed), plus one spare: the memory of the last buffer
 // flushed, emptied, which the next clock's buffer reuses (so a run does
 // not allocate a buffer per clock; it is at most one buffer's size).
+// With Config.Deterministic each sender has a buffer per clock: S senders
+// take up to S times as much (the package doc, Deterministic flushes).
 type Store struct {
 	opt     Optimizer
 	bnd     bounder // opt, when its steps can be bounded (finite.go)
