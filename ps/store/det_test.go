@@ -234,3 +234,43 @@ func TestPlainFlushUnchanged(t *testing.T) {
 		t.Fatalf("final values hash to %016x, the build before Deterministic gave %016x", got, want)
 	}
 }
+
+// TestDeterministicMemory: with Config.Deterministic the buffers of a
+// clock pushed by S senders take at most S·(8·V + 128·K + 256) bytes (the
+// package doc's formula), and after its flush the spares at most S+1
+// buffers' worth; the next clock reuses them (no growth over clocks).
+func TestDeterministicMemory(t *testing.T) {
+	const S, n = 5, 1000
+	s, err := New(Config{Deterministic: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Init([]uint64{1, 2}, []int{n, 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	g := make([]float32, n+1)
+	per := 8*(n+1) + 128*2 + 256
+	var spare0 int
+	for c := range 4 {
+		for w := range S {
+			if err := s.AccumulateFrom(c, fmt.Sprint("w", w), []uint64{1, 2}, nil, g, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if open, _ := s.BufferedBytes(); open > S*per {
+			t.Fatalf("clock %d: %d bytes buffered for %d senders, the formula allows %d", c, open, S, S*per)
+		}
+		if _, err := s.Flush(c, 1); err != nil {
+			t.Fatal(err)
+		}
+		open, spare := s.BufferedBytes()
+		if open != 0 || spare > (S+1)*per {
+			t.Fatalf("after flush %d: %d open, %d spare bytes (at most %d)", c, open, spare, (S+1)*per)
+		}
+		if c == 0 {
+			spare0 = spare
+		} else if spare != spare0 {
+			t.Fatalf("after flush %d: %d spare bytes, %d after the first: buffers not reused", c, spare, spare0)
+		}
+	}
+}
