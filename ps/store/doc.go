@@ -121,13 +121,13 @@
 // merged buffer and S emptied sender buffers kept for the next clock.
 // BufferedBytes counts them. Time (BenchmarkStore_AccumulateFlush and
 // its Deterministic twin: four pushes of one key of n values, from four
-// senders, then the flush, SGD; minimum of 5 interleaved 300 ms runs on a
+// senders, then the flush, SGD; minimum of 7 interleaved 300 ms runs on a
 // loaded 2-core amd64 machine), per iteration:
 //
-//	n      plain     deterministic   ratio
-//	1e3    1.14 µs   2.68 µs         2.3×
-//	1e5    109 µs    160 µs          1.5×
-//	1e6    1.18 ms   2.30 ms         2.0×
+//	n      plain     deterministic   ratio (of medians)
+//	1e3    1.13 µs   2.45 µs         2.2× (2.1×)
+//	1e5    95.0 µs   148 µs          1.6× (1.6×)
+//	1e6    1.11 ms   1.89 ms         1.7× (1.9×)
 //
 // The flush reads each sender's sum once more (SSE), and S buffers of n
 // values leave the cache sooner than one; an accumulate looks its keys
