@@ -25,7 +25,8 @@ func withCRC(b []byte) []byte {
 // ErrCheckpointMismatch, by any other. The fuzzer's input gets a valid
 // checksum half of the time (the first byte chooses), so the field
 // checks are reached. The seeds (valid checkpoints with headers, Adam
-// state, pending clocks and client windows; one of format version 1;
+// state, pending clocks and client windows, a Deterministic store's
+// per-sender pending buffers; ones of format versions 1 and 2;
 // damaged ones) run in every normal test run.
 func FuzzCheckpointDecode(f *testing.F) {
 	s := shardedStores(f, 1, KeyRange{Servers: 1}, Adam{LR: 0.01}, ckKeys[:3], ckLens[:3], 2, true)[0]
@@ -36,7 +37,14 @@ func FuzzCheckpointDecode(f *testing.F) {
 	v1 := append([]byte(nil), good...)
 	binary.LittleEndian.PutUint32(v1[len("FLCNPSCK"):], 1)
 	empty, _ := NewStore(StoreConfig{})
-	for _, seed := range [][]byte{good, good[:len(good)/2], withCRC(v1), EncodeCheckpoint(nil, empty.Checkpoint()), []byte("FLCNPSCK")} {
+	// a Deterministic store's pending buffers, one per sender
+	det, _ := NewStore(StoreConfig{Deterministic: true})
+	det.Init([]uint64{1, 2}, []int{2, 3}, Constant{C: 1})
+	det.AccumulateFrom(0, "worker-1", []uint64{1, 2}, nil, []float32{1, 2, 3, 4, 5}, 4)
+	det.AccumulateFrom(0, "worker-0", []uint64{2}, nil, []float32{6, 7, 8}, 2)
+	v2 := append([]byte(nil), good...)
+	binary.LittleEndian.PutUint32(v2[len("FLCNPSCK"):], 2)
+	for _, seed := range [][]byte{good, good[:len(good)/2], withCRC(v1), withCRC(v2), EncodeCheckpoint(nil, empty.Checkpoint()), EncodeCheckpoint(nil, det.Checkpoint()), []byte("FLCNPSCK")} {
 		f.Add(append([]byte{0}, seed...))
 		f.Add(append([]byte{1}, seed...))
 	}

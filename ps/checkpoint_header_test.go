@@ -124,20 +124,23 @@ func TestCheckpoint_StaleRunRefused(t *testing.T) {
 }
 
 // TestCheckpoint_OldVersionRefused: a checkpoint of format version 1
-// (no header) is refused naming both versions.
+// (no header) or 2 (pending buffers without their sender) is refused
+// naming both versions.
 func TestCheckpoint_OldVersionRefused(t *testing.T) {
-	dir := t.TempDir()
-	if _, err := headerServer(t, "server-0", DurableConfig{Dir: dir}, 10, 1); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "server-0.ckpt")
-	b, _ := os.ReadFile(path)
-	binary.LittleEndian.PutUint32(b[len("FLCNPSCK"):], 1)
-	os.WriteFile(path, withCRC(b), 0o644)
-	_, err := headerServer(t, "server-0", DurableConfig{Dir: dir}, 0, 0)
-	if !errors.Is(err, ErrCheckpointMismatch) || !errors.Is(err, ErrWireVersion) ||
-		!strings.Contains(err.Error(), "version 1") || !strings.Contains(err.Error(), fmt.Sprintf("version %d", CheckpointVersion)) {
-		t.Fatalf("err %v, want ErrCheckpointMismatch naming versions 1 and %d", err, CheckpointVersion)
+	for _, v := range []uint32{1, 2} {
+		dir := t.TempDir()
+		if _, err := headerServer(t, "server-0", DurableConfig{Dir: dir}, 10, 1); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, "server-0.ckpt")
+		b, _ := os.ReadFile(path)
+		binary.LittleEndian.PutUint32(b[len("FLCNPSCK"):], v)
+		os.WriteFile(path, withCRC(b), 0o644)
+		_, err := headerServer(t, "server-0", DurableConfig{Dir: dir}, 0, 0)
+		if !errors.Is(err, ErrCheckpointMismatch) || !errors.Is(err, ErrWireVersion) ||
+			!strings.Contains(err.Error(), fmt.Sprintf("version %d", v)) || !strings.Contains(err.Error(), fmt.Sprintf("version %d", CheckpointVersion)) {
+			t.Fatalf("err %v, want ErrCheckpointMismatch naming versions %d and %d", err, v, CheckpointVersion)
+		}
 	}
 }
 

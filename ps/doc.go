@@ -48,6 +48,12 @@
 //     follows (zero value: 10 s leases, the run aborts on a lost worker).
 //   - DurableConfig: checkpoints and the request log that let a server
 //     restart where it stopped (zero value: not durable).
+//   - StoreConfig (ClusterConfig.Store): the servers' optimizer and
+//     buffers; Deterministic sums a clock's pushes per worker, the workers
+//     in name order, so BSP runs of any number of workers end
+//     bit-identical whatever order their pushes arrive in (zero value:
+//     arrival order; package store's doc, Deterministic flushes, says when
+//     it holds and what it costs).
 //   - MembershipConfig: workers that join and leave mid-run (zero value:
 //     a 60 s pause below epsp.Config.MinWorkers, no callback).
 //

@@ -20,6 +20,7 @@ import (
 
 	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/ps/store"
+	"github.com/falconml/falcon/transport"
 )
 
 // # Durability
@@ -79,7 +80,13 @@ import (
 // whose server is killed with kill -9 and restarted mid-clock ends with
 // parameters bit-identical to the fault-free run
 // (TestDurable_ServerRestartBitIdentical in-process,
-// TestMultiProcess_ServerRestartBitIdentical across processes). Reshard
+// TestMultiProcess_ServerRestartBitIdentical across processes) when a
+// clock's pushes are summed in the same order: always with two workers
+// (two pushes commute), with any number under StoreConfig.Deterministic
+// (TestDeterministicBSP_ServerRestart; package store's doc, Deterministic
+// flushes, says when it holds and what it costs). Without it a clock of
+// three or more pushes is summed in arrival order, which differs from run
+// to run over a network, restart or not. Reshard
 // moves the checkpoints of N servers onto any number of servers, every
 // value, state element and version bit for bit, and gives them the new
 // layout's header (write them as the new servers' <Dir>/<name>.ckpt and
@@ -107,12 +114,20 @@ import (
 //     checkpoint starts a new generation when it begins and removes the
 //     older logs once it is written.
 //
-// The request log's format, version 2 (little-endian; version 1, written
-// before, had no file header and no checksum over the length):
+// The request log's format, version 3 (little-endian; version 1, written
+// before, had no file header and no checksum over the length; version 2
+// had no sender-tagged bodies):
 //
-//	file header: magic "FLCNPSLG" | version u32 = 2 | salt u32
+//	file header: magic "FLCNPSLG" | version u32 = 3 | salt u32
 //	each record: length n u32 | CRC-32C(salt ‖ the 4 length bytes) u32 |
-//	             CRC-32C(salt ‖ body) u32 | body: the request, n bytes
+//	             CRC-32C(salt ‖ body) u32 | body, n bytes
+//	body: the request, or, for an accumulating push to a
+//	      StoreConfig.Deterministic server, logFromTag u8 |
+//	      sender: m u8, m bytes | the request
+//
+// (a request starts with the wire version, never logFromTag; the sender
+// is the pushing worker's node name, so a replay sums each worker's
+// pushes in the buffer they went to: see store.Config.Deterministic)
 //
 // with 1 ≤ n ≤ maxLogRecord. The length has its own checksum, so a damaged
 // length is recognised as damage before it is used to find the body. The
@@ -258,6 +273,7 @@ type durable struct {
 	logErr    error   // non-nil: updates are refused, for this reason (wraps ErrLogFailed)
 	logSeed   uint32  // the CRC state of the log's salt (logSeed)
 	rec       []byte  // the record being written, reused
+	pre       []byte  // the sender tag of the record being written, reused
 	flushed   int
 	flushes   int
 	replaying bool
@@ -292,9 +308,11 @@ type logFile interface {
 // The request log's format (see above).
 const (
 	logMagic     = "FLCNPSLG"
-	logVersion   = 2  // the version this build writes and reads
-	logHeaderLen = 16 // magic, version, salt
-	recHeaderLen = 12 // length, its CRC, the body's CRC
+	logVersion   = 3   // the version this build writes and reads
+	logFromTag   = 0   // first byte of a record body that names its sender
+	maxLogSender = 255 // the longest sender name a record can carry
+	logHeaderLen = 16  // magic, version, salt
+	recHeaderLen = 12  // length, its CRC, the body's CRC
 	// maxLogRecord bounds one log record: a request is at most a frame,
 	// whose length field is a u32. Replay allocates a record only once
 	// its length has passed its checksum and fits in what is left of the
@@ -319,12 +337,36 @@ func logSeed(salt uint32) uint32 {
 // appendLogRecord appends to dst the record of a request (req followed
 // by tail) for a log whose salt gives seed.
 func appendLogRecord(dst []byte, seed uint32, req, tail []byte) []byte {
-	n := len(req) + len(tail)
+	return appendLogRecordFrom(dst, seed, nil, req, tail)
+}
+
+// appendLogRecordFrom is appendLogRecord with the body prefixed by pre
+// (a sender tag, fromTag; nil for none).
+func appendLogRecordFrom(dst []byte, seed uint32, pre, req, tail []byte) []byte {
+	n := len(pre) + len(req) + len(tail)
 	at := len(dst)
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(n))
 	dst = binary.LittleEndian.AppendUint32(dst, crc32.Update(seed, castagnoli, dst[at:at+4]))
-	dst = binary.LittleEndian.AppendUint32(dst, crc32.Update(crc32.Update(seed, castagnoli, req), castagnoli, tail))
-	return append(append(dst, req...), tail...)
+	dst = binary.LittleEndian.AppendUint32(dst, crc32.Update(crc32.Update(crc32.Update(seed, castagnoli, pre), castagnoli, req), castagnoli, tail))
+	return append(append(append(dst, pre...), req...), tail...)
+}
+
+// fromTag is the prefix of a record body naming sender, appended to dst.
+func fromTag(dst []byte, sender string) []byte {
+	return append(append(dst, logFromTag, byte(len(sender))), sender...)
+}
+
+// splitFromTag returns the sender a record body names and the request
+// after its tag; a body without a tag is the request, of sender "".
+func splitFromTag(rec []byte) (sender string, req []byte, err error) {
+	if len(rec) == 0 || rec[0] != logFromTag {
+		return "", rec, nil
+	}
+	if len(rec) < 2 || len(rec)-2 < int(rec[1]) {
+		return "", nil, fmt.Errorf("%w: a sender tag in a record of %d bytes", ErrMalformed, len(rec))
+	}
+	m := int(rec[1])
+	return string(rec[2 : 2+m]), rec[2+m:], nil
 }
 
 func (s *Server) logPath(gen uint64) string {
@@ -490,6 +532,12 @@ func (s *Server) startLog(gen uint64) error {
 // or without a log (mark −1). A failed write is cut back off the log and
 // refuses the update with ErrLogFailed. Under the write lock.
 func (s *Server) logAhead(req, tail []byte) (mark int64, err error) {
+	return s.logAheadFrom("", req, tail)
+}
+
+// logAheadFrom is logAhead of a request whose record names sender (none
+// when "").
+func (s *Server) logAheadFrom(sender string, req, tail []byte) (mark int64, err error) {
 	if s.dur.replaying || !s.dur.cfg.Log {
 		return -1, nil
 	}
@@ -499,11 +547,19 @@ func (s *Server) logAhead(req, tail []byte) (mark int64, err error) {
 	if s.dur.log == nil {
 		return -1, fmt.Errorf("%w: %s: the server was closed", ErrClosed, s.name)
 	}
-	n := len(req) + len(tail)
+	var pre []byte
+	if sender != "" {
+		if len(sender) > maxLogSender {
+			return -1, fmt.Errorf("%w: sender name of %d bytes; a deterministic server's log holds at most %d", ErrMalformed, len(sender), maxLogSender)
+		}
+		pre = fromTag(s.dur.pre[:0], sender)
+		s.dur.pre = pre
+	}
+	n := len(pre) + len(req) + len(tail)
 	if int64(n) > maxLogRecord {
 		return -1, fmt.Errorf("%w: request of %d bytes", ErrMalformed, n)
 	}
-	rec := appendLogRecord(s.dur.rec[:0], s.dur.logSeed, req, tail)
+	rec := appendLogRecordFrom(s.dur.rec[:0], s.dur.logSeed, pre, req, tail)
 	if cap(rec) <= maxKeptRecord {
 		s.dur.rec = rec
 	} else {
@@ -631,7 +687,11 @@ func (s *Server) replay(path string) (end int64, seed uint32, err error) {
 			}
 			break // torn: the last write, never applied nor acknowledged
 		}
-		if _, err := s.serve("", rec, nil, nil); err != nil {
+		from, req, err := splitFromTag(rec)
+		if err == nil {
+			_, err = s.serve(transport.NodeID(from), req, nil, nil)
+		}
+		if err != nil {
 			// An intact record the store refuses was refused when it was
 			// served too (the store is the one it met then): a kill came
 			// between its write and its cut (settle). It changed nothing

@@ -12,7 +12,7 @@ import (
 	"github.com/falconml/falcon/ps/internal/wire"
 )
 
-// framedLog returns a request log (format 2) whose records are the
+// framedLog returns a request log (format 3) whose records are the
 // chunks of b: each a length byte (0 read as 1) and that many bytes,
 // each given a valid header, so that the fuzzer reaches the replay of
 // the requests past the checksums.
@@ -47,8 +47,9 @@ func frames(bodies ...[]byte) []byte {
 // panic, and allocate no record larger than the file; a log it started
 // from is left valid: a second start replays it to the same state. The
 // seeds (a valid log, one with the bit-20 flip of issue 25, a torn tail,
-// a format-1 log, framed init/push/accumulate/flush requests) run in
-// every normal test run.
+// a format-1 log, framed init/push/accumulate/flush requests, a
+// Deterministic server's sender-tagged accumulates) run in every normal
+// test run.
 func FuzzRequestLogReplay(f *testing.F) {
 	_, path := loggedServer(f)
 	good, err := os.ReadFile(path)
@@ -67,6 +68,13 @@ func FuzzRequestLogReplay(f *testing.F) {
 		f.Add(append([]byte{0}, seed...))
 	}
 	f.Add(append([]byte{1}, frames(initN(2, 1), pushN(5, 1, 1, 1), accumulate, flush.B, pushN(5, 1, 1, 1))...))
+	// a Deterministic server's log (first byte's bit 1): accumulates
+	// naming their senders, a tag cut short, a tag with no request
+	pa.rid = reqID{9, 2}
+	accumulate2 := acc.encode(nil, wire.OpPush, []piece{{key: 1, n: 1}}, 1, []float32{0.25}, pa)
+	tagged := func(sender string, req []byte) []byte { return append(fromTag(nil, sender), req...) }
+	f.Add(append([]byte{3}, frames(initN(2, 1), tagged("worker-1", accumulate), tagged("worker-0", accumulate2), flush.B)...))
+	f.Add(append([]byte{3}, frames(initN(2, 1), []byte{logFromTag, 200, 'w'}, tagged("", nil), flush.B)...))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if len(in) == 0 {
 			return
@@ -80,7 +88,7 @@ func FuzzRequestLogReplay(f *testing.F) {
 			t.Fatal(err)
 		}
 		// a fixed run: the snapshots compared name it
-		cfg := ServerConfig{Store: StoreConfig{Optimizer: Adam{LR: 0.1}}, Durable: DurableConfig{Dir: dir, Log: true, RunID: "fuzz"}}
+		cfg := ServerConfig{Store: StoreConfig{Optimizer: Adam{LR: 0.1}, Deterministic: in[0]&2 != 0}, Durable: DurableConfig{Dir: dir, Log: true, RunID: "fuzz"}}
 		quiet := WithLogger(slog.New(slog.DiscardHandler)) // skipped records are logged
 		s, err := NewServer("s", cfg, quiet)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"math"
 	"os"
@@ -531,8 +532,8 @@ func TestReplay_DamagedRecordBeforeCompleteRefused(t *testing.T) {
 }
 
 // TestReplay_OldFormatRefused: a log written by an earlier build (format
-// 1: no file header) or of a later format is refused with both versions
-// named, and left as it was.
+// 1: no file header; format 2: no sender-tagged records) or of a later
+// format is refused with both versions named, and left as it was.
 func TestReplay_OldFormatRefused(t *testing.T) {
 	cfg, path := loggedServer(t)
 	// format 1: length u32, CRC-32C of the body u32, body
@@ -541,10 +542,15 @@ func TestReplay_OldFormatRefused(t *testing.T) {
 	old = binary.LittleEndian.AppendUint32(old, crc32Of(body))
 	old = append(old, body...)
 	later := binary.LittleEndian.AppendUint32([]byte(logMagic), logVersion+1)
+	// format 2: as 3, without sender-tagged records
+	v2 := binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32([]byte(logMagic), 2), 7)
+	v2 = appendLogRecord(v2, logSeed(7), body, nil)
+	this := fmt.Sprintf("format %d", logVersion)
 	for _, c := range []struct {
 		b    []byte
 		want []string
-	}{{old, []string{"format 1", "format 2"}}, {old[:6], []string{"format 1", "format 2"}}, {later, []string{"format 3", "format 2"}}} {
+	}{{old, []string{"format 1", this}}, {old[:6], []string{"format 1", this}}, {later, []string{fmt.Sprintf("format %d", logVersion+1), this}},
+		{v2, []string{"format 2", this}}} {
 		os.WriteFile(path, c.b, 0o644)
 		_, err := restartValue(t, cfg)
 		if !errors.Is(err, ErrCorruptCheckpoint) {

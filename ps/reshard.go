@@ -53,7 +53,7 @@ func Reshard(old []*Checkpoint, from, to Partitioner, servers int) ([]*Checkpoin
 			return nil, fmt.Errorf("ps: reshard: server %d ran %s, server 0 %s", s, ck.Optimizer, ref.Optimizer)
 		}
 		if len(ck.Pending) > 0 {
-			return nil, fmt.Errorf("ps: reshard: server %d holds gradients of %d unflushed clocks; take the checkpoints at a flush boundary", s, len(ck.Pending))
+			return nil, fmt.Errorf("ps: reshard: server %d holds gradients of unflushed clock %d (%d pending buffers); take the checkpoints at a flush boundary", s, ck.Pending[0].Clock, len(ck.Pending))
 		}
 		if err := ck.Validate(); err != nil {
 			return nil, err

@@ -302,13 +302,20 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 		// then marked; one refused changed nothing and is not marked.
 		dup := s.duplicate(rid)
 		if !dup {
+			// A deterministic store sums each sender's pushes apart
+			// (StoreConfig.Deterministic); its log names the sender, so
+			// a replay puts them back where they were.
+			sender := ""
+			if mode == wire.ModeAccumulate && s.store.Deterministic() {
+				sender = string(from)
+			}
 			var mark int64
-			mark, err = s.logAhead(req, tail)
+			mark, err = s.logAheadFrom(sender, req, tail)
 			if err == nil {
 				if mode == wire.ModeApply {
 					err = s.store.ApplyBytes(sc.keys, sc.lens, vb, float32(scale))
 				} else {
-					err = s.store.AccumulateBytes(clock, sc.keys, sc.lens, vb, weight)
+					err = s.store.AccumulateBytesFrom(clock, sender, sc.keys, sc.lens, vb, weight)
 				}
 				err = s.settle(mark, rid, err)
 			}

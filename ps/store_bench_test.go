@@ -35,3 +35,35 @@ func BenchmarkStore_AccumulateFlush(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStore_AccumulateFlushDeterministic is
+// BenchmarkStore_AccumulateFlush with StoreConfig.Deterministic, the four
+// pushes from four senders: each sums into a buffer of its own and the
+// flush adds the four in sender order (store's package doc, Deterministic
+// flushes, gives the ratio measured).
+func BenchmarkStore_AccumulateFlushDeterministic(b *testing.B) {
+	senders := []string{"worker-0", "worker-1", "worker-2", "worker-3"}
+	for _, sz := range benchSizes {
+		b.Run(sz.name, func(b *testing.B) {
+			st, err := store.New(store.Config{Optimizer: store.SGD{LR: 0.01}, Deterministic: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := st.Init([]uint64{1}, []int{sz.n}, store.Uniform{Lo: -1, Hi: 1, Seed: 1}); err != nil {
+				b.Fatal(err)
+			}
+			g := make([]float32, sz.n)
+			store.Normal{Std: 1, Seed: 2}.Init(1, 0, g)
+			b.SetBytes(int64(4 * 4 * sz.n))
+			b.ResetTimer()
+			for i := range b.N {
+				for _, from := range senders {
+					if err := st.AccumulateFrom(i, from, []uint64{1}, nil, g, 8); err != nil {
+						b.Fatal(err)
+					}
+				}
+				st.Flush(i, 1)
+			}
+		})
+	}
+}

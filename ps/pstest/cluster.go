@@ -102,6 +102,10 @@ func TickPeriod(d time.Duration) Option { return func(c *config) { c.epsp.TickPe
 // Optimizer sets the servers' optimizer (default SGD with rate 0.01).
 func Optimizer(o store.Optimizer) Option { return func(c *config) { c.store.Optimizer = o } }
 
+// Deterministic sets the servers' StoreConfig.Deterministic: a clock's
+// pushes are summed per worker, the workers in name order.
+func Deterministic() Option { return func(c *config) { c.store.Deterministic = true } }
+
 // Width sets the clients' fixed value width (default 1).
 func Width(w int) Option { return func(c *config) { c.width = w } }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -21,24 +22,26 @@ import (
 // already applied (so a push retried across a restart is not applied
 // twice).
 //
-// Encoded form, version 2 (little-endian):
+// Encoded form, version 3 (little-endian):
 //
-//	magic "FLCNPSCK" | version u32 = 2 |
+//	magic "FLCNPSCK" | version u32 = 3 |
 //	run id: n u32, n bytes | server: n u32, n bytes | layout u64 |
 //	optimizer name: n u32, n bytes |
 //	slots u32 | flushed i64 | log generation u64 |
 //	keys u32 | keys × (key u64, len u32, steps i64) |
 //	values: Σlen × f32 | state: slots·Σlen × f32 |
-//	pending u32 | pending × (clock i64, touched u32, touched × (entry u32, weight f64), Σ touched len × f32) |
+//	pending u32 | pending × (clock i64, sender: n u32, n bytes, touched u32, touched × (entry u32, weight f64), Σ touched len × f32) |
 //	clients u32 | clients × (client u64, max seq u64, window u64) |
 //	CRC-32C (Castagnoli) of every byte before it, u32
 //
 // The decoder checks every count against the bytes that remain before it
 // allocates, and the checksum before it builds anything, so a truncated or
 // bit-flipped file is refused with ErrCorruptCheckpoint (CRC-32C detects
-// every burst of up to 32 flipped bits). Version 1 (no header) is
-// refused, naming both versions: its file names no server and no run, so
-// nothing could check that it is this server's.
+// every burst of up to 32 flipped bits). Versions 1 and 2 are refused,
+// naming both versions: version 1's file names no server and no run, so
+// nothing could check that it is this server's; version 2's pending
+// buffers name no sender, so a Config.Deterministic store could not
+// restore them apart (version 3 added the sender).
 //
 // A server restores only its own checkpoint (openDurable): RunID, Server
 // and Layout must match the server's; a mismatch is refused with
@@ -68,9 +71,13 @@ type CheckpointKey struct {
 
 // PendingClock is the gradient buffer of one unflushed clock: for each
 // key touched (an index into Checkpoint.Keys) its summed weight and its
-// weighted sum Σ w_i·g_i (in Sum, back to back in Entries order).
+// weighted sum Σ w_i·g_i (in Sum, back to back in Entries order). A
+// Config.Deterministic store keeps one per clock and sender (Sender, in
+// increasing order within a clock); any other store one per clock, of
+// Sender "".
 type PendingClock struct {
 	Clock   int
+	Sender  string // the sender whose pushes it sums (Store.AccumulateFrom)
 	Entries []PendingEntry
 	Sum     []float32
 }
@@ -91,7 +98,7 @@ type ClientWindow struct {
 
 const (
 	checkpointMagic   = "FLCNPSCK"
-	CheckpointVersion = 2 // the version EncodeCheckpoint writes and DecodeCheckpoint reads
+	CheckpointVersion = 3 // the version EncodeCheckpoint writes and DecodeCheckpoint reads
 )
 
 // MaxCheckpointName bounds the run id and server name a checkpoint
@@ -219,16 +226,26 @@ func (s *Store) copyEntry(sn *storeSnap, j, a, b int) {
 func (s *Store) pendingCheckpoint() []PendingClock {
 	var out []PendingClock
 	for _, c := range s.Pending() {
-		b := s.bufs[c]
-		rows := slices.SortedFunc(slices.Values(b.rows), func(x, y accRow) int { return int(x.ent) - int(y.ent) })
-		pc := PendingClock{Clock: c}
-		for _, r := range rows {
-			pc.Entries = append(pc.Entries, PendingEntry{Index: int(r.ent), Weight: r.weight})
-			pc.Sum = append(pc.Sum, b.sum[r.off:r.off+s.ents[r.ent].n]...)
+		if b := s.bufs[c]; b != nil {
+			out = append(out, s.pendingClock(c, "", b))
 		}
-		out = append(out, pc)
+		by := s.dbufs[c]
+		for _, name := range slices.Sorted(maps.Keys(by)) {
+			out = append(out, s.pendingClock(c, name, by[name]))
+		}
 	}
 	return out
+}
+
+// pendingClock copies the buffer b of clock and sender.
+func (s *Store) pendingClock(c int, sender string, b *accBuf) PendingClock {
+	rows := slices.SortedFunc(slices.Values(b.rows), func(x, y accRow) int { return int(x.ent) - int(y.ent) })
+	pc := PendingClock{Clock: c, Sender: sender}
+	for _, r := range rows {
+		pc.Entries = append(pc.Entries, PendingEntry{Index: int(r.ent), Weight: r.weight})
+		pc.Sum = append(pc.Sum, b.sum[r.off:r.off+s.ents[r.ent].n]...)
+	}
+	return pc
 }
 
 // Restore loads ck into an empty store whose optimizer has ck's name.
@@ -257,20 +274,26 @@ func (s *Store) Restore(ck *Checkpoint) error {
 		e.mag, _ = exactMags(s.vals[e.off:e.off+e.n], s.state[e.off*s.slots:(e.off+e.n)*s.slots], s.slots)
 	}
 	s.flushed = max(ck.Flushed, -1)
+	// A store that is not deterministic adds a clock's senders (in the
+	// checkpoint's order, increasing sender) into one buffer, as its
+	// Flush would have had they been one.
 	for _, pc := range ck.Pending {
-		b := &accBuf{at: make(map[int32]int32, len(pc.Entries))}
+		b := s.buf(pc.Clock, pc.Sender)
+		if b == nil {
+			b = &accBuf{at: make(map[int32]int32, len(pc.Entries))}
+			s.setBuf(pc.Clock, pc.Sender, b)
+		}
 		off := 0
 		for _, pe := range pc.Entries {
 			n := s.ents[pe.Index].n
 			r := b.row(int32(pe.Index), n)
 			sum := b.sum[r.off : r.off+n]
-			copy(sum, pc.Sum[off:off+n])
-			r.weight = pe.Weight
+			codec.AxpyNeg(sum, pc.Sum[off:off+n], -1) // sum += the sender's, as Flush adds
+			r.weight += pe.Weight
 			m, _ := exactMags(sum, nil, 0)
 			r.mag = m[0]
 			off += n
 		}
-		s.bufs[pc.Clock] = b
 	}
 	return nil
 }
@@ -289,12 +312,16 @@ func (ck *Checkpoint) Validate() error {
 	if len(ck.Values) != total || len(ck.State) != total*ck.Slots {
 		return fmt.Errorf("%w: %d values and %d state for %d keys of %d values", ErrCorruptCheckpoint, len(ck.Values), len(ck.State), len(ck.Keys), total)
 	}
-	clocks := make(map[int]bool)
+	type clockSender struct {
+		clock  int
+		sender string
+	}
+	clocks := make(map[clockSender]bool)
 	for _, pc := range ck.Pending {
-		if clocks[pc.Clock] {
-			return fmt.Errorf("%w: clock %d buffered twice", ErrCorruptCheckpoint, pc.Clock)
+		if clocks[clockSender{pc.Clock, pc.Sender}] || len(pc.Sender) > MaxCheckpointName {
+			return fmt.Errorf("%w: clock %d buffered twice for sender %q (or a sender name of %d bytes)", ErrCorruptCheckpoint, pc.Clock, pc.Sender, len(pc.Sender))
 		}
-		clocks[pc.Clock] = true
+		clocks[clockSender{pc.Clock, pc.Sender}] = true
 		n, last := 0, -1
 		for _, pe := range pc.Entries {
 			if pe.Index <= last || pe.Index >= len(ck.Keys) || !(pe.Weight > 0) || math.IsInf(pe.Weight, 0) {
@@ -352,6 +379,7 @@ func WriteCheckpoint(w io.Writer, ck *Checkpoint) error {
 	e.U32(uint32(len(ck.Pending)))
 	for _, pc := range ck.Pending {
 		e.I64(int64(pc.Clock))
+		e.Str(pc.Sender)
 		e.U32(uint32(len(pc.Entries)))
 		for _, pe := range pc.Entries {
 			e.U32(uint32(pe.Index))
@@ -468,14 +496,17 @@ func DecodeCheckpoint(b []byte) (*Checkpoint, error) {
 	ck.Values = readF32s(&d, total)
 	ck.State = readF32s(&d, total*ck.Slots)
 	np := int(d.U32())
-	if d.Err == nil && np > len(d.B)/12 {
+	if d.Err == nil && np > len(d.B)/16 {
 		return nil, fmt.Errorf("%w: %d pending clocks in %d bytes", ErrCorruptCheckpoint, np, len(d.B))
 	}
 	for range np {
 		if d.Err != nil {
 			break
 		}
-		pc := PendingClock{Clock: d.Int(-1<<62, 1<<62, "clock")}
+		pc := PendingClock{Clock: d.Int(-1<<62, 1<<62, "clock"), Sender: d.Str()}
+		if d.Err == nil && len(pc.Sender) > MaxCheckpointName {
+			return nil, fmt.Errorf("%w: clock %d: sender name of %d bytes", ErrCorruptCheckpoint, pc.Clock, len(pc.Sender))
+		}
 		ne := int(d.U32())
 		if d.Err == nil && (ne > len(d.B)/12 || ne > len(ck.Keys)) {
 			return nil, fmt.Errorf("%w: clock %d with %d entries", ErrCorruptCheckpoint, pc.Clock, ne)

@@ -30,6 +30,16 @@ type Config struct {
 	// policy that pipelines a few clocks. Zero means
 	// DefaultAccumulateWindow.
 	AccumulateWindow int
+	// Deterministic makes a clock's flushed sum independent of the order
+	// its pushes arrived in: each sender's accumulates of a clock go to a
+	// buffer of their own (AccumulateFrom names the sender), and Flush adds
+	// the senders' sums in increasing order of their names. Without it
+	// (the zero value) a clock has one buffer summed in arrival order, and
+	// float32 addition being not associative, two runs whose pushes
+	// arrive in different orders may differ in the last bits. The package
+	// doc, Deterministic flushes, says when bit-identity holds and what it
+	// costs.
+	Deterministic bool
 }
 
 // DefaultAccumulateWindow is the default Config.AccumulateWindow.
@@ -86,6 +96,8 @@ func (c *Config) Validate() error {
 // until it is flushed), plus one spare: the memory of the last buffer
 // flushed, emptied, which the next clock's buffer reuses (so a run does
 // not allocate a buffer per clock; it is at most one buffer's size).
+// With Config.Deterministic each sender has a buffer per clock: S senders
+// take up to S times as much (the package doc, Deterministic flushes).
 type Store struct {
 	opt     Optimizer
 	bnd     bounder // opt, when its steps can be bounded (finite.go)
@@ -96,6 +108,9 @@ type Store struct {
 	state   []float32
 	bufs    map[int]*accBuf
 	spare   *accBuf // the last flushed buffer, emptied, for the next clock
+	det     bool    // Config.Deterministic: per-sender buffers in dbufs
+	dbufs   map[int]map[string]*accBuf
+	dspare  []*accBuf // emptied sender buffers of flushed clocks, for reuse
 	window  int
 	flushed int     // the highest clock flushed, −1 before the first
 	idx     []int32 // scratch: entry indices of the request being served
@@ -154,12 +169,17 @@ func New(cfg Config) (*Store, error) {
 		window:  cfg.AccumulateWindow,
 		flushed: -1,
 		finite:  !cfg.AcceptNonFinite,
+		det:     cfg.Deterministic,
+		dbufs:   make(map[int]map[string]*accBuf),
 	}
 	if b, ok := cfg.Optimizer.(bounder); ok && s.slots < magMax {
 		s.bnd = b
 	}
 	return s, nil
 }
+
+// Deterministic reports Config.Deterministic.
+func (s *Store) Deterministic() bool { return s.det }
 
 // Optimizer returns the store's optimizer.
 func (s *Store) Optimizer() Optimizer { return s.opt }
@@ -540,13 +560,75 @@ func (s *Store) ApplyBytes(keys []uint64, lens []int, gb []byte, scale float32) 
 // weight must be a float32 in [2^-126, MaxFloat32] (normally the push's
 // sample count): its reciprocal, by which Flush scales, is then finite.
 // clock must be open (Config.AccumulateWindow), else ErrClockNotOpen.
+// With Config.Deterministic it is AccumulateFrom with sender "".
 func (s *Store) Accumulate(clock int, keys []uint64, lens []int, grads []float32, weight float64) error {
-	return s.accumulate(clock, keys, lens, grads, nil, weight)
+	return s.accumulate(clock, "", keys, lens, grads, nil, weight)
 }
 
 // AccumulateBytes is Accumulate with the gradients as wire bytes.
 func (s *Store) AccumulateBytes(clock int, keys []uint64, lens []int, gb []byte, weight float64) error {
-	return s.accumulate(clock, keys, lens, nil, gb, weight)
+	return s.accumulate(clock, "", keys, lens, nil, gb, weight)
+}
+
+// AccumulateFrom is Accumulate of a push sent by sender (in a cluster, the
+// worker's node name). With Config.Deterministic the sender's pushes of a
+// clock are summed, in the order they come, in a buffer of their own, and
+// Flush adds the senders' buffers in increasing order of sender; without
+// it sender is ignored.
+func (s *Store) AccumulateFrom(clock int, sender string, keys []uint64, lens []int, grads []float32, weight float64) error {
+	return s.accumulate(clock, sender, keys, lens, grads, nil, weight)
+}
+
+// AccumulateBytesFrom is AccumulateFrom with the gradients as wire bytes.
+func (s *Store) AccumulateBytesFrom(clock int, sender string, keys []uint64, lens []int, gb []byte, weight float64) error {
+	return s.accumulate(clock, sender, keys, lens, nil, gb, weight)
+}
+
+// buf is the buffer of clock that an accumulate from sender adds to: the
+// clock's, or with Config.Deterministic the sender's of that clock; nil
+// when there is none yet.
+func (s *Store) buf(clock int, sender string) *accBuf {
+	if !s.det {
+		return s.bufs[clock]
+	}
+	return s.dbufs[clock][sender]
+}
+
+// setBuf makes b the buffer of clock (and sender, when deterministic).
+func (s *Store) setBuf(clock int, sender string, b *accBuf) {
+	if !s.det {
+		s.bufs[clock] = b
+		return
+	}
+	m := s.dbufs[clock]
+	if m == nil {
+		m = make(map[string]*accBuf)
+		s.dbufs[clock] = m
+	}
+	m[sender] = b
+}
+
+// detGrowth is the factor by which the rounding of Flush's merge of the
+// senders' sums of clock can grow their bound: one rounding (at most
+// ×(1+2^-24)) per sender added, bounded by up each, and one more for the
+// accumulate being checked.
+func (s *Store) detGrowth(clock int) float64 {
+	return math.Pow(up, float64(len(s.dbufs[clock])+1))
+}
+
+// detTotal is, for entry j, the sum of the bounds of its rows in the
+// senders' buffers of clock other than self.
+func (s *Store) detTotal(clock int, self *accBuf, j int32) float64 {
+	t := 0.0
+	for _, b := range s.dbufs[clock] {
+		if b == self {
+			continue
+		}
+		if r, ok := b.at[j]; ok {
+			t += b.rows[r].mag
+		}
+	}
+	return t
 }
 
 // minWeight is the smallest accumulate weight: float32's smallest normal.
@@ -574,7 +656,7 @@ func (s *Store) open(clock int) error {
 
 // accumulate is Accumulate with the gradients as float32s (gf) or wire
 // bytes (gb, when gf is nil).
-func (s *Store) accumulate(clock int, keys []uint64, lens []int, gf []float32, gb []byte, weight float64) error {
+func (s *Store) accumulate(clock int, sender string, keys []uint64, lens []int, gf []float32, gb []byte, weight float64) error {
 	if err := checkWeight(weight); err != nil {
 		return err
 	}
@@ -601,7 +683,7 @@ func (s *Store) accumulate(clock int, keys []uint64, lens []int, gf []float32, g
 	if err != nil {
 		return err
 	}
-	b := s.bufs[clock]
+	b := s.buf(clock, sender)
 	w := float32(weight)
 	// rows[k]: the row of key k in b, −1 when it has none yet.
 	rows := s.rows[:0]
@@ -620,21 +702,31 @@ func (s *Store) accumulate(clock int, keys []uint64, lens []int, gf []float32, g
 	wg := float64(w) * g * up
 	if s.finite {
 		hi := 0.0
-		for _, r := range rows {
+		for k, r := range rows {
+			m := 0.0
 			if r >= 0 {
-				hi = max(hi, b.rows[r].mag)
+				m = b.rows[r].mag
 			}
+			if s.det {
+				// Flush adds the other senders' sums to this one.
+				m += s.detTotal(clock, b, s.idx[k])
+			}
+			hi = max(hi, m)
 		}
-		if !((hi+wg)*up <= maxF32) {
+		growth := up
+		if s.det {
+			growth = s.detGrowth(clock)
+		}
+		if !((hi+wg)*growth <= maxF32) {
 			if gf == nil {
 				gf = decoded(gb)
 			}
-			return s.accumulateExact(clock, gf, w, weight)
+			return s.accumulateExact(clock, sender, gf, w, weight)
 		}
 	}
 	if b == nil {
 		b = s.newBuf(len(s.idx))
-		s.bufs[clock] = b
+		s.setBuf(clock, sender, b)
 	}
 	if cap(s.tmp) < chunk {
 		s.tmp = make([]float32, chunk)
@@ -698,8 +790,8 @@ func (b *accBuf) newRow(j int32, n int) int32 {
 // accumulateExact is the accumulation of g (the keys s.idx back to back)
 // with weight w computed into scratch: each key's new sum is computed from
 // a copy and checked, and all are stored only when all are finite.
-func (s *Store) accumulateExact(clock int, g []float32, w float32, weight float64) error {
-	b := s.bufs[clock]
+func (s *Store) accumulateExact(clock int, sender string, g []float32, w float32, weight float64) error {
+	b := s.buf(clock, sender)
 	x := make([]float32, len(g))
 	next := s.next[:0]
 	off := 0
@@ -713,7 +805,7 @@ func (s *Store) accumulateExact(clock int, g []float32, w float32, weight float6
 		}
 		codec.AxpyNeg(sum, g[off:off+e.n], -w)
 		h := maxHi(sum)
-		if h >= hiNonFinite {
+		if h >= hiNonFinite || (s.det && !s.mergeFinite(clock, sender, j, sum)) {
 			s.next = next
 			return fmt.Errorf("%w: clock %d: the buffered sum of key %d would overflow float32 (weight %v); nothing accumulated", ErrNonFinite, clock, e.key, weight)
 		}
@@ -723,7 +815,7 @@ func (s *Store) accumulateExact(clock int, g []float32, w float32, weight float6
 	s.next = next
 	if b == nil {
 		b = s.newBuf(len(s.idx))
-		s.bufs[clock] = b
+		s.setBuf(clock, sender, b)
 	}
 	off = 0
 	for k, j := range s.idx {
@@ -737,10 +829,42 @@ func (s *Store) accumulateExact(clock int, g []float32, w float32, weight float6
 	return nil
 }
 
+// mergeFinite reports whether Flush's merge of entry j's sums in clock
+// stays finite when sender's sum is mine: it adds the senders' sums in
+// Flush's order into scratch.
+func (s *Store) mergeFinite(clock int, sender string, j int32, mine []float32) bool {
+	by := s.dbufs[clock]
+	names := make([]string, 0, len(by)+1)
+	for name := range by {
+		names = append(names, name)
+	}
+	if _, ok := by[sender]; !ok {
+		names = append(names, sender)
+	}
+	slices.Sort(names)
+	acc := make([]float32, len(mine))
+	for _, name := range names {
+		part := mine
+		if name != sender {
+			b := by[name]
+			r, ok := b.at[j]
+			if !ok {
+				continue
+			}
+			part = b.sum[b.rows[r].off : b.rows[r].off+len(mine)]
+		}
+		codec.AxpyNeg(acc, part, -1) // acc += part, as flushDet adds
+	}
+	return !anyNonFinite(acc)
+}
+
 // Pending lists the clocks with buffered gradients, in increasing order.
 func (s *Store) Pending() []int {
 	var cs []int
 	for c := range s.bufs {
+		cs = append(cs, c)
+	}
+	for c := range s.dbufs {
 		cs = append(cs, c)
 	}
 	slices.Sort(cs)
@@ -756,8 +880,16 @@ func (s *Store) BufferedBytes() (open, spare int) {
 	for _, b := range s.bufs {
 		open += b.bytes()
 	}
+	for _, by := range s.dbufs {
+		for _, b := range by {
+			open += b.bytes()
+		}
+	}
 	if s.spare != nil {
 		spare = s.spare.bytes()
+	}
+	for _, b := range s.dspare {
+		spare += b.bytes()
 	}
 	return open, spare
 }
@@ -776,34 +908,16 @@ func (s *Store) Flush(clock int, scale float32) (int, error) {
 			return 0, err
 		}
 	}
+	if s.det {
+		return s.flushDet(clock, scale)
+	}
 	b := s.bufs[clock]
 	if b == nil {
 		s.flushed = max(s.flushed, clock)
 		return 0, nil
 	}
-	// entry order: deterministic
-	slices.SortFunc(b.rows, func(x, y accRow) int { return int(x.ent) - int(y.ent) })
-	sb, ok := s.flushBounded(b, scale)
-	if s.finite && !ok {
-		if err := s.flushExact(b, scale); err != nil {
-			for r, row := range b.rows {
-				b.at[row.ent] = int32(r)
-			}
-			return 0, fmt.Errorf("clock %d: %w", clock, err)
-		}
-	} else {
-		for _, row := range b.rows {
-			e := &s.ents[row.ent]
-			sum := b.sum[row.off : row.off+e.n]
-			inv := float32(1 / row.weight)
-			for i := range sum {
-				sum[i] *= inv
-			}
-			s.step(e, sum, scale)
-			if s.finite {
-				e.mag, _ = sb.next(e.mag, row.mag*float64(inv)*up)
-			}
-		}
+	if err := s.flushBuf(b, scale); err != nil {
+		return 0, fmt.Errorf("clock %d: %w", clock, err)
 	}
 	delete(s.bufs, clock)
 	s.flushed = max(s.flushed, clock)
@@ -814,9 +928,108 @@ func (s *Store) Flush(clock int, scale float32) (int, error) {
 	return n, nil
 }
 
+// flushDet is Flush with Config.Deterministic: the senders' buffers of
+// clock are added into one, sender after sender in increasing order of
+// their names, and that one is flushed. A refused flush keeps the senders'
+// buffers as they were.
+func (s *Store) flushDet(clock int, scale float32) (int, error) {
+	by := s.dbufs[clock]
+	if len(by) == 0 {
+		delete(s.dbufs, clock)
+		s.flushed = max(s.flushed, clock)
+		return 0, nil
+	}
+	names := make([]string, 0, len(by))
+	for name := range by {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	m := s.newBuf(0)
+	for _, name := range names {
+		sb := by[name]
+		for _, r := range sb.rows {
+			n := s.ents[r.ent].n
+			mr := m.row(r.ent, n)
+			mr.weight += r.weight
+			// sum += part as sum −= (−1)·part: the same bits, with SSE.
+			codec.AxpyNeg(m.sum[mr.off:mr.off+n], sb.sum[r.off:r.off+n], -1)
+		}
+	}
+	var err error
+	for i := range m.rows {
+		r := &m.rows[i]
+		h := maxHi(m.sum[r.off : r.off+s.ents[r.ent].n])
+		if s.finite && h >= hiNonFinite {
+			err = fmt.Errorf("%w: the buffered sum of key %d overflows float32", ErrNonFinite, s.ents[r.ent].key)
+			break
+		}
+		r.mag = hiBound(h)
+	}
+	if err == nil {
+		err = s.flushBuf(m, scale)
+	}
+	n := len(m.rows)
+	clear(m.at)
+	m.rows, m.sum = m.rows[:0], m.sum[:0]
+	s.spare = m
+	if err != nil {
+		return 0, fmt.Errorf("clock %d: %w", clock, err)
+	}
+	delete(s.dbufs, clock)
+	s.flushed = max(s.flushed, clock)
+	// Keep as many emptied sender buffers as this clock had senders.
+	for _, name := range names {
+		b := by[name]
+		clear(b.at)
+		b.rows, b.sum = b.rows[:0], b.sum[:0]
+		s.dspare = append(s.dspare, b)
+	}
+	if len(s.dspare) > len(names) {
+		clear(s.dspare[len(names):])
+		s.dspare = s.dspare[:len(names)]
+	}
+	return n, nil
+}
+
+// flushBuf applies b's mean gradients (the step of Flush). A refused
+// flush changes nothing and leaves b as it was.
+func (s *Store) flushBuf(b *accBuf, scale float32) error {
+	// entry order: deterministic
+	slices.SortFunc(b.rows, func(x, y accRow) int { return int(x.ent) - int(y.ent) })
+	sb, ok := s.flushBounded(b, scale)
+	if s.finite && !ok {
+		if err := s.flushExact(b, scale); err != nil {
+			for r, row := range b.rows {
+				b.at[row.ent] = int32(r)
+			}
+			return err
+		}
+		return nil
+	}
+	for _, row := range b.rows {
+		e := &s.ents[row.ent]
+		sum := b.sum[row.off : row.off+e.n]
+		inv := float32(1 / row.weight)
+		for i := range sum {
+			sum[i] *= inv
+		}
+		s.step(e, sum, scale)
+		if s.finite {
+			e.mag, _ = sb.next(e.mag, row.mag*float64(inv)*up)
+		}
+	}
+	return nil
+}
+
 // newBuf returns an empty buffer for about keys keys: the spare left by
 // the last flush, or a new one.
 func (s *Store) newBuf(keys int) *accBuf {
+	if s.det && keys > 0 && len(s.dspare) > 0 {
+		b := s.dspare[len(s.dspare)-1]
+		s.dspare[len(s.dspare)-1] = nil
+		s.dspare = s.dspare[:len(s.dspare)-1]
+		return b
+	}
 	if b := s.spare; b != nil {
 		s.spare = nil
 		return b
