@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -200,6 +201,16 @@ type leases struct {
 	lost  []bool      // worker was declared lost: refused
 	fresh []bool      // worker joined mid-run and has not started a clock
 	srv   []time.Time // server → last answered ping
+	// unreach: worker → why the coordinator could not send to it (a
+	// release, an order, a task); the next check declares it lost.
+	unreach []error
+	// reach: worker → when it last heard from every server, by the
+	// coordinator's clock (from its heartbeats; zero: not reported), and
+	// the server it has heard from least recently.
+	reach    []time.Time
+	reachSrv []int
+	// lostWhy: the workers declared lost, in order, each with its cause
+	lostWhy []string
 
 	stop chan struct{}
 	once sync.Once
@@ -209,7 +220,8 @@ type leases struct {
 // slots: not watched until they join) and servers servers.
 func newLeases(cfg LeaseConfig, workers, slots, servers int) *leases {
 	l := &leases{cfg: cfg, inc: make([]uint64, slots), seen: make([]time.Time, slots),
-		done: make([]bool, slots), lost: make([]bool, slots), fresh: make([]bool, slots), srv: make([]time.Time, servers), stop: make(chan struct{})}
+		done: make([]bool, slots), lost: make([]bool, slots), fresh: make([]bool, slots), srv: make([]time.Time, servers), stop: make(chan struct{}),
+		unreach: make([]error, slots), reach: make([]time.Time, slots), reachSrv: make([]int, slots)}
 	for w := workers; w < slots; w++ {
 		l.done[w] = true
 	}
@@ -262,6 +274,32 @@ func (l *leases) rejoin(w epsp.WorkerID, inc uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.inc[w], l.done[w], l.lost[w], l.fresh[w], l.seen[w] = inc, false, false, true, time.Now()
+	l.unreach[w], l.reach[w] = nil, time.Time{}
+}
+
+// unreachable records that a send to worker w failed with err: the next
+// check declares it lost (with leases on; it reports false with leases
+// off, and the caller must then abort the run itself, nobody else would
+// notice).
+func (l *leases) unreachable(w epsp.WorkerID, err error) bool {
+	if l.cfg.Timeout < 0 {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.unreach[w] == nil && !l.done[w] {
+		l.unreach[w] = err
+	}
+	return true
+}
+
+// reached records a worker's heartbeat report: stale ago (by its clock)
+// it last heard from server srv, the one of all it has heard from least
+// recently.
+func (l *leases) reached(w epsp.WorkerID, srv int, stale time.Duration) {
+	l.mu.Lock()
+	l.reach[w], l.reachSrv[w] = time.Now().Add(-stale), srv
+	l.mu.Unlock()
 }
 
 // started records that worker w computes (it pushed or clocked): a
@@ -351,7 +389,7 @@ func (c *Coordinator) watchLeases() {
 		// a peer never heard from is waited for at least StartTimeout
 		first := l.start.Add(max(c.cfg.StartTimeout, l.cfg.Timeout) - l.cfg.Timeout)
 		var lostW []epsp.WorkerID
-		var lastW []time.Time
+		var whyW []string
 		active := 0
 		for w := range l.seen {
 			if l.done[w] {
@@ -362,10 +400,22 @@ func (c *Coordinator) watchLeases() {
 			if last.IsZero() {
 				last = first
 			}
-			if now.Sub(last) > l.cfg.Timeout {
+			why := ""
+			switch {
+			case now.Sub(last) > l.cfg.Timeout:
+				why = silence(l.seen[w], now)
+			case l.unreach[w] != nil:
+				why = fmt.Sprintf("unreachable: %v", l.unreach[w])
+			case !l.reach[w].IsZero() && now.Sub(l.reach[w]) > l.cfg.Timeout:
+				// alive, but cut off from a server: its pushes and pulls
+				// would wait for the request timeout, and hold every
+				// barrier that long
+				why = fmt.Sprintf("cannot reach server %s: no answer for %v", c.cfg.Servers[l.reachSrv[w]], now.Sub(l.reach[w]).Round(time.Millisecond))
+			}
+			if why != "" {
 				l.done[w], l.lost[w] = true, true
 				lostW = append(lostW, epsp.WorkerID(w))
-				lastW = append(lastW, l.seen[w])
+				whyW = append(whyW, why)
 			}
 		}
 		lostS := -1
@@ -393,9 +443,21 @@ func (c *Coordinator) watchLeases() {
 			return
 		}
 		for i, w := range lostW {
-			c.workerLost(w, silence(lastW[i], now))
+			c.workerLost(w, whyW[i])
 		}
 	}
+}
+
+// lostNote says which workers the run lost and went on without
+// (ContinueWithout), each with its cause; "" for none. The end-of-run
+// notice carries it to every node (Cluster.Wait).
+func (c *Coordinator) lostNote() string {
+	c.lease.mu.Lock()
+	defer c.lease.mu.Unlock()
+	if len(c.lease.lostWhy) == 0 {
+		return ""
+	}
+	return "the run went on without lost workers: " + strings.Join(c.lease.lostWhy, "; ")
 }
 
 // silence describes how long a peer has been silent.
@@ -414,6 +476,10 @@ func (c *Coordinator) workerLost(w epsp.WorkerID, why string) {
 		c.setFatal(err)
 		return
 	}
+	c.opts.log.Warn("ps: worker lost; the run goes on without it", "worker", c.cfg.Workers[w], "err", err)
+	c.lease.mu.Lock()
+	c.lease.lostWhy = append(c.lease.lostWhy, err.Error())
+	c.lease.mu.Unlock()
 	// ContinueWithout: the loop treats it as a leave; tell the worker (if
 	// it can still hear) that it is out.
 	e := wire.NewMsg(nil, wire.OpAbort)
@@ -559,8 +625,9 @@ func (c *Coordinator) serveLost(lw epsp.WorkerID, orders map[uint64]epsp.Transfe
 // sendTask sends accepted order o — a transfer, a hand-over, or a range
 // Retarget moved — to its taker as a task: compute [Lo, Hi) of o.From's
 // batch (batch samples) of o.Clock and push it with Owner = o.From. A
-// taker that cannot be reached aborts the run (nobody else would compute
-// the range). emit reports the order to observers (EvTransferOrdered).
+// taker that cannot be reached is declared lost at the lease's next check
+// (unreachable), and what it owed, this range among it, goes to a
+// survivor; with leases off it aborts the run. emit reports the order to observers (EvTransferOrdered).
 func (c *Coordinator) sendTask(o epsp.TransferOrder, batch int, emit bool) error {
 	e := wire.NewMsg(nil, wire.OpTransferTask)
 	e.U64(o.ID)
@@ -574,11 +641,12 @@ func (c *Coordinator) sendTask(o epsp.TransferOrder, batch int, emit bool) error
 		c.opts.emit(event.Event{Kind: event.TransferOrdered, Node: "coordinator", Worker: o.From, Clock: o.Clock, Lo: o.Lo, Hi: o.Hi, Transfer: o})
 	}
 	if err := c.send(o.To, e.B); err != nil {
-		err = fmt.Errorf("ps: task %d (worker %s's clock %d [%d,%d)) to %s: %w", o.ID, c.cfg.Workers[o.From], o.Clock, o.Lo, o.Hi, c.cfg.Workers[o.To], err)
-		c.setFatal(err)
-		return err
+		// the taker is unreachable: the lease declares it lost, and what
+		// it owed (this task among it) goes to a survivor (serveLost), or
+		// the run aborts naming it (AbortRun, or leases off)
+		c.unreachable(o.To, fmt.Errorf("ps: task %d (worker %s's clock %d [%d,%d)) to %s: %w", o.ID, c.cfg.Workers[o.From], o.Clock, o.Lo, o.Hi, c.cfg.Workers[o.To], err))
 	}
-	return nil
+	return c.Err()
 }
 
 // handedOver finishes hand-over h, which its taker reports done: the lost

@@ -166,11 +166,11 @@ func (c *cluster) start(role, name string, extra ...string) *proc {
 	c.t.Helper()
 	args := append([]string{"-role", role, "-id", name}, c.common...)
 	cmd := exec.Command(c.bin, append(args, extra...)...)
-	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		c.t.Fatal(err)
 	}
+	cmd.Stderr = cmd.Stdout // the log lines too: the tests look for names in them
 	p := &proc{name: name, cmd: cmd, seen: make(chan string, 1024), done: make(chan struct{})}
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)

@@ -29,6 +29,8 @@ type opts struct {
 	role, id, peers, dir, lost string
 	workers, servers, clocks   int
 	lease, retry, delay        time.Duration
+	cluster                    bool
+	lr                         float64
 }
 
 func main() {
@@ -44,7 +46,13 @@ func main() {
 	flag.DurationVar(&o.lease, "lease", 400*time.Millisecond, "lease timeout (coordinator), coordinator timeout (worker)")
 	flag.DurationVar(&o.retry, "retry", 0, "how long requests to a restarting server are resent")
 	flag.DurationVar(&o.delay, "delay", 10*time.Millisecond, "worker: compute time per chunk")
+	flag.Float64Var(&o.lr, "lr", 0.05, "-cluster: the servers' Adam learning rate")
+	flag.BoolVar(&o.cluster, "cluster", false, "run the node through ps.NewCluster (its control messages, Wait and end-of-run notices) instead of the bare roles")
 	flag.Parse()
+	run := run
+	if o.cluster {
+		run = runCluster
+	}
 	if err := run(o); err != nil {
 		fmt.Printf("error: %v\n", err)
 		os.Exit(1)
