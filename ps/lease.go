@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/falconml/falcon/epsp"
@@ -406,10 +407,13 @@ func (c *Coordinator) watchLeases() {
 				why = silence(l.seen[w], now)
 			case l.unreach[w] != nil:
 				why = fmt.Sprintf("unreachable: %v", l.unreach[w])
-			case !l.reach[w].IsZero() && now.Sub(l.reach[w]) > l.cfg.Timeout:
-				// alive, but cut off from a server: its pushes and pulls
-				// would wait for the request timeout, and hold every
-				// barrier that long
+			case !l.reach[w].IsZero() && now.Sub(l.reach[w]) > max(l.cfg.Timeout, l.cfg.ServerRestart) &&
+				!l.srv[l.reachSrv[w]].IsZero() && now.Sub(l.srv[l.reachSrv[w]]) <= l.cfg.Timeout/2:
+				// alive, but cut off from a server the coordinator still
+				// reaches (within half a lease: a dead or restarting
+				// server, silent to everyone, is the server's fault, not
+				// the worker's): its pushes and pulls would wait for the
+				// request timeout, and hold every barrier that long
 				why = fmt.Sprintf("cannot reach server %s: no answer for %v", c.cfg.Servers[l.reachSrv[w]], now.Sub(l.reach[w]).Round(time.Millisecond))
 			}
 			if why != "" {
@@ -678,11 +682,19 @@ func (c *Coordinator) heartbeat(from transport.NodeID, body []byte) []byte {
 	}
 	d := decoder{B: body}
 	inc := d.U64()
+	srv, stale := -1, 0
+	if len(d.B) > 0 { // the worker's reach of the servers (pingServers)
+		srv = d.Int(0, int64(len(c.cfg.Servers)-1), "server")
+		stale = d.Int(0, 1<<62, "server silence")
+	}
 	if err := d.End(); err != nil {
 		return wire.ErrResponse(err)
 	}
 	if err := c.lease.bind(c, w, inc, false); err != nil {
 		return wire.ErrResponse(err)
+	}
+	if srv >= 0 {
+		c.lease.reached(w, srv, time.Duration(stale))
 	}
 	if err := c.Err(); err != nil {
 		return wire.ErrResponse(fmt.Errorf("%w: %v", ErrAborted, err))
@@ -716,6 +728,10 @@ func (w *Worker) heartbeats() {
 		}
 		e := wire.NewMsg(nil, wire.OpHeartbeat)
 		e.U64(w.incarnation)
+		if srv, stale := w.leastReached(); srv >= 0 {
+			e.I64(int64(srv))
+			e.I64(int64(stale))
+		}
 		ctx, cancel := context.WithTimeout(w.ctx, max(every, w.cfg.CoordinatorTimeout/4))
 		_, err := w.coordCall(ctx, e.B)
 		cancel()
@@ -735,12 +751,72 @@ func (w *Worker) heartbeats() {
 	}
 }
 
-// startHeartbeats starts the heartbeat goroutine (from Worker.Start).
+// startHeartbeats starts the heartbeat goroutine (from Worker.Start),
+// and the pings of every server whose answers the heartbeats report.
 func (w *Worker) startHeartbeats() {
 	if w.cfg.Heartbeat < 0 || !w.track() {
 		return
 	}
+	w.mu.Lock()
+	cl := w.client
+	w.mu.Unlock()
+	if cl != nil {
+		w.reach = make([]atomic.Int64, len(cl.servers))
+		now := time.Now().UnixNano() // Start has just reached them all
+		for s := range w.reach {
+			w.reach[s].Store(now)
+			if w.track() {
+				go w.pingServer(cl, s)
+			}
+		}
+	}
 	go w.heartbeats()
+}
+
+// pingServer pings server s every Heartbeat (each ping bounded like a
+// heartbeat) and records its answers, until the worker leaves or closes:
+// a worker cut off from one server (a partitioned link) says so in its
+// heartbeats, and the coordinator declares it lost within its lease
+// instead of letting its requests hold every barrier for their
+// RequestTimeout. Any answer counts, an error answer too.
+func (w *Worker) pingServer(cl *Client, s int) {
+	defer w.wg.Done()
+	every := w.cfg.Heartbeat
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-w.quit:
+			return
+		}
+		if w.left.Load() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(w.ctx, max(every, w.cfg.CoordinatorTimeout/4))
+		err := cl.Ping(ctx, s)
+		cancel()
+		var re *transport.RemoteError
+		if err == nil || errors.As(err, &re) {
+			w.reach[s].Store(time.Now().UnixNano())
+		}
+	}
+}
+
+// leastReached returns the server the worker has heard from least
+// recently and how long ago (-1 without pings).
+func (w *Worker) leastReached() (srv int, stale time.Duration) {
+	srv = -1
+	var oldest int64
+	for s := range w.reach {
+		if t := w.reach[s].Load(); srv < 0 || t < oldest {
+			srv, oldest = s, t
+		}
+	}
+	if srv < 0 {
+		return -1, 0
+	}
+	return srv, max(0, time.Since(time.Unix(0, oldest)))
 }
 
 // helloMsg is the hello request: incarnation u64.

@@ -121,6 +121,8 @@ type cluster struct {
 	procs   map[string]*proc
 	servers int
 	workers int
+	// peersOf overrides -peers for a node (a link through a proxy)
+	peersOf map[string]string
 }
 
 func freeAddr(t *testing.T) string {
@@ -165,6 +167,9 @@ func (c *cluster) names() []string {
 func (c *cluster) start(role, name string, extra ...string) *proc {
 	c.t.Helper()
 	args := append([]string{"-role", role, "-id", name}, c.common...)
+	if p := c.peersOf[name]; p != "" {
+		args = append(args, "-peers", p)
+	}
 	cmd := exec.Command(c.bin, append(args, extra...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
