@@ -170,3 +170,23 @@ func TestMultiProcess_ContinueWithoutKill(t *testing.T) {
 	}
 	t.Logf("tally: %d of %d kill -9 runs finished with every sample counted once", ok, n)
 }
+
+// TestMultiProcess_AbortNamesLostWorker: under AbortRun (the default of
+// cmd/falcon-cluster), kill -9 of worker-1 ends the run on every node
+// with an error naming it, the servers and the other workers included
+// (the finding: the servers said only "run aborted (the coordinator's log
+// says why)"), each within the lease bound — Timeout + Interval, plus 2 s
+// for the abort's delivery and scheduling on a loaded machine.
+func TestMultiProcess_AbortNamesLostWorker(t *testing.T) {
+	bound := contLease + contLease/4 + 2*time.Second
+	c := newCluster(t, contServers, contWorkers, "-cluster", "-lease", contLease.String(), "-lost", "abort",
+		"-delay", "20ms", "-clocks", fmt.Sprint(contClocks))
+	c.up(nil)
+	victim := c.procs["worker-1"]
+	victim.waitLine(t, "clock 2", 30*time.Second)
+	at := time.Now()
+	victim.cmd.Process.Kill()
+	for _, n := range []string{"coordinator", "server-0", "server-1", "worker-0", "worker-2"} {
+		failedNamingWithin(t, c.procs[n], "worker-1", at, bound)
+	}
+}
