@@ -43,7 +43,7 @@ func main() {
 	flag.IntVar(&o.workers, "workers", 2, "number of workers")
 	flag.IntVar(&o.servers, "servers", 2, "number of servers")
 	flag.IntVar(&o.clocks, "clocks", 8, "clocks to train")
-	flag.DurationVar(&o.lease, "lease", 400*time.Millisecond, "lease timeout (coordinator), coordinator timeout (worker)")
+	flag.DurationVar(&o.lease, "lease", 400*time.Millisecond, "lease timeout (coordinator); a worker's coordinator timeout is 4 times this")
 	flag.DurationVar(&o.retry, "retry", 0, "how long requests to a restarting server are resent")
 	flag.DurationVar(&o.delay, "delay", 10*time.Millisecond, "worker: compute time per chunk")
 	flag.Float64Var(&o.lr, "lr", 0.05, "-cluster: the servers' Adam learning rate")
@@ -163,7 +163,9 @@ func run(o opts) error {
 		wc := ps.DefaultWorkerConfig()
 		wc.ID, wc.Coordinator = epsp.WorkerID(idx), "coordinator"
 		wc.Client.Servers, wc.Client.Retry = servers, o.retry
-		wc.Heartbeat, wc.CoordinatorTimeout = 50*time.Millisecond, o.lease
+		// four leases: a loaded machine must not make a live coordinator
+		// look dead (the tests' bounds use the same)
+		wc.Heartbeat, wc.CoordinatorTimeout = 50*time.Millisecond, 4*o.lease
 		w, err := ps.NewWorker(o.id, wc, ps.WithObserver(obs))
 		if err != nil {
 			return err
