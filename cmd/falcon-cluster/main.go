@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/falconml/falcon/ps"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -53,6 +54,8 @@ type options struct {
 	timeline  string
 	stateDir  string
 	runID     string
+	lease     time.Duration
+	lost      string
 
 	policy     string
 	staleness  int
@@ -92,6 +95,7 @@ var envFlags = map[string]string{
 	"role": "FALCON_ROLE", "rank": "FALCON_RANK", "listen": "FALCON_LISTEN", "advertise": "FALCON_ADVERTISE",
 	"peers": "FALCON_PEERS", "peers-dns": "FALCON_PEERS_DNS", "hosts": "FALCON_HOSTS", "secret": "FALCON_SECRET",
 	"node-cert": "FALCON_NODE_CERT", "node-key": "FALCON_NODE_KEY", "node-ca": "FALCON_NODE_CA",
+	"lease": "FALCON_LEASE", "lost-worker": "FALCON_LOST_WORKER",
 }
 
 func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
@@ -118,6 +122,8 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&o.stateEach, "state-every", 0, "coordinator: print every worker's state (clock, speed, parallelism, straggler/pioneer) at this interval; 0 never")
 	fs.StringVar(&o.stateDir, "state-dir", "", "server: keep a checkpoint (every 10 flushes) and a request log in this directory, and resume from them at start; needs -run-id")
 	fs.StringVar(&o.runID, "run-id", "", "the run's name, the same on every node: a server resumes only the -state-dir checkpoints of this run and refuses an earlier run's")
+	fs.DurationVar(&o.lease, "lease", 10*time.Second, "coordinator: a worker or server silent this long (or a worker cut off from a server this long) is lost ($FALCON_LEASE); workers heartbeat every min(500ms, lease/8)")
+	fs.StringVar(&o.lost, "lost-worker", "abort", "coordinator: what a lost worker does to the run ($FALCON_LOST_WORKER): abort (every node exits 1 naming it) or continue (its unprocessed samples of its clock go to a survivor and the run goes on without it)")
 	fs.StringVar(&o.timeline, "timeline", "", "write this process's timeline (Chrome trace-event JSON) to this file; the local mode writes one per node, <name>-<node>.json")
 
 	fs.StringVar(&o.policy, "policy", "bsp", "sync policy: "+strings.Join(policyNames(), ", "))
@@ -264,6 +270,12 @@ func (o *options) validate() error {
 	if o.pad < 0 {
 		return fmt.Errorf("%w: -pad %d", errUsage, o.pad)
 	}
+	if o.lease <= 0 {
+		return fmt.Errorf("%w: -lease %v must be positive", errUsage, o.lease)
+	}
+	if _, err := o.lostAction(); err != nil {
+		return err
+	}
 	if o.stateDir != "" && o.runID == "" {
 		return fmt.Errorf("%w: -state-dir needs -run-id, the same on every node (a new name starts a new run; the old name resumes it)", errUsage)
 	}
@@ -297,6 +309,17 @@ func (o *options) validate() error {
 		}
 	}
 	return nil
+}
+
+// lostAction is -lost-worker's ps.LostAction.
+func (o *options) lostAction() (ps.LostAction, error) {
+	switch o.lost {
+	case "abort":
+		return ps.AbortRun, nil
+	case "continue":
+		return ps.ContinueWithout, nil
+	}
+	return 0, fmt.Errorf("%w: -lost-worker %q (want abort or continue)", errUsage, o.lost)
 }
 
 // trustWarning is the warning a run without per-node identity prints
