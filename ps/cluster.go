@@ -41,7 +41,12 @@ import (
 // blocks until the run is over (the coordinator's node waits for every
 // worker to leave and then tells the others, which return on its word);
 // Close ends the roles, then the transports, is idempotent and returns
-// within CloseTimeout even when peers are dead. Across processes the
+// within CloseTimeout even when peers are dead. The coordinator's abort
+// carries its cause, so every node's error names a lost peer
+// ("ps: run aborted by the coordinator: ps: peer lost: worker worker-1:
+// …"); its end-of-run notice names the workers the run went on without
+// (ContinueWithout), which every node logs, and a departed worker it
+// cannot tell does not fail Wait. Across processes the
 // nodes ping each other (the coordinator everyone, the others the
 // coordinator); a peer silent for PeerTimeout ends Wait and Train with
 // ErrPeerGone. The cluster's control requests (ping, stats, shutdown,

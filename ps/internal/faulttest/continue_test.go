@@ -74,8 +74,8 @@ func perClock(t *testing.T, line string) map[int]int {
 }
 
 // kills is how many kill -9 runs TestMultiProcess_ContinueWithoutKill
-// makes: FALCON_FAULT_RUNS, else 5 (the 20-run tally of the issue:
-// FALCON_FAULT_RUNS=20, about 4 s a run).
+// makes: FALCON_FAULT_RUNS, else 5 (1 with -short). The 20-run tally of
+// the issue is FALCON_FAULT_RUNS=20: 68 s, about 3.3 s a run.
 func kills(t *testing.T) int {
 	if v := os.Getenv("FALCON_FAULT_RUNS"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -106,7 +106,7 @@ func kills(t *testing.T) int {
 //     4·|L₋₁ − L₀| + 1e-4, where L₋₁ is the loss of a fault-free run with
 //     one worker fewer from the start (what a whole worker's share of
 //     every clock changes; a kill removes less, but moves Adam's path:
-//     kills moved the loss by up to 1.6 times that in 6 runs, hence the
+//     in 26 kill runs the loss moved by up to 2.2 times that, hence the
 //     factor 4);
 //   - name the victim on every surviving node: its log says it was lost.
 func TestMultiProcess_ContinueWithoutKill(t *testing.T) {
