@@ -2,9 +2,14 @@
 // on loopback TCP (the role binary in ./role, built by the test) and
 // injects the faults an operator meets: kill -9 of a worker in the middle
 // of a clock, SIGSTOP of a worker, kill -9 of the coordinator, kill -9 of
-// a server that is then restarted from its durable state. Each run either
-// finishes with the fault-free result or fails within its stated bound
-// with an error that names the lost peer.
+// a server that is then restarted from its durable state, and one
+// blackholed worker ↔ server link (a proxy that drops everything). With
+// -cluster the role binary runs each node through ps.NewCluster, as
+// cmd/falcon-cluster does, and the ContinueWithout tests kill a random
+// worker at a random clock. Each run either finishes with the fault-free
+// result (under ContinueWithout: each sample counted once, the loss within
+// a stated tolerance) or fails within its stated bound with an error that
+// names the lost peer; every bound derives from the configured lease.
 package faulttest
 
 import (
