@@ -241,12 +241,13 @@ type Worker struct {
 	fatal    error
 	closed   bool // set by Close before it waits for wg
 
-	joinClock   int            // the clock it joined at mid-run, or -1
-	helloed     bool           // the hello's answer is applied (batch, parallelism)
-	early       *early         // a release that overtook the hello's answer
-	incarnation uint64         // random per process (see lease.go)
-	left        atomic.Bool    // Leave succeeded: the heartbeats stop
-	reach       []atomic.Int64 // server → its last answer to pingServers (unix ns; lease.go)
+	joinClock   int         // the clock it joined at mid-run, or -1
+	helloed     bool        // the hello's answer is applied (batch, parallelism)
+	early       *early      // a release that overtook the hello's answer
+	incarnation uint64      // random per process (see lease.go)
+	left        atomic.Bool // Leave succeeded: the heartbeats stop
+
+	reach []atomic.Int64 // server → its last answer to pingServer (unix ns; lease.go)
 }
 
 var _ transport.Handler = (*Worker)(nil)
