@@ -142,7 +142,9 @@ const (
 // LeaseConfig configures the coordinator's failure detection.
 type LeaseConfig struct {
 	// Timeout is how long a worker or server may stay silent before it
-	// is declared lost; zero means 10 s, negative turns detection off.
+	// is declared lost, and how long a worker may go without an answer
+	// from a server the coordinator still reaches (a cut link); zero
+	// means 10 s, negative turns detection off.
 	Timeout time.Duration
 	// Interval is how often servers are pinged and leases checked; zero
 	// means Timeout/4.
