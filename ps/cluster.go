@@ -42,7 +42,12 @@ import (
 // blocks until the run is over (the coordinator's node waits for every
 // worker to leave and then tells the others, which return on its word);
 // Close ends the roles, then the transports, is idempotent and returns
-// within CloseTimeout even when peers are dead. Across processes the
+// within CloseTimeout even when peers are dead. The coordinator's abort
+// carries its cause, so every node's error names a lost peer
+// ("ps: run aborted by the coordinator: ps: peer lost: worker worker-1:
+// …"); its end-of-run notice names the workers the run went on without
+// (ContinueWithout), which every node logs, and a departed worker it
+// cannot tell does not fail Wait. Across processes the
 // nodes ping each other (the coordinator everyone, the others the
 // coordinator); a peer silent for PeerTimeout ends Wait and Train with
 // ErrPeerGone. The cluster's control requests (ping, stats, shutdown,
@@ -689,7 +694,7 @@ func (c *Cluster) TrainWith(ctx context.Context, modelFor func(rank int) Model, 
 		go func() {
 			select {
 			case <-h.aborted:
-				cancel(fmt.Errorf("%w (the coordinator's log says why)", ErrAborted))
+				cancel(h.abortErr())
 			case <-h.shutdown:
 				cancel(errRunOver)
 			case <-ctx.Done():
@@ -851,9 +856,12 @@ func (c *Cluster) Wait(ctx context.Context) error {
 	for werr == nil {
 		select {
 		case <-h.shutdown:
+			if note := h.shutdownNote(); note != "" {
+				c.log.Warn("ps: the run is over; the coordinator says: " + note)
+			}
 			return nil
 		case <-h.aborted:
-			return fmt.Errorf("%w (the coordinator's log says why)", ErrAborted)
+			return h.abortErr()
 		case <-c.watchCtx.Done():
 			werr = context.Cause(c.watchCtx)
 		case <-ctx.Done():
@@ -915,15 +923,22 @@ func (c *Cluster) waitCoordinator(ctx context.Context) error {
 	if told {
 		return err
 	}
-	if serr := c.tellRemote(op, min(c.cfg.CloseTimeout, 5*time.Second)); serr != nil && err == nil {
+	note := c.coord.lostNote()
+	if err != nil {
+		note = err.Error()
+	}
+	if serr := c.tellRemote(op, note, min(c.cfg.CloseTimeout, 5*time.Second)); serr != nil && err == nil {
 		err = serr
 	}
 	return err
 }
 
-// tellRemote sends op to every remote node at once, at most a few seconds
-// each; it returns an error naming the nodes that could not be told.
-func (c *Cluster) tellRemote(op byte, timeout time.Duration) error {
+// tellRemote sends op (with note, see ctlNote) to every remote node at
+// once, at most a few seconds each; it returns an error naming the nodes
+// that could not be told. A worker that is no longer in the run (it was
+// lost, or left) is told if it can be, and not counted when it cannot:
+// its process may be gone, and the run does not need it.
+func (c *Cluster) tellRemote(op byte, note string, timeout time.Duration) error {
 	remote := c.remote()
 	if len(remote) == 0 {
 		return nil
@@ -941,7 +956,11 @@ func (c *Cluster) tellRemote(op byte, timeout time.Duration) error {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
-			if _, err := tr.Request(ctx, p, ctlMsg(op)); err != nil {
+			if _, err := tr.Request(ctx, p, ctlNote(op, note)); err != nil {
+				if c.departed(p) {
+					c.log.Info("ps: could not tell a departed worker that the run is over", "worker", p, "err", err)
+					return
+				}
 				mu.Lock()
 				failed = append(failed, fmt.Sprintf("%s (%v)", p, err))
 				mu.Unlock()
@@ -954,6 +973,16 @@ func (c *Cluster) tellRemote(op byte, timeout time.Duration) error {
 		return fmt.Errorf("ps: could not tell %s that the run is over", strings.Join(failed, ", "))
 	}
 	return nil
+}
+
+// departed reports whether node n is a worker that was in the run and
+// is no more (lost, or left), by the local coordinator's leases.
+func (c *Cluster) departed(n transport.NodeID) bool {
+	r, i, err := ParseNode(n, c.cfg.Servers, c.cfg.slots())
+	if err != nil || r != RoleWorker || c.coord == nil {
+		return false
+	}
+	return c.coord.lease.departed(epsp.WorkerID(i))
 }
 
 // TrafficStats sums the transport counters of every node: the local ones
@@ -1023,7 +1052,7 @@ func (c *Cluster) close() error {
 	told := c.told
 	c.mu.Unlock()
 	if c.coord != nil && !told {
-		_ = c.tellRemote(ctlAbort, time.Second) // so they stop now, not after PeerTimeout
+		_ = c.tellRemote(ctlAbort, "the coordinator's node closed", time.Second) // so they stop now, not after PeerTimeout
 	}
 	if c.coord == nil && len(c.order) > 0 && slices.Contains(c.remote(), CoordinatorNode) {
 		select {

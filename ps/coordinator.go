@@ -626,7 +626,7 @@ func (c *Coordinator) execute(out epsp.Output, orders map[uint64]epsp.TransferOr
 		encodeRelease(&e, v.Clock(w), v.Version(), ra[w]) // the assignments ride on the release
 		c.opts.emit(event.Event{Kind: event.Release, Node: "coordinator", Worker: w, Clock: v.Clock(w)})
 		if err := c.send(w, e.B); err != nil {
-			c.setFatal(fmt.Errorf("ps: release of %s: %w", c.cfg.Workers[w], err))
+			c.unreachable(w, fmt.Errorf("ps: release of %s: %w", c.cfg.Workers[w], err))
 		}
 	}
 	var refused []uint64
@@ -663,6 +663,17 @@ func (c *Coordinator) execute(out epsp.Output, orders map[uint64]epsp.TransferOr
 
 func (c *Coordinator) orderCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(c.runCtx, c.cfg.OrderTimeout)
+}
+
+// unreachable handles a send to worker w that failed with err: the lease
+// declares w lost at its next check (within LeaseConfig.Interval), and
+// the lost-worker policy decides (ContinueWithout: the run goes on
+// without it; AbortRun: the run aborts naming it). With leases off the
+// run aborts now, as nothing else would notice.
+func (c *Coordinator) unreachable(w epsp.WorkerID, err error) {
+	if !c.lease.unreachable(w, err) {
+		c.setFatal(err)
+	}
 }
 
 func (c *Coordinator) send(w epsp.WorkerID, msg []byte) error {

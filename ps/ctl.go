@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/falconml/falcon/transport"
@@ -19,6 +20,12 @@ import (
 //	stats    → 6 × u64: the node's transport.Stats
 //	shutdown coordinator → everyone: the run is over → ack
 //	abort    coordinator → everyone: the run failed → ack
+//
+// The fields of ping and stats are big-endian u64s (at most 8). A
+// shutdown or an abort may carry a text instead (at most maxCtlNote
+// bytes, longer is cut): an abort's cause, a shutdown's note of the
+// workers the run lost, which the node then reports, so every node's log
+// names a lost peer and not only the coordinator's.
 var ctlMagic = []byte{0xFE, 'F', 'C', 'L'}
 
 const (
@@ -36,20 +43,44 @@ func ctlMsg(op byte, vals ...uint64) []byte {
 	return b
 }
 
+// maxCtlNote bounds the text of a shutdown or an abort.
+const maxCtlNote = 2048
+
+// ctlNote is a shutdown or abort carrying note (cut to maxCtlNote bytes).
+func ctlNote(op byte, note string) []byte {
+	if len(note) > maxCtlNote {
+		note = note[:maxCtlNote]
+	}
+	return append(ctlMsg(op), note...)
+}
+
 // parseCtl splits a control message into its op and u64 fields; ok is
 // false for anything else (role traffic). At most 8 fields are accepted.
+// A shutdown's or abort's text is in note.
 func parseCtl(b []byte) (op byte, vals []uint64, ok bool) {
+	op, vals, _, ok = parseCtlNote(b)
+	return op, vals, ok
+}
+
+// parseCtlNote is parseCtl, with the text of a shutdown or an abort.
+func parseCtlNote(b []byte) (op byte, vals []uint64, note string, ok bool) {
 	if len(b) < len(ctlMagic)+1 || string(b[:len(ctlMagic)]) != string(ctlMagic) {
-		return 0, nil, false
+		return 0, nil, "", false
 	}
 	body := b[len(ctlMagic)+1:]
+	if op := b[len(ctlMagic)]; op == ctlShutdown || op == ctlAbort {
+		if len(body) > maxCtlNote {
+			return 0, nil, "", false
+		}
+		return op, nil, strings.ToValidUTF8(string(body), "?"), true
+	}
 	if len(body)%8 != 0 || len(body) > 64 {
-		return 0, nil, false
+		return 0, nil, "", false
 	}
 	for i := 0; i < len(body); i += 8 {
 		vals = append(vals, binary.BigEndian.Uint64(body[i:]))
 	}
-	return b[len(ctlMagic)], vals, true
+	return b[len(ctlMagic)], vals, "", true
 }
 
 // ctlHandler wraps a role's handler: control requests are served here,
@@ -62,6 +93,10 @@ type ctlHandler struct {
 	shutdown     chan struct{} // closed when the coordinator says the run is over
 	abortOnce    sync.Once
 	aborted      chan struct{} // closed when the coordinator says the run failed
+	// note is the text of the first shutdown or abort (set before its
+	// channel closes): the abort's cause, the shutdown's lost workers
+	note  string
+	noted bool
 
 	mu sync.Mutex
 	tr transport.Transport
@@ -69,6 +104,25 @@ type ctlHandler struct {
 
 func newCtlHandler(inner transport.Handler) *ctlHandler {
 	return &ctlHandler{inner: inner, shutdown: make(chan struct{}), aborted: make(chan struct{})}
+}
+
+// abortErr is the error of the coordinator's abort: ErrAborted with the
+// cause it sent.
+func (h *ctlHandler) abortErr() error {
+	h.mu.Lock()
+	note := h.note
+	h.mu.Unlock()
+	if note == "" {
+		return fmt.Errorf("%w (the coordinator's log says why)", ErrAborted)
+	}
+	return fmt.Errorf("%w by the coordinator: %s", ErrAborted, note)
+}
+
+// shutdownNote is the coordinator's note on a shutdown ("" for none).
+func (h *ctlHandler) shutdownNote() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.note
 }
 
 func (h *ctlHandler) setTransport(tr transport.Transport) {
@@ -79,7 +133,7 @@ func (h *ctlHandler) setTransport(tr transport.Transport) {
 
 // control serves a control request; ok is false for role traffic.
 func (h *ctlHandler) control(from transport.NodeID, req []byte) (resp []byte, err error, ok bool) {
-	op, _, isCtl := parseCtl(req)
+	op, _, note, isCtl := parseCtlNote(req)
 	if !isCtl {
 		return nil, nil, false
 	}
@@ -90,6 +144,11 @@ func (h *ctlHandler) control(from transport.NodeID, req []byte) (resp []byte, er
 		if from != CoordinatorNode {
 			return nil, fmt.Errorf("%w: end of run from %q refused (only the coordinator ends a run)", ErrRejected, from), true
 		}
+		h.mu.Lock()
+		if !h.noted {
+			h.note, h.noted = note, true
+		}
+		h.mu.Unlock()
 		if op == ctlShutdown {
 			h.shutdownOnce.Do(func() { close(h.shutdown) })
 		} else {

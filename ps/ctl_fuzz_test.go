@@ -17,6 +17,8 @@ func FuzzClusterControl(f *testing.F) {
 		f.Add(ctlMsg(op), "coordinator")
 		f.Add(ctlMsg(op, 1, 2), "worker-0")
 	}
+	f.Add(ctlNote(ctlAbort, "ps: peer lost: worker worker-1"), "coordinator")
+	f.Add(ctlNote(ctlShutdown, "the run went on without lost workers: worker-1"), "worker-0")
 	f.Add([]byte{0xFE, 'F', 'C'}, "coordinator")
 	f.Add(wire.NewMsg(nil, wire.OpPing).B, "worker-0")
 	f.Fuzz(func(t *testing.T, req []byte, from string) {

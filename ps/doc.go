@@ -44,8 +44,9 @@
 //   - WorkerState: one worker's clock, parallelism, batch, speed and class
 //     (straggler or pioneer), a value from
 //     Cluster.WorkerStates or ClusterConfig.OnState every StateEvery.
-//   - LeaseConfig: how a silent worker or server is found lost and what
-//     follows (zero value: 10 s leases, the run aborts on a lost worker).
+//   - LeaseConfig: how a silent worker or server, or a worker cut off
+//     from a server, is found lost and what follows (zero value: 10 s
+//     leases, the run aborts on a lost worker, naming it on every node).
 //   - DurableConfig: checkpoints and the request log that let a server
 //     restart where it stopped (zero value: not durable).
 //   - StoreConfig (ClusterConfig.Store): the servers' optimizer and

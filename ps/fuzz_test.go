@@ -183,6 +183,15 @@ func seedCoordinatorMessages() [][]byte {
 	e = wire.NewMsg(nil, wire.OpProgress)
 	encodeProgress(&e, epsp.ProgressReport{Clock: 0, Done: 4, Assigned: 8, Parallelism: 1, Elapsed: time.Millisecond, Extra: 3, ExtraDone: 1})
 	seeds = append(seeds, e.B)
+	// heartbeats: bare, and with the worker's reach of the servers
+	e = wire.NewMsg(nil, wire.OpHeartbeat)
+	e.U64(7)
+	seeds = append(seeds, e.B)
+	e = wire.NewMsg(nil, wire.OpHeartbeat)
+	e.U64(7)
+	e.I64(0)
+	e.I64(int64(3 * time.Second))
+	seeds = append(seeds, e.B)
 	return seeds
 }
 

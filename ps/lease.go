@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/falconml/falcon/epsp"
@@ -25,8 +27,8 @@ import (
 // peers and names who is missing; every request has a RequestTimeout (a
 // hung peer cannot block a caller whose ctx has no deadline); a worker
 // that fails after training began reports it, and a coordinator that cannot
-// flush or release tells every worker, so the others return ErrAborted
-// instead of waiting at a barrier forever.
+// flush tells every worker, so the others return ErrAborted instead of
+// waiting at a barrier forever (one it cannot release is lost, below).
 //
 // Peers that die without a word are found by leases (lease.go): workers
 // heartbeat the coordinator every WorkerConfig.Heartbeat (500 ms), the
@@ -34,10 +36,23 @@ import (
 // silent for LeaseConfig.Timeout (10 s; counted from the coordinator's
 // Start, and at least StartTimeout, for a peer never heard from) is lost,
 // declared within Timeout + Interval of its last sign of life. Measured
-// with a 400 ms lease (ps/internal/faulttest, separate processes on
+// with a 1 s lease (ps/internal/faulttest, separate processes on
 // loopback): a worker killed with kill -9 in the middle of a clock, or
 // stopped with SIGSTOP, ends the coordinator and every other worker
-// 403–412 ms later with an error naming it. A lost server aborts the run
+// 1.04–1.16 s later with an error naming it (through a Cluster, the
+// servers' too: the abort carries its cause to every node). A worker the
+// coordinator cannot send to (a release, a task) is declared lost at the
+// next check rather than failing the run, and so is a worker alive but
+// cut off from one server: workers ping every server each Heartbeat and
+// report in their heartbeats the one they heard from least recently, and
+// a worker that has not heard a server for Timeout (max(Timeout,
+// ServerRestart)) while the coordinator heard it within Timeout/2 is lost,
+// the error naming both (measured: 1.11 s after the worker-0 ↔ server-0
+// link was blackholed, with a 1 s lease, instead of the 30 s request
+// timeout). A server silent to the coordinator too is the server's fault,
+// not the workers'. A link that fails fast (a reset) fails the worker's
+// request at once instead, and the worker's failure aborts the run naming
+// it and the server. A lost server aborts the run
 // with ErrPeerLost naming it, unless it comes back within
 // LeaseConfig.ServerRestart (see Durability). A lost worker aborts the
 // run naming it (AbortRun, the default) or, with ContinueWithout, leaves
@@ -79,7 +94,10 @@ import (
 // lost when the coordinator has heard nothing from it for
 // LeaseConfig.Timeout — counting from the coordinator's Start for a peer
 // it has never heard from (a worker that never said hello, a server never
-// reached), with StartTimeout as the least wait then. The coordinator
+// reached), with StartTimeout as the least wait then. A worker is lost as
+// well when a send to it failed (unreachable), or when its heartbeats say
+// it has not heard from a server for Timeout that the coordinator heard
+// within Timeout/2 (a cut link; pingServer, leastReached). The coordinator
 // checks every Interval, so a lost peer is declared within
 //
 //	Timeout + Interval (+ the delivery of the abort)
@@ -124,7 +142,9 @@ const (
 // LeaseConfig configures the coordinator's failure detection.
 type LeaseConfig struct {
 	// Timeout is how long a worker or server may stay silent before it
-	// is declared lost; zero means 10 s, negative turns detection off.
+	// is declared lost, and how long a worker may go without an answer
+	// from a server the coordinator still reaches (a cut link); zero
+	// means 10 s, negative turns detection off.
 	Timeout time.Duration
 	// Interval is how often servers are pinged and leases checked; zero
 	// means Timeout/4.
@@ -200,6 +220,16 @@ type leases struct {
 	lost  []bool      // worker was declared lost: refused
 	fresh []bool      // worker joined mid-run and has not started a clock
 	srv   []time.Time // server → last answered ping
+	// unreach: worker → why the coordinator could not send to it (a
+	// release, an order, a task); the next check declares it lost.
+	unreach []error
+	// reach: worker → when it last heard from every server, by the
+	// coordinator's clock (from its heartbeats; zero: not reported), and
+	// the server it has heard from least recently.
+	reach    []time.Time
+	reachSrv []int
+	// lostWhy: the workers declared lost, in order, each with its cause
+	lostWhy []string
 
 	stop chan struct{}
 	once sync.Once
@@ -209,7 +239,8 @@ type leases struct {
 // slots: not watched until they join) and servers servers.
 func newLeases(cfg LeaseConfig, workers, slots, servers int) *leases {
 	l := &leases{cfg: cfg, inc: make([]uint64, slots), seen: make([]time.Time, slots),
-		done: make([]bool, slots), lost: make([]bool, slots), fresh: make([]bool, slots), srv: make([]time.Time, servers), stop: make(chan struct{})}
+		done: make([]bool, slots), lost: make([]bool, slots), fresh: make([]bool, slots), srv: make([]time.Time, servers), stop: make(chan struct{}),
+		unreach: make([]error, slots), reach: make([]time.Time, slots), reachSrv: make([]int, slots)}
 	for w := workers; w < slots; w++ {
 		l.done[w] = true
 	}
@@ -262,6 +293,32 @@ func (l *leases) rejoin(w epsp.WorkerID, inc uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.inc[w], l.done[w], l.lost[w], l.fresh[w], l.seen[w] = inc, false, false, true, time.Now()
+	l.unreach[w], l.reach[w] = nil, time.Time{}
+}
+
+// unreachable records that a send to worker w failed with err: the next
+// check declares it lost (with leases on; it reports false with leases
+// off, and the caller must then abort the run itself, nobody else would
+// notice).
+func (l *leases) unreachable(w epsp.WorkerID, err error) bool {
+	if l.cfg.Timeout < 0 {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.unreach[w] == nil && !l.done[w] {
+		l.unreach[w] = err
+	}
+	return true
+}
+
+// reached records a worker's heartbeat report: stale ago (by its clock)
+// it last heard from server srv, the one of all it has heard from least
+// recently.
+func (l *leases) reached(w epsp.WorkerID, srv int, stale time.Duration) {
+	l.mu.Lock()
+	l.reach[w], l.reachSrv[w] = time.Now().Add(-stale), srv
+	l.mu.Unlock()
 }
 
 // started records that worker w computes (it pushed or clocked): a
@@ -351,7 +408,7 @@ func (c *Coordinator) watchLeases() {
 		// a peer never heard from is waited for at least StartTimeout
 		first := l.start.Add(max(c.cfg.StartTimeout, l.cfg.Timeout) - l.cfg.Timeout)
 		var lostW []epsp.WorkerID
-		var lastW []time.Time
+		var whyW []string
 		active := 0
 		for w := range l.seen {
 			if l.done[w] {
@@ -362,10 +419,25 @@ func (c *Coordinator) watchLeases() {
 			if last.IsZero() {
 				last = first
 			}
-			if now.Sub(last) > l.cfg.Timeout {
+			why := ""
+			switch {
+			case now.Sub(last) > l.cfg.Timeout:
+				why = silence(l.seen[w], now)
+			case l.unreach[w] != nil:
+				why = fmt.Sprintf("unreachable: %v", l.unreach[w])
+			case !l.reach[w].IsZero() && now.Sub(l.reach[w]) > max(l.cfg.Timeout, l.cfg.ServerRestart) &&
+				!l.srv[l.reachSrv[w]].IsZero() && now.Sub(l.srv[l.reachSrv[w]]) <= l.cfg.Timeout/2:
+				// alive, but cut off from a server the coordinator still
+				// reaches (within half a lease: a dead or restarting
+				// server, silent to everyone, is the server's fault, not
+				// the worker's): its pushes and pulls would wait for the
+				// request timeout, and hold every barrier that long
+				why = fmt.Sprintf("cannot reach server %s: no answer for %v", c.cfg.Servers[l.reachSrv[w]], now.Sub(l.reach[w]).Round(time.Millisecond))
+			}
+			if why != "" {
 				l.done[w], l.lost[w] = true, true
 				lostW = append(lostW, epsp.WorkerID(w))
-				lastW = append(lastW, l.seen[w])
+				whyW = append(whyW, why)
 			}
 		}
 		lostS := -1
@@ -394,9 +466,21 @@ func (c *Coordinator) watchLeases() {
 			return
 		}
 		for i, w := range lostW {
-			c.workerLost(w, silence(lastW[i], now))
+			c.workerLost(w, whyW[i])
 		}
 	}
+}
+
+// lostNote says which workers the run lost and went on without
+// (ContinueWithout), each with its cause; "" for none. The end-of-run
+// notice carries it to every node (Cluster.Wait).
+func (c *Coordinator) lostNote() string {
+	c.lease.mu.Lock()
+	defer c.lease.mu.Unlock()
+	if len(c.lease.lostWhy) == 0 {
+		return ""
+	}
+	return "the run went on without lost workers: " + strings.Join(c.lease.lostWhy, "; ")
 }
 
 // silence describes how long a peer has been silent.
@@ -416,6 +500,10 @@ func (c *Coordinator) workerLost(w epsp.WorkerID, why string) {
 		c.setFatal(err)
 		return
 	}
+	c.opts.log.Warn("ps: worker lost; the run goes on without it", "worker", c.cfg.Workers[w], "err", err)
+	c.lease.mu.Lock()
+	c.lease.lostWhy = append(c.lease.lostWhy, err.Error())
+	c.lease.mu.Unlock()
 	// ContinueWithout: the loop treats it as a leave; tell the worker (if
 	// it can still hear) that it is out.
 	e := wire.NewMsg(nil, wire.OpAbort)
@@ -561,8 +649,10 @@ func (c *Coordinator) serveLost(lw epsp.WorkerID, orders map[uint64]epsp.Transfe
 // sendTask sends accepted order o — a transfer, a hand-over, or a range
 // Retarget moved — to its taker as a task: compute [Lo, Hi) of o.From's
 // batch (batch samples) of o.Clock and push it with Owner = o.From. A
-// taker that cannot be reached aborts the run (nobody else would compute
-// the range). emit reports the order to observers (EvTransferOrdered).
+// taker that cannot be reached is declared lost at the lease's next check
+// (unreachable), and what it owed, this range among it, goes to a
+// survivor; with leases off it aborts the run. emit reports the order to
+// observers (EvTransferOrdered).
 func (c *Coordinator) sendTask(o epsp.TransferOrder, batch int, emit bool) error {
 	e := wire.NewMsg(nil, wire.OpTransferTask)
 	e.U64(o.ID)
@@ -576,11 +666,12 @@ func (c *Coordinator) sendTask(o epsp.TransferOrder, batch int, emit bool) error
 		c.opts.emit(event.Event{Kind: event.TransferOrdered, Node: "coordinator", Worker: o.From, Clock: o.Clock, Lo: o.Lo, Hi: o.Hi, Transfer: o})
 	}
 	if err := c.send(o.To, e.B); err != nil {
-		err = fmt.Errorf("ps: task %d (worker %s's clock %d [%d,%d)) to %s: %w", o.ID, c.cfg.Workers[o.From], o.Clock, o.Lo, o.Hi, c.cfg.Workers[o.To], err)
-		c.setFatal(err)
-		return err
+		// the taker is unreachable: the lease declares it lost, and what
+		// it owed (this task among it) goes to a survivor (serveLost), or
+		// the run aborts naming it (AbortRun, or leases off)
+		c.unreachable(o.To, fmt.Errorf("ps: task %d (worker %s's clock %d [%d,%d)) to %s: %w", o.ID, c.cfg.Workers[o.From], o.Clock, o.Lo, o.Hi, c.cfg.Workers[o.To], err))
 	}
-	return nil
+	return c.Err()
 }
 
 // handedOver finishes hand-over h, which its taker reports done: the lost
@@ -612,11 +703,19 @@ func (c *Coordinator) heartbeat(from transport.NodeID, body []byte) []byte {
 	}
 	d := decoder{B: body}
 	inc := d.U64()
+	srv, stale := -1, 0
+	if len(d.B) > 0 { // the worker's reach of the servers (pingServers)
+		srv = d.Int(0, int64(len(c.cfg.Servers)-1), "server")
+		stale = d.Int(0, 1<<62, "server silence")
+	}
 	if err := d.End(); err != nil {
 		return wire.ErrResponse(err)
 	}
 	if err := c.lease.bind(c, w, inc, false); err != nil {
 		return wire.ErrResponse(err)
+	}
+	if srv >= 0 {
+		c.lease.reached(w, srv, time.Duration(stale))
 	}
 	if err := c.Err(); err != nil {
 		return wire.ErrResponse(fmt.Errorf("%w: %v", ErrAborted, err))
@@ -650,6 +749,10 @@ func (w *Worker) heartbeats() {
 		}
 		e := wire.NewMsg(nil, wire.OpHeartbeat)
 		e.U64(w.incarnation)
+		if srv, stale := w.leastReached(); srv >= 0 {
+			e.I64(int64(srv))
+			e.I64(int64(stale))
+		}
 		ctx, cancel := context.WithTimeout(w.ctx, max(every, w.cfg.CoordinatorTimeout/4))
 		_, err := w.coordCall(ctx, e.B)
 		cancel()
@@ -670,12 +773,72 @@ func (w *Worker) heartbeats() {
 	}
 }
 
-// startHeartbeats starts the heartbeat goroutine (from Worker.Start).
+// startHeartbeats starts the heartbeat goroutine (from Worker.Start),
+// and the pings of every server whose answers the heartbeats report.
 func (w *Worker) startHeartbeats() {
 	if w.cfg.Heartbeat < 0 || !w.track() {
 		return
 	}
+	w.mu.Lock()
+	cl := w.client
+	w.mu.Unlock()
+	if cl != nil {
+		w.reach = make([]atomic.Int64, len(cl.servers))
+		now := time.Now().UnixNano() // Start has just reached them all
+		for s := range w.reach {
+			w.reach[s].Store(now)
+			if w.track() {
+				go w.pingServer(cl, s)
+			}
+		}
+	}
 	go w.heartbeats()
+}
+
+// pingServer pings server s every Heartbeat (each ping bounded like a
+// heartbeat) and records its answers, until the worker leaves or closes:
+// a worker cut off from one server (a partitioned link) says so in its
+// heartbeats, and the coordinator declares it lost within its lease
+// instead of letting its requests hold every barrier for their
+// RequestTimeout. Any answer counts, an error answer too.
+func (w *Worker) pingServer(cl *Client, s int) {
+	defer w.wg.Done()
+	every := w.cfg.Heartbeat
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-w.quit:
+			return
+		}
+		if w.left.Load() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(w.ctx, max(every, w.cfg.CoordinatorTimeout/4))
+		err := cl.Ping(ctx, s)
+		cancel()
+		var re *transport.RemoteError
+		if err == nil || errors.As(err, &re) {
+			w.reach[s].Store(time.Now().UnixNano())
+		}
+	}
+}
+
+// leastReached returns the server the worker has heard from least
+// recently and how long ago (-1 without pings).
+func (w *Worker) leastReached() (srv int, stale time.Duration) {
+	srv = -1
+	var oldest int64
+	for s := range w.reach {
+		if t := w.reach[s].Load(); srv < 0 || t < oldest {
+			srv, oldest = s, t
+		}
+	}
+	if srv < 0 {
+		return -1, 0
+	}
+	return srv, max(0, time.Since(time.Unix(0, oldest)))
 }
 
 // helloMsg is the hello request: incarnation u64.

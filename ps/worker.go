@@ -246,6 +246,8 @@ type Worker struct {
 	early       *early      // a release that overtook the hello's answer
 	incarnation uint64      // random per process (see lease.go)
 	left        atomic.Bool // Leave succeeded: the heartbeats stop
+
+	reach []atomic.Int64 // server → its last answer to pingServer (unix ns; lease.go)
 }
 
 var _ transport.Handler = (*Worker)(nil)

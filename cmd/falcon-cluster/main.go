@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/falconml/falcon/ps"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -55,6 +56,8 @@ type options struct {
 	runID     string
 	metrics   string        // -metrics-addr
 	linger    time.Duration // -metrics-linger
+	lease     time.Duration
+	lost      string
 
 	policy     string
 	staleness  int
@@ -96,6 +99,7 @@ var envFlags = map[string]string{
 	"peers": "FALCON_PEERS", "peers-dns": "FALCON_PEERS_DNS", "hosts": "FALCON_HOSTS", "secret": "FALCON_SECRET",
 	"node-cert": "FALCON_NODE_CERT", "node-key": "FALCON_NODE_KEY", "node-ca": "FALCON_NODE_CA",
 	"metrics-addr": "FALCON_METRICS_ADDR",
+	"lease":        "FALCON_LEASE", "lost-worker": "FALCON_LOST_WORKER",
 }
 
 func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
@@ -124,6 +128,8 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.runID, "run-id", "", "the run's name, the same on every node: a server resumes only the -state-dir checkpoints of this run and refuses an earlier run's")
 	fs.StringVar(&o.metrics, "metrics-addr", "", "serve Prometheus metrics at http://<this address>/metrics ($FALCON_METRICS_ADDR), e.g. :9100; the local mode gives its k-th process port+k (or its own with port 0)")
 	fs.DurationVar(&o.linger, "metrics-linger", 0, "keep serving -metrics-addr this long after the run ends, so a last scrape sees the final values")
+	fs.DurationVar(&o.lease, "lease", 10*time.Second, "coordinator: a worker or server silent this long (or a worker cut off from a server this long) is lost ($FALCON_LEASE); workers heartbeat every min(500ms, lease/8)")
+	fs.StringVar(&o.lost, "lost-worker", "abort", "coordinator: what a lost worker does to the run ($FALCON_LOST_WORKER): abort (every node exits 1 naming it) or continue (its unprocessed samples of its clock go to a survivor and the run goes on without it)")
 	fs.StringVar(&o.timeline, "timeline", "", "write this process's timeline (Chrome trace-event JSON) to this file; the local mode writes one per node, <name>-<node>.json")
 
 	fs.StringVar(&o.policy, "policy", "bsp", "sync policy: "+strings.Join(policyNames(), ", "))
@@ -270,6 +276,12 @@ func (o *options) validate() error {
 	if o.pad < 0 {
 		return fmt.Errorf("%w: -pad %d", errUsage, o.pad)
 	}
+	if o.lease <= 0 {
+		return fmt.Errorf("%w: -lease %v must be positive", errUsage, o.lease)
+	}
+	if _, err := o.lostAction(); err != nil {
+		return err
+	}
 	if o.stateDir != "" && o.runID == "" {
 		return fmt.Errorf("%w: -state-dir needs -run-id, the same on every node (a new name starts a new run; the old name resumes it)", errUsage)
 	}
@@ -303,6 +315,17 @@ func (o *options) validate() error {
 		}
 	}
 	return nil
+}
+
+// lostAction is -lost-worker's ps.LostAction.
+func (o *options) lostAction() (ps.LostAction, error) {
+	switch o.lost {
+	case "abort":
+		return ps.AbortRun, nil
+	case "continue":
+		return ps.ContinueWithout, nil
+	}
+	return 0, fmt.Errorf("%w: -lost-worker %q (want abort or continue)", errUsage, o.lost)
 }
 
 // trustWarning is the warning a run without per-node identity prints

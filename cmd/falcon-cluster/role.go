@@ -86,6 +86,11 @@ func (o *options) clusterConfig(peers map[transport.NodeID]string, listen string
 		EPSP:         epsp.Config{Batch: o.batch, Parallelism: o.par, TickPeriod: o.tick},
 		Store:        store.Config{Optimizer: store.SGD{LR: float32(o.lr)}},
 		StartTimeout: o.startWait,
+		Heartbeat:    min(500*time.Millisecond, o.lease/8),
+	}
+	cfg.Lease.Timeout = o.lease
+	if cfg.Lease.OnWorkerLost, err = o.lostAction(); err != nil {
+		return cfg, err
 	}
 	if o.secret == "" {
 		cfg.Secret = nil

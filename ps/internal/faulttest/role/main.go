@@ -29,6 +29,8 @@ type opts struct {
 	role, id, peers, dir, lost string
 	workers, servers, clocks   int
 	lease, retry, delay        time.Duration
+	cluster                    bool
+	lr                         float64
 }
 
 func main() {
@@ -41,10 +43,16 @@ func main() {
 	flag.IntVar(&o.workers, "workers", 2, "number of workers")
 	flag.IntVar(&o.servers, "servers", 2, "number of servers")
 	flag.IntVar(&o.clocks, "clocks", 8, "clocks to train")
-	flag.DurationVar(&o.lease, "lease", 400*time.Millisecond, "lease timeout (coordinator), coordinator timeout (worker)")
+	flag.DurationVar(&o.lease, "lease", 400*time.Millisecond, "lease timeout (coordinator); a worker's coordinator timeout is 4 times this")
 	flag.DurationVar(&o.retry, "retry", 0, "how long requests to a restarting server are resent")
 	flag.DurationVar(&o.delay, "delay", 10*time.Millisecond, "worker: compute time per chunk")
+	flag.Float64Var(&o.lr, "lr", 0.05, "-cluster: the servers' Adam learning rate")
+	flag.BoolVar(&o.cluster, "cluster", false, "run the node through ps.NewCluster (its control messages, Wait and end-of-run notices) instead of the bare roles")
 	flag.Parse()
+	run := run
+	if o.cluster {
+		run = runCluster
+	}
 	if err := run(o); err != nil {
 		fmt.Printf("error: %v\n", err)
 		os.Exit(1)
@@ -155,7 +163,9 @@ func run(o opts) error {
 		wc := ps.DefaultWorkerConfig()
 		wc.ID, wc.Coordinator = epsp.WorkerID(idx), "coordinator"
 		wc.Client.Servers, wc.Client.Retry = servers, o.retry
-		wc.Heartbeat, wc.CoordinatorTimeout = 50*time.Millisecond, o.lease
+		// four leases: a loaded machine must not make a live coordinator
+		// look dead (the tests' bounds use the same)
+		wc.Heartbeat, wc.CoordinatorTimeout = 50*time.Millisecond, 4*o.lease
 		w, err := ps.NewWorker(o.id, wc, ps.WithObserver(obs))
 		if err != nil {
 			return err
