@@ -109,6 +109,7 @@ type Bed struct {
 	cgroups []string // "" where no quota
 	v2      bool
 	hostIf  string
+	lock    *os.File // the machine-wide bed lock, held until Close
 }
 
 // ControlAddr is the machine's own address on the bed's bridge.
@@ -162,8 +163,13 @@ func New(cfg Config) (_ *Bed, err error) {
 			return nil, fmt.Errorf("%w: %s not found (iproute2)", ErrUnsupported, tool)
 		}
 	}
-	b := &Bed{cfg: cfg, sw: cfg.Prefix + "-sw", hostIf: cfg.Prefix + "-c"}
+	lock, err := lockMachine()
+	if err != nil {
+		return nil, err
+	}
+	b := &Bed{cfg: cfg, sw: cfg.Prefix + "-sw", hostIf: cfg.Prefix + "-c", lock: lock}
 	if err := run("ip", "netns", "add", b.sw); err != nil {
+		b.unlock()
 		return nil, fmt.Errorf("%w: %v", ErrUnsupported, err)
 	}
 	defer func() {
@@ -323,5 +329,15 @@ func (b *Bed) Close() error {
 		}
 	}
 	b.ns, b.cgroups = nil, nil
+	b.unlock()
 	return errors.Join(errs...)
+}
+
+// unlock releases the machine-wide bed lock (closing the file releases
+// the flock).
+func (b *Bed) unlock() {
+	if b.lock != nil {
+		b.lock.Close()
+		b.lock = nil
+	}
 }
