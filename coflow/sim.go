@@ -62,6 +62,22 @@ type Config struct {
 	// Coflow arrivals and completions and timers still call at once. Zero
 	// means no coalescing (a call at every flow completion).
 	CoalesceFlowEvents time.Duration
+	// WireEfficiency is the fraction of its allocated rate that a flow's
+	// payload achieves on a real link: a flow allocated rate r moves
+	// r·WireEfficiency wire bytes/s (raw flows r·e raw bytes/s; compressed
+	// flows' transmit stage r·e/ρ raw bytes/s). A runtime that paces
+	// payload at the allocated rate over a link rate-limited by packets
+	// loses the TCP/IP headers (1448 payload bytes of a 1514-byte frame:
+	// 0.956) and pacing error. Measured on the bed (internal/testbed,
+	// cmd/falcon-coflow/CALIBRATION.md). Zero means 1 (the fluid model).
+	// Must be in [0, 1].
+	WireEfficiency float64
+	// CompletionDelay is added to every coflow's finish time (and so its
+	// CCT) after the run: the time a runtime takes to learn that a coflow's
+	// last byte arrived (coflow/live: the sender's done report reaching
+	// the coordinator). It does not change scheduling. Measured on the bed.
+	// Zero means none. Must not be negative.
+	CompletionDelay time.Duration
 }
 
 // DefaultChunkBytes is DefaultConfig's pipeline chunk, 64 KiB (our choice:
@@ -86,6 +102,12 @@ func (c *Config) Validate() error {
 	}
 	if c.CoalesceFlowEvents < 0 {
 		return fmt.Errorf("%w: negative CoalesceFlowEvents", ErrInvalidConfig)
+	}
+	if !(c.WireEfficiency >= 0 && c.WireEfficiency <= 1) {
+		return fmt.Errorf("%w: wire efficiency %v must be in [0, 1]", ErrInvalidConfig, c.WireEfficiency)
+	}
+	if c.CompletionDelay < 0 {
+		return fmt.Errorf("%w: negative CompletionDelay", ErrInvalidConfig)
 	}
 	return nil
 }
@@ -986,7 +1008,7 @@ func (s *Sim) apply(allocs []Allocation) {
 		f.t0 = t // paused flows hold their remaining since their last settle
 		f.rate, f.codec = a.Rate, int32(a.Codec)
 		if a.Codec == Raw {
-			f.disp = a.Rate
+			f.disp = s.wireRate(a.Rate)
 			if f.comp != 0 {
 				s.comp[f.comp-1].pipe = Raw // sent raw: the pipeline drains
 			}
@@ -1057,6 +1079,15 @@ func (s *Sim) computeEDNext() {
 	s.edNext = next
 }
 
+// wireRate is the wire rate a flow allocated r achieves
+// (Config.WireEfficiency; exactly r when it is zero).
+func (s *Sim) wireRate(r float64) float64 {
+	if s.cfg.WireEfficiency == 0 {
+		return r
+	}
+	return r * s.cfg.WireEfficiency
+}
+
 func (s *Sim) eventOf(g int32) event {
 	f := &s.fl[g]
 	return event{t: s.from(f) + f.rem/f.disp, g: g, ver: f.ver}
@@ -1097,7 +1128,7 @@ func (s *Sim) setCompressed(f *flowRec, a *Allocation, t float64, running bool) 
 	}
 	cr.ks, cr.kr = a.SendCores, a.RecvCores
 	cr.cs, cr.ds, cr.ratio = cs, ds, prof.Ratio
-	cRate, tRate, dRate := a.SendCores*cs, a.Rate/prof.Ratio, a.RecvCores*ds
+	cRate, tRate, dRate := a.SendCores*cs, s.wireRate(a.Rate)/prof.Ratio, a.RecvCores*ds
 	cr.lagEnd, cr.lagFull, cr.fill = t, 0, 0
 	if s.cfg.Pipelining {
 		f.disp = min(cRate, min(tRate, dRate))
@@ -1126,7 +1157,7 @@ func (s *Sim) finishResult(coflows []Coflow) *Result {
 		s.res.Coflows[i] = CoflowResult{
 			FlowFinish: ff,
 			Index:      i, ID: coflows[i].ID, Arrival: c.arrAbs,
-			Start: s.abs(c.start), Finish: s.abs(c.finish), CCT: s.abs(c.finish) - c.arrAbs,
+			Start: s.abs(c.start), Finish: s.abs(c.finish) + s.cfg.CompletionDelay, CCT: s.abs(c.finish) + s.cfg.CompletionDelay - c.arrAbs,
 			Width: len(coflows[i].Flows), Bytes: c.bytes, MaxFlowBytes: c.maxFlow, WireBytes: c.wire,
 		}
 	}
