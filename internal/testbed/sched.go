@@ -60,4 +60,3 @@ func Fabric(ports int, classes []codecprof.Class, bps, cores float64) *coflow.Fa
 	}
 	return fab
 }
-
