@@ -85,15 +85,15 @@ func runBed(o options, names []string, w io.Writer) error {
 			raw += f.Bytes
 		}
 	}
-	fmt.Fprintf(w, "# bed: %d ports at %.4g bit/s each way, %.3g-core quotas; slice: coflows %d..%d of %s (arrival order), ports folded p mod %d, %.0f bytes, arrivals over %v; classes %v\n",
-		l.ports, l.linkBits, l.cores, l.skip, l.skip+l.coflows-1, o.trace, l.ports, raw, l.span, classes)
+	fmt.Fprintf(w, "# bed: %d ports at %.4g bit/s each way (schedulers told %.4g bit/s), %.3g-core quotas; slice: coflows %d..%d of %s (arrival order), ports folded p mod %d, %.0f bytes, arrivals over %v; classes %v\n",
+		l.ports, l.linkBits, l.linkBits*l.payload, l.cores, l.skip, l.skip+l.coflows-1, o.trace, l.ports, raw, l.span, classes)
 	simCfg := coflow.DefaultConfig()
 	simCfg.WireEfficiency, simCfg.CompletionDelay = l.wireEff, l.doneDelay
 	for _, name := range names {
 		before := loadAvg()
 		start := time.Now()
 		r, err := testbed.Replay(ctx, b, testbed.ReplayConfig{Sched: name, Coflows: cfs, Classes: classes,
-			Bandwidth: l.linkBits / 8, Cores: l.cores, Lead: l.lead, Sim: &simCfg})
+			Bandwidth: l.linkBits / 8 * l.payload, Cores: l.cores, Lead: l.lead, Sim: &simCfg})
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -106,8 +106,15 @@ func runBed(o options, names []string, w io.Writer) error {
 		for c, p := range r.Profiles {
 			profs = append(profs, fmt.Sprintf("%v s=%.0fMB/s u=%.0fMB/s ρ=%.3f", classes[c], p.CompressSpeed/1e6, p.DecompressSpeed/1e6, p.Ratio))
 		}
-		fmt.Fprintf(w, "# %s: %.0f s; load average before %s after %s; per-coflow live/sim median %.3f; measured lz4 per core: %s\n",
-			name, time.Since(start).Seconds(), before, loadAvg(), ratios[len(ratios)/2], strings.Join(profs, "; "))
+		_, _, wire, _ := r.Averages()
+		var cpu float64
+		var cpus []string
+		for _, c := range r.AgentCPU {
+			cpu += c
+			cpus = append(cpus, fmt.Sprintf("%.2f", c))
+		}
+		fmt.Fprintf(w, "# %s: %.0f s; load average before %s after %s; per-coflow live/sim median %.3f; measured lz4 per core: %s; agent CPU s per port %s (%.1f ms per wire MB)\n",
+			name, time.Since(start).Seconds(), before, loadAvg(), ratios[len(ratios)/2], strings.Join(profs, "; "), strings.Join(cpus, " "), cpu/wire*1e9)
 		fmt.Fprintln(w, r.Line(name))
 		if csv != nil {
 			var effs []*coflow.Result

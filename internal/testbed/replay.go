@@ -8,12 +8,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/falconml/falcon/coflow"
@@ -41,6 +44,15 @@ func RunHelper() (bool, error) {
 	return true, runAgent(os.Getenv(SpecEnv))
 }
 
+// cpu0 is the process's CPU time so far (user + system, getrusage).
+func cpu0() (time.Duration, bool) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, false
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
+}
+
 // agentSpec is what an agent process needs: its port, every node's
 // address, the secret, the workload and the common start time.
 type agentSpec struct {
@@ -62,6 +74,10 @@ type specCoflow struct {
 }
 
 const coordID = transport.NodeID("coord")
+
+// cpuPrefix starts the line on which an agent process reports the CPU
+// seconds (user + system) it used in all.
+const cpuPrefix = "agent_cpu_s="
 
 func agentName(k int) transport.NodeID { return transport.NodeID(fmt.Sprintf("a%d", k)) }
 
@@ -151,6 +167,10 @@ func runAgent(specJSON string) error {
 		f := sp.Coflows[i].Flows[j]
 		return flowData(corp[f.Class], i, j, int(f.Bytes))
 	}
+	cpuStart := time.Duration(-1)
+	if c, ok := cpu0(); ok {
+		cpuStart = c
+	}
 	start := time.Unix(0, sp.StartNS)
 	if late := time.Since(start); late > 0 {
 		return fmt.Errorf("agent %d ready %v after the common start: give it a longer lead", sp.Port, late)
@@ -211,6 +231,9 @@ func runAgent(specJSON string) error {
 	}
 	// Stay up a moment so the last reports and chunk acknowledgements land.
 	time.Sleep(300 * time.Millisecond)
+	if c0, ok := cpu0(); ok && cpuStart >= 0 {
+		fmt.Printf("%s%.6f\n", cpuPrefix, (c0 - cpuStart).Seconds())
+	}
 	return errors.Join(all...)
 }
 
@@ -255,6 +278,12 @@ type ReplayResult struct {
 	Profiles []coflow.CodecProfile
 	// SimFabric is the fabric the simulation ran on.
 	SimFabric *coflow.Fabric
+	// AgentCPU is each port's agent process's CPU time (user + system,
+	// getrusage) from just before the common start (after joining and
+	// making its corpora) to its end, seconds: the runtime's whole cost
+	// under the port's quota (codecs, TCP, the transport, Go's runtime);
+	// NaN where it did not say.
+	AgentCPU []float64
 }
 
 // Averages returns the live and simulated average CCT (ms) and the wire
@@ -402,6 +431,17 @@ func Replay(ctx context.Context, b *Bed, cfg ReplayConfig) (*ReplayResult, error
 		return nil, fmt.Errorf("testbed: %d results for %d coflows", len(res), len(wl))
 	}
 	r := &ReplayResult{Live: res}
+	for k := range b.Ports() {
+		cpu := math.NaN()
+		for _, line := range strings.Split(outs[k].out.String(), "\n") {
+			if v, ok := strings.CutPrefix(line, cpuPrefix); ok {
+				if x, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+					cpu = x
+				}
+			}
+		}
+		r.AgentCPU = append(r.AgentCPU, cpu)
+	}
 	t0 := res[0].Arrival
 	for i, l := range res {
 		if l.Err != nil {
