@@ -11,7 +11,7 @@ import (
 // TestSim_Calibration checks the bed-calibration constants against their
 // closed forms: a raw flow of V at rate r with wire efficiency e takes
 // V/(r·e); a compressed one (pipelined, fluid) at min(k_s·s, r·e/ρ,
-// k_r·u); CompletionDelay adds itself to every CCT and nothing else; and
+// k_r·u); a window W per round trip T caps either at W/T; CompletionDelay adds itself to every CCT and nothing else; and
 // the zero values reproduce the uncalibrated run exactly.
 func TestSim_Calibration(t *testing.T) {
 	const V = 1e9
@@ -55,13 +55,23 @@ func TestSim_Calibration(t *testing.T) {
 		if delayed.WireBytes != plain.WireBytes || delayed.Coflows[0].Start != plain.Coflows[0].Start {
 			t.Errorf("codec %d: completion delay changed the run beyond the finish", c)
 		}
+		win := base
+		win.FlowWindowBytes, win.ChunkRoundTrip = 1e6, 100*time.Millisecond // cap 10 MB/s
+		if got := run(win, c).Coflows[0].CCT.Seconds(); !near(got, V/10e6) {
+			t.Errorf("codec %d, window 1 MB per 100 ms: CCT %.9f s, want %.9f s", c, got, V/10e6)
+		}
+		win.ChunkRoundTrip = time.Millisecond // cap 1 GB/s: the allocation binds
+		if got, want := run(win, c).Coflows[0].CCT, run(base, c).Coflows[0].CCT; got != want {
+			t.Errorf("codec %d, a window that does not bind: CCT %v, want %v", c, got, want)
+		}
 		one := base
 		one.WireEfficiency = 1
 		if a, b := run(base, c), run(one, c); a.Coflows[0].CCT != b.Coflows[0].CCT || a.WireBytes != b.WireBytes {
 			t.Errorf("codec %d: wire efficiency 0 and 1 differ: %v vs %v", c, a.Coflows[0].CCT, b.Coflows[0].CCT)
 		}
 	}
-	for _, bad := range []coflow.Config{{WireEfficiency: -0.1}, {WireEfficiency: 1.5}, {CompletionDelay: -time.Millisecond}} {
+	for _, bad := range []coflow.Config{{WireEfficiency: -0.1}, {WireEfficiency: 1.5}, {CompletionDelay: -time.Millisecond},
+		{FlowWindowBytes: 1e6}, {ChunkRoundTrip: time.Millisecond}, {FlowWindowBytes: -1, ChunkRoundTrip: time.Millisecond}} {
 		if err := bad.Validate(); !errors.Is(err, coflow.ErrInvalidConfig) {
 			t.Errorf("Validate(%+v) = %v, want ErrInvalidConfig", bad, err)
 		}

@@ -78,6 +78,16 @@ type Config struct {
 	// the coordinator). It does not change scheduling. Measured on the bed.
 	// Zero means none. Must not be negative.
 	CompletionDelay time.Duration
+	// FlowWindowBytes and ChunkRoundTrip cap every flow's disposal rate
+	// (raw bytes/s) at FlowWindowBytes/ChunkRoundTrip: a runtime that keeps
+	// at most FlowWindowBytes raw bytes of a flow in flight (coflow/live:
+	// PipelineDepth × ChunkBytes = 4 × 64 KiB) and waits ChunkRoundTrip for
+	// a chunk's acknowledgement (send, the receiver's decompression, the
+	// answer; under a small CFS quota mostly waiting for quota) cannot
+	// dispose faster, whatever its allocation. Fitted on the bed. Both zero
+	// means no cap; both must be set or neither, and not be negative.
+	FlowWindowBytes float64
+	ChunkRoundTrip  time.Duration
 }
 
 // DefaultChunkBytes is DefaultConfig's pipeline chunk, 64 KiB (our choice:
@@ -108,6 +118,10 @@ func (c *Config) Validate() error {
 	}
 	if c.CompletionDelay < 0 {
 		return fmt.Errorf("%w: negative CompletionDelay", ErrInvalidConfig)
+	}
+	if !(c.FlowWindowBytes >= 0) || math.IsInf(c.FlowWindowBytes, 0) || c.ChunkRoundTrip < 0 ||
+		(c.FlowWindowBytes == 0) != (c.ChunkRoundTrip == 0) {
+		return fmt.Errorf("%w: FlowWindowBytes %v and ChunkRoundTrip %v: both positive or both zero", ErrInvalidConfig, c.FlowWindowBytes, c.ChunkRoundTrip)
 	}
 	return nil
 }
@@ -1008,7 +1022,7 @@ func (s *Sim) apply(allocs []Allocation) {
 		f.t0 = t // paused flows hold their remaining since their last settle
 		f.rate, f.codec = a.Rate, int32(a.Codec)
 		if a.Codec == Raw {
-			f.disp = s.wireRate(a.Rate)
+			f.disp = s.windowCap(s.wireRate(a.Rate))
 			if f.comp != 0 {
 				s.comp[f.comp-1].pipe = Raw // sent raw: the pipeline drains
 			}
@@ -1088,6 +1102,15 @@ func (s *Sim) wireRate(r float64) float64 {
 	return r * s.cfg.WireEfficiency
 }
 
+// windowCap caps a disposal rate at Config.FlowWindowBytes /
+// Config.ChunkRoundTrip (d itself without a window).
+func (s *Sim) windowCap(d float64) float64 {
+	if s.cfg.FlowWindowBytes == 0 {
+		return d
+	}
+	return min(d, s.cfg.FlowWindowBytes/s.cfg.ChunkRoundTrip.Seconds())
+}
+
 func (s *Sim) eventOf(g int32) event {
 	f := &s.fl[g]
 	return event{t: s.from(f) + f.rem/f.disp, g: g, ver: f.ver}
@@ -1131,7 +1154,7 @@ func (s *Sim) setCompressed(f *flowRec, a *Allocation, t float64, running bool) 
 	cRate, tRate, dRate := a.SendCores*cs, s.wireRate(a.Rate)/prof.Ratio, a.RecvCores*ds
 	cr.lagEnd, cr.lagFull, cr.fill = t, 0, 0
 	if s.cfg.Pipelining {
-		f.disp = min(cRate, min(tRate, dRate))
+		f.disp = s.windowCap(min(cRate, min(tRate, dRate)))
 		if s.cfg.ChunkBytes > 0 && frac > 0 {
 			b := min(s.cfg.ChunkBytes, f.rem)
 			cr.lagFull = max(0, b/cRate+b/tRate+b/dRate-b/f.disp)
@@ -1144,7 +1167,7 @@ func (s *Sim) setCompressed(f *flowRec, a *Allocation, t float64, running bool) 
 			cr.lagEnd = t + frac*cr.lagFull
 		}
 	} else {
-		f.disp = 1 / (1/cRate + 1/tRate + 1/dRate)
+		f.disp = s.windowCap(1 / (1/cRate + 1/tRate + 1/dRate))
 	}
 }
 
