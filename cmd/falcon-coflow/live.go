@@ -21,7 +21,9 @@ type liveOptions struct {
 	span, lead, doneDelay time.Duration
 	linkBits, cores       float64
 	wireEff, payload      float64
-	csv                   string
+	window                float64
+	chunkRTT              time.Duration
+	csv, json             string
 }
 
 func liveFlags(fs *flag.FlagSet, l *liveOptions) {
@@ -37,6 +39,9 @@ func liveFlags(fs *flag.FlagSet, l *liveOptions) {
 	fs.Float64Var(&l.payload, "link-payload", 1, "with -live: the fraction of -link-bps the schedulers (and the simulator) are told a port carries; below 1 leaves the TCP/IP headers room, so paced payload does not queue at the rate limit")
 	fs.Float64Var(&l.wireEff, "sim-wire-eff", 0, "with -live: coflow.Config.WireEfficiency of the simulation (0: the fluid model)")
 	fs.DurationVar(&l.doneDelay, "sim-done-delay", 0, "with -live: coflow.Config.CompletionDelay of the simulation")
+	fs.Float64Var(&l.window, "sim-window", 0, "with -live or -refit: coflow.Config.FlowWindowBytes of the simulation (0: no cap; with -sim-chunk-rtt)")
+	fs.DurationVar(&l.chunkRTT, "sim-chunk-rtt", 0, "with -live or -refit: coflow.Config.ChunkRoundTrip of the simulation")
+	fs.StringVar(&l.json, "live-json", "", "with -live: append each scheduler's run (coflows, live arrivals and CCTs, measured profiles) as a JSON line to this file, for -refit")
 	fs.StringVar(&l.csv, "live-csv", "", "with -live: append per-coflow live and simulated CCTs to this CSV file")
 }
 

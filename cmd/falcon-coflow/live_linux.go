@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -89,6 +90,17 @@ func runBed(o options, names []string, w io.Writer) error {
 		l.ports, l.linkBits, l.linkBits*l.payload, l.cores, l.skip, l.skip+l.coflows-1, o.trace, l.ports, raw, l.span, classes)
 	simCfg := coflow.DefaultConfig()
 	simCfg.WireEfficiency, simCfg.CompletionDelay = l.wireEff, l.doneDelay
+	simCfg.FlowWindowBytes, simCfg.ChunkRoundTrip = l.window, l.chunkRTT
+	if err := simCfg.Validate(); err != nil {
+		return err
+	}
+	var js *os.File
+	if l.json != "" {
+		if js, err = os.OpenFile(l.json, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644); err != nil {
+			return err
+		}
+		defer js.Close()
+	}
 	for _, name := range names {
 		before := loadAvg()
 		start := time.Now()
@@ -116,6 +128,20 @@ func runBed(o options, names []string, w io.Writer) error {
 		fmt.Fprintf(w, "# %s: %.0f s; load average before %s after %s; per-coflow live/sim median %.3f; measured lz4 per core: %s; agent CPU s per port %s (%.1f ms per wire MB)\n",
 			name, time.Since(start).Seconds(), before, loadAvg(), ratios[len(ratios)/2], strings.Join(profs, "; "), strings.Join(cpus, " "), cpu/wire*1e9)
 		fmt.Fprintln(w, r.Line(name))
+		if js != nil {
+			rec := liveRecord{Sched: name, Skip: l.skip, Ports: l.ports, Bandwidth: l.linkBits / 8 * l.payload, Cores: l.cores,
+				Classes: classes, Profiles: r.Profiles, Coflows: r.Coflows, Load: before}
+			for _, lr := range r.Live {
+				rec.LiveMS = append(rec.LiveMS, lr.CCT.Seconds()*1e3)
+			}
+			b, err := json.Marshal(rec)
+			if err != nil {
+				return err
+			}
+			if _, err := js.Write(append(b, '\n')); err != nil {
+				return err
+			}
+		}
 		if csv != nil {
 			var effs []*coflow.Result
 			for _, e := range calibEffs {

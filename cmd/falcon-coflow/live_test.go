@@ -2,12 +2,16 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/falconml/falcon/coflow"
+	"github.com/falconml/falcon/fvdf/codecprof"
 )
 
 // TestParseFlags_Live: the -live flags land in liveOptions, the defaults
@@ -78,5 +82,56 @@ func TestRunLive_RefusesNonRoot(t *testing.T) {
 	}
 	if _, err := os.Stat(o.trace); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("trace stat: %v", err)
+	}
+}
+
+// TestRunRefit: a stored live run simulates again as it did (before: the
+// uncalibrated simulator), the constants move the "after" column as their
+// closed forms say (a 10 ms completion delay adds 10 ms to each CCT), and
+// slices split into fit and validation by -fit-skips.
+func TestRunRefit(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "runs.jsonl")
+	mk := func(skip int) liveRecord {
+		return liveRecord{Sched: "sebf", Skip: skip, Ports: 2, Bandwidth: 1e6, Cores: 0.1,
+			Classes:  []codecprof.Class{codecprof.Text},
+			Profiles: []coflow.CodecProfile{{Name: "lz4", CompressSpeed: 100e6, DecompressSpeed: 400e6, Ratio: 0.5}},
+			Coflows: []coflow.Coflow{
+				{ID: 0, Flows: []coflow.Flow{{Src: 0, Dst: 1, Bytes: 1e6}}},
+				{ID: 1, Arrival: 2 * time.Second, Flows: []coflow.Flow{{Src: 1, Dst: 0, Bytes: 5e5}}},
+			},
+			LiveMS: []float64{1100, 600}, Load: "1.00/1.00/1.00"}
+	}
+	var buf bytes.Buffer
+	for _, s := range []int{0, 50} {
+		b, _ := json.Marshal(mk(s))
+		buf.Write(append(b, '\n'))
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o, err := parseFlags([]string{"-refit", path, "-fit-skips", "0", "-sim-done-delay", "10ms"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := runRefit(o, &out); err != nil {
+		t.Fatal(err)
+	}
+	// 1 MB and 0.5 MB at 1 MB/s alone: 1000 and 500 ms; after: 1010, 510.
+	for _, want := range []string{
+		"| fit | 0 | sebf | 2 | 850.0 | 750.0 | 760.0 | 1.13 | 1.12 | 1.15 | 1.13 | 1.00/1.00/1.00 |",
+		"| validation | 50 | sebf | 2 | 850.0 | 750.0 | 760.0 |",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in\n%s", want, out.String())
+		}
+	}
+	if strings.Index(out.String(), "| fit |") > strings.Index(out.String(), "| validation |") {
+		t.Errorf("validation rows before fit rows:\n%s", out.String())
+	}
+	os.WriteFile(path, []byte("{\"Sched\":\"sebf\",\"Ports\":2}\n"), 0o600)
+	if err := runRefit(o, &out); err == nil {
+		t.Error("an inconsistent record was accepted")
 	}
 }
