@@ -11,7 +11,7 @@ import (
 // TestSim_Calibration checks the bed-calibration constants against their
 // closed forms: a raw flow of V at rate r with wire efficiency e takes
 // V/(r·e); a compressed one (pipelined, fluid) at min(k_s·s, r·e/ρ,
-// k_r·u); a window W per round trip T caps either at W/T; CompletionDelay adds itself to every CCT and nothing else; and
+// k_r·u), its codec stages times η with a codec core efficiency η; a window W per round trip T caps either at W/T; CompletionDelay adds itself to every CCT and nothing else; and
 // the zero values reproduce the uncalibrated run exactly.
 func TestSim_Calibration(t *testing.T) {
 	const V = 1e9
@@ -64,6 +64,13 @@ func TestSim_Calibration(t *testing.T) {
 		if got, want := run(win, c).Coflows[0].CCT, run(base, c).Coflows[0].CCT; got != want {
 			t.Errorf("codec %d, a window that does not bind: CCT %v, want %v", c, got, want)
 		}
+		if c == 1 {
+			eta := base
+			eta.CodecCoreEfficiency = 0.25 // compress 50 MB/s binds
+			if got := run(eta, c).Coflows[0].CCT.Seconds(); !near(got, V/50e6) {
+				t.Errorf("codec core efficiency 0.25: CCT %.9f s, want %.9f s", got, V/50e6)
+			}
+		}
 		one := base
 		one.WireEfficiency = 1
 		if a, b := run(base, c), run(one, c); a.Coflows[0].CCT != b.Coflows[0].CCT || a.WireBytes != b.WireBytes {
@@ -71,7 +78,8 @@ func TestSim_Calibration(t *testing.T) {
 		}
 	}
 	for _, bad := range []coflow.Config{{WireEfficiency: -0.1}, {WireEfficiency: 1.5}, {CompletionDelay: -time.Millisecond},
-		{FlowWindowBytes: 1e6}, {ChunkRoundTrip: time.Millisecond}, {FlowWindowBytes: -1, ChunkRoundTrip: time.Millisecond}} {
+		{FlowWindowBytes: 1e6}, {ChunkRoundTrip: time.Millisecond}, {FlowWindowBytes: -1, ChunkRoundTrip: time.Millisecond},
+		{CodecCoreEfficiency: -0.5}, {CodecCoreEfficiency: 2}} {
 		if err := bad.Validate(); !errors.Is(err, coflow.ErrInvalidConfig) {
 			t.Errorf("Validate(%+v) = %v, want ErrInvalidConfig", bad, err)
 		}

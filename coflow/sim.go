@@ -88,6 +88,16 @@ type Config struct {
 	// means no cap; both must be set or neither, and not be negative.
 	FlowWindowBytes float64
 	ChunkRoundTrip  time.Duration
+	// CodecCoreEfficiency is the fraction of the cores a scheduler grants a
+	// compressed flow that its codec work gets: the compress and
+	// decompress stages run at k_s·s·η and k_r·u·η. A runtime whose codec
+	// pool shares a port's CPU quota with its own networking (coflow/live
+	// on the bed: about 15 ms of CPU per wire MB at each end, the TCP
+	// stack, the transport and Go's runtime) and with the quota's
+	// throttling leaves the codecs less than they were granted. Fitted on
+	// the bed. Zero means 1 (the model's overhead-free cores). Must be in
+	// [0, 1].
+	CodecCoreEfficiency float64
 }
 
 // DefaultChunkBytes is DefaultConfig's pipeline chunk, 64 KiB (our choice:
@@ -118,6 +128,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CompletionDelay < 0 {
 		return fmt.Errorf("%w: negative CompletionDelay", ErrInvalidConfig)
+	}
+	if !(c.CodecCoreEfficiency >= 0 && c.CodecCoreEfficiency <= 1) {
+		return fmt.Errorf("%w: codec core efficiency %v must be in [0, 1]", ErrInvalidConfig, c.CodecCoreEfficiency)
 	}
 	if !(c.FlowWindowBytes >= 0) || math.IsInf(c.FlowWindowBytes, 0) || c.ChunkRoundTrip < 0 ||
 		(c.FlowWindowBytes == 0) != (c.ChunkRoundTrip == 0) {
@@ -1152,6 +1165,9 @@ func (s *Sim) setCompressed(f *flowRec, a *Allocation, t float64, running bool) 
 	cr.ks, cr.kr = a.SendCores, a.RecvCores
 	cr.cs, cr.ds, cr.ratio = cs, ds, prof.Ratio
 	cRate, tRate, dRate := a.SendCores*cs, s.wireRate(a.Rate)/prof.Ratio, a.RecvCores*ds
+	if eta := s.cfg.CodecCoreEfficiency; eta != 0 {
+		cRate, dRate = cRate*eta, dRate*eta
+	}
 	cr.lagEnd, cr.lagFull, cr.fill = t, 0, 0
 	if s.cfg.Pipelining {
 		f.disp = s.windowCap(min(cRate, min(tRate, dRate)))

@@ -21,7 +21,7 @@ type liveOptions struct {
 	span, lead, doneDelay time.Duration
 	linkBits, cores       float64
 	wireEff, payload      float64
-	window                float64
+	window, codecEff      float64
 	chunkRTT              time.Duration
 	csv, json             string
 }
@@ -39,6 +39,7 @@ func liveFlags(fs *flag.FlagSet, l *liveOptions) {
 	fs.Float64Var(&l.payload, "link-payload", 1, "with -live: the fraction of -link-bps the schedulers (and the simulator) are told a port carries; below 1 leaves the TCP/IP headers room, so paced payload does not queue at the rate limit")
 	fs.Float64Var(&l.wireEff, "sim-wire-eff", 0, "with -live: coflow.Config.WireEfficiency of the simulation (0: the fluid model)")
 	fs.DurationVar(&l.doneDelay, "sim-done-delay", 0, "with -live: coflow.Config.CompletionDelay of the simulation")
+	fs.Float64Var(&l.codecEff, "sim-codec-eff", 0, "with -live or -refit: coflow.Config.CodecCoreEfficiency of the simulation (0: overhead-free cores)")
 	fs.Float64Var(&l.window, "sim-window", 0, "with -live or -refit: coflow.Config.FlowWindowBytes of the simulation (0: no cap; with -sim-chunk-rtt)")
 	fs.DurationVar(&l.chunkRTT, "sim-chunk-rtt", 0, "with -live or -refit: coflow.Config.ChunkRoundTrip of the simulation")
 	fs.StringVar(&l.json, "live-json", "", "with -live: append each scheduler's run (coflows, live arrivals and CCTs, measured profiles) as a JSON line to this file, for -refit")
@@ -61,7 +62,7 @@ func liveNames(o options) ([]string, error) {
 		return nil, errors.New("-live takes neither -mode, -format nor -csv (use -live-csv)")
 	}
 	if l.ports < 2 || l.ports > 200 || l.coflows < 1 || l.skip < 0 || !(l.mb > 0) || l.span < 0 || l.lead <= 0 ||
-		!(l.linkBits >= 8e3) || !(l.cores > 0) || !(l.payload > 0 && l.payload <= 1) || !(l.wireEff >= 0 && l.wireEff <= 1) || l.doneDelay < 0 {
+		!(l.linkBits >= 8e3) || !(l.cores > 0) || !(l.payload > 0 && l.payload <= 1) || !(l.wireEff >= 0 && l.wireEff <= 1) || !(l.codecEff >= 0 && l.codecEff <= 1) || l.window < 0 || l.chunkRTT < 0 || l.doneDelay < 0 {
 		return nil, fmt.Errorf("-live: bad slice or bed: ports %d (2..200), coflows %d, skip %d, mb %g, span %v, lead %v, link-bps %g, link-payload %g, port-cores %g, sim-wire-eff %g, sim-done-delay %v",
 			l.ports, l.coflows, l.skip, l.mb, l.span, l.lead, l.linkBits, l.payload, l.cores, l.wireEff, l.doneDelay)
 	}

@@ -91,6 +91,7 @@ func runBed(o options, names []string, w io.Writer) error {
 	simCfg := coflow.DefaultConfig()
 	simCfg.WireEfficiency, simCfg.CompletionDelay = l.wireEff, l.doneDelay
 	simCfg.FlowWindowBytes, simCfg.ChunkRoundTrip = l.window, l.chunkRTT
+	simCfg.CodecCoreEfficiency = l.codecEff
 	if err := simCfg.Validate(); err != nil {
 		return err
 	}

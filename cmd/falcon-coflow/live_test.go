@@ -20,12 +20,12 @@ import (
 // liveNames accepts the scheduler names of -sched elsewhere (fvdf.ParseBaseline
 // with lz4) while refusing what the bed cannot run.
 func TestParseFlags_Live(t *testing.T) {
-	o, err := parseFlags(strings.Fields("-live -trace t.txt -ports 6 -coflows 12 -skip 50 -mb 80 -span 9s -link-bps 20e6 -link-payload 0.9 -port-cores 0.1 -sim-wire-eff 0.95 -sim-done-delay 4ms -sched sebf,sebf+lz4,dclas+lz4,fvdf"), &bytes.Buffer{})
+	o, err := parseFlags(strings.Fields("-live -trace t.txt -ports 6 -coflows 12 -skip 50 -mb 80 -span 9s -link-bps 20e6 -link-payload 0.9 -port-cores 0.1 -sim-wire-eff 0.95 -sim-codec-eff 0.5 -sim-done-delay 4ms -sched sebf,sebf+lz4,dclas+lz4,fvdf"), &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := liveOptions{on: true, ports: 6, coflows: 12, skip: 50, mb: 80, span: 9 * time.Second, lead: 30 * time.Second,
-		linkBits: 20e6, payload: 0.9, cores: 0.1, wireEff: 0.95, doneDelay: 4 * time.Millisecond}
+		linkBits: 20e6, payload: 0.9, cores: 0.1, wireEff: 0.95, codecEff: 0.5, doneDelay: 4 * time.Millisecond}
 	if o.live != want || o.trace != "t.txt" {
 		t.Fatalf("live options %+v trace %q, want %+v", o.live, o.trace, want)
 	}

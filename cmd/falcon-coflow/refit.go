@@ -130,11 +130,12 @@ func runRefit(o options, w io.Writer) error {
 	after := coflow.DefaultConfig()
 	after.WireEfficiency, after.CompletionDelay = o.live.wireEff, o.live.doneDelay
 	after.FlowWindowBytes, after.ChunkRoundTrip = o.live.window, o.live.chunkRTT
+	after.CodecCoreEfficiency = o.live.codecEff
 	if err := after.Validate(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "calibration: WireEfficiency %g, CompletionDelay %v, FlowWindowBytes %g, ChunkRoundTrip %v\n\n",
-		after.WireEfficiency, after.CompletionDelay, after.FlowWindowBytes, after.ChunkRoundTrip)
+	fmt.Fprintf(w, "calibration: WireEfficiency %g, CompletionDelay %v, FlowWindowBytes %g, ChunkRoundTrip %v, CodecCoreEfficiency %g\n\n",
+		after.WireEfficiency, after.CompletionDelay, after.FlowWindowBytes, after.ChunkRoundTrip, after.CodecCoreEfficiency)
 	fmt.Fprintln(w, "| slice | skip | scheduler | coflows | live avg ms | sim before ms | sim after ms | live/sim avg before | after | per-coflow median live/sim before | after | load before |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, kind := range []string{"fit", "validation"} {
