@@ -135,3 +135,26 @@ func TestRunRefit(t *testing.T) {
 		t.Error("an inconsistent record was accepted")
 	}
 }
+
+// TestRunRefit_Calibration2026: the live runs kept in testdata (the
+// calibration of CALIBRATION.md) simulate again to the table's SEBF rows
+// with its constants (fails when the stored runs or the simulator's model
+// of raw flows drift from the committed table).
+func TestRunRefit_Calibration2026(t *testing.T) {
+	o, err := parseFlags(strings.Fields("-refit testdata/calibration-20261205.jsonl.gz -fit-skips 0,100,200 -sim-done-delay 8.8ms -sim-codec-eff 0.35"), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := runRefit(o, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| fit | 0 | sebf | 40 | 144.4 | 104.3 | 113.1 | 1.38 | 1.28 | 2.33 | 0.62 |",
+		"| validation | 150 | sebf | 40 | 160.5 | 104.9 | 113.7 | 1.53 | 1.41 | 2.27 | 0.94 |",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in\n%s", want, out.String())
+		}
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -65,14 +66,25 @@ func (r *liveRecord) simulate(cfg coflow.Config) ([]float64, error) {
 	return out, nil
 }
 
+// readRecords reads -live-json's lines (gzip-compressed when path ends in
+// .gz); a line is at most 64 MiB.
 func readRecords(path string) ([]liveRecord, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	var in io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		z, err := gzip.NewReader(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		defer z.Close()
+		in = z
+	}
 	var out []liveRecord
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(in)
 	sc.Buffer(nil, 64<<20)
 	for n := 1; sc.Scan(); n++ {
 		var r liveRecord
