@@ -38,6 +38,16 @@
 //
 //	sched=<name> mode=<exact|coflowsim> coflows=<n> avg_cct_ms=<float> p95_cct_ms=<float> wall_ms=<float>
 //
+// With -live (root, Linux) it replays a slice of -trace on a test bed of
+// network namespaces (package internal/testbed) running the coflow runtime
+// (package coflow/live), and in coflow.Sim, printing one line per
+// scheduler:
+//
+//	sched=<name> live_avg_cct_ms=<float> sim_avg_cct_ms=<float> wire_bytes=<n> raw_bytes=<n>
+//
+// -refit simulates runs kept by -live-json again under the simulator's
+// calibration constants (-sim-*); see README.md and CALIBRATION.md.
+//
 // With -format coflowsim the table is replaced by coflowsim's per-coflow
 // lines "JOB-<id> <start> <finish> <numMappers> <numReducers>
 // <totalShuffleBytes> <maxShuffleBytes> <duration> <deadline>
