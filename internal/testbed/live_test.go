@@ -129,3 +129,19 @@ func runLive(t *testing.T, b *Bed, name string, wl []specCoflow, classes []codec
 		t.Errorf("FVDF put %.0f of %.0f bytes on the wire", wire, raw)
 	}
 }
+
+// TestAgentsStayUntilAllDone: an agent whose own flows are done stays up
+// until every coflow is: port 2's only flow (8 KiB) ends at once while
+// the same coflow's 3 MB flow 0→1 takes about 3 s at 8 Mbit/s, longer
+// than the coordinator's AgentTimeout (2 s). Before, port 2's agent left
+// when its flow was done, the coordinator declared it dead and failed the
+// coflow (FB2010 slice 100 failed so under every compressing scheduler).
+func TestAgentsStayUntilAllDone(t *testing.T) {
+	const ports, bits, cores = 3, 8e6, 0.15
+	b := newBed(t, Config{Ports: ports, RateBits: []float64{bits}, Cores: []float64{cores}})
+	wl := []specCoflow{{ArrivalMS: 0, Flows: []coflow.Flow{
+		{Src: 2, Dst: 0, Bytes: 8 << 10},
+		{Src: 0, Dst: 1, Bytes: 3e6},
+	}}}
+	runLive(t, b, "sebf", wl, []codecprof.Class{codecprof.Text}, bits/8, cores, 5*time.Second, time.Minute)
+}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -229,8 +230,20 @@ func runAgent(specJSON string) error {
 	for err := range errs {
 		all = append(all, err)
 	}
-	// Stay up a moment so the last reports and chunk acknowledgements land.
-	time.Sleep(300 * time.Millisecond)
+	// Stay up until every coflow is done (the parent closes our stdin),
+	// not only our own flows: an agent that leaves is dead to the
+	// coordinator after AgentTimeout, and every coflow still running with
+	// a flow at its port fails with it. Leave at once on an error of our
+	// own, or when the run's limit ends.
+	if len(all) == 0 {
+		eof := make(chan struct{})
+		go func() { io.Copy(io.Discard, os.Stdin); close(eof) }()
+		select {
+		case <-eof:
+		case <-ctx.Done():
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // the last reports land
 	if c0, ok := cpu0(); ok && cpuStart >= 0 {
 		fmt.Printf("%s%.6f\n", cpuPrefix, (c0 - cpuStart).Seconds())
 	}
@@ -391,6 +404,7 @@ func Replay(ctx context.Context, b *Bed, cfg ReplayConfig) (*ReplayResult, error
 	outs := make([]*out, b.Ports())
 	errs := make([]error, b.Ports())
 	cmds := make([]*exec.Cmd, b.Ports())
+	var stdins []io.WriteCloser
 	for k := range b.Ports() {
 		spec, err := json.Marshal(agentSpec{Port: k, Addrs: addrs, Secret: secret, Coflows: wl, Classes: cfg.Classes, StartNS: startAt.UnixNano(), Limit: cfg.Limit})
 		if err != nil {
@@ -401,6 +415,11 @@ func Replay(ctx context.Context, b *Bed, cfg ReplayConfig) (*ReplayResult, error
 		o := &out{}
 		cmd.Stdout, cmd.Stderr = &o.out, &o.err
 		outs[k], cmds[k] = o, cmd
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			return nil, err
+		}
+		stdins = append(stdins, in)
 		if err := cmd.Start(); err != nil {
 			errs[k] = err
 			continue
@@ -410,6 +429,23 @@ func Replay(ctx context.Context, b *Bed, cfg ReplayConfig) (*ReplayResult, error
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
+	// Agents stay up until every coflow is done: then close their stdin.
+	go func() {
+		defer func() {
+			for _, in := range stdins {
+				in.Close()
+			}
+		}()
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for len(coord.Results()) < len(wl) {
+			select {
+			case <-tick.C:
+			case <-done:
+				return
+			}
+		}
+	}()
 	select {
 	case <-done:
 	case <-ctx.Done():
