@@ -35,7 +35,8 @@
 // RunHelper first in main) and the coordinator in the calling process, then
 // simulates the same coflows on the live arrivals with the profiles the
 // coordinator measured (ReplayResult: live results, simulation, each
-// agent's CPU time). cmd/falcon-coflow -live is the command; its
+// agent's CPU time). Each agent stays up until every coflow is done (Replay
+// then closes its stdin): one that left would be dead to the coordinator. cmd/falcon-coflow -live is the command; its
 // CALIBRATION.md the calibration of coflow.Sim against it. The tests:
 // TestLiveOnBed (a small workload, by default) and TestReplayFB2010 (a slice
 // of FB2010 with codecprof's named data classes, minutes), which prints one
