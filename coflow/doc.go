@@ -40,6 +40,14 @@
 // serialized rows and float tensors compress very differently.
 // AssignClasses draws one class per coflow from a declared distribution.
 //
+// Calibration constants (Config.WireEfficiency, CompletionDelay,
+// CodecCoreEfficiency, FlowWindowBytes with ChunkRoundTrip) bend the model
+// toward a live runtime: r·e on the wire, η·k_s·s and η·k_r·u for the codec
+// stages, D capped at W/T, a fixed delay on every finish. Their zero values
+// are the model above, bit for bit; the values measured and fitted on the
+// test bed (coflow/live on internal/testbed) are in
+// cmd/falcon-coflow/CALIBRATION.md.
+//
 // # Usage
 //
 //	tr, err := coflow.ReadTrace(f)          // or coflow.Synthetic(cfg, rng)

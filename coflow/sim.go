@@ -62,6 +62,42 @@ type Config struct {
 	// Coflow arrivals and completions and timers still call at once. Zero
 	// means no coalescing (a call at every flow completion).
 	CoalesceFlowEvents time.Duration
+	// WireEfficiency is the fraction of its allocated rate that a flow's
+	// payload achieves on a real link: a flow allocated rate r moves
+	// r·WireEfficiency wire bytes/s (raw flows r·e raw bytes/s; compressed
+	// flows' transmit stage r·e/ρ raw bytes/s). A runtime that paces
+	// payload at the allocated rate over a link rate-limited by packets
+	// loses the TCP/IP headers (1448 payload bytes of a 1514-byte frame:
+	// 0.956) and pacing error. Measured on the bed (internal/testbed,
+	// cmd/falcon-coflow/CALIBRATION.md). Zero means 1 (the fluid model).
+	// Must be in [0, 1].
+	WireEfficiency float64
+	// CompletionDelay is added to every coflow's finish time (and so its
+	// CCT) after the run: the time a runtime takes to learn that a coflow's
+	// last byte arrived (coflow/live: the sender's done report reaching
+	// the coordinator). It does not change scheduling. Measured on the bed.
+	// Zero means none. Must not be negative.
+	CompletionDelay time.Duration
+	// FlowWindowBytes and ChunkRoundTrip cap every flow's disposal rate
+	// (raw bytes/s) at FlowWindowBytes/ChunkRoundTrip: a runtime that keeps
+	// at most FlowWindowBytes raw bytes of a flow in flight (coflow/live:
+	// PipelineDepth × ChunkBytes = 4 × 64 KiB) and waits ChunkRoundTrip for
+	// a chunk's acknowledgement (send, the receiver's decompression, the
+	// answer; under a small CFS quota mostly waiting for quota) cannot
+	// dispose faster, whatever its allocation. Fitted on the bed. Both zero
+	// means no cap; both must be set or neither, and not be negative.
+	FlowWindowBytes float64
+	ChunkRoundTrip  time.Duration
+	// CodecCoreEfficiency is the fraction of the cores a scheduler grants a
+	// compressed flow that its codec work gets: the compress and
+	// decompress stages run at k_s·s·η and k_r·u·η. A runtime whose codec
+	// pool shares a port's CPU quota with its own networking (coflow/live
+	// on the bed: about 15 ms of CPU per wire MB at each end, the TCP
+	// stack, the transport and Go's runtime) and with the quota's
+	// throttling leaves the codecs less than they were granted. Fitted on
+	// the bed. Zero means 1 (the model's overhead-free cores). Must be in
+	// [0, 1].
+	CodecCoreEfficiency float64
 }
 
 // DefaultChunkBytes is DefaultConfig's pipeline chunk, 64 KiB (our choice:
@@ -86,6 +122,19 @@ func (c *Config) Validate() error {
 	}
 	if c.CoalesceFlowEvents < 0 {
 		return fmt.Errorf("%w: negative CoalesceFlowEvents", ErrInvalidConfig)
+	}
+	if !(c.WireEfficiency >= 0 && c.WireEfficiency <= 1) {
+		return fmt.Errorf("%w: wire efficiency %v must be in [0, 1]", ErrInvalidConfig, c.WireEfficiency)
+	}
+	if c.CompletionDelay < 0 {
+		return fmt.Errorf("%w: negative CompletionDelay", ErrInvalidConfig)
+	}
+	if !(c.CodecCoreEfficiency >= 0 && c.CodecCoreEfficiency <= 1) {
+		return fmt.Errorf("%w: codec core efficiency %v must be in [0, 1]", ErrInvalidConfig, c.CodecCoreEfficiency)
+	}
+	if !(c.FlowWindowBytes >= 0) || math.IsInf(c.FlowWindowBytes, 0) || c.ChunkRoundTrip < 0 ||
+		(c.FlowWindowBytes == 0) != (c.ChunkRoundTrip == 0) {
+		return fmt.Errorf("%w: FlowWindowBytes %v and ChunkRoundTrip %v: both positive or both zero", ErrInvalidConfig, c.FlowWindowBytes, c.ChunkRoundTrip)
 	}
 	return nil
 }
@@ -986,7 +1035,7 @@ func (s *Sim) apply(allocs []Allocation) {
 		f.t0 = t // paused flows hold their remaining since their last settle
 		f.rate, f.codec = a.Rate, int32(a.Codec)
 		if a.Codec == Raw {
-			f.disp = a.Rate
+			f.disp = s.windowCap(s.wireRate(a.Rate))
 			if f.comp != 0 {
 				s.comp[f.comp-1].pipe = Raw // sent raw: the pipeline drains
 			}
@@ -1057,6 +1106,24 @@ func (s *Sim) computeEDNext() {
 	s.edNext = next
 }
 
+// wireRate is the wire rate a flow allocated r achieves
+// (Config.WireEfficiency; exactly r when it is zero).
+func (s *Sim) wireRate(r float64) float64 {
+	if s.cfg.WireEfficiency == 0 {
+		return r
+	}
+	return r * s.cfg.WireEfficiency
+}
+
+// windowCap caps a disposal rate at Config.FlowWindowBytes /
+// Config.ChunkRoundTrip (d itself without a window).
+func (s *Sim) windowCap(d float64) float64 {
+	if s.cfg.FlowWindowBytes == 0 {
+		return d
+	}
+	return min(d, s.cfg.FlowWindowBytes/s.cfg.ChunkRoundTrip.Seconds())
+}
+
 func (s *Sim) eventOf(g int32) event {
 	f := &s.fl[g]
 	return event{t: s.from(f) + f.rem/f.disp, g: g, ver: f.ver}
@@ -1097,10 +1164,13 @@ func (s *Sim) setCompressed(f *flowRec, a *Allocation, t float64, running bool) 
 	}
 	cr.ks, cr.kr = a.SendCores, a.RecvCores
 	cr.cs, cr.ds, cr.ratio = cs, ds, prof.Ratio
-	cRate, tRate, dRate := a.SendCores*cs, a.Rate/prof.Ratio, a.RecvCores*ds
+	cRate, tRate, dRate := a.SendCores*cs, s.wireRate(a.Rate)/prof.Ratio, a.RecvCores*ds
+	if eta := s.cfg.CodecCoreEfficiency; eta != 0 {
+		cRate, dRate = cRate*eta, dRate*eta
+	}
 	cr.lagEnd, cr.lagFull, cr.fill = t, 0, 0
 	if s.cfg.Pipelining {
-		f.disp = min(cRate, min(tRate, dRate))
+		f.disp = s.windowCap(min(cRate, min(tRate, dRate)))
 		if s.cfg.ChunkBytes > 0 && frac > 0 {
 			b := min(s.cfg.ChunkBytes, f.rem)
 			cr.lagFull = max(0, b/cRate+b/tRate+b/dRate-b/f.disp)
@@ -1113,7 +1183,7 @@ func (s *Sim) setCompressed(f *flowRec, a *Allocation, t float64, running bool) 
 			cr.lagEnd = t + frac*cr.lagFull
 		}
 	} else {
-		f.disp = 1 / (1/cRate + 1/tRate + 1/dRate)
+		f.disp = s.windowCap(1 / (1/cRate + 1/tRate + 1/dRate))
 	}
 }
 
@@ -1126,7 +1196,7 @@ func (s *Sim) finishResult(coflows []Coflow) *Result {
 		s.res.Coflows[i] = CoflowResult{
 			FlowFinish: ff,
 			Index:      i, ID: coflows[i].ID, Arrival: c.arrAbs,
-			Start: s.abs(c.start), Finish: s.abs(c.finish), CCT: s.abs(c.finish) - c.arrAbs,
+			Start: s.abs(c.start), Finish: s.abs(c.finish) + s.cfg.CompletionDelay, CCT: s.abs(c.finish) + s.cfg.CompletionDelay - c.arrAbs,
 			Width: len(coflows[i].Flows), Bytes: c.bytes, MaxFlowBytes: c.maxFlow, WireBytes: c.wire,
 		}
 	}

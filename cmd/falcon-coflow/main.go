@@ -38,6 +38,16 @@
 //
 //	sched=<name> mode=<exact|coflowsim> coflows=<n> avg_cct_ms=<float> p95_cct_ms=<float> wall_ms=<float>
 //
+// With -live (root, Linux) it replays a slice of -trace on a test bed of
+// network namespaces (package internal/testbed) running the coflow runtime
+// (package coflow/live), and in coflow.Sim, printing one line per
+// scheduler:
+//
+//	sched=<name> live_avg_cct_ms=<float> sim_avg_cct_ms=<float> wire_bytes=<n> raw_bytes=<n>
+//
+// -refit simulates runs kept by -live-json again under the simulator's
+// calibration constants (-sim-*); see README.md and CALIBRATION.md.
+//
 // With -format coflowsim the table is replaced by coflowsim's per-coflow
 // lines "JOB-<id> <start> <finish> <numMappers> <numReducers>
 // <totalShuffleBytes> <maxShuffleBytes> <duration> <deadline>
@@ -66,35 +76,74 @@ type options struct {
 	synthGap                                  time.Duration
 	seed                                      uint64
 	comp                                      compressionOptions
+	live                                      liveOptions
+	refit, fitSkips                           string
 	set                                       map[string]bool // flags given on the command line
 }
 
 func main() {
-	var o options
-	flag.StringVar(&o.trace, "trace", "", "coflow-benchmark trace file (default: a built-in synthetic trace)")
-	flag.StringVar(&o.weights, "weights", "", "optional weights side file for the trace: lines \"<coflow id> <weight>\" (default: every weight 1)")
-	flag.StringVar(&o.scheds, "sched", "sebf,fifo,dclas", "comma-separated schedulers: "+strings.Join(coflow.SchedulerNames(), ",")+", or all")
-	flag.StringVar(&o.mode, "mode", "exact", "simulator: exact or coflowsim")
-	flag.StringVar(&o.csv, "csv", "", "write per-coflow results to this CSV file (one block per scheduler, with a sched column)")
-	flag.StringVar(&o.format, "format", "table", "output format: table or coflowsim")
-	flag.Float64Var(&o.portBits, "port-bps", 1024*1048576, "port capacity each way in bit/s (default: coflowsim's 1024·1048576)")
-	flag.IntVar(&o.synthPorts, "synth-ports", 50, "ports of the built-in synthetic trace")
-	flag.IntVar(&o.synthCoflows, "synth-coflows", 200, "coflows of the built-in synthetic trace")
-	flag.DurationVar(&o.synthGap, "synth-gap", time.Second, "mean inter-arrival of the built-in synthetic trace")
-	flag.Uint64Var(&o.seed, "seed", 1, "seed of the built-in synthetic trace (and of the codec-speed drift and job model with compression)")
-	flag.Float64Var(&o.comp.bandwidthGbps, "bandwidth", 0, "with compression: port bandwidth in Gbit/s (default: -port-bps)")
-	flag.Float64Var(&o.comp.cores, "cores", 4, "with compression: cores per machine usable by codecs")
-	flag.StringVar(&o.comp.data, "data", "shuffle", "with compression: data mix: shuffle, a class (float32, sparse, int8, text, random) or class=w,...")
-	flag.StringVar(&o.comp.predictor, "predictor", "ewma", "with compression: codec-speed predictor: oracle, last, ewma, ar, lstm, gru")
-	flag.StringVar(&o.comp.resched, "resched", "", "with compression: rescheduling rule of every scheduler: varys (coflow arrivals and completions), timers (plus the T/δ starvation guard, 10 s/200 ms), every (every flow completion, coalesced by -coalesce); empty: each scheduler's own (fvdf: varys with its guard; sebf and the baselines: varys)")
-	flag.DurationVar(&o.comp.coalesce, "coalesce", 100*time.Millisecond, "with -resched every: flow completions within this window of the last call share one call (0: a call at each)")
-	flag.Parse()
-	o.set = map[string]bool{}
-	flag.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
-	if err := run(o, os.Stdout); err != nil {
+	if helped, err := runHelper(); helped { // an agent process of -live
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "coflow agent:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	o, err := parseFlags(os.Args[1:], os.Stderr)
+	if err != nil {
+		os.Exit(2)
+	}
+	switch {
+	case o.refit != "":
+		err = runRefit(o, os.Stdout)
+	case o.live.on:
+		err = runLive(o, os.Stdout)
+	default:
+		err = run(o, os.Stdout)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "coflow:", err)
 		os.Exit(1)
 	}
+}
+
+// parseFlags parses the command line into options (errors and -h usage go
+// to errOut).
+func parseFlags(args []string, errOut io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("falcon-coflow", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	fs.StringVar(&o.trace, "trace", "", "coflow-benchmark trace file (default: a built-in synthetic trace)")
+	fs.StringVar(&o.weights, "weights", "", "optional weights side file for the trace: lines \"<coflow id> <weight>\" (default: every weight 1)")
+	fs.StringVar(&o.scheds, "sched", "sebf,fifo,dclas", "comma-separated schedulers: "+strings.Join(coflow.SchedulerNames(), ",")+", or all")
+	fs.StringVar(&o.mode, "mode", "exact", "simulator: exact or coflowsim")
+	fs.StringVar(&o.csv, "csv", "", "write per-coflow results to this CSV file (one block per scheduler, with a sched column)")
+	fs.StringVar(&o.format, "format", "table", "output format: table or coflowsim")
+	fs.Float64Var(&o.portBits, "port-bps", 1024*1048576, "port capacity each way in bit/s (default: coflowsim's 1024·1048576)")
+	fs.IntVar(&o.synthPorts, "synth-ports", 50, "ports of the built-in synthetic trace")
+	fs.IntVar(&o.synthCoflows, "synth-coflows", 200, "coflows of the built-in synthetic trace")
+	fs.DurationVar(&o.synthGap, "synth-gap", time.Second, "mean inter-arrival of the built-in synthetic trace")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the built-in synthetic trace (and of the codec-speed drift and job model with compression)")
+	fs.Float64Var(&o.comp.bandwidthGbps, "bandwidth", 0, "with compression: port bandwidth in Gbit/s (default: -port-bps)")
+	fs.Float64Var(&o.comp.cores, "cores", 4, "with compression: cores per machine usable by codecs")
+	fs.StringVar(&o.comp.data, "data", "shuffle", "with compression: data mix: shuffle, a class (float32, sparse, int8, text, random) or class=w,...")
+	fs.StringVar(&o.comp.predictor, "predictor", "ewma", "with compression: codec-speed predictor: oracle, last, ewma, ar, lstm, gru")
+	fs.StringVar(&o.comp.resched, "resched", "", "with compression: rescheduling rule of every scheduler: varys (coflow arrivals and completions), timers (plus the T/δ starvation guard, 10 s/200 ms), every (every flow completion, coalesced by -coalesce); empty: each scheduler's own (fvdf: varys with its guard; sebf and the baselines: varys)")
+	fs.DurationVar(&o.comp.coalesce, "coalesce", 100*time.Millisecond, "with -resched every: flow completions within this window of the last call share one call (0: a call at each)")
+	liveFlags(fs, &o.live)
+	fs.StringVar(&o.refit, "refit", "", "simulate the live runs kept by -live-json in this file again, before and after the -sim-* calibration constants, and print the calibration table (no root needed)")
+	fs.StringVar(&o.fitSkips, "fit-skips", "0,100", "with -refit: the slices (by -skip) the constants were fitted on; the others are validation")
+	if err := fs.Parse(args); err != nil {
+		return options{}, err
+	}
+	if fs.NArg() > 0 {
+		err := fmt.Errorf("unexpected arguments %q", fs.Args())
+		fmt.Fprintln(errOut, err)
+		return options{}, err
+	}
+	o.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+	return o, nil
 }
 
 func loadTrace(o options) (*coflow.Trace, string, error) {

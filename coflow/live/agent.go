@@ -151,6 +151,8 @@ func (a *Agent) Close() error {
 		if started {
 			<-a.done
 		}
+		a.cpool.close()
+		a.dpool.close()
 	})
 	return nil
 }

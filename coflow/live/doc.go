@@ -56,7 +56,9 @@
 // scheduler grants the port in that role (Σ SendCores of the flows it sends,
 // Σ RecvCores of those it receives), each worker duty-cycled to k/⌈k⌉ of a
 // core (after a job of CPU time t it keeps its slot idle for
-// t·(⌈k⌉/k − 1)), so on average the pool uses the granted cores. The receiver writes
+// t·(⌈k⌉/k − 1), recomputed when the grant changes, while the job's caller
+// goes on: a chunk is sent, or answered, as soon as its codec job ran), so
+// on average the pool uses the granted cores. The receiver writes
 // each chunk straight into the flow's buffer and acknowledges it; Receive
 // returns the buffer once every byte is in.
 //

@@ -100,8 +100,9 @@ func seconds(s float64) time.Duration {
 // pool is a codec worker pool sized to the cores the scheduler grants: at
 // most ⌈cores⌉ jobs run at once (capped by max), and when cores is not a
 // whole number each worker is duty-cycled to cores/⌈cores⌉ of a core (after
-// a job that ran t it keeps its slot idle for t·(⌈cores⌉/cores − 1)), so the
-// pool uses at most the granted cores on average. With no cores granted it
+// a job that ran t it keeps its slot idle for t·(⌈cores⌉/cores − 1), under
+// the grant in force during the wait, while the job's caller goes on), so
+// the pool uses at most the granted cores on average. With no cores granted it
 // still runs one job at a time, unthrottled: a chunk compressed under an
 // earlier grant must still be decompressed.
 type pool struct {
@@ -111,10 +112,15 @@ type pool struct {
 	busy    int
 	changed chan struct{}
 	max     int
+	// Idle waits run after their job returned (hold); close ends them.
+	wg       sync.WaitGroup
+	stop     chan struct{}
+	stopOnce sync.Once
+	closed   bool
 }
 
 func newPool(max int) *pool {
-	return &pool{limit: 1, duty: 1, max: max, changed: make(chan struct{})}
+	return &pool{limit: 1, duty: 1, max: max, changed: make(chan struct{}), stop: make(chan struct{})}
 }
 
 func (p *pool) setCores(c float64) {
@@ -162,23 +168,76 @@ func (p *pool) run(ctx context.Context, job func()) (time.Duration, error) {
 		}
 	}
 	t := measure(job)
+	end := time.Now()
 	p.mu.Lock()
-	duty := p.duty
+	duty, closed := p.duty, p.closed
+	if duty < 1 && !closed {
+		p.wg.Add(1) // under mu: never after close's Wait began
+	}
 	p.mu.Unlock()
-	if duty < 1 {
-		idle := time.NewTimer(seconds(t.Seconds() * (1/duty - 1)))
+	if duty < 1 && !closed {
+		// The slot stays idle for t·(1/duty − 1) after the job, under the
+		// duty in force while it waits (a grown grant shortens it), but the
+		// caller has its result now: a chunk's answer must not wait for the
+		// worker's rest.
+		go func() {
+			defer p.wg.Done()
+			p.hold(t, end)
+			p.release()
+		}()
+		return t, nil
+	}
+	p.release()
+	return t, nil
+}
+
+// hold waits until a job of cost t that ended at end has idled its slot
+// for t·(1/duty − 1) under the current duty (re-read when it changes), or
+// the pool closes.
+func (p *pool) hold(t time.Duration, end time.Time) {
+	for {
+		p.mu.Lock()
+		duty, ch := p.duty, p.changed
+		p.mu.Unlock()
+		if duty >= 1 {
+			return
+		}
+		wait := time.Until(end.Add(seconds(t.Seconds() * (1/duty - 1))))
+		if wait <= 0 {
+			return
+		}
+		timer := time.NewTimer(wait)
 		select {
-		case <-idle.C:
-		case <-ctx.Done():
-			idle.Stop()
+		case <-timer.C:
+			return
+		case <-ch:
+			timer.Stop()
+		case <-p.stop:
+			timer.Stop()
+			return
 		}
 	}
+}
+
+// release frees a slot.
+func (p *pool) release() {
 	p.mu.Lock()
 	p.busy--
 	close(p.changed)
 	p.changed = make(chan struct{})
 	p.mu.Unlock()
-	return t, nil
+}
+
+// close ends the idle waits in progress and waits for them; jobs still
+// running finish on their own.
+func (p *pool) close() {
+	p.stopOnce.Do(func() {
+		p.mu.Lock()
+		p.closed = true
+		p.mu.Unlock()
+		close(p.stop)
+	})
+	p.wg.Wait()
 }
 
 // measure runs job and returns its cost (see pool.run).

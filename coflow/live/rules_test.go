@@ -155,3 +155,51 @@ func TestPoolChargesCPUTime(t *testing.T) {
 		t.Fatalf("a sleeping job cost %v", cost)
 	}
 }
+
+// burn spins for about d of CPU time.
+func burn(d time.Duration) {
+	c0, _ := threadCPU()
+	start := time.Now()
+	x := 0
+	for {
+		for i := range 10000 {
+			x += i
+		}
+		if c, ok := threadCPU(); ok && c-c0 >= d || time.Since(start) >= 10*d {
+			break
+		}
+	}
+	_ = x
+}
+
+// A worker's duty-cycle idle holds its slot, not its caller: a job under a
+// sliver of a core (0.0001, as schedulers grant compressed flows on the
+// bed) returns as soon as it ran, and a larger grant shortens the idle at
+// once. Before, run slept the idle itself (2 ms · 9999 = 20 s here), so a
+// receiver's chunk answer waited past the sender's 10 s ChunkTimeout and
+// the sender called the receiver dead (slice 100 of CALIBRATION.md).
+func TestPoolIdleHoldsSlotNotCaller(t *testing.T) {
+	if _, ok := threadCPU(); !ok {
+		t.Skip("no per-thread CPU clock here")
+	}
+	p := newPool(1)
+	defer p.close()
+	p.setCores(0.0001)
+	start := time.Now()
+	if _, err := p.run(testCtx(t), func() { burn(2 * time.Millisecond) }); err != nil {
+		t.Fatal(err)
+	}
+	// Bounds: a 2 ms job on a loaded machine takes well under 5 s; the
+	// idle it must not include is 20 s.
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("run returned after %v: its caller waited out the idle", d)
+	}
+	p.setCores(1)
+	start = time.Now()
+	if _, err := p.run(testCtx(t), func() {}); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the next job waited %v after the grant grew to a core", d)
+	}
+}

@@ -28,9 +28,16 @@
 //	// listen on b.Addr(k); the machine itself is testbed.ControlAddr
 //
 // Slice folds a coflow-benchmark trace onto the bed's ports (ports mod N,
-// flows merged per port pair, bytes and arrivals scaled). The tests run the
-// coflow runtime (package coflow/live) on the bed, agents as processes in
-// the ports' namespaces and the coordinator in the test process:
+// flows merged per port pair, bytes and arrivals scaled). Replay runs the
+// coflow runtime (package coflow/live) on the bed under one scheduler
+// (NewScheduler: coflow's names and fvdf.ParseBaseline's with lz4), agents
+// as processes in the ports' namespaces (the program re-run: it calls
+// RunHelper first in main) and the coordinator in the calling process, then
+// simulates the same coflows on the live arrivals with the profiles the
+// coordinator measured (ReplayResult: live results, simulation, each
+// agent's CPU time). Each agent stays up until every coflow is done (Replay
+// then closes its stdin): one that left would be dead to the coordinator. cmd/falcon-coflow -live is the command; its
+// CALIBRATION.md the calibration of coflow.Sim against it. The tests:
 // TestLiveOnBed (a small workload, by default) and TestReplayFB2010 (a slice
 // of FB2010 with codecprof's named data classes, minutes), which prints one
 // line per scheduler, "sched=NAME live_avg_cct_ms=X sim_avg_cct_ms=Y
