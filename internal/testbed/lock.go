@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -44,5 +47,29 @@ func lockMachine() (*os.File, error) {
 			return nil, fmt.Errorf("%w (waited %v for %s)", ErrBusy, LockWait, lockPath())
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// staleNS matches the namespaces of beds made with the default prefix.
+var staleNS = regexp.MustCompile(`^flb[0-9]+-(sw|p[0-9]+)$`)
+
+// removeStale removes what a bed whose process was killed left behind:
+// the link holding ControlAddr and default-prefix namespaces. It runs
+// under the machine-wide lock, when no other bed can be up, so whatever
+// it finds is a leftover (a killed run cannot remove its own).
+func removeStale() {
+	if out, err := exec.Command("ip", "-o", "addr", "show", "to", ControlAddr+"/32").Output(); err == nil {
+		for _, line := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 {
+				_ = run("ip", "link", "del", strings.TrimSuffix(strings.SplitN(f[1], "@", 2)[0], ":"))
+			}
+		}
+	}
+	if out, err := exec.Command("ip", "netns", "list").Output(); err == nil {
+		for _, line := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(line); len(f) >= 1 && staleNS.MatchString(f[0]) {
+				_ = run("ip", "netns", "del", f[0])
+			}
+		}
 	}
 }

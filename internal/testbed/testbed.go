@@ -167,6 +167,7 @@ func New(cfg Config) (_ *Bed, err error) {
 	if err != nil {
 		return nil, err
 	}
+	removeStale()
 	b := &Bed{cfg: cfg, sw: cfg.Prefix + "-sw", hostIf: cfg.Prefix + "-c", lock: lock}
 	if err := run("ip", "netns", "add", b.sw); err != nil {
 		b.unlock()
