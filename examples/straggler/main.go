@@ -196,7 +196,7 @@ func run(w io.Writer, o options) error {
 // verdict computes the verdict line from the run's paired times:
 //
 //   - first: the policy with the lowest median time to target (the
-//     earlier in the table on a tie);
+//     earlier in the table on a tie, naming the policies it ties with);
 //   - EPSP: the better of its two schemes in this run, by the same rule
 //     (lower median time; epsp-v2 on a tie);
 //   - against the strongest other policy (lowest median time among the
@@ -221,8 +221,14 @@ func verdict(out []outcome, seeds int) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	firstName := policies[first].name
+	for i, p := range policies {
+		if i != first && study.Median(out[i].times) == study.Median(out[first].times) {
+			firstName += " (tied with " + p.name + ")"
+		}
+	}
 	return fmt.Sprintf("verdict: %s first (median %s s); %s against %s, the strongest other: median paired reduction %s [95%% CI %s, %s], a %s, over %d paired %s. The whole study: go run ./cmd/falcon-study -study",
-		policies[first].name, seconds(study.Median(out[first].times)), policies[best].name, policies[other].name,
+		firstName, seconds(study.Median(out[first].times)), policies[best].name, policies[other].name,
 		percent(iv.Median), percent(iv.Lo), percent(iv.Hi), judged, seeds, plural(seeds, "seed")), nil
 }
 
@@ -243,7 +249,7 @@ func seconds(t float64) string {
 }
 
 // percent formats a reduction; −Inf (EPSP never reached the target where
-// the other did) is "-inf%".
+// the other did) is "-Inf%".
 func percent(r float64) string {
 	if math.IsInf(r, 0) {
 		return fmt.Sprintf("%.0f%%", r)

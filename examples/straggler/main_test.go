@@ -51,7 +51,7 @@ func TestRun(t *testing.T) {
 	}
 }
 
-var verdictRE = regexp.MustCompile(`(?m)^verdict: (\S+) first \(median (\S+) s\); (\S+) against (\S+), the strongest other: ` +
+var verdictRE = regexp.MustCompile(`(?m)^verdict: (\S+)(?: \(tied with \S+\))* first \(median (\S+) s\); (\S+) against (\S+), the strongest other: ` +
 	`median paired reduction (\S+) \[95% CI (\S+), (\S+)\], a (win|loss|tie), over (\d+) paired seeds\. ` +
 	`The whole study: go run \./cmd/falcon-study -study$`)
 
@@ -145,5 +145,14 @@ func TestVerdict(t *testing.T) {
 	// The paired reductions of these times are 0.25, −0.1, 0.3 and −0.0556, their median 0.0972.
 	if math.Abs(iv.Median-0.0972) > 0.001 {
 		t.Errorf("median reduction %v, want 0.0972", iv.Median)
+	}
+
+	// A tie for first is named: the slack scheme slowed to dynsgd's median.
+	out[4].times = []float64{0.8, 1.0, 1.0, 0.9}
+	if got, err = verdict(out, 4); err != nil {
+		t.Fatal(err)
+	}
+	if want := "verdict: dynsgd (tied with epsp-v2-slack) first (median 0.950 s);"; !strings.HasPrefix(got, want) {
+		t.Errorf("verdict\n%s\nwant it to start\n%s", got, want)
 	}
 }
