@@ -49,14 +49,25 @@ func (g *Guard) OnlyOnArrivalsAndCompletions() bool {
 	return ok && e.OnlyOnArrivalsAndCompletions()
 }
 
+// NextSliceBoundary returns the next start or end, after now, of the
+// slices [k·period, k·period + slice) a starvation guard runs fairly in;
+// false when period ≤ 0 (no guard). Schedulers that implement Timer for
+// such a guard return it from NextWakeup.
+func NextSliceBoundary(now, period, slice time.Duration) (time.Duration, bool) {
+	if period <= 0 {
+		return 0, false
+	}
+	phase := now % period
+	if phase < slice {
+		return now - phase + slice, true
+	}
+	return now - phase + period, true
+}
+
 // NextWakeup returns the next slice boundary, or the inner scheduler's
 // timer if it is earlier (and after now).
 func (g *Guard) NextWakeup(now time.Duration) (time.Duration, bool) {
-	phase := now % g.period
-	at := now - phase + g.period
-	if phase < g.slice {
-		at = now - phase + g.slice
-	}
+	at, _ := NextSliceBoundary(now, g.period, g.slice)
 	if t, ok := g.inner.(Timer); ok {
 		if it, ok := t.NextWakeup(now); ok && it > now && it < at {
 			at = it

@@ -157,15 +157,7 @@ func (o *Ordered) OnlyOnArrivalsAndCompletions() bool { return !o.cfg.OnFlowComp
 
 // NextWakeup returns the next starvation-window boundary, if the guard is on.
 func (o *Ordered) NextWakeup(now time.Duration) (time.Duration, bool) {
-	T, d := o.cfg.StarvationPeriod, o.cfg.StarvationWindow
-	if T == 0 {
-		return 0, false
-	}
-	k := now / T
-	if now-k*T < d {
-		return k*T + d, true
-	}
-	return (k + 1) * T, true
+	return NextSliceBoundary(now, o.cfg.StarvationPeriod, o.cfg.StarvationWindow)
 }
 
 // Schedule implements Scheduler.

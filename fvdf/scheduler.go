@@ -373,15 +373,7 @@ func (s *Scheduler) OnlyOnArrivalsAndCompletions() bool { return !s.cfg.EveryFlo
 // NextWakeup implements coflow.Timer: the next start or end of a fair
 // slice of the starvation guard.
 func (s *Scheduler) NextWakeup(now time.Duration) (time.Duration, bool) {
-	T, d := s.cfg.StarvationPeriod, s.cfg.StarvationSlice
-	if T <= 0 {
-		return 0, false
-	}
-	phase := now % T
-	if phase < d {
-		return now - phase + d, true
-	}
-	return now - phase + T, true
+	return coflow.NextSliceBoundary(now, s.cfg.StarvationPeriod, s.cfg.StarvationSlice)
 }
 
 // inFairSlice reports whether now is inside a starvation-guard slice.

@@ -72,15 +72,7 @@ func (r *SEBFRho) OnlyOnArrivalsAndCompletions() bool { return !r.cfg.OnFlowComp
 
 // NextWakeup returns the next starvation-window boundary, if the guard is on.
 func (r *SEBFRho) NextWakeup(now time.Duration) (time.Duration, bool) {
-	T, d := r.cfg.StarvationPeriod, r.cfg.StarvationWindow
-	if T == 0 {
-		return 0, false
-	}
-	k := now / T
-	if now-k*T < d {
-		return k*T + d, true
-	}
-	return (k + 1) * T, true
+	return coflow.NextSliceBoundary(now, r.cfg.StarvationPeriod, r.cfg.StarvationWindow)
 }
 
 // key returns ρΓ of coflow c.
