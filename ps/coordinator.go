@@ -457,6 +457,13 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		return coordResp{err: fmt.Errorf("%w: %v", ErrAborted, err)}
 	}
 	if r.op == wire.OpFail {
+		if c.lease.isLost(r.worker) {
+			// A worker declared lost learns it on its next request and
+			// reports that as its failure; the run already goes on
+			// without it, so its report ends nothing.
+			c.opts.log.Info("ps: a lost worker reports its failure", "worker", c.cfg.Workers[r.worker], "reason", r.reason)
+			return coordResp{}
+		}
 		c.setFatal(fmt.Errorf("ps: %s failed: %s", c.cfg.Workers[r.worker], r.reason))
 		return coordResp{}
 	}

@@ -506,3 +506,74 @@ func heartbeat(call func(transport.Transport, []byte) error, trs ...transport.Tr
 	}
 	return func() { close(done); beats.Wait() }
 }
+
+// TestLease_LostWorkerFailReportEndsNothing: under ContinueWithout a
+// worker declared lost learns it on its next request and reports that as
+// its failure; the report does not abort the run that already goes on
+// without it (found by TestMultiProcess_PartitionedWorker, which failed
+// when the report arrived before the coordinator's final line). The same
+// report from a live worker still aborts, naming it.
+func TestLease_LostWorkerFailReportEndsNothing(t *testing.T) {
+	net := transport.NewInmemNetwork()
+	defer net.Close()
+	srv, _ := NewServer("s0", DefaultServerConfig())
+	st, _ := net.Join("s0", srv)
+	defer st.Close()
+	cfg := DefaultCoordinatorConfig()
+	cfg.EPSP.NumWorkers, cfg.EPSP.Batch = 2, 8
+	cfg.Servers = []transport.NodeID{"s0"}
+	cfg.Workers = []transport.NodeID{"w0", "w1"}
+	cfg.StartTimeout = 300 * time.Millisecond
+	cfg.Lease = LeaseConfig{Timeout: 250 * time.Millisecond, Interval: 25 * time.Millisecond, OnWorkerLost: ContinueWithout}
+	c, err := NewCoordinator(cfg, epsp.NewBSP())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, _ := net.Join("coordinator", c)
+	defer ct.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Start(ctx, ct); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w0, _ := net.Join("w0", &inbox{})
+	defer w0.Close()
+	w1, _ := net.Join("w1", &inbox{}) // never heartbeats: lost
+	defer w1.Close()
+	callAs := func(tr transport.Transport, msg []byte) error {
+		resp, err := request(ctx, tr, "coordinator", msg, time.Second)
+		if err == nil {
+			_, err = wire.ParseResponse(resp, "coordinator")
+		}
+		return err
+	}
+	defer heartbeat(callAs, w0)()
+	fail := func(tr transport.Transport, why string) {
+		e := wire.NewMsg(nil, wire.OpFail)
+		e.Str(why)
+		if err := tr.Send(ctx, "coordinator", e.B); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// lost after the lease timeout (bounded by start timeout + lease + margin)
+	for end := time.Now().Add(5 * time.Second); !c.lease.isLost(1); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("w1 was not declared lost; coordinator error %v", c.Err())
+		}
+	}
+	fail(w1, "ps: rejected by coordinator: w1 was declared lost")
+	// a message is served on the loop after its delivery: give it time
+	// (a failure here shows within a few milliseconds on the in-memory net)
+	time.Sleep(200 * time.Millisecond)
+	if err := c.Err(); err != nil {
+		t.Fatalf("a lost worker's failure report aborted the run: %v", err)
+	}
+	fail(w0, "disk on fire")
+	for end := time.Now().Add(5 * time.Second); c.Err() == nil && time.Now().Before(end); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := c.Err(); err == nil || !strings.Contains(err.Error(), "w0 failed: disk on fire") {
+		t.Fatalf("a live worker's failure report: coordinator error %v, want it to name w0", err)
+	}
+}
