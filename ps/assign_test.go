@@ -368,17 +368,20 @@ func TestAssign_FixedPiecesExactlyOnce(t *testing.T) {
 // with assignments at every release and in the same run without: the
 // assignments ride on the releases and the taker's single push, so the
 // counts are equal. (Progress reports, whose number follows the chunks a
-// worker computes, and heartbeats, whose number follows the wall clock,
-// are off; every giver keeps part of its batch, so it still pushes.)
+// worker computes, and heartbeats and lease pings, whose number follows
+// the wall clock, are off; every giver keeps part of its batch, so it still pushes.)
 func TestAssign_NoMessageAdded(t *testing.T) {
 	const workers, clocks, batch = 3, 5, 12
 	run := func(layout func(int, func(epsp.WorkerID) int) []epsp.Assignment) (uint64, uint64, epsp.Stats) {
 		pol := &assignPolicy{layout: layout}
-		// Heartbeats (and the server pings that ride on them) follow the
-		// wall clock, not the run: off, or a run slowed by a loaded
-		// machine sends more frames (193 against 190 was seen).
+		// Heartbeats (and the server pings that ride on them) and the
+		// coordinator's lease pings to the servers follow the wall clock,
+		// not the run: off, or a run slowed by a loaded machine sends
+		// more frames (193 against 190, then 193 against 192 — two lease
+		// pings — were seen; with both off, 160 runs at load 11 sent 189).
 		c := pstest.NewCluster(t, pstest.Servers(2), pstest.Workers(workers), pstest.Batch(batch), pstest.Chunk(2),
-			pstest.ProgressEvery(1<<20), pstest.Optimizer(store.SGD{LR: 0.1}), pstest.Policy(pol), pstest.Heartbeat(-1, 0))
+			pstest.ProgressEvery(1<<20), pstest.Optimizer(store.SGD{LR: 0.1}), pstest.Policy(pol), pstest.Heartbeat(-1, 0),
+			pstest.Lease(ps.LeaseConfig{Timeout: -1}))
 		m := lsqModel{Dim: 6}
 		_, err := c.Train(context.Background(), m, ps.ShardSampler{N: 600, Workers: workers}, ps.TrainConfig{Keys: []uint64{0}, Lens: []int{6}, Init: store.Zeros{}, Clocks: clocks})
 		if err != nil {
