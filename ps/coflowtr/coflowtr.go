@@ -114,12 +114,12 @@ func (t *Transport) Request(ctx context.Context, to transport.NodeID, req []byte
 	}
 	switch ph {
 	case Push:
+		t.mu.Lock()
+		t.lastPush = max(t.lastPush, clock) // a small push starts the next clock's pulls too
+		t.mu.Unlock()
 		if len(req) < t.cfg.MinBytes {
 			break
 		}
-		t.mu.Lock()
-		t.lastPush = max(t.lastPush, clock)
-		t.mu.Unlock()
 		return t.push(ctx, to, clock, req)
 	case Pull:
 		if reply < int64(t.cfg.MinBytes) {

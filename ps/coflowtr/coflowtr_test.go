@@ -400,3 +400,25 @@ func FuzzEnvelope(f *testing.F) {
 		}
 	})
 }
+
+// TestPullClockFollowsPush: a pull belongs to the clock after the
+// worker's last push, a push too small to be a flow included.
+func TestPullClockFollowsPush(t *testing.T) {
+	r := newRig(t, 1, &fakeServer{}, 100e6)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := r.workers[0].Request(ctx, "server-0", pushMsg(4, 10, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.workers[0].Request(ctx, "server-0", pullMsg(50_000)); err != nil {
+		t.Fatal(err)
+	}
+	r.reg.mu.Lock()
+	defer r.reg.mu.Unlock()
+	for k := range r.reg.entries {
+		t.Fatalf("coflow %+v still listed after its flows were received", k)
+	}
+	if r.reg.floor[Pull] != 5-int64(r.reg.cfg.Keep) {
+		t.Fatalf("the pull registered a coflow for clock %d, want 5", r.reg.floor[Pull]+int64(r.reg.cfg.Keep))
+	}
+}
