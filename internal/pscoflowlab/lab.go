@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/falconml/falcon/coflow"
 	"github.com/falconml/falcon/coflow/live"
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/fvdf"
@@ -101,6 +102,11 @@ type JobResult struct {
 type Result struct {
 	Arm  string
 	Jobs []JobResult
+	// LZ4 is the lz4 profile the live coordinator's schedulers saw last
+	// (predicted from the agents' measurements; live arms only), and
+	// Calls the scheduler calls.
+	LZ4   coflow.CodecProfile
+	Calls int
 }
 
 // Line is the result as one line of text.
@@ -112,6 +118,9 @@ func (r Result) Line() string {
 		if j.Coflow.Registered > 0 {
 			fmt.Fprintf(&b, " %s_coflows=%d %s_direct=%d", j.Name, j.Coflow.Registered, j.Name, j.Coflow.DirectMsgs)
 		}
+	}
+	if r.Calls > 0 {
+		fmt.Fprintf(&b, " sched_calls=%d lz4_compress_MBps=%.0f lz4_ratio=%.3f", r.Calls, r.LZ4.CompressSpeed/1e6, r.LZ4.Ratio)
 	}
 	return b.String()
 }
@@ -267,7 +276,6 @@ type job struct {
 	coord   *ps.Coordinator
 	srv     *ps.Server
 	workers []*ps.Worker
-	trs     []transport.Transport
 
 	mu     sync.Mutex
 	starts map[int]time.Time // worker-0's clock starts
@@ -414,13 +422,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			j.close()
 		}
 	}()
-	for k, jc := range cfg.Jobs {
+	for _, jc := range cfg.Jobs {
 		j, err := startJob(ctx, cfg, jc, rt, fab, policy)
 		if err != nil {
 			return Result{}, err
 		}
 		jobs = append(jobs, j)
-		_ = k
 	}
 	ends := make([]time.Time, len(jobs))
 	begin := time.Now()
@@ -453,6 +460,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	first := slices.MinFunc(ends, func(a, b time.Time) int { return a.Compare(b) })
 	res := Result{Arm: cfg.Arm}
+	if rt != nil {
+		res.LZ4, res.Calls = rt.coord.Profile(0, 1), rt.coord.Calls()
+	}
 	for k, j := range jobs {
 		jr := JobResult{Name: j.cfg.Name, Wall: ends[k].Sub(begin)}
 		j.mu.Lock()
