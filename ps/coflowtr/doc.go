@@ -85,5 +85,8 @@
 // cmd/falcon-pscoflow runs two jobs sharing a machine's link under SEBF and
 // FVDF through the runtime and under the transport's compression policy
 // alone on an emulated fabric of the same rate; PROTOCOL.md beside this
-// file is the comparison's protocol, fixed before its runs.
+// file is the comparison's protocol, fixed before its runs, and the
+// command's README has the results (two equal jobs at 25 MB/s: about a
+// third less time per clock as coflows than with fair sharing, raw or
+// compressed; unequal jobs: SEBF speeds the smaller, the larger ties).
 package coflowtr
