@@ -318,6 +318,7 @@ func TestAgentDeathFailsPush(t *testing.T) {
 	}
 	start := time.Now()
 	_, err := r.workers[1].Request(ctx, "server-0", pushMsg(1, 200_000, 2))
+	t.Log(err)
 	if !errors.Is(err, live.ErrAgentDead) || !strings.Contains(err.Error(), string(r.names[0])) {
 		t.Fatalf("push with the server's agent dead: %v; want live.ErrAgentDead naming %s", err, r.names[0])
 	}
