@@ -87,15 +87,30 @@ type options struct {
 	// hashes).
 	wholeCores    bool
 	chunkOverhead time.Duration
+	// fracOverhead applies chunkOverhead with fractional cores (an
+	// exploratory split of §7's model into its two parts).
+	fracOverhead bool
+}
+
+// overhead is the per-chunk overhead o's fabrics apply (ChunkSpeed).
+func (o *options) overhead() time.Duration {
+	if o.wholeCores || o.fracOverhead {
+		return o.chunkOverhead
+	}
+	return 0
 }
 
 // model names the core model of o's runs (saved beside them: -resume
 // refuses runs of another model).
 func (o *options) model() string {
-	if !o.wholeCores {
-		return "fractional cores, no per-chunk overhead"
+	cores := "fractional cores"
+	if o.wholeCores {
+		cores = "whole cores"
 	}
-	return fmt.Sprintf("whole cores, %v per %d KiB chunk", o.chunkOverhead, ChunkBytes>>10)
+	if o.overhead() == 0 && !o.wholeCores {
+		return cores + ", no per-chunk overhead"
+	}
+	return fmt.Sprintf("%s, %v per %d KiB chunk", cores, o.overhead(), ChunkBytes>>10)
 }
 
 func main() {
@@ -124,6 +139,7 @@ func main() {
 	flag.IntVar(&o.coflows, "coflows", 0, "keep the trace's first n coflows (0: all)")
 	flag.BoolVar(&o.wholeCores, "whole-cores", false, "PROTOCOL-v3 §7: compressed flows on whole codec workers, codec speeds with -chunk-overhead per 64 KiB chunk (false: fractional, overhead-free cores)")
 	flag.DurationVar(&o.chunkOverhead, "chunk-overhead", ChunkOverhead, "per-chunk codec overhead of -whole-cores (ChunkSpeed)")
+	flag.BoolVar(&o.fracOverhead, "fractional-overhead", false, "apply -chunk-overhead with fractional cores (exploratory: §7's overhead without its whole cores)")
 	flag.Parse()
 	if o.chunkOverhead < 0 {
 		fail(fmt.Errorf("-chunk-overhead %v: must be ≥ 0", o.chunkOverhead))
@@ -407,8 +423,8 @@ func (m *matrix) fabric(set Setting) (*coflow.Fabric, error) {
 	}
 	prof := func(p codecprof.Profile) coflow.CodecProfile {
 		cs, ds := p.CompressBps, p.DecompressBps
-		if m.o.wholeCores {
-			cs, ds = ChunkSpeed(cs, m.o.chunkOverhead), ChunkSpeed(ds, m.o.chunkOverhead)
+		if over := m.o.overhead(); over > 0 {
+			cs, ds = ChunkSpeed(cs, over), ChunkSpeed(ds, over)
 		}
 		return coflow.CodecProfile{Name: p.Codec.String(), CompressSpeed: cs, DecompressSpeed: ds, Ratio: min(1, p.Ratio)}
 	}

@@ -404,12 +404,13 @@ func (m *matrix) report(cpu, wall time.Duration) error {
 	return os.WriteFile(filepath.Join(m.o.out, "summary.md"), []byte(b.String()), 0o644)
 }
 
-// ivs prints iv, or "–" for a comparison that was not made.
+// ivs prints iv to 4 decimals (a bound of 1.0004 is not shown as 1), or
+// "–" for a comparison that was not made.
 func ivs(iv interval) string {
 	if iv == (interval{}) {
 		return "–"
 	}
-	return iv.String()
+	return fmt.Sprintf("%.4f [%.4f, %.4f]", iv.med, iv.lo, iv.hi)
 }
 
 // verdict is one group's line of the Verdicts table.

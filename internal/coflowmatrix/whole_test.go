@@ -127,6 +127,12 @@ func TestWholeCores_ChunkOverhead(t *testing.T) {
 	if ref[0] == ref[ChunkOverhead] || ref[ChunkOverhead] == ref[100*time.Microsecond] {
 		t.Fatalf("total CCT by overhead %v: the overhead changes nothing", fmt.Sprint(ref))
 	}
+	m := wholeMatrix(t, -1, 3)
+	m.o.fracOverhead, m.o.chunkOverhead = true, ChunkOverhead
+	p, _ := ps.Lookup(transport.CodecLZ4, m.classes[0])
+	if fab, _ := m.fabric(Settings[3]); fab.Classes[0].Codecs[0].CompressSpeed != ChunkSpeed(p.CompressBps, ChunkOverhead) {
+		t.Fatalf("-fractional-overhead: lz4 speed %v carries no overhead", fab.Classes[0].Codecs[0].CompressSpeed)
+	}
 	if ref[-1] == ref[0] {
 		t.Fatalf("total CCT fractional %v = whole cores %v: the rounding changes nothing", ref[-1], ref[0])
 	}
