@@ -20,7 +20,10 @@
 // codec-speed drift predictor/record recorded (-drift, drift.go) with
 // FVDF's cells once per predictor; -synth-load L replaces FB2010 by one
 // synthetic trace per seed at offered load L (SynthTrace); -coflows N
-// keeps a trace's first N coflows (exploratory slices).
+// keeps a trace's first N coflows (exploratory slices); -whole-cores runs
+// §7's whole-core model (-chunk-overhead, default ChunkOverhead);
+// -pool DIR,DIR,... bootstraps the paired ratios of several outputs
+// together (pooled.md).
 //
 // It is deterministic for a given protocol and flags (the run order across
 // workers does not change any result). Without the trace file it prints a
@@ -139,8 +142,15 @@ func main() {
 	flag.IntVar(&o.coflows, "coflows", 0, "keep the trace's first n coflows (0: all)")
 	flag.BoolVar(&o.wholeCores, "whole-cores", false, "PROTOCOL-v3 §7: compressed flows on whole codec workers, codec speeds with -chunk-overhead per 64 KiB chunk (false: fractional, overhead-free cores)")
 	flag.DurationVar(&o.chunkOverhead, "chunk-overhead", ChunkOverhead, "per-chunk codec overhead of -whole-cores (ChunkSpeed)")
+	poolDirs := flag.String("pool", "", "comma-separated matrix output directories: write -out/pooled.md, FVDF's per-seed ratios of all of them bootstrapped together (PROTOCOL-v3 §8), and run nothing")
 	flag.BoolVar(&o.fracOverhead, "fractional-overhead", false, "apply -chunk-overhead with fractional cores (exploratory: §7's overhead without its whole cores)")
 	flag.Parse()
+	if *poolDirs != "" {
+		if err := pool(strings.Split(*poolDirs, ","), o.out); err != nil {
+			fail(err)
+		}
+		return
+	}
 	if o.chunkOverhead < 0 {
 		fail(fmt.Errorf("-chunk-overhead %v: must be ≥ 0", o.chunkOverhead))
 	}
