@@ -143,6 +143,13 @@ type BaselineConfig struct {
 	// Estimator is what FVDF and the Compressor decide with. Nil means
 	// Nominal for FVDF and the fabric's fixed profiles for the Compressor.
 	Estimator Estimator
+	// WholeCores runs every compressed flow on whole codec workers
+	// (PROTOCOL-v3 §7): it sets FVDF's Config.WholeCores and the
+	// Compressor's CompressorConfig.WholeCores. Compress-at-write is not
+	// affected (its codec runs in the map and reduce tasks). Zero (false)
+	// means FVDF.WholeCores as given and fractional cores in the
+	// Compressor.
+	WholeCores bool
 }
 
 // CodecIndex returns the fabric index (≥ 1) of the codec called name in
@@ -193,6 +200,7 @@ func NewBaseline(b Baseline, cfg BaselineConfig) (coflow.Scheduler, error) {
 		fc := cfg.FVDF
 		fc.EveryFlowEvent = every
 		fc.OrderBySEBF = b.Sched == "sebf-order"
+		fc.WholeCores = fc.WholeCores || cfg.WholeCores
 		fc.StarvationPeriod, fc.StarvationSlice = -1, 0
 		if rule == ReschedTimers {
 			fc.StarvationPeriod, fc.StarvationSlice = T, d
@@ -244,6 +252,6 @@ func NewBaseline(b Baseline, cfg BaselineConfig) (coflow.Scheduler, error) {
 	default:
 		return nil, fmt.Errorf("%w: %s: no codec %q among the fabric's", ErrConfig, b, b.Comp)
 	}
-	cc.Estimator = cfg.Estimator
+	cc.Estimator, cc.WholeCores = cfg.Estimator, cfg.WholeCores
 	return NewCompressor(s, cc)
 }

@@ -30,6 +30,19 @@ type CompressorConfig struct {
 	// the same knowledge of drifting codec speeds FVDF gets in a replay.
 	// Nil means the fabric's nominal profiles, fixed.
 	Estimator Estimator
+	// WholeCores makes compressed flows run on whole codec workers, as
+	// FVDF's Config.WholeCores does (PROTOCOL-v3 §7): a port has
+	// ⌊free cores⌋ workers; in the inner scheduler's order, a flow the
+	// inner scheduler gives wire rate r takes ⌈r/(ρs)⌉ sender and
+	// ⌈r/(ρu)⌉ receiver workers, fewer if fewer are left (at least one at
+	// each end, else it is sent raw at r), and runs at
+	// min(r, ρ·min(k_s·s, k_r·u)). The wire a capped flow cannot use is
+	// offered again in the same call in the order of Compressor's work
+	// conservation: a flow holding workers takes up to their slack, a raw
+	// flow any free wire, a paused flow workers if any are left (else it
+	// runs raw). Zero (false) means fractional cores, as described on
+	// Compressor.
+	WholeCores bool
 }
 
 // Compressor turns a raw-rate scheduler (package coflow's SEBF, D-CLAS,
@@ -92,6 +105,7 @@ type Compressor struct {
 	codecs []transport.Codec
 	over   time.Duration
 	estor  Estimator
+	whole  bool
 
 	fab         *coflow.Fabric
 	nk          int
@@ -193,7 +207,7 @@ func NewCompressor(inner coflow.Scheduler, cfg CompressorConfig) (*Compressor, e
 	if cfg.Overhead < 0 {
 		return nil, fmt.Errorf("%w: negative policy overhead %v", ErrConfig, cfg.Overhead)
 	}
-	return &Compressor{inner: inner, codec: cfg.Codec, codecs: cfg.Codecs, over: cfg.Overhead, estor: cfg.Estimator}, nil
+	return &Compressor{inner: inner, codec: cfg.Codec, codecs: cfg.Codecs, over: cfg.Overhead, estor: cfg.Estimator, whole: cfg.WholeCores}, nil
 }
 
 // Name returns the inner scheduler's name.
@@ -333,7 +347,12 @@ func (c *Compressor) Schedule(now time.Duration, s *coflow.State) []coflow.Alloc
 		}
 		c.gen = 1
 	}
-	compressed := false
+	if c.whole {
+		for p, pt := range fab.Ports {
+			c.spare[p] = math.Floor(pt.FreeCores() + 1e-9)
+		}
+	}
+	compressed, slowed := false, false
 	for i := range c.out {
 		a := &c.out[i]
 		m := c.metaOf(s, a.Flow)
@@ -354,17 +373,35 @@ func (c *Compressor) Schedule(now time.Duration, s *coflow.State) []coflow.Alloc
 		}
 		x := int(m.cls)*c.nk + k
 		d := a.Rate / c.rho[x]
+		if c.whole {
+			ks, kr := c.workers(int(m.src), int(m.dst), d/c.sp[x], d/c.up[x])
+			if ks < 1 {
+				continue // no worker left at an end: raw at r
+			}
+			r := math.Min(a.Rate, c.rho[x]*math.Min(ks*c.sp[x], kr*c.up[x]))
+			if r < a.Rate {
+				slowed = true
+			}
+			a.Codec, a.Rate, a.SendCores, a.RecvCores = k, r, ks, kr
+			continue
+		}
 		a.Codec, a.SendCores, a.RecvCores = k, d/c.sp[x], d/c.up[x]
 		c.need[m.src] += a.SendCores
 		c.need[m.dst] += a.RecvCores
 		compressed = true
+	}
+	if c.whole {
+		if slowed {
+			c.redistribute(s, len(al))
+			c.prevSpread = true
+		}
+		return c.out
 	}
 	if !compressed {
 		return c.out
 	}
 	// The slow-down of each port, once per port (the same expression per
 	// flow gives the same value).
-	slowed := false
 	for p := range c.fac {
 		c.fac[p] = math.Min(1, fab.Ports[p].FreeCores()/c.need[p])
 	}
@@ -389,6 +426,73 @@ func (c *Compressor) Schedule(now time.Duration, s *coflow.State) []coflow.Alloc
 	return c.out
 }
 
+// workers takes whole codec workers for a flow from src to dst that needs
+// needS sender and needR receiver cores: ⌈need⌉ at each end (at least 1),
+// capped by the workers left in c.spare (at one port, the larger demand
+// gives way first), and returns them, or (0, 0) when an end has none left.
+func (c *Compressor) workers(src, dst int, needS, needR float64) (float64, float64) {
+	ks := math.Max(1, math.Ceil(needS-1e-9))
+	kr := math.Max(1, math.Ceil(needR-1e-9))
+	if src == dst {
+		avail := c.spare[src]
+		if avail < 2 {
+			return 0, 0
+		}
+		for ks+kr > avail {
+			if ks >= kr {
+				ks--
+			} else {
+				kr--
+			}
+		}
+	} else {
+		ks, kr = math.Min(ks, c.spare[src]), math.Min(kr, c.spare[dst])
+		if ks < 1 || kr < 1 {
+			return 0, 0
+		}
+	}
+	c.spare[src] -= ks
+	c.spare[dst] -= kr
+	return ks, kr
+}
+
+// offerWhole gives allocation a (flow f of class cls from src to dst) the
+// wire left on its path, whole-core mode (CompressorConfig.WholeCores): a
+// flow holding workers up to their slack, a raw flow with a rate any of
+// it, a paused flow workers if any are left at both ends (else raw).
+// Returns whether a got anything.
+func (c *Compressor) offerWhole(a *coflow.Allocation, f *coflow.FlowState, src, dst, cls int) bool {
+	r := math.Min(c.resIn[src], c.resOut[dst])
+	if !(r > 0) {
+		return false
+	}
+	switch {
+	case a.Codec != coflow.Raw:
+		x := cls*c.nk + a.Codec
+		r = math.Min(r, c.rho[x]*math.Min(a.SendCores*c.sp[x], a.RecvCores*c.up[x])-a.Rate)
+	case a.Rate == 0:
+		k := c.codec
+		if k == 0 {
+			k = c.pick(f, r)
+		}
+		if k != coflow.Raw {
+			x := cls*c.nk + k
+			if ks, kr := c.workers(src, dst, r/(c.rho[x]*c.sp[x]), r/(c.rho[x]*c.up[x])); ks >= 1 {
+				a.Codec, a.SendCores, a.RecvCores = k, ks, kr
+				r = math.Min(r, c.rho[x]*math.Min(ks*c.sp[x], kr*c.up[x]))
+			}
+		}
+	}
+	if !(r > 0) {
+		return false
+	}
+	r *= 1 - 1e-12 // rounding margin for the validator
+	a.Rate += r
+	c.resIn[src] = trim(c.resIn[src]-r, c.fab.Ports[src].Ingress)
+	c.resOut[dst] = trim(c.resOut[dst]-r, c.fab.Ports[dst].Egress)
+	return true
+}
+
 // spread is the relative margin below which a port's free capacity or
 // cores count as none when redistributing (dust from rounding).
 const spread = 1e-9
@@ -406,19 +510,26 @@ func trim(free, capacity float64) float64 {
 func (c *Compressor) redistribute(s *coflow.State, nal int) {
 	fab := s.Fabric
 	for p, pt := range fab.Ports {
-		c.resIn[p], c.resOut[p], c.spare[p] = pt.Ingress, pt.Egress, pt.FreeCores()
+		c.resIn[p], c.resOut[p] = pt.Ingress, pt.Egress
+		if !c.whole { // (whole cores: c.spare holds the workers left)
+			c.spare[p] = pt.FreeCores()
+		}
 	}
 	for i := range c.out {
 		a := &c.out[i]
 		c.resIn[c.src[i]] -= a.Rate
 		c.resOut[c.dst[i]] -= a.Rate
-		c.spare[c.src[i]] -= a.SendCores
-		c.spare[c.dst[i]] -= a.RecvCores
+		if !c.whole {
+			c.spare[c.src[i]] -= a.SendCores
+			c.spare[c.dst[i]] -= a.RecvCores
+		}
 	}
 	for p, pt := range fab.Ports {
 		c.resIn[p] = trim(c.resIn[p], pt.Ingress)
 		c.resOut[p] = trim(c.resOut[p], pt.Egress)
-		c.spare[p] = trim(c.spare[p], pt.FreeCores())
+		if !c.whole {
+			c.spare[p] = trim(c.spare[p], pt.FreeCores())
+		}
 	}
 	// extra returns what is left on the path of a flow from src to dst
 	// of class cls with codec k (Raw: none).
@@ -463,6 +574,15 @@ func (c *Compressor) redistribute(s *coflow.State, nal int) {
 		ci := c.pos[a.Flow.Coflow]
 		c.rank[ci] = min(c.rank[ci], i)
 		src, dst, cls := int(c.src[i]), int(c.dst[i]), int(c.cls[i])
+		if c.whole {
+			var f *coflow.FlowState
+			if a.Rate == 0 && a.Codec == coflow.Raw && c.codec == 0 {
+				_, j := c.flow(s, a.Flow)
+				f = &s.Coflows[ci].Flows[j]
+			}
+			c.offerWhole(a, f, src, dst, cls)
+			continue
+		}
 		k := a.Codec
 		if a.Rate == 0 && k == coflow.Raw {
 			// Paused by the inner scheduler: a codec as for a paused flow.
@@ -501,6 +621,13 @@ func (c *Compressor) redistribute(s *coflow.State, nal int) {
 			f := &cs.Flows[j]
 			if f.Remaining <= 0 || f.Ref.Flow < len(meta) && meta[f.Ref.Flow].mark == c.gen {
 				continue // done, or in the inner allocation: seen in step 1
+			}
+			if c.whole {
+				a := coflow.Allocation{Flow: f.Ref}
+				if c.offerWhole(&a, f, f.Src, f.Dst, f.Class) {
+					c.out = append(c.out, a)
+				}
+				continue
 			}
 			r := math.Min(c.resIn[f.Src], c.resOut[f.Dst])
 			if !(r > 0) {

@@ -197,3 +197,101 @@ func TestCompressor_NoStaleReuse(t *testing.T) {
 		}
 	}
 }
+
+// TestCompressor_WholeCores: with whole codec workers (⌊free cores⌋ per
+// port) a flow takes ⌈need⌉ workers at each end, is sent raw where an end
+// has none left, and a flow capped by its workers frees wire that a
+// paused flow with workers takes. Each case fails with fractional cores
+// (the rounding dropped): there A would compress on 0.9 or 1.5 cores.
+func TestCompressor_WholeCores(t *testing.T) {
+	const capBps = 1e8
+	for _, tc := range []struct {
+		name         string
+		cores0       float64
+		st           func(*coflow.Fabric) *coflow.State
+		wantA, wantB coflow.Allocation // Flow unset: compared by rate, codec, cores
+	}{
+		// A (0→2) and B (1→2) share port 2's egress; port 0 has no whole
+		// core: A goes raw at its MADD rate, B compresses on 1 + 1 workers
+		// (it needs 1 sender and 0.1 receiver core at 5e7 B/s of wire).
+		{"no worker: raw", 0.9, func(f *coflow.Fabric) *coflow.State {
+			return coflowtest.NewState(f).Coflow(1, 0, coflowtest.F(0, 2, 1e9), coflowtest.F(1, 2, 1e9)).State()
+		}, coflow.Allocation{Rate: 0.5 * capBps}, coflow.Allocation{Rate: 0.5 * capBps, Codec: 1, SendCores: 1, RecvCores: 1}},
+		// SEBF serves A alone at the full port; A needs 2 sender workers and
+		// gets port 0's one: half the wire. The larger coflow's B, paused
+		// by SEBF, takes the other half on 1 + 1 workers.
+		{"capped: freed wire re-offered", 1.5, func(f *coflow.Fabric) *coflow.State {
+			return coflowtest.NewState(f).Coflow(1, 0, coflowtest.F(0, 2, 1e9)).Coflow(2, 0, coflowtest.F(1, 2, 5e9)).State()
+		}, coflow.Allocation{Rate: 0.5 * capBps, Codec: 1, SendCores: 1, RecvCores: 1}, coflow.Allocation{Rate: 0.5 * capBps, Codec: 1, SendCores: 1, RecvCores: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fab := starvedFabric(capBps)
+			fab.Ports[0].Cores = tc.cores0
+			st := tc.st(fab)
+			sebf, err := coflow.NewSEBF(coflow.DefaultOrderedConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := fvdf.NewCompressor(sebf, fvdf.CompressorConfig{Codec: 1, WholeCores: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for call := range 2 { // the second call may reuse the first's output
+				al := c.Schedule(0, st)
+				if err := coflowtest.CheckAllocation(0, st, al); err != nil {
+					t.Fatal(err)
+				}
+				var a, b coflow.Allocation
+				for _, x := range al {
+					if x.Flow.Coflow == 0 && x.Flow.Flow == 0 {
+						a = x
+					} else {
+						b = x
+					}
+				}
+				for _, p := range []struct {
+					name      string
+					got, want coflow.Allocation
+				}{{"A", a, tc.wantA}, {"B", b, tc.wantB}} {
+					if !near(p.got.Rate, p.want.Rate) || p.got.Codec != p.want.Codec || p.got.SendCores != p.want.SendCores || p.got.RecvCores != p.want.RecvCores {
+						t.Fatalf("call %d: %s %+v, want %+v", call, p.name, p.got, p.want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestNewBaseline_WholeCores: BaselineConfig.WholeCores reaches FVDF's
+// Config and the always-compress wrapper (whole cores reserved).
+func TestNewBaseline_WholeCores(t *testing.T) {
+	fab := starvedFabric(1e8)
+	fab.Ports[0].Cores = 10
+	st := coflowtest.NewState(fab).Coflow(1, 0, coflowtest.F(0, 2, 1e9)).State()
+	for _, name := range []string{"sebf+lz4", "sebf-rho", "fvdf", "sebf-order+fvdf"} {
+		b, err := fvdf.ParseBaseline(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := fvdf.NewBaseline(b, fvdf.BaselineConfig{Codecs: []transport.Codec{transport.CodecLZ4}, WholeCores: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f, ok := s.(*fvdf.Scheduler); ok && !f.Config().WholeCores {
+			t.Fatalf("%s: Config.WholeCores not set", name)
+		}
+		compressed := false
+		for _, a := range s.Schedule(0, st) {
+			if a.Codec == coflow.Raw {
+				continue
+			}
+			compressed = true
+			if a.SendCores != float64(int(a.SendCores)) || a.RecvCores != float64(int(a.RecvCores)) {
+				t.Fatalf("%s: fractional cores %+v", name, a)
+			}
+		}
+		if !compressed {
+			t.Fatalf("%s: nothing compressed", name)
+		}
+	}
+}

@@ -84,6 +84,13 @@
 //   - "sebf-rho": SEBF keyed by the compressed bottleneck ρΓ ([SEBFRho])
 //     inside an always-lz4 Compressor.
 //
+// Whole cores ([BaselineConfig.WholeCores], the study's PROTOCOL-v3 §7):
+// FVDF reserves whole cores per compressed flow ([Config.WholeCores]) and
+// the Compressor likewise takes whole codec workers, ⌊free cores⌋ per
+// port, ⌈need⌉ per flow at each end in the inner scheduler's order, a flow
+// with none left sent raw ([CompressorConfig.WholeCores]). With a port of
+// fewer than one free core nothing is compressed on the wire.
+//
 // [Jobs] wraps coflows in map → shuffle → reduce jobs for JCT; [PlanJobs]
 // builds multi-stage jobs (chains of 1..k shuffles from a declared
 // distribution, each released by its parent's completion after the

@@ -20,7 +20,10 @@
 // codec-speed drift predictor/record recorded (-drift, drift.go) with
 // FVDF's cells once per predictor; -synth-load L replaces FB2010 by one
 // synthetic trace per seed at offered load L (SynthTrace); -coflows N
-// keeps a trace's first N coflows (exploratory slices).
+// keeps a trace's first N coflows (exploratory slices); -whole-cores runs
+// §7's whole-core model (-chunk-overhead, default ChunkOverhead);
+// -pool DIR,DIR,... bootstraps the paired ratios of several outputs
+// together (pooled.md).
 //
 // It is deterministic for a given protocol and flags (the run order across
 // workers does not change any result). Without the trace file it prints a
@@ -80,6 +83,37 @@ type options struct {
 	// coflows, when positive, keeps the trace's first coflows only (the
 	// exploratory slices of PROTOCOL-v3).
 	coflows int
+	// wholeCores runs PROTOCOL-v3 §7's model: every compressing scheduler
+	// on whole codec workers (fvdf.BaselineConfig.WholeCores) and every
+	// codec speed with chunkOverhead per ChunkBytes chunk (ChunkSpeed).
+	// False: fractional, overhead-free cores (v2's model; the golden
+	// hashes).
+	wholeCores    bool
+	chunkOverhead time.Duration
+	// fracOverhead applies chunkOverhead with fractional cores (an
+	// exploratory split of §7's model into its two parts).
+	fracOverhead bool
+}
+
+// overhead is the per-chunk overhead o's fabrics apply (ChunkSpeed).
+func (o *options) overhead() time.Duration {
+	if o.wholeCores || o.fracOverhead {
+		return o.chunkOverhead
+	}
+	return 0
+}
+
+// model names the core model of o's runs (saved beside them: -resume
+// refuses runs of another model).
+func (o *options) model() string {
+	cores := "fractional cores"
+	if o.wholeCores {
+		cores = "whole cores"
+	}
+	if o.overhead() == 0 && !o.wholeCores {
+		return cores + ", no per-chunk overhead"
+	}
+	return fmt.Sprintf("%s, %v per %d KiB chunk", cores, o.overhead(), ChunkBytes>>10)
 }
 
 func main() {
@@ -106,7 +140,20 @@ func main() {
 	driftPath := flag.String("drift", DriftFile, "predictor/record series the drift replays (with -predictors)")
 	flag.Float64Var(&o.synthLoad, "synth-load", 0, "run on synthetic traces at this offered load at 1 Gbit/s, one trace per seed (0: the FB2010 trace)")
 	flag.IntVar(&o.coflows, "coflows", 0, "keep the trace's first n coflows (0: all)")
+	flag.BoolVar(&o.wholeCores, "whole-cores", false, "PROTOCOL-v3 §7: compressed flows on whole codec workers, codec speeds with -chunk-overhead per 64 KiB chunk (false: fractional, overhead-free cores)")
+	flag.DurationVar(&o.chunkOverhead, "chunk-overhead", ChunkOverhead, "per-chunk codec overhead of -whole-cores (ChunkSpeed)")
+	poolDirs := flag.String("pool", "", "comma-separated matrix output directories: write -out/pooled.md, FVDF's per-seed ratios of all of them bootstrapped together (PROTOCOL-v3 §8), and run nothing")
+	flag.BoolVar(&o.fracOverhead, "fractional-overhead", false, "apply -chunk-overhead with fractional cores (exploratory: §7's overhead without its whole cores)")
 	flag.Parse()
+	if *poolDirs != "" {
+		if err := pool(strings.Split(*poolDirs, ","), o.out); err != nil {
+			fail(err)
+		}
+		return
+	}
+	if o.chunkOverhead < 0 {
+		fail(fmt.Errorf("-chunk-overhead %v: must be ≥ 0", o.chunkOverhead))
+	}
 	if *preds != "" {
 		o.preds = strings.Split(*preds, ",")
 		var err error
@@ -175,6 +222,9 @@ func main() {
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		fail(err)
 	}
+	if err := checkModel(o); err != nil {
+		fail(err)
+	}
 	debug.SetGCPercent(50)
 	m, err := newMatrix(tr, o)
 	if err != nil {
@@ -189,6 +239,18 @@ func main() {
 	if err := m.report(cpu, time.Since(start)); err != nil {
 		fail(err)
 	}
+}
+
+// checkModel refuses to mix runs of two core models under one -out (the
+// run files are keyed by cell and seed only) and records o's.
+func checkModel(o options) error {
+	p := filepath.Join(o.out, "model.txt")
+	if b, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(b)) != o.model() {
+		if o.resume || o.reportOnly {
+			return fmt.Errorf("%s holds runs of model %q, not %q: use another -out", o.out, strings.TrimSpace(string(b)), o.model())
+		}
+	}
+	return os.WriteFile(p, []byte(o.model()+"\n"), 0o644)
 }
 
 func fail(err error) {
@@ -370,7 +432,11 @@ func (m *matrix) fabric(set Setting) (*coflow.Fabric, error) {
 		panic("coflowmatrix: fabCodecs and the fabric's codecs differ")
 	}
 	prof := func(p codecprof.Profile) coflow.CodecProfile {
-		return coflow.CodecProfile{Name: p.Codec.String(), CompressSpeed: p.CompressBps, DecompressSpeed: p.DecompressBps, Ratio: min(1, p.Ratio)}
+		cs, ds := p.CompressBps, p.DecompressBps
+		if over := m.o.overhead(); over > 0 {
+			cs, ds = ChunkSpeed(cs, over), ChunkSpeed(ds, over)
+		}
+		return coflow.CodecProfile{Name: p.Codec.String(), CompressSpeed: cs, DecompressSpeed: ds, Ratio: min(1, p.Ratio)}
 	}
 	for _, cd := range codecs {
 		p, err := ps.ForMix(cd, m.mix.Mix())
@@ -399,7 +465,7 @@ func (m *matrix) fabric(set Setting) (*coflow.Fabric, error) {
 func (m *matrix) scheduler(c Cell, probe bool, est fvdf.Estimator) (coflow.Scheduler, *orderProbe, error) {
 	bc := fvdf.BaselineConfig{Rescheduling: c.Resched, GuardPeriod: GuardPeriod, GuardSlice: GuardSlice,
 		Codecs: []transport.Codec{transport.CodecLZ4, transport.CodecSnappy}, PolicyOverhead: PolicyOverhead,
-		FVDF: fvdf.DefaultConfig(), Estimator: est}
+		FVDF: fvdf.DefaultConfig(), Estimator: est, WholeCores: m.o.wholeCores}
 	s, err := fvdf.NewBaseline(fvdf.Baseline{Sched: c.Sched, Comp: c.Comp}, bc)
 	if err != nil {
 		return nil, nil, err
@@ -574,6 +640,13 @@ func (m *matrix) run() error {
 		}
 		return cost(tasks[i]) > cost(tasks[j])
 	})
+	// Runs per group, for the budget rule of PROTOCOL-v3 §10 (the CPU
+	// after each group).
+	left := map[int]int{}
+	for _, t := range tasks {
+		left[group(t)]++
+	}
+	groupCPU := cputime.Process()
 	ch := make(chan task)
 	errc := make(chan error, m.o.workers)
 	var wg sync.WaitGroup
@@ -603,6 +676,13 @@ func (m *matrix) run() error {
 				fmt.Fprintf(os.Stderr, "[%d/%d] %-36s seed %d shift %-6v %6.1f s  (elapsed %.0f s, CPU %.0f s, heap %d MB)\n",
 					done, len(tasks), t.c.key(), t.w.seed, t.shift, r.runWall.Seconds(), time.Since(start).Seconds(),
 					cputime.Process().Seconds(), heapMB())
+				g := group(t)
+				if left[g]--; left[g] == 0 {
+					now := cputime.Process()
+					fmt.Fprintf(os.Stderr, "coflowmatrix: group %s/%gG-%gc done: CPU %.1f s since the previous group ended (%.1f s in all)\n",
+						t.c.Resched, t.c.Set.Gbps, t.c.Set.Cores, (now - groupCPU).Seconds(), now.Seconds())
+					groupCPU = now
+				}
 				m.mu.Unlock()
 			}
 		}()

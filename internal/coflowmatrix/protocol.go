@@ -139,3 +139,29 @@ func ShiftCell(c Cell) bool {
 	return c.Set == Settings[0] && (c.Resched == "varys" && (c.Sched == "fvdf" || c.Sched == "sebf" && (c.Comp == "none" || c.Comp == "lz4")) ||
 		c.Resched == "timers" && c.Sched == "fvdf")
 }
+
+// The whole-core model of PROTOCOL-v3 §7 (-whole-cores; committed with
+// the protocol on 2026-12-05, built 2026-12-06 before any deciding run):
+// a compressed flow runs on whole codec workers (fvdf.BaselineConfig.
+// WholeCores) and every codec pays ChunkOverhead per ChunkBytes chunk, so
+// a per-core speed s becomes ChunkSpeed(s) = ChunkBytes / (ChunkBytes/s +
+// ChunkOverhead), at both ends and in compress-at-write's map and reduce
+// tasks alike. ChunkOverhead is ours (the Policy rule's per-decision
+// overhead, PolicyOverhead; not a measurement) until the live bed
+// measures it; -chunk-overhead changes it (the sensitivity run: 0, 20,
+// 100 µs).
+const (
+	ChunkBytes    = 64 << 10
+	ChunkOverhead = 20 * time.Microsecond
+)
+
+// ChunkSpeed is speed s (bytes/s of one core) with a fixed overhead per
+// ChunkBytes chunk: ChunkBytes / (ChunkBytes/s + overhead). With 20 µs,
+// lz4 at 880 MB/s becomes 693 MB/s (a 64 KiB chunk takes 74.5 µs, +20).
+func ChunkSpeed(s float64, overhead time.Duration) float64 {
+	if overhead <= 0 {
+		return s
+	}
+	c := float64(ChunkBytes)
+	return c / (c/s + overhead.Seconds())
+}

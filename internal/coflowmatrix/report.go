@@ -184,7 +184,7 @@ func (m *matrix) report(cpu, wall time.Duration) error {
 	}
 	fmt.Fprintf(&b, "# Coflow baseline matrix\n\nTrace %s, mix %s, seeds %v, %d of %d planned runs present (time-shift runs included), this invocation's wall %.0f s, CPU %.1f min.\n",
 		trace, m.mix.Name, Seeds[:m.o.seeds], len(m.results)+len(m.shifted), m.planned, wall.Seconds(), cpu.Minutes())
-	fmt.Fprintf(&b, "Protocol %s; flags: coalesce %v, jobs %v, settings %v, rescheduling %v, only %q.\n\n", m.o.protocol, m.o.coalesce, !m.o.noJobs, m.o.settings, m.o.resched, m.o.only.String())
+	fmt.Fprintf(&b, "Protocol %s; flags: coalesce %v, jobs %v, settings %v, rescheduling %v, only %q; core model: %s.\n\n", m.o.protocol, m.o.coalesce, !m.o.noJobs, m.o.settings, m.o.resched, m.o.only.String(), m.o.model())
 	fmt.Fprintf(&b, "Every figure is the median over seeds with its 95 %% percentile-bootstrap interval over seeds (%d draws). CCT over every coflow of the job plan (later stages included); JCT over jobs.\n\n", BootstrapDraws)
 	var groups []groupKey
 	seen := map[groupKey]bool{}
@@ -195,6 +195,7 @@ func (m *matrix) report(cpu, wall time.Duration) error {
 			groups = append(groups, g)
 		}
 	}
+	var verdicts []verdict
 	for _, g := range groups {
 		fmt.Fprintf(&b, "## %g Gbit/s, %g cores per machine, rescheduling %s\n\n", g.set.Gbps, g.set.Cores, g.resched)
 		fmt.Fprintf(&b, "| Cell | mean CCT s | median | p95 | p99 | mean JCT s | traffic −%% | codec CPU s | max wait s | SN | LN | SW | LW |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -204,7 +205,7 @@ func (m *matrix) report(cpu, wall time.Duration) error {
 				groupCells = append(groupCells, c)
 			}
 		}
-		medMean := map[string]float64{}
+		medMean, medJCT := map[string]float64{}, map[string]float64{}
 		for _, c := range groupCells {
 			rs := cells[c.key()]
 			if len(rs) == 0 {
@@ -218,6 +219,7 @@ func (m *matrix) report(cpu, wall time.Duration) error {
 				}
 			}
 			medMean[c.label()] = median(col[0])
+			medJCT[c.label()] = median(col[4])
 			if len(rs) < m.o.seeds {
 				fmt.Fprintf(&b, "| %s (only %d seeds) |", c.label(), len(rs))
 			} else {
@@ -235,26 +237,38 @@ func (m *matrix) report(cpu, wall time.Duration) error {
 		// earns) nor among compress-at-write cells, whose CCT leaves out
 		// the codec time they move into the map and reduce stages (compare
 		// them by JCT).
+		// PROTOCOL-v3 §9: the smallest median over seeds of mean CCT, ties
+		// broken by median mean JCT.
 		best := func(ok func(c Cell) bool) string {
-			name, v := "", math.Inf(1)
+			name, v, vj := "", math.Inf(1), math.Inf(1)
 			for _, c := range groupCells {
 				if c.Comp == "fvdf" || strings.HasPrefix(c.Comp, "write-") || !ok(c) {
 					continue
 				}
-				if x, have := medMean[c.label()]; have && x < v {
-					name, v = c.label(), x
+				x, have := medMean[c.label()]
+				if have && (x < v || x == v && medJCT[c.label()] < vj) {
+					name, v, vj = c.label(), x, medJCT[c.label()]
 				}
 			}
 			return name
+		}
+		// Strongest by JCT (§9): every non-FVDF cell, compress-at-write
+		// included.
+		byJCT, vj := "", math.Inf(1)
+		for _, c := range groupCells {
+			if x, have := medJCT[c.label()]; have && c.Comp != "fvdf" && x < vj {
+				byJCT, vj = c.label(), x
+			}
 		}
 		always := best(func(c Cell) bool { return c.Comp == "lz4" || c.Comp == "snappy" })
 		overall := best(func(c Cell) bool { return true })
 		fk := Cell{"fvdf", "fvdf", g.resched, g.set, m.basePred()}.key()
 		fr := cells[fk]
-		fmt.Fprintf(&b, "\nStrongest always-compress baseline: %s; strongest baseline overall: %s.\n\n", always, overall)
+		fmt.Fprintf(&b, "\nStrongest always-compress baseline: %s; strongest baseline overall: %s; strongest by JCT: %s.\n\n", always, overall, byJCT)
 		if len(fr) == 0 {
 			continue
 		}
+		v := verdict{g: g, strongest: overall, byJCT: byJCT}
 		fmt.Fprintf(&b, "| FVDF vs | CCT ratio of means | CCT mean of ratios | JCT ratio of means | JCT mean of ratios | verdict (CCT RoM) |\n|---|---|---|---|---|---|\n")
 		var curves []curve
 		for _, c := range groupCells {
@@ -276,11 +290,24 @@ func (m *matrix) report(cpu, wall time.Duration) error {
 			if c.label() == overall {
 				tag += " (strongest overall)"
 			}
-			fmt.Fprintf(&b, "| %s%s | %s | %s | %s | %s | %s |\n", c.label(), tag, rom, bootstrap(p.cctMoR), bootstrap(p.jctRoM), bootstrap(p.jctMoR), rom.excludes1())
+			jrom := bootstrap(p.jctRoM)
+			fmt.Fprintf(&b, "| %s%s | %s | %s | %s | %s | %s |\n", c.label(), tag, rom, bootstrap(p.cctMoR), jrom, bootstrap(p.jctMoR), rom.excludes1())
+			switch c.label() {
+			case overall:
+				v.cct, v.jct = rom, jrom
+			case "sebf-order/fvdf":
+				v.order = rom
+			case "sebf/write-lz4":
+				v.write = jrom
+			}
+			if c.label() == byJCT {
+				v.jctBest = jrom
+			}
 			if c.label() == "sebf/none" || c.label() == always || c.label() == "dclas/none" || c.label() == "sincronia/none" || c.label() == overall {
 				curves = append(curves, curve{name: "over " + c.label(), x: p.speedups})
 			}
 		}
+		verdicts = append(verdicts, v)
 		// Per-class traffic reduction of FVDF.
 		fmt.Fprintf(&b, "\nFVDF traffic reduction per class (median over seeds):")
 		for k, cl := range m.classes {
@@ -335,6 +362,16 @@ func (m *matrix) report(cpu, wall time.Duration) error {
 			}
 		}
 	}
+	if len(verdicts) > 0 {
+		b.WriteString("## Verdicts (PROTOCOL-v3 §8–§9, chosen mechanically)\n\n")
+		b.WriteString("Ratios baseline/FVDF (above 1 favours FVDF), median over seeds [95 % interval]; win/loss only where the interval excludes 1.\n\n")
+		b.WriteString("| setting | rule | strongest (§9) | CCT | verdict | JCT | verdict | strongest by JCT | its JCT | ordering: sebf-order+fvdf CCT | sebf+write-lz4 JCT |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, v := range verdicts {
+			fmt.Fprintf(&b, "| %g G, %g c | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", v.g.set.Gbps, v.g.set.Cores, v.g.resched,
+				v.strongest, ivs(v.cct), v.cct.excludes1(), ivs(v.jct), v.jct.excludes1(), v.byJCT, ivs(v.jctBest), ivs(v.order), ivs(v.write))
+		}
+		b.WriteString("\n")
+	}
 	// Time-shift perturbations.
 	if len(m.shifted) > 0 {
 		b.WriteString("## Time-shift perturbations\n\nEvery first-stage arrival moved by k·T (T = 10 s); max relative CCT change against the unshifted run (seed 1):\n\n")
@@ -365,6 +402,22 @@ func (m *matrix) report(cpu, wall time.Duration) error {
 		}
 	}
 	return os.WriteFile(filepath.Join(m.o.out, "summary.md"), []byte(b.String()), 0o644)
+}
+
+// ivs prints iv to 4 decimals (a bound of 1.0004 is not shown as 1), or
+// "–" for a comparison that was not made.
+func ivs(iv interval) string {
+	if iv == (interval{}) {
+		return "–"
+	}
+	return fmt.Sprintf("%.4f [%.4f, %.4f]", iv.med, iv.lo, iv.hi)
+}
+
+// verdict is one group's line of the Verdicts table.
+type verdict struct {
+	g                               groupKey
+	strongest, byJCT                string
+	cct, jct, jctBest, order, write interval
 }
 
 // keyOf is the key of the cell labelled label (Cell.label) in group g;
