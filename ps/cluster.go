@@ -195,6 +195,11 @@ type ClusterConfig struct {
 	// Retry is how long clients resend a request a server did not answer
 	// (ClientConfig.Retry).
 	Retry time.Duration
+	// CoordinatorStore keeps the coordinator's state
+	// (CoordinatorConfig.Store): with it, a coordinator process killed and
+	// started again on the same store resumes the run. Nil means not
+	// durable.
+	CoordinatorStore CoordinatorStore
 }
 
 // DefaultClusterConfig returns a cluster of 2 servers and 3 workers in
@@ -430,7 +435,7 @@ func NewCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error) 
 			ec := cfg.EPSP
 			ec.NumWorkers = cfg.Workers
 			co, err := NewCoordinator(CoordinatorConfig{EPSP: ec, Servers: c.cc.Servers, Workers: workerNodes(cfg.slots()), StartTimeout: cfg.StartTimeout,
-				Lease: cfg.Lease, Membership: cfg.Membership}, pol, ro...)
+				Lease: cfg.Lease, Membership: cfg.Membership, Store: cfg.CoordinatorStore}, pol, ro...)
 			if err != nil {
 				return nil, err
 			}

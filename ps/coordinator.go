@@ -38,6 +38,12 @@ type CoordinatorConfig struct {
 	// Membership configures elastic membership's pause bound and change
 	// hook (see MembershipConfig; the rules are in EPSP).
 	Membership MembershipConfig
+	// Store, when set, keeps the coordinator's state so that a coordinator
+	// started on the same store after a crash resumes the run
+	// (coordstate.go says what is kept and when it is saved);
+	// DirCoordinatorStore keeps it in a directory. Nil means not durable:
+	// a coordinator that dies ends the run.
+	Store CoordinatorStore
 }
 
 // DefaultCoordinatorConfig returns epsp.DefaultConfig with the default
