@@ -125,6 +125,8 @@ type Coordinator struct {
 	// and with releases, which Start carries out again
 	redoFlush, redoRel *epsp.Output
 	restored           bool
+	looping            bool // loop-owned: the loop runs
+	statsDue           bool // loop-owned: stats to publish after the answer
 }
 
 var _ transport.Handler = (*Coordinator)(nil)
@@ -467,7 +469,11 @@ func (c *Coordinator) loop() {
 			}
 		}
 	}
+	c.looping = true
 	for {
+		if c.statsDue {
+			c.publishStats()
+		}
 		select {
 		case <-c.quit:
 			return
@@ -639,6 +645,19 @@ func (c *Coordinator) setFatal(err error) {
 }
 
 func (c *Coordinator) snapshot() {
+	if c.looping && c.log != nil {
+		// published once the state behind it is saved and answered
+		// (loop): Stats must not show a leave whose answer is still to
+		// come, or Cluster.WaitTrained would end the run under a worker
+		// still waiting for it
+		c.statsDue = true
+		return
+	}
+	c.publishStats()
+}
+
+func (c *Coordinator) publishStats() {
+	c.statsDue = false
 	s := c.core.Stats()
 	c.mu.Lock()
 	c.stats = s
