@@ -126,6 +126,10 @@ type Coordinator struct {
 	redoFlush, redoRel *epsp.Output
 	restored           bool
 	looping            bool // loop-owned: the loop runs
+	maxTransferID      uint64
+	// lastAdmit: restored, each worker's last admitted push, for its
+	// first admit since (resentAdmit); loop-owned
+	lastAdmit map[epsp.WorkerID]lastAdmitted
 	statsDue           bool // loop-owned: stats to publish after the answer
 }
 
@@ -539,6 +543,9 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		v := c.core.View()
 		return coordResp{hello: helloInfo{clock: v.Clock(r.worker), version: v.Version(), batch: v.Batch(r.worker), par: v.Parallelism(r.worker)}}
 	case wire.OpAdmit:
+		if d, ok := c.resentAdmit(r); ok {
+			return coordResp{dec: d}
+		}
 		d, err := c.coreAdmit(now, r.push)
 		if err != nil {
 			return coordResp{err: fmt.Errorf("%w: %v", ErrRejected, err)}
@@ -553,6 +560,11 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		return coordResp{dec: d}
 	case wire.OpTransferResult:
 		o, ok := orders[r.ev.Transfer.ID]
+		if !ok && c.log != nil && c.answered(r.ev.Transfer.ID) {
+			// a resend of an answer the log holds (its answer was lost
+			// with a coordinator that was restarted)
+			return coordResp{}
+		}
 		if ok && o.From != r.worker {
 			return coordResp{err: fmt.Errorf("%w: worker %d answers transfer %d of worker %d", ErrRejected, r.worker, o.ID, o.From)}
 		}
@@ -578,6 +590,9 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		return coordResp{err: err}
 	case wire.OpTransferDone:
 		ts, ok := c.core.Transfer(r.ev.Transfer.ID)
+		if !ok && c.log != nil && r.ev.Transfer.ID <= c.maxTransferID {
+			return coordResp{} // a resend of a done the log holds
+		}
 		if ok && ts.Order.To != r.worker {
 			return coordResp{err: fmt.Errorf("%w: worker %d reports transfer %d given to worker %d", ErrRejected, r.worker, ts.Order.ID, ts.Order.To)}
 		}

@@ -460,6 +460,7 @@ func (c *Coordinator) coreAdmit(now time.Duration, p epsp.Push) (epsp.PushDecisi
 
 func (c *Coordinator) coreStep(now time.Duration, ev epsp.Event) (epsp.Output, error) {
 	out, err := c.core.Step(now, ev)
+	c.noteTransfers(out)
 	if err == nil && c.log != nil {
 		c.log.step(now, ev)
 	}
@@ -468,6 +469,7 @@ func (c *Coordinator) coreStep(now time.Duration, ev epsp.Event) (epsp.Output, e
 
 func (c *Coordinator) coreHandOver(from, to epsp.WorkerID) (epsp.TransferOrder, bool, error) {
 	o, ok, err := c.core.HandOver(from, to)
+	c.maxTransferID = max(c.maxTransferID, o.ID)
 	if err == nil && c.log != nil {
 		c.log.handOver(from, to)
 	}
@@ -476,6 +478,7 @@ func (c *Coordinator) coreHandOver(from, to epsp.WorkerID) (epsp.TransferOrder, 
 
 func (c *Coordinator) coreRetarget(from epsp.WorkerID, to []epsp.WorkerID) ([]epsp.TransferOrder, error) {
 	moved, err := c.core.Retarget(from, to)
+	c.noteTransfers(epsp.Output{Transfers: moved})
 	if err == nil && c.log != nil {
 		c.log.retarget(from, to)
 	}
@@ -488,6 +491,66 @@ func (c *Coordinator) coreAbandon(from epsp.WorkerID) (int, error) {
 		c.log.abandon(from)
 	}
 	return n, err
+}
+
+// answered reports whether transfer id was ordered and has been
+// answered (accepted, refused, done or ended): the core no longer waits
+// for its answer.
+func (c *Coordinator) answered(id uint64) bool {
+	if id == 0 || id > c.maxTransferID {
+		return false
+	}
+	ts, live := c.core.Transfer(id)
+	return !live || ts.Accepted
+}
+
+// noteTransfers records the highest transfer id the core has given out
+// (answered needs it: ids are never reused).
+func (c *Coordinator) noteTransfers(out epsp.Output) {
+	for _, o := range out.Transfers {
+		c.maxTransferID = max(c.maxTransferID, o.ID)
+	}
+}
+
+// resentAdmit answers an admit that repeats, exactly, the last push the
+// log admitted for its worker, when it is the worker's first admit since
+// this coordinator was restored: a resend of an admit whose answer was
+// lost with the coordinator that was killed. It gets that answer again
+// and is not admitted twice.
+func (c *Coordinator) resentAdmit(r *coordReq) (epsp.PushDecision, bool) {
+	if c.lastAdmit == nil {
+		return epsp.PushDecision{}, false
+	}
+	la, ok := c.lastAdmit[r.worker]
+	delete(c.lastAdmit, r.worker) // only the first admit since the restart
+	if !ok || !samePush(la.push, r.push) {
+		return epsp.PushDecision{}, false
+	}
+	d := la.dec
+	if d.Action == epsp.ApplyNow {
+		d.Scale = d.EffectiveScale() * c.LRScale()
+	}
+	c.opts.log.Info("ps: a resent admit is answered as before", "worker", c.cfg.Workers[r.worker], "clock", r.push.Clock)
+	return d, true
+}
+
+func samePush(a, b epsp.Push) bool {
+	if a.Worker != b.Worker || a.Owner != b.Owner || a.Clock != b.Clock || a.BaseVersion != b.BaseVersion ||
+		a.Samples != b.Samples || a.BatchSamples != b.BatchSamples || a.Busy != b.Busy || len(a.Parts) != len(b.Parts) {
+		return false
+	}
+	for i := range a.Parts {
+		if a.Parts[i] != b.Parts[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// lastAdmitted is a worker's last admitted push and its decision.
+type lastAdmitted struct {
+	push epsp.Push
+	dec  epsp.PushDecision
 }
 
 // persist saves the log (write-ahead, see above); a failed save aborts
@@ -544,13 +607,22 @@ func (c *Coordinator) restore(policy epsp.Policy) error {
 		var out epsp.Output
 		switch en.kind {
 		case entAdmit:
-			_, err = c.core.Admit(en.now, en.push)
+			var d epsp.PushDecision
+			d, err = c.core.Admit(en.now, en.push)
+			if c.lastAdmit == nil {
+				c.lastAdmit = map[epsp.WorkerID]lastAdmitted{}
+			}
+			c.lastAdmit[en.push.Worker] = lastAdmitted{en.push, d}
 		case entStep:
 			out, err = c.core.Step(en.now, en.ev)
 		case entHandOver:
-			_, _, err = c.core.HandOver(en.w, en.to[0])
+			var o epsp.TransferOrder
+			o, _, err = c.core.HandOver(en.w, en.to[0])
+			c.maxTransferID = max(c.maxTransferID, o.ID)
 		case entRetarget:
-			_, err = c.core.Retarget(en.w, en.to)
+			var moved []epsp.TransferOrder
+			moved, err = c.core.Retarget(en.w, en.to)
+			c.noteTransfers(epsp.Output{Transfers: moved})
 		case entAbandon:
 			_, err = c.core.Abandon(en.w)
 		case entHello:
@@ -567,6 +639,7 @@ func (c *Coordinator) restore(policy epsp.Policy) error {
 			// not deterministic, or another build
 			return fmt.Errorf("%w: entry %d of %d does not replay: %v", ErrCoordinatorState, i, len(entries), err)
 		}
+		c.noteTransfers(out)
 		if len(out.Flush) > 0 {
 			c.redoFlush = &out
 		}
@@ -623,6 +696,35 @@ func (c *Coordinator) redo(ctx context.Context) error {
 		e := wire.NewMsg(nil, wire.OpRelease)
 		encodeRelease(&e, v.Clock(id), v.Version(), ra[id])
 		_ = c.sendNow(id, e.B) // best effort: a worker that is gone is the leases' to find
+	}
+	// Orders not yet answered go to their givers again, and accepted
+	// ranges not yet pushed to their takers as tasks again: the kill may
+	// have cut their sends short. A worker ignores an order or a task
+	// whose id it has had (Worker.HandleMessage), and a giver's answer or
+	// a taker's push cut short is resent to this coordinator.
+	for _, ts := range c.core.Transfers() {
+		o := ts.Order
+		switch {
+		case c.lease.isLost(o.From) || c.lease.isLost(o.To):
+		case !ts.Accepted:
+			e := wire.NewMsg(nil, wire.OpTransferOrder)
+			e.U64(o.ID)
+			e.I64(int64(o.To))
+			e.I64(int64(o.Clock))
+			e.I64(int64(o.Lo))
+			e.I64(int64(o.Hi))
+			_ = c.sendNow(o.From, e.B)
+		case !ts.Pushed:
+			e := wire.NewMsg(nil, wire.OpTransferTask)
+			e.U64(o.ID)
+			e.I64(int64(o.From))
+			e.I64(int64(o.Clock))
+			e.I64(int64(o.Lo))
+			e.I64(int64(o.Hi))
+			e.I64(int64(ts.Batch))
+			e.U64(v.Version())
+			_ = c.sendNow(o.To, e.B)
+		}
 	}
 	return nil
 }

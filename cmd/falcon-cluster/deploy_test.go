@@ -173,11 +173,12 @@ func TestDeploy_JobSet(t *testing.T) {
 		runPods(t, bin, pods, nil, []string{"FALCON_HOSTS=" + strings.Join(hosts, ",")}, nil)
 	})
 	t.Run("coordinator-killed", func(t *testing.T) {
-		// kill -9 of the coordinator's process once it has seen clock 10,
+		// kill -9 of the coordinator's process once it has reported its
+		// second progress line (clock 10 or so of 50),
 		// then the same command again, as restartPolicy OnFailure runs it:
 		// it resumes the run from its volume and every node finishes
 		runPods(t, bin, pods, nil, []string{"FALCON_HOSTS=" + strings.Join(hosts, ",")},
-			&podKill{pod: "coordinator-0", after: "coordinator: clock 10/"})
+			&podKill{pod: "coordinator-0", after: "coordinator: clock ", count: 2})
 	})
 	t.Run("netns-dns", func(t *testing.T) {
 		// As root with iproute2: every pod in one network namespace whose
@@ -254,8 +255,8 @@ func (p pod) withVolumes(t *testing.T) []string {
 // (PATH, HOME), and checks that all exit 0, the coordinator prints its
 // summary and every worker trains its 50 clocks.
 //
-// With kill, pod kill.pod is killed with SIGKILL once its output has a
-// line starting with kill.after, and run again with the same command (a
+// With kill, pod kill.pod is killed with SIGKILL once its output has
+// kill.count lines starting with kill.after, and run again with the same command (a
 // container restarted in its pod); its second run is the one checked.
 func runPods(t *testing.T, bin string, pods []pod, prefix, extra []string, kill *podKill) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -278,18 +279,22 @@ func runPods(t *testing.T, bin string, pods []pod, prefix, extra []string, kill 
 			var out, errb bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errb
 			if kill != nil && kill.pod == p.name {
-				lw := &lineWatch{prefix: kill.after, seen: make(chan struct{})}
+				lw := &lineWatch{prefix: kill.after, count: kill.count, seen: make(chan struct{})}
 				cmd.Stdout = io.MultiWriter(&out, lw)
 				if err := cmd.Start(); err != nil {
 					results <- result{p.name, err, "", ""}
 					return
 				}
+				exited := make(chan error, 1)
+				go func() { exited <- cmd.Wait() }()
+				var err error
 				select {
 				case <-lw.seen:
 					cmd.Process.Kill()
-				case <-ctx.Done():
+					err = <-exited
+				case err = <-exited:
 				}
-				if err := cmd.Wait(); err == nil {
+				if err == nil {
 					results <- result{p.name, fmt.Errorf("exited 0 before the kill"), out.String(), errb.String()}
 					return
 				}
@@ -325,13 +330,18 @@ func runPods(t *testing.T, bin string, pods []pod, prefix, extra []string, kill 
 	}
 }
 
-// podKill names the pod runPods kills, and the output line after which.
-type podKill struct{ pod, after string }
+// podKill names the pod runPods kills, and after which output: the
+// count-th line that starts with after.
+type podKill struct {
+	pod, after string
+	count      int
+}
 
-// lineWatch closes seen at the first line written to it that starts
+// lineWatch closes seen at the count-th line written to it that starts
 // with prefix.
 type lineWatch struct {
 	prefix string
+	count  int
 	mu     sync.Mutex
 	buf    []byte
 	seen   chan struct{}
@@ -351,6 +361,10 @@ func (w *lineWatch) Write(b []byte) (int, error) {
 			break
 		}
 		if strings.HasPrefix(string(w.buf[:i]), w.prefix) {
+			if w.count--; w.count > 0 {
+				w.buf = w.buf[i+1:]
+				continue
+			}
 			w.done = true
 			close(w.seen)
 			w.buf = nil
