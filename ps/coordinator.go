@@ -130,7 +130,7 @@ type Coordinator struct {
 	// lastAdmit: restored, each worker's last admitted push, for its
 	// first admit since (resentAdmit); loop-owned
 	lastAdmit map[epsp.WorkerID]lastAdmitted
-	statsDue           bool // loop-owned: stats to publish after the answer
+	statsDue  bool // loop-owned: stats to publish after the answer
 }
 
 var _ transport.Handler = (*Coordinator)(nil)
