@@ -36,10 +36,9 @@ type restartRun struct {
 }
 
 type restartResult struct {
-	params  []float32
-	kills   int
-	restart error
-	stats   epsp.Stats
+	params []float32
+	kills  int
+	stats  epsp.Stats
 }
 
 func (r restartRun) run(t *testing.T) restartResult {
