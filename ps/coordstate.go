@@ -47,24 +47,30 @@ import (
 //
 // Restart: NewCoordinator loads the state and replays it (refusing a
 // state of another format version or another cluster — other policy,
-// workers or servers — with ErrCoordinatorState naming both sides);
-// Start, once the servers answer, carries out again the flushes of the
-// last output that had any (a flush of a clock already flushed changes
-// nothing on a server: its buffer is gone) and sends every member that
-// is not waiting the release into its current clock (a worker ignores a
-// release into a clock it has reached), so an output the kill cut short
-// is completed. Workers wait for it (WorkerConfig.CoordinatorWait), and
-// resend the request they were making; a resent clock or leave that the
-// log already holds is answered without a second step, a resent admit
-// is admitted again (BSP and other accumulating policies: the decision
-// is the same and only Stats.Accumulated counts it twice; policies that
-// apply pushes at once count one version more than the servers applied,
-// once per kill). A push whose admit was answered before the kill was
+// workers or servers — with ErrCoordinatorState naming both sides; a torn
+// last record, an append the kill cut short and never acknowledged, is
+// cut). Start, once the servers answer, completes what the kill may have
+// cut short: it carries out again the flushes of the last output that
+// had any (a server ignores a flush of a clock it has flushed: the
+// buffer is gone), sends every member that is not waiting the release
+// into its current clock (a worker ignores a release into a clock it has
+// reached), every transfer order not yet answered to its giver and every
+// accepted range not yet pushed to its taker (a worker ignores an order
+// or task id it has had). Workers wait for the coordinator
+// (WorkerConfig.CoordinatorWait) and resend the request they were making;
+// a resend whose effect the log already holds is answered without being
+// applied again: a clock or a leave already counted, the answer to a
+// transfer no longer waiting, and a worker's first admit since the
+// restart when it repeats that worker's last admitted push (it gets the
+// logged decision). A push whose admit was answered before the kill was
 // sent to the servers, whose request ids count it once.
-// TestCoordinatorRestart_* (in process) and faulttest's
-// TestMultiProcess_CoordinatorRestart (kill -9) check that a
-// deterministic BSP run interrupted so ends bit-identical to one that
-// was not.
+// TestCoordinatorRestart_BSPBitIdentical and _TransfersExactlyOnce (in
+// process) and faulttest's TestMultiProcess_CoordinatorRestart (kill -9)
+// check that a deterministic BSP run interrupted so ends bit-identical
+// to one that was not, and that under FlexRR's transfers every sample is
+// counted once. Not covered: a worker that pushes, by hand
+// (Worker.PushGradient), two identical pushes in one clock across a
+// restart has the second taken for a resend of the first.
 //
 // Cost: an entry is 21–130 bytes with its record header (an admit 81, a
 // progress step 102; 90 on average in a BSP run); a BSP clock of W
