@@ -488,18 +488,53 @@ func (c *Coordinator) loop() {
 		case <-c.pauseC():
 			c.pauseExpired()
 		case r := <-c.reqs:
-			res := c.serveReq(r, orders)
-			if c.log != nil && r.op == wire.OpHello && res.err == nil {
-				c.log.hello(r.worker, r.inc)
-			}
-			if r.reply != nil {
-				// write-ahead: the answer leaves after the state it depends on
-				if err := c.persist(); err != nil && res.err == nil {
-					res = coordResp{err: fmt.Errorf("%w: %v", ErrAborted, err)}
+			if c.log == nil {
+				res := c.serveReq(r, orders)
+				if r.reply != nil {
+					r.reply <- res
 				}
-				r.reply <- res
+				continue
 			}
+			c.serveGroup(r, orders)
 		}
+	}
+}
+
+// maxGroup bounds the requests a durable coordinator answers after one
+// save (serveGroup).
+const maxGroup = 64
+
+// serveGroup serves r and the requests already queued behind it (at most
+// maxGroup), in order, then saves once and answers them all (group
+// commit: one fsync for the answers a save held back, not one each).
+func (c *Coordinator) serveGroup(r *coordReq, orders map[uint64]epsp.TransferOrder) {
+	group := []*coordReq{r}
+more:
+	for len(group) < maxGroup {
+		select {
+		case r := <-c.reqs:
+			group = append(group, r)
+		default:
+			break more
+		}
+	}
+	res := make([]coordResp, len(group))
+	for i, r := range group {
+		res[i] = c.serveReq(r, orders)
+		if r.op == wire.OpHello && res[i].err == nil {
+			c.log.hello(r.worker, r.inc)
+		}
+	}
+	// write-ahead: the answers leave after the state they depend on
+	err := c.persist()
+	for i, r := range group {
+		if r.reply == nil {
+			continue
+		}
+		if err != nil && res[i].err == nil {
+			res[i] = coordResp{err: fmt.Errorf("%w: %v", ErrAborted, err)}
+		}
+		r.reply <- res[i]
 	}
 }
 
