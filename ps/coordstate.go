@@ -88,8 +88,8 @@ import (
 // in-process BSP run of 3 workers, 30 clocks of a toy model, took 7–24
 // ms without a store and 103–168 ms with a DirCoordinatorStore on ext4
 // (215–288 ms before the group commit): about 3–5 ms a clock, the
-// fsyncs, which a clock of real training (100 ms and more) hides less
-// than a toy's (BenchmarkCoordinatorStore_BSPRun). The log
+// fsyncs, a few percent of a real training clock of 100 ms or more
+// (BenchmarkCoordinatorStore_BSPRun). The log
 // grows with the run: at most MaxCoordinatorState (64 MiB), about 700k
 // entries, after which saves fail and the run aborts naming the limit;
 // longer runs need a checkpointed core, not written yet.
