@@ -1,6 +1,7 @@
 package ps
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -195,6 +196,21 @@ type ClusterConfig struct {
 	// Retry is how long clients resend a request a server did not answer
 	// (ClientConfig.Retry).
 	Retry time.Duration
+	// CoordinatorStore keeps the coordinator's state
+	// (CoordinatorConfig.Store): with it, a coordinator process killed and
+	// started again on the same store resumes the run. Nil means not
+	// durable.
+	CoordinatorStore CoordinatorStore
+	// CoordinatorWait is how long the nodes wait for a coordinator that
+	// stopped answering before they fail naming it. On the coordinator's
+	// node it is what the coordinator asks of the others
+	// (CoordinatorConfig.Wait: zero means DefaultCoordinatorWait, 60 s,
+	// with a CoordinatorStore, and no wait without one); on the other
+	// nodes a positive value overrides what the coordinator asks
+	// (WorkerConfig.CoordinatorWait, and the tolerance of the cluster's
+	// pings of the coordinator, otherwise PeerTimeout), a negative one
+	// means no wait.
+	CoordinatorWait time.Duration
 }
 
 // DefaultClusterConfig returns a cluster of 2 servers and 3 workers in
@@ -430,7 +446,7 @@ func NewCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error) 
 			ec := cfg.EPSP
 			ec.NumWorkers = cfg.Workers
 			co, err := NewCoordinator(CoordinatorConfig{EPSP: ec, Servers: c.cc.Servers, Workers: workerNodes(cfg.slots()), StartTimeout: cfg.StartTimeout,
-				Lease: cfg.Lease, Membership: cfg.Membership}, pol, ro...)
+				Lease: cfg.Lease, Membership: cfg.Membership, Store: cfg.CoordinatorStore, Wait: cfg.CoordinatorWait}, pol, ro...)
 			if err != nil {
 				return nil, err
 			}
@@ -588,7 +604,7 @@ func (c *Cluster) Worker(i int) *Worker {
 func (c *Cluster) workerConfig(rank int) WorkerConfig {
 	return WorkerConfig{ID: epsp.WorkerID(rank), Coordinator: CoordinatorNode, Client: c.cc,
 		StartTimeout: c.cfg.StartTimeout, Chunk: c.cfg.Chunk, ProgressEvery: c.cfg.ProgressEvery,
-		Heartbeat: c.cfg.Heartbeat, CoordinatorTimeout: c.cfg.CoordinatorTimeout}
+		Heartbeat: c.cfg.Heartbeat, CoordinatorTimeout: c.cfg.CoordinatorTimeout, CoordinatorWait: c.cfg.CoordinatorWait}
 }
 
 // AddWorker starts worker-<i> in this process and has it say hello to the
@@ -812,21 +828,38 @@ func (c *Cluster) startWatch() {
 			_ = c.coord.WaitWorkers(c.watchCtx)
 		}
 		seen := make([]time.Time, len(peers)) // last answer
+		// a peer never heard from is waited for StartTimeout first (a
+		// coordinator killed before a server's first ping got through
+		// was waited for forever)
+		never := time.Now().Add(c.cfg.StartTimeout)
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
+		var asked time.Duration // the wait the coordinator asks (its pings' answers)
 		for {
 			for i, p := range peers {
 				pctx, cancel := context.WithTimeout(c.watchCtx, 2*time.Second)
-				_, err := tr.Request(pctx, p, ctlMsg(ctlPing))
+				resp, err := tr.Request(pctx, p, ctlMsg(ctlPing))
 				cancel()
+				if op, v, ok := parseCtl(resp); err == nil && ok && op == ctlPing && len(v) == 1 && p == CoordinatorNode {
+					asked = time.Duration(min(v[0], uint64(24*time.Hour)))
+				}
+				tolerance := c.cfg.PeerTimeout
+				if p == CoordinatorNode {
+					switch w := c.cfg.CoordinatorWait; {
+					case w > 0:
+						tolerance = max(tolerance, w)
+					case w == 0:
+						tolerance = max(tolerance, asked)
+					}
+				}
 				var re *transport.RemoteError
 				switch {
 				case err == nil || errors.As(err, &re):
 					seen[i] = time.Now()
 				case c.watchCtx.Err() != nil:
 					return
-				case !seen[i].IsZero() && time.Since(seen[i]) > c.cfg.PeerTimeout:
-					c.watchCancel(fmt.Errorf("%w: %s for %v: %v", ErrPeerGone, p, c.cfg.PeerTimeout, err))
+				case time.Since(cmp.Or(seen[i], never)) > tolerance:
+					c.watchCancel(fmt.Errorf("%w: %s for %v: %v", ErrPeerGone, p, tolerance, err))
 					return
 				}
 			}

@@ -38,7 +38,26 @@ type CoordinatorConfig struct {
 	// Membership configures elastic membership's pause bound and change
 	// hook (see MembershipConfig; the rules are in EPSP).
 	Membership MembershipConfig
+	// Store, when set, keeps the coordinator's state so that a coordinator
+	// started on the same store after a crash resumes the run
+	// (coordstate.go says what is kept and when it is saved);
+	// DirCoordinatorStore keeps it in a directory. Nil means not durable:
+	// a coordinator that dies ends the run.
+	Store CoordinatorStore
+	// Wait, with a Store, is how long this coordinator tells the workers
+	// (in their hello's answer) and, in a Cluster, the other nodes (in its
+	// pings' answers) to wait for it when it stops answering, before they
+	// fail naming it: the time a supervisor has to start it again. Zero
+	// means DefaultCoordinatorWait; negative tells them not to wait.
+	// Without a Store it tells them nothing (they do not wait: nothing
+	// could resume the run).
+	Wait time.Duration
 }
+
+// DefaultCoordinatorWait is how long workers and servers wait for a
+// durable coordinator that stopped answering (CoordinatorConfig.Wait):
+// time for a supervisor (Kubernetes, systemd) to restart its process.
+const DefaultCoordinatorWait = 60 * time.Second
 
 // DefaultCoordinatorConfig returns epsp.DefaultConfig with the default
 // timeouts; Servers and Workers must be filled in.
@@ -98,6 +117,20 @@ type Coordinator struct {
 	paused     bool          // guarded by mu: the core is paused below MinWorkers
 	pauseTimer *time.Timer   // loop-owned: the pause's deadline
 	pauseSince time.Time     // loop-owned
+
+	// durable state (coordstate.go); log is nil without a Store
+	log     *coordLog
+	nowBase time.Duration // the restored run's time when this process started
+	// redoFlush and redoRel are the last restored outputs with flushes
+	// and with releases, which Start carries out again
+	redoFlush, redoRel *epsp.Output
+	restored           bool
+	looping            bool // loop-owned: the loop runs
+	maxTransferID      uint64
+	// lastAdmit: restored, each worker's last admitted push, for its
+	// first admit since (resentAdmit); loop-owned
+	lastAdmit map[epsp.WorkerID]lastAdmitted
+	statsDue  bool // loop-owned: stats to publish after the answer
 }
 
 var _ transport.Handler = (*Coordinator)(nil)
@@ -160,6 +193,11 @@ func NewCoordinator(cfg CoordinatorConfig, policy epsp.Policy, opts ...Option) (
 		}
 		c.names[n] = epsp.WorkerID(i)
 	}
+	if cfg.Store != nil {
+		if err := c.restore(policy); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
 }
 
@@ -182,6 +220,9 @@ func (c *Coordinator) Start(ctx context.Context, tr transport.Transport) error {
 	c.started = true
 	c.tr, c.client = tr, cl
 	c.mu.Unlock()
+	if err := c.redo(ctx); err != nil {
+		return err
+	}
 	c.wg.Add(1)
 	go c.loop()
 	c.startLeases()
@@ -335,6 +376,7 @@ func (c *Coordinator) HandleRequest(ctx context.Context, from transport.NodeID, 
 		} else {
 			e.U8(0)
 		}
+		e.I64(int64(c.advertisedWait())) // how long to wait for this coordinator
 	case wire.OpAdmit:
 		e.U8(uint8(res.dec.Action))
 		e.F64(res.dec.Scale)
@@ -424,7 +466,18 @@ func (c *Coordinator) loop() {
 	}
 	// transfer orders awaiting an answer: id → order (to build the taker's task)
 	orders := make(map[uint64]epsp.TransferOrder)
+	if c.restored {
+		for _, ts := range c.core.Transfers() {
+			if !ts.Accepted {
+				orders[ts.Order.ID] = ts.Order
+			}
+		}
+	}
+	c.looping = true
 	for {
+		if c.statsDue {
+			c.publishStats()
+		}
 		select {
 		case <-c.quit:
 			return
@@ -435,11 +488,53 @@ func (c *Coordinator) loop() {
 		case <-c.pauseC():
 			c.pauseExpired()
 		case r := <-c.reqs:
-			res := c.serveReq(r, orders)
-			if r.reply != nil {
-				r.reply <- res
+			if c.log == nil {
+				res := c.serveReq(r, orders)
+				if r.reply != nil {
+					r.reply <- res
+				}
+				continue
 			}
+			c.serveGroup(r, orders)
 		}
+	}
+}
+
+// maxGroup bounds the requests a durable coordinator answers after one
+// save (serveGroup).
+const maxGroup = 64
+
+// serveGroup serves r and the requests already queued behind it (at most
+// maxGroup), in order, then saves once and answers them all (group
+// commit: one fsync for the answers a save held back, not one each).
+func (c *Coordinator) serveGroup(r *coordReq, orders map[uint64]epsp.TransferOrder) {
+	group := []*coordReq{r}
+more:
+	for len(group) < maxGroup {
+		select {
+		case r := <-c.reqs:
+			group = append(group, r)
+		default:
+			break more
+		}
+	}
+	res := make([]coordResp, len(group))
+	for i, r := range group {
+		res[i] = c.serveReq(r, orders)
+		if r.op == wire.OpHello && res[i].err == nil {
+			c.log.hello(r.worker, r.inc)
+		}
+	}
+	// write-ahead: the answers leave after the state they depend on
+	err := c.persist()
+	for i, r := range group {
+		if r.reply == nil {
+			continue
+		}
+		if err != nil && res[i].err == nil {
+			res[i] = coordResp{err: fmt.Errorf("%w: %v", ErrAborted, err)}
+		}
+		r.reply <- res[i]
 	}
 }
 
@@ -467,7 +562,7 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		c.setFatal(fmt.Errorf("ps: %s failed: %s", c.cfg.Workers[r.worker], r.reason))
 		return coordResp{}
 	}
-	now := c.opts.clock()
+	now := c.now()
 	switch r.op {
 	case wire.OpHello:
 		if !c.isMember(r.worker) {
@@ -483,7 +578,10 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		v := c.core.View()
 		return coordResp{hello: helloInfo{clock: v.Clock(r.worker), version: v.Version(), batch: v.Batch(r.worker), par: v.Parallelism(r.worker)}}
 	case wire.OpAdmit:
-		d, err := c.core.Admit(now, r.push)
+		if d, ok := c.resentAdmit(r); ok {
+			return coordResp{dec: d}
+		}
+		d, err := c.coreAdmit(now, r.push)
 		if err != nil {
 			return coordResp{err: fmt.Errorf("%w: %v", ErrRejected, err)}
 		}
@@ -497,6 +595,11 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		return coordResp{dec: d}
 	case wire.OpTransferResult:
 		o, ok := orders[r.ev.Transfer.ID]
+		if !ok && c.log != nil && c.answered(r.ev.Transfer.ID) {
+			// a resend of an answer the log holds (its answer was lost
+			// with a coordinator that was restarted)
+			return coordResp{}
+		}
 		if ok && o.From != r.worker {
 			return coordResp{err: fmt.Errorf("%w: worker %d answers transfer %d of worker %d", ErrRejected, r.worker, o.ID, o.From)}
 		}
@@ -522,6 +625,9 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		return coordResp{err: err}
 	case wire.OpTransferDone:
 		ts, ok := c.core.Transfer(r.ev.Transfer.ID)
+		if !ok && c.log != nil && r.ev.Transfer.ID <= c.maxTransferID {
+			return coordResp{} // a resend of a done the log holds
+		}
 		if ok && ts.Order.To != r.worker {
 			return coordResp{err: fmt.Errorf("%w: worker %d reports transfer %d given to worker %d", ErrRejected, r.worker, ts.Order.ID, ts.Order.To)}
 		}
@@ -531,8 +637,17 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		return coordResp{err: c.step(r.ev, orders)} // step emits what it reports (emitCause)
 	case wire.OpClock, wire.OpProgress:
 		c.lease.started(r.worker)
+		if r.op == wire.OpClock && c.log != nil && r.ev.Clock < c.core.View().Clock(r.worker) {
+			// a resend of a clock the log holds (its answer was lost
+			// with a coordinator that was restarted): counted once
+			return coordResp{}
+		}
 		return coordResp{err: c.step(r.ev, orders)}
 	case wire.OpLeave:
+		if c.log != nil && !c.isMember(r.worker) && !c.lease.isLost(r.worker) && c.core.View().Clock(r.worker) > 0 {
+			// a resend of a leave the log holds
+			return coordResp{}
+		}
 		old, clock := len(c.core.Members()), c.core.View().Clock(r.worker)
 		err := c.step(r.ev, orders)
 		if err == nil {
@@ -545,6 +660,9 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		}
 		return coordResp{err: err}
 	case wire.OpLost:
+		if c.log != nil {
+			c.log.lost(r.worker, r.reason)
+		}
 		return coordResp{err: c.serveLost(r.worker, orders)}
 	}
 	return coordResp{err: fmt.Errorf("%w: op %d", ErrMalformed, r.op)}
@@ -571,12 +689,25 @@ func (c *Coordinator) setFatal(err error) {
 	// the message, so the goroutines share e.B.
 	var wg sync.WaitGroup
 	for w := range c.cfg.Workers {
-		wg.Go(func() { c.send(epsp.WorkerID(w), e.B) })
+		wg.Go(func() { c.sendNow(epsp.WorkerID(w), e.B) })
 	}
 	wg.Wait()
 }
 
 func (c *Coordinator) snapshot() {
+	if c.looping && c.log != nil {
+		// published once the state behind it is saved and answered
+		// (loop): Stats must not show a leave whose answer is still to
+		// come, or Cluster.WaitTrained would end the run under a worker
+		// still waiting for it
+		c.statsDue = true
+		return
+	}
+	c.publishStats()
+}
+
+func (c *Coordinator) publishStats() {
+	c.statsDue = false
 	s := c.core.Stats()
 	c.mu.Lock()
 	c.stats = s
@@ -585,7 +716,7 @@ func (c *Coordinator) snapshot() {
 
 // step feeds an event to the core and carries out the Output.
 func (c *Coordinator) step(ev epsp.Event, orders map[uint64]epsp.TransferOrder) error {
-	out, err := c.core.Step(c.opts.clock(), ev)
+	out, err := c.coreStep(c.now(), ev)
 	if err != nil {
 		if errors.Is(err, epsp.ErrPolicyOutput) {
 			c.setFatal(err)
@@ -600,6 +731,11 @@ func (c *Coordinator) step(ev epsp.Event, orders map[uint64]epsp.TransferOrder) 
 // execute carries out an Output: flushes (all servers, acknowledged)
 // before releases, then parallelism, batch and transfer orders.
 func (c *Coordinator) execute(out epsp.Output, orders map[uint64]epsp.TransferOrder) error {
+	if len(out.Flush)+len(out.SetParallelism)+len(out.SetBatch)+len(out.Release)+len(out.Transfers) > 0 {
+		if err := c.persist(); err != nil { // write-ahead: before the output leaves
+			return fmt.Errorf("%w: %v", ErrAborted, err)
+		}
+	}
 	for _, f := range out.Flush {
 		ctx, cancel := c.orderCtx()
 		err := c.client.Flush(ctx, f.Clock, epsp.PushDecision{Scale: f.Scale}.EffectiveScale()*c.LRScale())
@@ -684,6 +820,15 @@ func (c *Coordinator) unreachable(w epsp.WorkerID, err error) {
 }
 
 func (c *Coordinator) send(w epsp.WorkerID, msg []byte) error {
+	if err := c.persist(); err != nil { // write-ahead: before the order leaves
+		return err
+	}
+	return c.sendNow(w, msg)
+}
+
+// sendNow is send without saving the state first (an abort, a repeated
+// release).
+func (c *Coordinator) sendNow(w epsp.WorkerID, msg []byte) error {
 	ctx, cancel := c.orderCtx()
 	defer cancel()
 	return c.tr.Send(ctx, c.cfg.Workers[w], msg)

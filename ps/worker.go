@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -155,6 +157,15 @@ type WorkerConfig struct {
 	// the coordinator before it fails with ErrPeerLost naming it; zero
 	// means 10 s.
 	CoordinatorTimeout time.Duration
+	// CoordinatorWait is how long the worker waits for a coordinator that
+	// stopped answering (it may be restarting from its state, see
+	// CoordinatorConfig.Store): its requests are resent and its heartbeats
+	// tolerate the silence that long, and then it fails with ErrPeerLost
+	// naming the coordinator. Zero means what the coordinator asked in
+	// its hello's answer (CoordinatorConfig.Wait: DefaultCoordinatorWait
+	// for a durable coordinator, no wait for one without a Store);
+	// negative means no wait.
+	CoordinatorWait time.Duration
 }
 
 // DefaultWorkerConfig returns the defaults: 10 s start timeout, chunks of
@@ -241,11 +252,13 @@ type Worker struct {
 	fatal    error
 	closed   bool // set by Close before it waits for wg
 
-	joinClock   int         // the clock it joined at mid-run, or -1
-	helloed     bool        // the hello's answer is applied (batch, parallelism)
-	early       *early      // a release that overtook the hello's answer
-	incarnation uint64      // random per process (see lease.go)
-	left        atomic.Bool // Leave succeeded: the heartbeats stop
+	joinClock   int             // the clock it joined at mid-run, or -1
+	helloed     bool            // the hello's answer is applied (batch, parallelism)
+	early       *early          // a release that overtook the hello's answer
+	incarnation uint64          // random per process (see lease.go)
+	helloWait   atomic.Int64    // the coordinator's CoordinatorConfig.Wait, from its hello (ns)
+	orderIDs    map[uint64]bool // guarded by mu: transfer orders and tasks had (seenOrder)
+	left        atomic.Bool     // Leave succeeded: the heartbeats stop
 
 	reach []atomic.Int64 // server → its last answer to pingServer (unix ns; lease.go)
 }
@@ -338,6 +351,7 @@ func (w *Worker) Start(ctx context.Context, tr transport.Transport) error {
 	w.mu.Lock()
 	w.batch, w.par = h.batch, h.par
 	w.helloed = true
+	w.helloWait.Store(int64(h.wait))
 	if h.join {
 		// Admitted mid-run at clock h.clock: it starts there once the
 		// coordinator releases it (its first pull reads the parameters
@@ -451,14 +465,73 @@ func (w *Worker) waitFor(ctx context.Context, cond func() bool) error {
 }
 
 func (w *Worker) coordCall(ctx context.Context, req []byte) ([]byte, error) {
-	resp, err := request(ctx, w.tr, w.cfg.Coordinator, req, w.cfg.RequestTimeout)
-	if err != nil {
+	var first time.Time
+	backoff := 20 * time.Millisecond
+	for {
+		resp, err := request(ctx, w.tr, w.cfg.Coordinator, req, w.cfg.RequestTimeout)
+		if err == nil {
+			return wire.ParseResponse(resp, string(w.cfg.Coordinator))
+		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("%w: %s: %w", ErrCoordinatorUnavailable, w.cfg.Coordinator, err)
+		wait := w.coordWait()
+		if first.IsZero() {
+			first = time.Now()
+		}
+		if wait <= 0 {
+			return nil, fmt.Errorf("%w: %s: %w", ErrCoordinatorUnavailable, w.cfg.Coordinator, err)
+		}
+		if gone := time.Since(first); gone >= wait {
+			return nil, fmt.Errorf("%w: %s: %w: no answer for %v (CoordinatorWait %v): %w", ErrPeerLost, w.name, ErrCoordinatorUnavailable,
+				gone.Round(time.Millisecond), wait, err)
+		}
+		// The coordinator may be restarting from its state: resend (a
+		// resent clock or leave is counted once, see coordstate.go).
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-w.quit:
+			return nil, ErrClosed
+		}
+		backoff = min(2*backoff, 500*time.Millisecond)
 	}
-	return wire.ParseResponse(resp, string(w.cfg.Coordinator))
+}
+
+// seenOrder reports whether the worker has had the transfer order (or,
+// with the top bit set, the task) of this id, and notes it: a restarted
+// coordinator sends again the orders and tasks it cannot know arrived.
+// It remembers the last 1024 of each kind (ids only grow).
+func (w *Worker) seenOrder(id uint64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.orderIDs == nil {
+		w.orderIDs = map[uint64]bool{}
+	}
+	if w.orderIDs[id] {
+		return true
+	}
+	w.orderIDs[id] = true
+	if len(w.orderIDs) > 2048 {
+		ids := slices.Sorted(maps.Keys(w.orderIDs))
+		for _, x := range ids[:len(ids)/2] {
+			delete(w.orderIDs, x)
+		}
+	}
+	return false
+}
+
+// coordWait is how long the worker waits for a silent coordinator
+// (WorkerConfig.CoordinatorWait).
+func (w *Worker) coordWait() time.Duration {
+	switch {
+	case w.cfg.CoordinatorWait > 0:
+		return w.cfg.CoordinatorWait
+	case w.cfg.CoordinatorWait < 0:
+		return 0
+	}
+	return time.Duration(w.helloWait.Load())
 }
 
 // HandleRequest refuses requests: workers only receive one-way orders.
@@ -535,8 +608,8 @@ func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
 	case wire.OpTransferOrder:
 		ord := epsp.TransferOrder{ID: d.U64(), From: w.cfg.ID, To: epsp.WorkerID(d.Int(0, maxInt32, "to")),
 			Clock: d.Int(0, 1<<62, "clock"), Lo: d.Int(0, 1<<62, "lo"), Hi: d.Int(0, 1<<62, "hi")}
-		if d.End() != nil {
-			return
+		if d.End() != nil || w.seenOrder(ord.ID) {
+			return // a restarted coordinator sends again what it is unsure of
 		}
 		// Give (or refuse) here, in the order the coordinator sent the
 		// orders, so that the pieces of a split, ordered tail-first, are
@@ -552,7 +625,7 @@ func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
 	case wire.OpTransferTask:
 		t := transferTask{id: d.U64(), owner: epsp.WorkerID(d.Int(0, maxInt32, "owner")), clock: d.Int(0, 1<<62, "clock"),
 			lo: d.Int(0, 1<<62, "lo"), hi: d.Int(0, 1<<62, "hi"), batch: d.Int(1, maxWireBatch, "batch"), version: d.U64()}
-		if d.End() != nil || t.lo >= t.hi || t.hi > t.batch {
+		if d.End() != nil || t.lo >= t.hi || t.hi > t.batch || w.seenOrder(1<<63|t.id) {
 			return
 		}
 		w.goBackground(func() { w.takeOver(t) })
