@@ -74,24 +74,23 @@
 // non-finite values and the checkpoint format; package ps/layout places
 // keys on servers (Modulo, KeyRange, Hash); package ps/event holds the
 // events the roles report to an Observer; package ps/metrics is the
-// Recorder they report metrics to (ClusterConfig.Metrics, WithMetrics;
-// nil measures nothing), which ps/metrics/prom exports to Prometheus
-// without ps importing it. The names ps used to have for
-// them (ps.Store, ps.SGD, ps.Modulo, ps.Event, ...) remain as deprecated
-// aliases. Package
-// transport carries the messages (in process, or TCP with a secret, TLS
-// and compression); epsp holds the policies; ps/sim replays a run in
-// virtual time; ps/pstest starts clusters for tests.
+// Recorder they report metrics to (ClusterConfig.Metrics, WithMetrics; nil
+// measures nothing), which ps/metrics/prom exports to Prometheus without ps
+// importing it. The names ps used to have for them (ps.Store, ps.SGD,
+// ps.Modulo, ps.Event, ...) remain as deprecated aliases. Package transport
+// carries the messages (in process, or TCP with a secret, TLS and
+// compression); epsp holds the policies; ps/sim replays a run in virtual
+// time; ps/pstest starts clusters for tests.
 //
-// The roles one by one, for a program that wires its own transports:
-// Server (a transport.Handler over a Store), Coordinator, Worker and Client
+// The roles one by one, for a program that wires its own transports: Server
+// (a transport.Handler over a Store), Coordinator, Worker and Client
 // (NewServer, NewCoordinator + Start, NewWorker + Start then Worker.Train,
-// NewClient); Example_training shows that wiring in one process. Each
-// part of the design is documented beside its code: the key-value API in
-// client.go, the training loop, task transfer and
-// assignments in worker.go, the timeline in timeline.go,
-// failures and leases in lease.go, membership in membership.go, durability
-// in durable.go, the coordinator's restart in coordstate.go, role checks in access.go, hostile input and performance
-// in wire.go (the wire format itself in ps/internal/wire), clusters across
+// NewClient); Example_training shows that wiring in one process. Each part
+// of the design is documented beside its code: the key-value API in
+// client.go, the training loop, task transfer and assignments in worker.go,
+// the timeline in timeline.go, failures and leases in lease.go, membership
+// in membership.go, durability in durable.go, the coordinator's restart in
+// coordstate.go, role checks in access.go, hostile input and performance in
+// wire.go (the wire format itself in ps/internal/wire), clusters across
 // processes in cluster.go.
 package ps
