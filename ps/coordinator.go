@@ -663,7 +663,11 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		if c.log != nil {
 			c.log.lost(r.worker, r.reason)
 		}
-		return coordResp{err: c.serveLost(r.worker, orders)}
+		err := c.serveLost(r.worker, orders)
+		if err == nil {
+			err = c.everyWorkerLost()
+		}
+		return coordResp{err: err}
 	}
 	return coordResp{err: fmt.Errorf("%w: op %d", ErrMalformed, r.op)}
 }

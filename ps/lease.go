@@ -515,6 +515,27 @@ func (c *Coordinator) workerLost(w epsp.WorkerID, why string) {
 	}
 }
 
+// everyWorkerLost (on the loop, after a lost worker left) aborts the run
+// when no member is left and every worker that left was lost: under
+// ContinueWithout the run goes on with survivors, and here none is left
+// and none finished, so ending it as done would report a run nobody
+// completed. With epsp.Config.MinWorkers ≥ 1 the membership pause waits
+// for joiners instead (and aborts after MembershipConfig.PauseTimeout).
+func (c *Coordinator) everyWorkerLost() error {
+	if c.cfg.EPSP.MinWorkers >= 1 || len(c.core.Members()) > 0 {
+		return nil
+	}
+	c.lease.mu.Lock()
+	why := slices.Clone(c.lease.lostWhy)
+	c.lease.mu.Unlock()
+	if c.Stats().Left > len(why) {
+		return nil // someone left having finished: the run went on without the lost
+	}
+	err := fmt.Errorf("%w: every worker was lost and none finished: %s", ErrPeerLost, strings.Join(why, "; "))
+	c.setFatal(err)
+	return err
+}
+
 // serveLost (on the loop) settles what the lost worker lw owed, through
 // the core's transfer ledger, so that no clock waits for it and no sample
 // is counted twice, and makes it leave:

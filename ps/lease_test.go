@@ -3,6 +3,7 @@ package ps_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -408,5 +409,33 @@ func TestLease_LostTaker(t *testing.T) {
 				t.Errorf("stats %+v: want %d flushes, %d left, %d range(s) of 4 retargeted, %d samples abandoned", st, clocks, workers, moved, lost)
 			}
 		})
+	}
+}
+
+// TestLease_ContinueWithoutEveryWorkerLost: under ContinueWithout, when
+// every worker is lost and none finished, nobody goes on: the run aborts
+// naming them instead of ending as if it were done (before: the
+// coordinator's Err stayed nil and Cluster.WaitTrained reported success).
+func TestLease_ContinueWithoutEveryWorkerLost(t *testing.T) {
+	c := pstest.NewCluster(t, pstest.Workers(2), pstest.Batch(4), pstest.Policy(epsp.NewBSP()), pstest.NoLeakCheck(),
+		pstest.Lease(ps.LeaseConfig{Timeout: testLease, Interval: testInterval, OnWorkerLost: ps.ContinueWithout}), pstest.Heartbeat(testHeartbeat, 5*time.Second))
+	release, free := releaser(t)
+	res := trainAll(c, func(w int) ps.Model {
+		name := fmt.Sprintf("worker-%d", w)
+		return &hangModel{victim: -1, hangAt: 1, onHang: func() { c.Net.Kill(transport.NodeID(name)) }, release: release, worker: w}
+	}, 5)
+	bound := 2*(testLease+testInterval) + 5*time.Second // both leases, and a loaded machine
+	end := time.Now().Add(bound)
+	for c.Coordinator.Err() == nil && time.Now().Before(end) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	free()
+	for _, r := range res {
+		<-r
+	}
+	err := c.Coordinator.Err()
+	if !errors.Is(err, ps.ErrPeerLost) || !strings.Contains(err.Error(), "every worker was lost") ||
+		!strings.Contains(err.Error(), "worker-0") || !strings.Contains(err.Error(), "worker-1") {
+		t.Fatalf("coordinator error %v; want ErrPeerLost naming worker-0 and worker-1 within %v", err, bound)
 	}
 }
