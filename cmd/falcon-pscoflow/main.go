@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/internal/pscoflowlab"
+	"github.com/falconml/falcon/internal/study"
 )
 
 type options struct {
@@ -115,7 +116,7 @@ func run(o options, w io.Writer) error {
 	for _, arm := range o.arms {
 		for j, job := range o.cfg.Jobs {
 			xs := got[arm][j]
-			line := fmt.Sprintf("arm=%-14s job=%s median_ms_per_clock=%.1f", arm, job.Name, pscoflowlab.Median(xs))
+			line := fmt.Sprintf("arm=%-14s job=%s median_ms_per_clock=%.1f", arm, job.Name, study.Median(xs))
 			for _, r := range o.refs {
 				ref := got[r]
 				if ref == nil || arm == r {
@@ -125,7 +126,13 @@ func run(o options, w io.Writer) error {
 				for i := range xs {
 					d[i] = xs[i] - ref[j][i]
 				}
-				med, lo, hi := pscoflowlab.BootstrapMedian(d, 10000, o.seed)
+				bc := study.DefaultBootstrapConfig()
+				bc.Seed = o.seed
+				iv, err := study.BootstrapMedian(d, bc)
+				if err != nil {
+					return err
+				}
+				med, lo, hi := iv.Median, iv.Lo, iv.Hi
 				verdict := "tie"
 				if hi < 0 {
 					verdict = "faster"

@@ -38,10 +38,3 @@ func TestRunArms(t *testing.T) {
 		t.Log(res.Line())
 	}
 }
-
-func TestBootstrapMedian(t *testing.T) {
-	med, lo, hi := BootstrapMedian([]float64{1, 2, 3, 4, 100}, 2000, 1)
-	if med != 3 || lo > med || hi < med || lo < 1 || hi > 100 {
-		t.Fatalf("median %v interval [%v, %v]", med, lo, hi)
-	}
-}
