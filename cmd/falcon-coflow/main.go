@@ -77,6 +77,7 @@ type options struct {
 	seed                                      uint64
 	comp                                      compressionOptions
 	live                                      liveOptions
+	matrix                                    matrixOptions
 	refit, fitSkips                           string
 	set                                       map[string]bool // flags given on the command line
 }
@@ -94,6 +95,10 @@ func main() {
 		os.Exit(2)
 	}
 	switch {
+	case o.matrix.report != "":
+		err = runMatrixReport(o.matrix.report, os.Stdout)
+	case o.matrix.on:
+		err = runLiveMatrix(o, os.Stdout)
 	case o.refit != "":
 		err = runRefit(o, os.Stdout)
 	case o.live.on:
@@ -131,6 +136,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.StringVar(&o.comp.resched, "resched", "", "with compression: rescheduling rule of every scheduler: varys (coflow arrivals and completions), timers (plus the T/δ starvation guard, 10 s/200 ms), every (every flow completion, coalesced by -coalesce); empty: each scheduler's own (fvdf: varys with its guard; sebf and the baselines: varys)")
 	fs.DurationVar(&o.comp.coalesce, "coalesce", 100*time.Millisecond, "with -resched every: flow completions within this window of the last call share one call (0: a call at each)")
 	liveFlags(fs, &o.live)
+	matrixFlags(fs, &o.matrix)
 	fs.StringVar(&o.refit, "refit", "", "simulate the live runs kept by -live-json in this file again, before and after the -sim-* calibration constants, and print the calibration table (no root needed)")
 	fs.StringVar(&o.fitSkips, "fit-skips", "0,100", "with -refit: the slices (by -skip) the constants were fitted on; the others are validation")
 	if err := fs.Parse(args); err != nil {
