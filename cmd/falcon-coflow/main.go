@@ -48,6 +48,11 @@
 // -refit simulates runs kept by -live-json again under the simulator's
 // calibration constants (-sim-*); see README.md and CALIBRATION.md.
 //
+// -live-matrix (root, Linux) runs the live matrix of LIVE-PROTOCOL.md:
+// every scheduler on every slice of -matrix-skips in every cell of
+// -matrix-mbit × -matrix-cores, one CSV row per run (-live-csv);
+// -matrix-report prints its tables from that CSV (LIVE.md).
+//
 // With -format coflowsim the table is replaced by coflowsim's per-coflow
 // lines "JOB-<id> <start> <finish> <numMappers> <numReducers>
 // <totalShuffleBytes> <maxShuffleBytes> <duration> <deadline>
@@ -96,6 +101,7 @@ func main() {
 	}
 	switch {
 	case o.matrix.report != "":
+		reportPorts = o.live.ports
 		err = runMatrixReport(o.matrix.report, os.Stdout)
 	case o.matrix.on:
 		err = runLiveMatrix(o, os.Stdout)

@@ -299,6 +299,24 @@ func pairRuns(rows []runRow, scheds []string) []cellRuns {
 	return out
 }
 
+// ports is the bed's port count the rows were run on: the matrix CSV does
+// not hold it, so it is read from -ports' value as the report was asked
+// (reportPorts), 10 by default.
+func ports([]runRow) int { return reportPorts }
+
+// reportPorts is the port count -matrix-report assumes (-ports).
+var reportPorts = 10
+
+// throttledShare is the share of the run's CFS periods, over all ports,
+// in which a port's cgroup was throttled: Throttled / (WallS / period ·
+// ports). The wall time includes the lead, in which the agents start.
+func (r runRow) throttledShare(ports int) float64 {
+	if !(r.PeriodMS > 0 && r.WallS > 0) {
+		return math.NaN()
+	}
+	return float64(r.Throttled) / (r.WallS * 1e3 / r.PeriodMS * float64(ports))
+}
+
 // verdict judges a median ratio baseline/FVDF: FVDF wins where the
 // interval lies above 1, loses where it lies below.
 func verdict(iv study.Interval) string {
@@ -362,24 +380,60 @@ func matrixReport(rows []runRow, w io.Writer) error {
 			fmt.Fprintf(w, "| %v | %s | %d | %s | %s | %s | %s | %s |\n", c.Cell, b, len(c.Skips), fmtIv(li), verdict(li), fmtIv(si), verdict(si), strings.Join(per, ", "))
 		}
 	}
+	if slices.Contains(scheds, "sebf") {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "## Always compressing against raw SEBF: ratio avg CCT(X)/avg CCT(sebf), median over slices [95 % bootstrap] (above 1: compressing every flow is slower)")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| cell | X | slices | live ratio | simulated ratio | uncalibrated simulated ratio | per-slice live / simulated |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+		for _, c := range cells {
+			for _, x := range scheds {
+				if x == "sebf" || x == "fvdf" || len(c.Skips) == 0 {
+					continue
+				}
+				var lr, sr, s0 []float64
+				var per []string
+				for i := range c.Skips {
+					lr = append(lr, c.Runs[x][i].LiveMS/c.Runs["sebf"][i].LiveMS)
+					sr = append(sr, c.Runs[x][i].SimMS/c.Runs["sebf"][i].SimMS)
+					s0 = append(s0, c.Runs[x][i].Sim0MS/c.Runs["sebf"][i].Sim0MS)
+					per = append(per, fmt.Sprintf("%d: %.2f / %.2f", c.Skips[i], lr[i], sr[i]))
+				}
+				li, err := study.BootstrapMedian(lr, bc)
+				if err != nil {
+					return err
+				}
+				si, err := study.BootstrapMedian(sr, bc)
+				if err != nil {
+					return err
+				}
+				ui, err := study.BootstrapMedian(s0, bc)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(w, "| %v | %s | %d | %s | %s | %s | %s |\n", c.Cell, x, len(c.Skips), fmtIv(li), fmtIv(si), fmtIv(ui), strings.Join(per, ", "))
+			}
+		}
+	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "## The simulator against live: per run live/sim average CCT (calibrated; uncalibrated) and per-coflow median live/sim, median over slices [95 % bootstrap]; within the goal: average 0.85–1.15, per-coflow median 0.75–1.25")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| cell | scheduler | slices | live avg ms (median) | live/sim avg | within 15 % | per-coflow median live/sim | within 25 % | live/sim avg uncalibrated | agent CPU ms per wire MB (median) |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| cell | scheduler | slices | live avg ms (median) | live/sim avg | within 15 % | per-coflow median live/sim | within 25 % | live/sim avg uncalibrated | agent CPU ms per wire MB (median) | throttled share of periods (median) |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, c := range cells {
 		for _, n := range scheds {
 			runs := c.Runs[n]
 			if len(runs) == 0 {
 				continue
 			}
-			var live, avg, med, avg0, cpu []float64
+			var live, avg, med, avg0, cpu, thr []float64
 			in15, in25 := 0, 0
 			for _, r := range runs {
 				live = append(live, r.LiveMS)
 				a := r.LiveMS / r.SimMS
 				avg, med, avg0 = append(avg, a), append(med, r.CoflowMedian), append(avg0, r.LiveMS/r.Sim0MS)
 				cpu = append(cpu, r.AgentCPU/r.Wire*1e9)
+				thr = append(thr, r.throttledShare(ports(rows)))
 				if a >= 0.85 && a <= 1.15 {
 					in15++
 				}
@@ -399,8 +453,8 @@ func matrixReport(rows []runRow, w io.Writer) error {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(w, "| %v | %s | %d | %.1f | %s | %d/%d | %s | %d/%d | %s | %.1f |\n", c.Cell, n, len(runs), median(live),
-				fmtIv(ai), in15, len(runs), fmtIv(mi), in25, len(runs), fmtIv(a0), median(cpu))
+			fmt.Fprintf(w, "| %v | %s | %d | %.1f | %s | %d/%d | %s | %d/%d | %s | %.1f | %.2f |\n", c.Cell, n, len(runs), median(live),
+				fmtIv(ai), in15, len(runs), fmtIv(mi), in25, len(runs), fmtIv(a0), median(cpu), median(thr))
 		}
 	}
 	fmt.Fprintln(w)

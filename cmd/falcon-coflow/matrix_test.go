@@ -126,11 +126,12 @@ func rowsFor(skips []int, c cell, ratios map[string][]float64, sim float64) []ru
 func TestMatrixReport(t *testing.T) {
 	skips := []int{50, 150, 250, 300, 350}
 	win := cell{40, 0.06}
-	rows := rowsFor(skips, win, map[string][]float64{"sebf+lz4": {1.5, 1.6, 1.4, 1.7, 1.55}}, 1)
-	rows = append(rows, rowsFor(skips, cell{10, 0.12}, map[string][]float64{"sebf+lz4": {0.8, 1.2, 0.9, 1.1, 1.0}}, 1.3)...)
+	rows := rowsFor(skips, win, map[string][]float64{"sebf+lz4": {1.5, 1.6, 1.4, 1.7, 1.55}, "sebf": {1, 1, 1, 1, 1}}, 1)
+	rows = append(rows, rowsFor(skips, cell{10, 0.12}, map[string][]float64{"sebf+lz4": {0.8, 1.2, 0.9, 1.1, 1.0}, "sebf": {1, 1, 1, 1, 1}}, 1.3)...)
 	rows = append(rows, runRow{Skip: 400, Cell: win, Sched: "fvdf", Status: "failed", Attempt: 1, Err: "agent 3: exit status 1"},
 		runRow{Skip: 400, Cell: win, Sched: "fvdf", Status: "failed", Attempt: 2, Err: "agent 3: exit status 1"},
-		runRow{Skip: 400, Cell: win, Sched: "sebf+lz4", Status: "ok", LiveMS: 1, SimMS: 1, Sim0MS: 1, Wire: 1, Raw: 1})
+		runRow{Skip: 400, Cell: win, Sched: "sebf+lz4", Status: "ok", LiveMS: 1, SimMS: 1, Sim0MS: 1, Wire: 1, Raw: 1},
+		runRow{Skip: 400, Cell: win, Sched: "sebf", Status: "ok", LiveMS: 1, SimMS: 1, Sim0MS: 1, Wire: 1, Raw: 1})
 	var buf bytes.Buffer
 	buf.WriteString(strings.Join(rowHeader, ",") + "\n")
 	for _, r := range rows {
@@ -152,6 +153,7 @@ func TestMatrixReport(t *testing.T) {
 		"| tie | 1.00 [",
 		"| 10Mbit/0.12core | fvdf | 5 | 120.0 | 1.30 [1.30, 1.30] | 0/5 |",
 		"40Mbit/0.06core: slices [400] lack a successful run",
+		"| 40Mbit/0.06core | sebf+lz4 | 5 | 1.55 [1.40, 1.70] | 1.55 [1.40, 1.70] | 1.00 [1.00, 1.00] | 50: 1.50 / 1.50,",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report lacks %q:\n%s", want, s)
