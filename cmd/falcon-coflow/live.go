@@ -23,6 +23,7 @@ type liveOptions struct {
 	wireEff, payload      float64
 	window, codecEff      float64
 	chunkRTT              time.Duration
+	period                time.Duration
 	csv, json             string
 }
 
@@ -36,6 +37,7 @@ func liveFlags(fs *flag.FlagSet, l *liveOptions) {
 	fs.DurationVar(&l.lead, "lead", 30*time.Second, "with -live: time the agents get to start before the first arrival")
 	fs.Float64Var(&l.linkBits, "link-bps", 40e6, "with -live: each port's rate limit each way, bit/s")
 	fs.Float64Var(&l.cores, "port-cores", 0.12, "with -live: each port's CPU quota, cores")
+	fs.DurationVar(&l.period, "cfs-period", 10*time.Millisecond, "with -live: the CFS period of the ports' quotas (a quota must be at least 1 ms of it: 20ms for 0.06 core)")
 	fs.Float64Var(&l.payload, "link-payload", 1, "with -live: the fraction of -link-bps the schedulers (and the simulator) are told a port carries; below 1 leaves the TCP/IP headers room, so paced payload does not queue at the rate limit")
 	fs.Float64Var(&l.wireEff, "sim-wire-eff", 0, "with -live: coflow.Config.WireEfficiency of the simulation (0: the fluid model)")
 	fs.DurationVar(&l.doneDelay, "sim-done-delay", 0, "with -live: coflow.Config.CompletionDelay of the simulation")
@@ -62,7 +64,7 @@ func liveNames(o options) ([]string, error) {
 		return nil, errors.New("-live takes neither -mode, -format nor -csv (use -live-csv)")
 	}
 	if l.ports < 2 || l.ports > 200 || l.coflows < 1 || l.skip < 0 || !(l.mb > 0) || l.span < 0 || l.lead <= 0 ||
-		!(l.linkBits >= 8e3) || !(l.cores > 0) || !(l.payload > 0 && l.payload <= 1) || !(l.wireEff >= 0 && l.wireEff <= 1) || !(l.codecEff >= 0 && l.codecEff <= 1) || l.window < 0 || l.chunkRTT < 0 || l.doneDelay < 0 {
+		!(l.linkBits >= 8e3) || !(l.cores > 0) || !(l.payload > 0 && l.payload <= 1) || !(l.wireEff >= 0 && l.wireEff <= 1) || !(l.codecEff >= 0 && l.codecEff <= 1) || l.window < 0 || l.chunkRTT < 0 || l.doneDelay < 0 || l.period < time.Millisecond {
 		return nil, fmt.Errorf("-live: bad slice or bed: ports %d (2..200), coflows %d, skip %d, mb %g, span %v, lead %v, link-bps %g, link-payload %g, port-cores %g, sim-wire-eff %g, sim-done-delay %v",
 			l.ports, l.coflows, l.skip, l.mb, l.span, l.lead, l.linkBits, l.payload, l.cores, l.wireEff, l.doneDelay)
 	}

@@ -38,26 +38,38 @@ func loadAvg() string {
 	return strings.Join(f[:3], "/")
 }
 
-// runBed builds the bed, folds the slice onto it and replays it under each
-// scheduler, live and simulated.
-func runBed(o options, names []string, w io.Writer) error {
+// liveSlice folds the slice of -trace after skip coflows onto the bed's
+// ports, mb MB in all, each coflow's bytes one of codecprof's classes
+// (seeded).
+func liveSlice(o options, skip int, mb float64) ([]coflow.Coflow, []codecprof.Class, error) {
 	l := o.live
 	tr, _, err := loadTrace(o)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	cfs, err := testbed.Slice(tr, testbed.SliceConfig{Ports: l.ports, Skip: l.skip, Coflows: l.coflows, TotalBytes: l.mb * 1e6, Span: l.span})
+	cfs, err := testbed.Slice(tr, testbed.SliceConfig{Ports: l.ports, Skip: skip, Coflows: l.coflows, TotalBytes: mb * 1e6, Span: l.span})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	classes := []codecprof.Class{codecprof.TPCHRows, codecprof.SortRecords, codecprof.Text, codecprof.GoStdlib}
 	if _, err := codecprof.GoSourceCorpus(); err != nil {
 		classes = classes[:3] // no Go source tree here
 	}
 	if err := coflow.AssignClasses(cfs, slices.Repeat([]float64{1}, len(classes)), 28); err != nil {
+		return nil, nil, err
+	}
+	return cfs, classes, nil
+}
+
+// runBed builds the bed, folds the slice onto it and replays it under each
+// scheduler, live and simulated.
+func runBed(o options, names []string, w io.Writer) error {
+	l := o.live
+	cfs, classes, err := liveSlice(o, l.skip, l.mb)
+	if err != nil {
 		return err
 	}
-	b, err := testbed.New(testbed.Config{Ports: l.ports, RateBits: []float64{l.linkBits}, Cores: []float64{l.cores}})
+	b, err := testbed.New(testbed.Config{Ports: l.ports, RateBits: []float64{l.linkBits}, Cores: []float64{l.cores}, Period: l.period, Shares: o.matrix.shares})
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ func TestParseFlags_Live(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := liveOptions{on: true, ports: 6, coflows: 12, skip: 50, mb: 80, span: 9 * time.Second, lead: 30 * time.Second,
-		linkBits: 20e6, payload: 0.9, cores: 0.1, wireEff: 0.95, codecEff: 0.5, doneDelay: 4 * time.Millisecond}
+		linkBits: 20e6, payload: 0.9, cores: 0.1, wireEff: 0.95, codecEff: 0.5, doneDelay: 4 * time.Millisecond, period: 10 * time.Millisecond}
 	if o.live != want || o.trace != "t.txt" {
 		t.Fatalf("live options %+v trace %q, want %+v", o.live, o.trace, want)
 	}
@@ -37,7 +37,7 @@ func TestParseFlags_Live(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dw := (liveOptions{on: true, ports: 10, coflows: 40, mb: 300, span: 30 * time.Second, lead: 30 * time.Second, linkBits: 40e6, payload: 1, cores: 0.12}); d.live != dw {
+	if dw := (liveOptions{on: true, ports: 10, coflows: 40, mb: 300, span: 30 * time.Second, lead: 30 * time.Second, linkBits: 40e6, payload: 1, cores: 0.12, period: 10 * time.Millisecond}); d.live != dw {
 		t.Fatalf("defaults %+v, want %+v", d.live, dw)
 	}
 	for _, bad := range []string{

@@ -48,6 +48,11 @@
 // -refit simulates runs kept by -live-json again under the simulator's
 // calibration constants (-sim-*); see README.md and CALIBRATION.md.
 //
+// -live-matrix (root, Linux) runs the live matrix of LIVE-PROTOCOL.md:
+// every scheduler on every slice of -matrix-skips in every cell of
+// -matrix-mbit × -matrix-cores, one CSV row per run (-live-csv);
+// -matrix-report prints its tables from that CSV (LIVE.md).
+//
 // With -format coflowsim the table is replaced by coflowsim's per-coflow
 // lines "JOB-<id> <start> <finish> <numMappers> <numReducers>
 // <totalShuffleBytes> <maxShuffleBytes> <duration> <deadline>
@@ -77,6 +82,7 @@ type options struct {
 	seed                                      uint64
 	comp                                      compressionOptions
 	live                                      liveOptions
+	matrix                                    matrixOptions
 	refit, fitSkips                           string
 	set                                       map[string]bool // flags given on the command line
 }
@@ -94,6 +100,11 @@ func main() {
 		os.Exit(2)
 	}
 	switch {
+	case o.matrix.report != "":
+		reportPorts = o.live.ports
+		err = runMatrixReport(o.matrix.report, os.Stdout)
+	case o.matrix.on:
+		err = runLiveMatrix(o, os.Stdout)
 	case o.refit != "":
 		err = runRefit(o, os.Stdout)
 	case o.live.on:
@@ -131,6 +142,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.StringVar(&o.comp.resched, "resched", "", "with compression: rescheduling rule of every scheduler: varys (coflow arrivals and completions), timers (plus the T/δ starvation guard, 10 s/200 ms), every (every flow completion, coalesced by -coalesce); empty: each scheduler's own (fvdf: varys with its guard; sebf and the baselines: varys)")
 	fs.DurationVar(&o.comp.coalesce, "coalesce", 100*time.Millisecond, "with -resched every: flow completions within this window of the last call share one call (0: a call at each)")
 	liveFlags(fs, &o.live)
+	matrixFlags(fs, &o.matrix)
 	fs.StringVar(&o.refit, "refit", "", "simulate the live runs kept by -live-json in this file again, before and after the -sim-* calibration constants, and print the calibration table (no root needed)")
 	fs.StringVar(&o.fitSkips, "fit-skips", "0,100", "with -refit: the slices (by -skip) the constants were fitted on; the others are validation")
 	if err := fs.Parse(args); err != nil {

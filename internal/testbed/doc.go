@@ -36,7 +36,14 @@
 // simulates the same coflows on the live arrivals with the profiles the
 // coordinator measured (ReplayResult: live results, simulation, each
 // agent's CPU time). Each agent stays up until every coflow is done (Replay
-// then closes its stdin): one that left would be dead to the coordinator. cmd/falcon-coflow -live is the command; its
+// then closes its stdin): one that left would be dead to the coordinator.
+// An agent that fails ends the run at once: Replay kills the others and
+// returns the first failure with its output.
+//
+// Config.Shares sets the ports' cgroups' CPU weight (v1 cpu.shares, v2
+// cpu.weight) so that on a machine busy with other work they still get
+// their quotas; ProbeQuota measures whether they do (a spinner in every
+// port's cgroup at once: CPU had over CPU promised). cmd/falcon-coflow -live is the command; its
 // CALIBRATION.md the calibration of coflow.Sim against it. The tests:
 // TestLiveOnBed (a small workload, by default) and TestReplayFB2010 (a slice
 // of FB2010 with codecprof's named data classes, minutes), which prints one

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -144,4 +145,31 @@ func TestAgentsStayUntilAllDone(t *testing.T) {
 		{Src: 0, Dst: 1, Bytes: 3e6},
 	}}}
 	runLive(t, b, "sebf", wl, []codecprof.Class{codecprof.Text}, bits/8, cores, 5*time.Second, time.Minute)
+}
+
+// TestReplayEndsOnAgentFailure: an agent that fails ends the run at once
+// with its error, instead of the others waiting for coflows that cannot
+// finish until their Limit (a matrix run at load 10 hung for its whole
+// 10 min Limit: agent 0 had failed, nine agents waited on their stdin).
+// The agents here are a shell script: port 0's exits 1 at once, the
+// others wait on their stdin as real agents do.
+func TestReplayEndsOnAgentFailure(t *testing.T) {
+	const ports, bits, cores = 3, 8e6, 0.15
+	b := newBed(t, Config{Ports: ports, RateBits: []float64{bits}, Cores: []float64{cores}})
+	exe := filepath.Join(t.TempDir(), "agent.sh")
+	script := "#!/bin/sh\ncase \"$" + SpecEnv + "\" in *'\"Port\":0,'*) echo agent zero fails >&2; exit 1;; esac\nexec cat >/dev/null\n"
+	if err := os.WriteFile(exe, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const limit = 2 * time.Minute
+	cfs := []coflow.Coflow{{Flows: []coflow.Flow{{Src: 0, Dst: 1, Bytes: 1e5, Class: 0}}}}
+	start := time.Now()
+	_, err := Replay(context.Background(), b, ReplayConfig{Sched: "sebf", Coflows: cfs, Classes: []codecprof.Class{codecprof.Text},
+		Bandwidth: bits / 8, Cores: cores, Lead: time.Second, Limit: limit, Exe: exe})
+	if err == nil || !strings.Contains(err.Error(), "agent 0") || !strings.Contains(err.Error(), "agent zero fails") {
+		t.Fatalf("Replay = %v, want agent 0's failure", err)
+	}
+	if d := time.Since(start); d > limit/2 {
+		t.Fatalf("Replay took %v after an agent failed (limit %v)", d, limit)
+	}
 }

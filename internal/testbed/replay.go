@@ -38,11 +38,109 @@ const (
 // RunHelper runs this process as a bed agent if HelperEnv says "agent":
 // it returns true and the agent's error (the caller exits, nonzero on an
 // error). Otherwise it returns false, nil at once.
+//
+// With HelperEnv=spin it is ProbeQuota's spinner instead: two goroutines
+// spin for the seconds in SpecEnv and the process prints its CPU seconds.
 func RunHelper() (bool, error) {
-	if os.Getenv(HelperEnv) != "agent" {
-		return false, nil
+	switch os.Getenv(HelperEnv) {
+	case "agent":
+		return true, runAgent(os.Getenv(SpecEnv))
+	case "spin":
+		return true, spin(os.Getenv(SpecEnv))
 	}
-	return true, runAgent(os.Getenv(SpecEnv))
+	return false, nil
+}
+
+// spin keeps two goroutines busy for secs seconds of wall time (at most
+// a minute) and prints the process's CPU seconds.
+func spin(secs string) error {
+	d, err := strconv.ParseFloat(secs, 64)
+	if err != nil || !(d > 0 && d <= 60) {
+		return fmt.Errorf("testbed: spin %q: want seconds in (0, 60]", secs)
+	}
+	c0, _ := cpu0()
+	end := time.Now().Add(time.Duration(d * float64(time.Second)))
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			x := 0
+			for time.Now().Before(end) {
+				for i := range 1000 {
+					x += i
+				}
+			}
+			_ = x
+		}()
+	}
+	wg.Wait()
+	c1, _ := cpu0()
+	fmt.Printf("%s%.6f\n", cpuPrefix, (c1 - c0).Seconds())
+	return nil
+}
+
+// ProbeQuota checks that the bed keeps its CPU promise under the
+// machine's present load: a process spinning two threads in every port's
+// cgroup at once for d (exe: this program, or the given one; it must call
+// RunHelper first in main), and for each port the CPU time it got over
+// the quota's promise, CPU / (Cores(k)·d) (1: the quota was had in full;
+// NaN for a port without a quota). The ports must be idle.
+func ProbeQuota(ctx context.Context, b *Bed, exe string, d time.Duration) ([]float64, error) {
+	if !(d > 0 && d <= time.Minute) {
+		return nil, fmt.Errorf("testbed: probe of %v (want (0, 1 min])", d)
+	}
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, d+30*time.Second)
+	defer cancel()
+	outs := make([]strings.Builder, b.Ports())
+	errs := make([]error, b.Ports())
+	var wg sync.WaitGroup
+	for k := range b.Ports() {
+		cmd := b.Command(k, exe)
+		cmd.Env = append(os.Environ(), HelperEnv+"=spin", SpecEnv+"="+strconv.FormatFloat(d.Seconds(), 'f', -1, 64))
+		cmd.Stdout = &outs[k]
+		if err := cmd.Start(); err != nil {
+			errs[k] = err
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case errs[k] = <-done:
+			case <-ctx.Done():
+				cmd.Process.Kill()
+				errs[k] = fmt.Errorf("%v: %w", <-done, ctx.Err())
+			}
+		}()
+	}
+	wg.Wait()
+	var got []float64
+	for k := range b.Ports() {
+		if errs[k] != nil {
+			return nil, fmt.Errorf("testbed: probe port %d: %w", k, errs[k])
+		}
+		cpu := math.NaN()
+		for _, line := range strings.Split(outs[k].String(), "\n") {
+			if v, ok := strings.CutPrefix(line, cpuPrefix); ok {
+				cpu, _ = strconv.ParseFloat(strings.TrimSpace(v), 64)
+			}
+		}
+		if q := b.Cores(k); q > 0 && !math.IsNaN(cpu) {
+			got = append(got, cpu/(q*d.Seconds()))
+		} else {
+			got = append(got, math.NaN())
+		}
+	}
+	return got, nil
 }
 
 // cpu0 is the process's CPU time so far (user + system, getrusage).
@@ -405,6 +503,12 @@ func Replay(ctx context.Context, b *Bed, cfg ReplayConfig) (*ReplayResult, error
 	errs := make([]error, b.Ports())
 	cmds := make([]*exec.Cmd, b.Ports())
 	var stdins []io.WriteCloser
+	// An agent that fails ends the run: the others would wait for coflows
+	// that cannot finish until their Limit, so they are killed and the
+	// first failure is the error.
+	failed := make(chan struct{})
+	var failOnce sync.Once
+	first := -1
 	for k := range b.Ports() {
 		spec, err := json.Marshal(agentSpec{Port: k, Addrs: addrs, Secret: secret, Coflows: wl, Classes: cfg.Classes, StartNS: startAt.UnixNano(), Limit: cfg.Limit})
 		if err != nil {
@@ -425,7 +529,13 @@ func Replay(ctx context.Context, b *Bed, cfg ReplayConfig) (*ReplayResult, error
 			continue
 		}
 		wg.Add(1)
-		go func() { defer wg.Done(); errs[k] = cmd.Wait() }()
+		go func() {
+			defer wg.Done()
+			errs[k] = cmd.Wait()
+			if errs[k] != nil {
+				failOnce.Do(func() { first = k; close(failed) })
+			}
+		}()
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -446,15 +556,21 @@ func Replay(ctx context.Context, b *Bed, cfg ReplayConfig) (*ReplayResult, error
 			}
 		}
 	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
+	kill := func() {
 		for _, c := range cmds {
 			if c.Process != nil {
 				c.Process.Kill()
 			}
 		}
 		<-done
+	}
+	select {
+	case <-done:
+	case <-failed:
+		kill()
+		return nil, fmt.Errorf("agent %d: %w\n%s%s", first, errs[first], outs[first].out.String(), outs[first].err.String())
+	case <-ctx.Done():
+		kill()
 		return nil, ctx.Err()
 	}
 	for k, err := range errs {

@@ -40,6 +40,13 @@ type Config struct {
 	// running for seconds see the quota rather than the throttler's
 	// bursts.
 	Period time.Duration
+	// Shares is the CPU weight of every port's cgroup against the other
+	// groups and the root group's tasks (cgroup v1 cpu.shares; on v2,
+	// cpu.weight = Shares·100/1024, at least 1). Zero leaves the kernel's
+	// default (1024: one nice-0 task). On a machine busy with other work,
+	// a higher weight lets the ports get their quotas: the quota still
+	// caps them, the weight only orders them before other work.
+	Shares int
 	// Prefix names the namespaces and cgroups. Empty means "flb" and the
 	// process id (at most 8 characters are used).
 	Prefix string
@@ -78,6 +85,9 @@ func (c *Config) Validate() error {
 	}
 	if n := len(x.Cores); n > 1 && n != x.Ports {
 		return fmt.Errorf("%w: %d quotas for %d ports", ErrConfig, n, x.Ports)
+	}
+	if x.Shares < 0 || x.Shares > 262144 {
+		return fmt.Errorf("%w: shares %d (want 0..262144)", ErrConfig, x.Shares)
 	}
 	if x.Period < time.Millisecond || x.Period > time.Second {
 		return fmt.Errorf("%w: period %v (want 1 ms..1 s)", ErrConfig, x.Period)
@@ -235,7 +245,11 @@ func (b *Bed) makeCgroup(k int) (string, error) {
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			return "", fmt.Errorf("%w: cgroup v1: %v", ErrUnsupported, err)
 		}
-		for f, v := range map[string]int64{"cpu.cfs_period_us": period, "cpu.cfs_quota_us": quota} {
+		files := map[string]int64{"cpu.cfs_period_us": period, "cpu.cfs_quota_us": quota}
+		if b.cfg.Shares > 0 {
+			files["cpu.shares"] = int64(b.cfg.Shares)
+		}
+		for f, v := range files {
 			if err := os.WriteFile(filepath.Join(dir, f), []byte(strconv.FormatInt(v, 10)), 0o644); err != nil {
 				os.Remove(dir)
 				return "", fmt.Errorf("%w: cgroup v1 %s: %v", ErrUnsupported, f, err)
@@ -254,6 +268,13 @@ func (b *Bed) makeCgroup(k int) (string, error) {
 		if err := os.WriteFile(filepath.Join(dir, "cpu.max"), fmt.Appendf(nil, "%d %d", quota, period), 0o644); err != nil {
 			os.Remove(dir)
 			return "", fmt.Errorf("%w: cgroup v2 cpu.max: %v", ErrUnsupported, err)
+		}
+		if b.cfg.Shares > 0 {
+			w := max(1, min(10000, b.cfg.Shares*100/1024))
+			if err := os.WriteFile(filepath.Join(dir, "cpu.weight"), fmt.Appendf(nil, "%d", w), 0o644); err != nil {
+				os.Remove(dir)
+				return "", fmt.Errorf("%w: cgroup v2 cpu.weight: %v", ErrUnsupported, err)
+			}
 		}
 		return dir, nil
 	}

@@ -3,11 +3,13 @@
 package testbed
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,7 +30,11 @@ import (
 //	                process's CPU seconds
 func TestMain(m *testing.M) {
 	if h := os.Getenv("FALCON_TESTBED_HELPER"); h != "" {
-		if err := helper(strings.Fields(h)); err != nil {
+		run := func() error { return helper(strings.Fields(h)) }
+		if h == "spin" { // ProbeQuota's spinner: its seconds are in SpecEnv
+			run = func() error { _, err := RunHelper(); return err }
+		}
+		if err := run(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -230,12 +236,13 @@ func TestConfigValidate(t *testing.T) {
 		{Ports: 2, RateBits: []float64{1e6, 1e6, 1e6}},
 		{Ports: 2, RateBits: []float64{1e6}, Cores: []float64{0.05}}, // 0.5 ms of a 10 ms period
 		{Ports: 2, RateBits: []float64{1e6}, Prefix: "Bad-"},
+		{Ports: 2, RateBits: []float64{1e6}, Shares: -1},
 	} {
 		if err := c.Validate(); !errors.Is(err, ErrConfig) {
 			t.Errorf("%+v: %v", c, err)
 		}
 	}
-	ok := Config{Ports: 10, RateBits: []float64{20e6}, Cores: []float64{0.1}}
+	ok := Config{Ports: 10, RateBits: []float64{20e6}, Cores: []float64{0.1}, Shares: 4096}
 	if err := ok.Validate(); err != nil {
 		t.Error(err)
 	}
@@ -287,4 +294,40 @@ func TestBedScale(t *testing.T) {
 		mbs = append(mbs, fmt.Sprintf("%.2f", r/1e6))
 	}
 	t.Logf("CPU s per port under %.2f core for %.0f s (quota %.3f): %s; transfers MB/s: %s", quota, secs, want, strings.Join(cpus, " "), strings.Join(mbs, " "))
+}
+
+// TestSharesAndProbe: Config.Shares lands in every port's cgroup
+// (cpu.shares on v1, cpu.weight on v2), and ProbeQuota reports, per port,
+// the CPU a spinner got over its quota's promise: positive, and not above
+// the quota (a margin of 20 % for the accounting of the process's start
+// and end; a loaded machine may give less, never more).
+func TestSharesAndProbe(t *testing.T) {
+	b := newBed(t, Config{Ports: 2, RateBits: []float64{8e6}, Cores: []float64{0.15}, Shares: 2048})
+	for k := range b.Ports() {
+		f, want := "cpu.shares", "2048"
+		if b.v2 {
+			f, want = "cpu.weight", "200"
+		}
+		got, err := os.ReadFile(filepath.Join(b.cgroups[k], f))
+		if err != nil || strings.TrimSpace(string(got)) != want {
+			t.Errorf("port %d %s = %q, %v; want %s", k, f, got, err, want)
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ProbeQuota(context.Background(), b, exe, 500*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("probe: %.3f of the quota", got)
+	for k, g := range got {
+		if !(g > 0 && g <= 1.2) {
+			t.Errorf("port %d: probe %v of its quota, want (0, 1.2]", k, g)
+		}
+	}
+	if _, err := ProbeQuota(context.Background(), b, exe, 0); err == nil {
+		t.Error("a probe of 0 s was accepted")
+	}
 }
