@@ -22,6 +22,10 @@
 // synthetic trace per seed at offered load L (SynthTrace); -coflows N
 // keeps a trace's first N coflows (exploratory slices); -whole-cores runs
 // §7's whole-core model (-chunk-overhead, default ChunkOverhead);
+// -codec-efficiency η and -completion-delay D set coflow.Config's
+// CodecCoreEfficiency and CompletionDelay of every run (amendment v4's
+// bed-calibrated model: η 0.5, D 4.2 ms, cmd/falcon-coflow/CALIBRATION.md;
+// -planner-eta shows the schedulers η·s instead, exploratory);
 // -pool DIR,DIR,... bootstraps the paired ratios of several outputs
 // together (pooled.md).
 //
@@ -93,6 +97,19 @@ type options struct {
 	// fracOverhead applies chunkOverhead with fractional cores (an
 	// exploratory split of §7's model into its two parts).
 	fracOverhead bool
+	// codecEff and doneDelay are the bed's calibration constants
+	// (PROTOCOL-v3 amendment v4, cmd/falcon-coflow/CALIBRATION.md):
+	// coflow.Config.CodecCoreEfficiency and CompletionDelay of every run.
+	// Zero: the model's overhead-free cores and no delay (the golden
+	// hashes).
+	codecEff  float64
+	doneDelay time.Duration
+	// plannerEta, with codecEff, moves η from the simulator into the
+	// fabric the schedulers see: codec speeds η·s, the simulator at η = 1.
+	// The true stage rates are the same; only the planners' knowledge
+	// differs (an exploratory variant of v4: the live coordinator measures
+	// speeds per CPU second of the worker thread, which carry no η).
+	plannerEta bool
 }
 
 // overhead is the per-chunk overhead o's fabrics apply (ChunkSpeed).
@@ -111,9 +128,34 @@ func (o *options) model() string {
 		cores = "whole cores"
 	}
 	if o.overhead() == 0 && !o.wholeCores {
-		return cores + ", no per-chunk overhead"
+		return cores + ", no per-chunk overhead" + o.calibration()
 	}
-	return fmt.Sprintf("%s, %v per %d KiB chunk", cores, o.overhead(), ChunkBytes>>10)
+	return fmt.Sprintf("%s, %v per %d KiB chunk", cores, o.overhead(), ChunkBytes>>10) + o.calibration()
+}
+
+// calibration names o's bed constants for model (empty when none is set,
+// so the model strings of earlier outputs are unchanged).
+func (o *options) calibration() string {
+	if o.codecEff == 0 && o.doneDelay == 0 {
+		return ""
+	}
+	s := fmt.Sprintf(", codec core efficiency %g", o.codecEff)
+	if o.codecEff == 0 {
+		s = ", codec core efficiency 1"
+	}
+	if o.plannerEta && o.codecEff != 0 {
+		s += " known to the planners"
+	}
+	return s + fmt.Sprintf(", completion delay %v", o.doneDelay)
+}
+
+// simEff is the CodecCoreEfficiency the simulator applies: codecEff, or 0
+// (none) when the planners' fabric carries it (plannerEta).
+func (o *options) simEff() float64 {
+	if o.plannerEta {
+		return 0
+	}
+	return o.codecEff
 }
 
 func main() {
@@ -144,7 +186,19 @@ func main() {
 	flag.DurationVar(&o.chunkOverhead, "chunk-overhead", ChunkOverhead, "per-chunk codec overhead of -whole-cores (ChunkSpeed)")
 	poolDirs := flag.String("pool", "", "comma-separated matrix output directories: write -out/pooled.md, FVDF's per-seed ratios of all of them bootstrapped together (PROTOCOL-v3 §8), and run nothing")
 	flag.BoolVar(&o.fracOverhead, "fractional-overhead", false, "apply -chunk-overhead with fractional cores (exploratory: §7's overhead without its whole cores)")
+	flag.Float64Var(&o.codecEff, "codec-efficiency", 0, "coflow.Config.CodecCoreEfficiency η of every run, in [0, 1] (PROTOCOL-v3 amendment v4: 0.5, fitted on the bed, cmd/falcon-coflow/CALIBRATION.md; 0: none)")
+	flag.DurationVar(&o.doneDelay, "completion-delay", 0, "coflow.Config.CompletionDelay of every run (amendment v4: 4.2ms, fitted on the bed; 0: none)")
+	flag.BoolVar(&o.plannerEta, "planner-eta", false, "with -codec-efficiency: the schedulers see codec speeds η·s and the simulator runs at η = 1 (exploratory: planners that know η)")
 	flag.Parse()
+	if !(o.codecEff >= 0 && o.codecEff <= 1) {
+		fail(fmt.Errorf("-codec-efficiency %v: must be in [0, 1]", o.codecEff))
+	}
+	if o.doneDelay < 0 {
+		fail(fmt.Errorf("-completion-delay %v: must be ≥ 0", o.doneDelay))
+	}
+	if o.plannerEta && o.codecEff == 0 {
+		fail(fmt.Errorf("-planner-eta needs -codec-efficiency"))
+	}
 	if *poolDirs != "" {
 		if err := pool(strings.Split(*poolDirs, ","), o.out); err != nil {
 			fail(err)
@@ -420,6 +474,13 @@ var fabCodecs = []string{"lz4", "snappy"}
 // background, the mix's reference codec profiles and one class per mix
 // class.
 func (m *matrix) fabric(set Setting) (*coflow.Fabric, error) {
+	return m.fabricEta(set, m.o.plannerEta)
+}
+
+// fabricEta is fabric with the codec speeds scaled by codecEff when
+// plannerEta (the planners' view under -planner-eta) or not (the true
+// speeds, which compress-at-write's tasks run at).
+func (m *matrix) fabricEta(set Setting, plannerEta bool) (*coflow.Fabric, error) {
 	fab := coflow.NewFabric(m.tr.Ports, set.Gbps*125e6)
 	cores := MachinesPerPort * set.Cores
 	for i := range fab.Ports {
@@ -435,6 +496,9 @@ func (m *matrix) fabric(set Setting) (*coflow.Fabric, error) {
 		cs, ds := p.CompressBps, p.DecompressBps
 		if over := m.o.overhead(); over > 0 {
 			cs, ds = ChunkSpeed(cs, over), ChunkSpeed(ds, over)
+		}
+		if plannerEta && m.o.codecEff > 0 {
+			cs, ds = cs*m.o.codecEff, ds*m.o.codecEff
 		}
 		return coflow.CodecProfile{Name: p.Codec.String(), CompressSpeed: cs, DecompressSpeed: ds, Ratio: min(1, p.Ratio)}
 	}
@@ -495,7 +559,14 @@ func (m *matrix) runOne(c Cell, w *workload, shift time.Duration, probe bool) (*
 	var cpuAtWrite float64
 	if wc := (fvdf.Baseline{Sched: c.Sched, Comp: c.Comp}).WriteCodec(); wc != "" {
 		k := slices.Index(fabCodecs, wc) + 1
-		if plan, err = plan.CompressAtWrite(fab, k); err != nil {
+		// The map and reduce tasks compress at the true speeds (η is the
+		// share of an agent's quota its networking leaves to the codecs;
+		// the tasks' codec runs outside it).
+		wfab, err := m.fabricEta(c.Set, false)
+		if err != nil {
+			return nil, err
+		}
+		if plan, err = plan.CompressAtWrite(wfab, k); err != nil {
 			return nil, err
 		}
 		cpuAtWrite = plan.CodecCPUSeconds
@@ -528,6 +599,7 @@ func (m *matrix) runOne(c Cell, w *workload, shift time.Duration, probe bool) (*
 	if c.Resched == "every" {
 		cfg.CoalesceFlowEvents = m.o.coalesce
 	}
+	cfg.CodecCoreEfficiency, cfg.CompletionDelay = m.o.simEff(), m.o.doneDelay
 	cfg.Check = m.check
 	sim, err := coflow.NewSim(cfg, fab, wt)
 	if err != nil {
