@@ -81,14 +81,9 @@ func runLocal(ctx context.Context, lc localConfig) error {
 	defer cancel()
 	var outMu sync.Mutex
 	names := nodeNames(lc.servers, lc.workers)
-	addrs := map[transport.NodeID]string{}
-	for _, n := range names {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return err
-		}
-		addrs[n] = l.Addr().String()
-		l.Close()
+	addrs, err := loopbackAddrs(names)
+	if err != nil {
+		return err
 	}
 	book := formatPeers(names, addrs)
 	fmt.Fprintf(lc.stdout, "local: starting %d processes (%d servers, %d workers, coordinator) on 127.0.0.1\n",
@@ -237,4 +232,28 @@ func runLocal(ctx context.Context, lc localConfig) error {
 	}
 	fmt.Fprintf(lc.stdout, "local: all %d processes exited cleanly (%.2fs after start-up)\n", len(children), time.Since(start).Seconds())
 	return nil
+}
+
+// loopbackAddrs gives each node a free port on 127.0.0.1. Every port is
+// held open until all are chosen: a port closed at once could be handed
+// out again for the next node (two servers were given one port under
+// load). Another process can still take a port between the close and
+// the child's listen; the child then fails naming it.
+func loopbackAddrs(names []transport.NodeID) (map[transport.NodeID]string, error) {
+	addrs := make(map[transport.NodeID]string, len(names))
+	held := make([]net.Listener, 0, len(names))
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
+	for _, n := range names {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		held = append(held, l)
+		addrs[n] = l.Addr().String()
+	}
+	return addrs, nil
 }

@@ -492,3 +492,27 @@ func TestStateDir_NeedsRunID(t *testing.T) {
 		t.Fatalf("durable config %+v (%v)", cfg.Durable, err)
 	}
 }
+
+// TestLoopbackAddrs_Distinct: the local mode's nodes get distinct ports
+// (a port chosen and closed before the next was chosen was once given to
+// two servers, and the second failed with "address already in use").
+func TestLoopbackAddrs_Distinct(t *testing.T) {
+	for range 20 {
+		names := nodeNames(20, 40)
+		addrs, err := loopbackAddrs(names)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]transport.NodeID{}
+		for _, n := range names {
+			a := addrs[n]
+			if a == "" {
+				t.Fatalf("%s has no address", n)
+			}
+			if o, dup := seen[a]; dup {
+				t.Fatalf("%s and %s both given %s", o, n, a)
+			}
+			seen[a] = n
+		}
+	}
+}
