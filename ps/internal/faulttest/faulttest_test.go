@@ -130,20 +130,29 @@ type cluster struct {
 	peersOf map[string]string
 }
 
-func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// freeAddrs gives n distinct free loopback addresses: every port is held
+// open until all are chosen (a port closed at once can be handed out again
+// for the next node, as the cluster binary's local mode once saw).
+func freeAddrs(t *testing.T, n int) []string {
+	out := make([]string, 0, n)
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		out = append(out, ln.Addr().String())
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return out
 }
 
 func newCluster(t *testing.T, servers, workers int, common ...string) *cluster {
 	c := &cluster{t: t, bin: roleBin(t), procs: map[string]*proc{}, servers: servers, workers: workers}
 	var book []string
-	for _, n := range c.names() {
-		book = append(book, n+"="+freeAddr(t))
+	names := c.names()
+	addrs := freeAddrs(t, len(names))
+	for i, n := range names {
+		book = append(book, n+"="+addrs[i])
 	}
 	c.peers = strings.Join(book, ",")
 	c.common = append([]string{"-servers", fmt.Sprint(servers), "-workers", fmt.Sprint(workers), "-peers", c.peers}, common...)
