@@ -1,0 +1,8 @@
+package etcd
+
+// staleCopy returns a Leadership with l's key and revision that has not
+// noticed any loss: a leader paused (or cut off) while a successor was
+// elected, whose writes only etcd's transaction can refuse.
+func staleCopy(l *Leadership) *Leadership {
+	return &Leadership{e: l.e, s: l.s, key: l.key, rev: l.rev, lost: make(chan struct{}), stop: func() {}}
+}
