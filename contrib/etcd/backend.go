@@ -27,6 +27,14 @@ type Backend struct {
 	own bool // Close closes cli
 }
 
+// maxSend and maxRecv bound the client's requests and answers: a
+// Store's requests carry at most txnBytes of chunks; List's answers are
+// refused over maxRecv (give it a limit).
+const (
+	maxSend = txnBytes + 1<<20
+	maxRecv = 16 << 20
+)
+
 // Open validates cfg, fills in its defaults and connects to
 // cfg.Endpoints; the connection is made within cfg.DialTimeout.
 func Open(cfg Config) (*Backend, error) {
@@ -40,8 +48,8 @@ func Open(cfg Config) (*Backend, error) {
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:          cfg.Endpoints,
 		DialTimeout:        cfg.DialTimeout,
-		MaxCallRecvMsgSize: cfg.MaxValue + 1<<20,
-		MaxCallSendMsgSize: cfg.MaxValue + 1<<20,
+		MaxCallRecvMsgSize: maxRecv,
+		MaxCallSendMsgSize: maxSend,
 		Logger:             cfg.Logger,
 	})
 	if err != nil {
@@ -128,7 +136,7 @@ func (b *Backend) Get(ctx context.Context, name string) (KeyValue, bool, error) 
 
 // List returns the keys whose names begin with prefix, in key order, at
 // most limit of them (0: no limit; the client still refuses an answer
-// over MaxValue + 1 MiB), and the revision the list was read at (give it
+// over 16 MiB), and the revision the list was read at (give it
 // to Watch to miss no later change).
 func (b *Backend) List(ctx context.Context, prefix string, limit int) ([]KeyValue, int64, error) {
 	ctx, cancel := b.reqCtx(ctx)

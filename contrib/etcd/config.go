@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/falconml/falcon/ps"
 	"go.uber.org/zap"
 )
 
@@ -38,11 +39,11 @@ type Config struct {
 	// RequestTimeout bounds each call to etcd that the caller's context
 	// leaves unbounded or bounds more loosely; zero means 5 s.
 	RequestTimeout time.Duration
-	// MaxValue bounds a value written or read through a Store (the
-	// coordinator's state): Save refuses a larger one, and the client
-	// refuses answers larger than MaxValue + 1 MiB. etcd's server refuses
-	// requests over its --max-request-bytes (1.5 MiB by default), so raise
-	// both together. Zero means 1 MiB.
+	// MaxValue bounds a state kept by a Store (the coordinator's): Save
+	// refuses a larger one and Load one whose head says it is larger. A
+	// Store cuts a state into chunks and writes at most 1 MiB a request
+	// (etcd's --max-request-bytes is 1.5 MiB by default). Zero means
+	// ps.MaxCoordinatorState (64 MiB).
 	MaxValue int
 	// StopTimeout bounds RunStandby's wait for its RunFunc to return once
 	// leadership is lost; zero means 10 s.
@@ -63,7 +64,7 @@ func DefaultConfig() Config {
 		TTL:            10 * time.Second,
 		DialTimeout:    5 * time.Second,
 		RequestTimeout: 5 * time.Second,
-		MaxValue:       1 << 20,
+		MaxValue:       ps.MaxCoordinatorState,
 		StopTimeout:    10 * time.Second,
 		Name:           defaultName(),
 	}

@@ -43,10 +43,13 @@
 // Lost (paused, say) is still fenced: its Saves are refused with
 // ErrNotLeader, and the state is its successor's.
 //
-// A state is one etcd value: at most Config.MaxValue (1 MiB by default;
-// etcd refuses requests over its --max-request-bytes, 1.5 MiB by default).
+// A state is kept in chunks of 64 KiB with a head record; a Save writes
+// the chunks that changed (for the coordinator's growing log, about one)
+// in one transaction, or, when more than 1 MiB changed, a new generation
+// switched in atomically (Store). etcd keeps overwritten values until it
+// compacts its history: run it with auto-compaction.
 //
 // Errors: ErrNotLeader (leadership lost, fenced write refused),
-// ErrLeaseLost (a session's lease gone), ErrClosed, ErrStopTimeout; test
-// them with errors.Is.
+// ErrLeaseLost (a session's lease gone), ErrCorruptState, ErrClosed,
+// ErrStopTimeout; test them with errors.Is.
 package etcd

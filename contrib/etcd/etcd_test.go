@@ -402,6 +402,147 @@ func TestBackend_KVAndWatch(t *testing.T) {
 // TestStore_RefusesOversize: a state over MaxValue is refused before it
 // reaches etcd.
 func TestStore_RefusesOversize(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Endpoints = []string{needEtcd(t)}
+	cfg.Prefix = freshPrefix(t)
+	cfg.MaxValue = 1000
+	b, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := testCtx(t, 4*slack)
+	l, err := b.Election("e").Campaign(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Resign(ctx)
+	st := NewStore(l, DefaultStateName)
+	if err := st.Save(ctx, make([]byte, 1000)); err != nil {
+		t.Fatalf("Save of MaxValue bytes: %v", err)
+	}
+	if err := st.Save(ctx, make([]byte, 1001)); !errors.Is(err, ps.ErrCoordinatorState) {
+		t.Fatalf("oversize Save = %v, want ps.ErrCoordinatorState", err)
+	}
+}
+
+// storeKeys returns the generations and chunk count kept under the
+// default state name.
+func storeKeys(t *testing.T, ctx context.Context, b *Backend) (gens map[string]int) {
+	t.Helper()
+	kvs, _, err := b.List(ctx, DefaultStateName+"/", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gens = map[string]int{}
+	for _, kv := range kvs {
+		parts := strings.Split(strings.TrimPrefix(kv.Name, DefaultStateName+"/"), "/")
+		gens[parts[0]]++
+	}
+	return gens
+}
+
+// TestStore_Chunks: a state that grows at its end (the coordinator's
+// log) is saved in place, one generation, ceil(size/64 KiB) chunks, each
+// Save writing the changed chunks only (counted from etcd's revisions:
+// one revision a transaction, and the chunks' ModRev); a state that
+// changes by more than 1 MiB goes to a new generation and the old one is
+// deleted; a state that shrinks loses its extra chunks; a Save that
+// failed is followed by a whole write; a new leader's Store loads what
+// the last one saved.
+func TestStore_Chunks(t *testing.T) {
+	b := newBackend(t, freshPrefix(t), "a")
+	ctx := testCtx(t, 6*slack)
+	l, err := b.Election("e").Campaign(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := NewStore(l, DefaultStateName)
+	check := func(want []byte, gens int) {
+		t.Helper()
+		got, err := NewStore(l, DefaultStateName).Load(ctx)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("Load: %d bytes, %v; want %d bytes", len(got), err, len(want))
+		}
+		g := storeKeys(t, ctx, b)
+		if len(g) != gens {
+			t.Fatalf("generations %v, want %d", g, gens)
+		}
+		for _, n := range g {
+			if n != chunks(len(want), chunkSize) {
+				t.Fatalf("%d chunks for %d bytes, want %d", n, len(want), chunks(len(want), chunkSize))
+			}
+		}
+	}
+	// a log growing by 10 KiB records to 300 KiB
+	var state []byte
+	for i := range 30 {
+		state = append(state, pat(byte(i), 10<<10)...)
+		before, _, err := b.List(ctx, DefaultStateName+"/", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Save(ctx, state); err != nil {
+			t.Fatal(err)
+		}
+		after, rev, err := b.List(ctx, DefaultStateName+"/", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		written := 0
+		for _, kv := range after {
+			if kv.ModRev == rev {
+				written++
+			}
+		}
+		if i > 0 && written > 2 { // the chunk that grew and at most one new one
+			t.Fatalf("append %d: %d chunks written (of %d before)", i, written, len(before))
+		}
+	}
+	check(state, 1)
+	// rewritten whole (2 MiB differ): a new generation, the old deleted
+	big := pat(99, 2<<20)
+	if err := st.Save(ctx, big); err != nil {
+		t.Fatal(err)
+	}
+	check(big, 1)
+	// shrunk in place
+	small := big[:100<<10]
+	if err := st.Save(ctx, small); err != nil {
+		t.Fatal(err)
+	}
+	check(small, 1)
+	// empty
+	if err := st.Save(ctx, []byte{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := st.Load(ctx); err != nil || got == nil || len(got) != 0 {
+		t.Fatalf("Load of an empty state: %v (nil %v), %v", got, got == nil, err)
+	}
+	// a failed Save, then a whole write
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	st.Save(done, state)
+	if err := st.Save(ctx, state); err != nil {
+		t.Fatal(err)
+	}
+	check(state, 1)
+	// the next leader loads it
+	l.Resign(ctx)
+	l2, err := b.Election("e").Campaign(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Resign(ctx)
+	if got, err := NewStore(l2, DefaultStateName).Load(ctx); err != nil || !bytes.Equal(got, state) {
+		t.Fatalf("next leader loads %d bytes, %v; want %d", len(got), err, len(state))
+	}
+}
+
+// TestStore_Corrupt: a missing chunk, a changed chunk or a bad head make
+// Load fail with ErrCorruptState (and ps.ErrCoordinatorState), never
+// return a wrong state.
+func TestStore_Corrupt(t *testing.T) {
 	b := newBackend(t, freshPrefix(t), "a")
 	ctx := testCtx(t, 4*slack)
 	l, err := b.Election("e").Campaign(ctx)
@@ -409,10 +550,58 @@ func TestStore_RefusesOversize(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Resign(ctx)
-	err = NewStore(l, DefaultStateName).Save(ctx, make([]byte, b.Config().MaxValue+1))
-	if !errors.Is(err, ps.ErrCoordinatorState) {
-		t.Fatalf("oversize Save = %v, want ps.ErrCoordinatorState", err)
+	st := NewStore(l, DefaultStateName)
+	state := pat(7, 200<<10)
+	for name, spoil := range map[string]func(c KeyValue) error{
+		"missing chunk": func(c KeyValue) error { return b.Delete(ctx, c.Name) },
+		"changed chunk": func(c KeyValue) error {
+			v := bytes.Clone(c.Value)
+			v[10] ^= 1
+			_, err := b.Put(ctx, c.Name, v)
+			return err
+		},
+		"short chunk": func(c KeyValue) error { _, err := b.Put(ctx, c.Name, c.Value[:5]); return err },
+		"bad head":    func(KeyValue) error { _, err := b.Put(ctx, DefaultStateName, []byte("nonsense")); return err },
+	} {
+		if err := st.Save(ctx, state); err != nil {
+			t.Fatal(err)
+		}
+		kvs, _, err := b.List(ctx, DefaultStateName+"/", 0)
+		if err != nil || len(kvs) < 2 {
+			t.Fatalf("%d chunks, %v", len(kvs), err)
+		}
+		if err := spoil(kvs[1]); err != nil {
+			t.Fatal(err)
+		}
+		got, err := NewStore(l, DefaultStateName).Load(ctx)
+		if !errors.Is(err, ErrCorruptState) || !errors.Is(err, ps.ErrCoordinatorState) || got != nil {
+			t.Fatalf("%s: Load = %d bytes, %v; want ErrCorruptState", name, len(got), err)
+		}
+		// the store knows no more what etcd holds: its next Save writes whole
+		st = NewStore(l, DefaultStateName)
 	}
+	if err := st.Save(ctx, state); err != nil {
+		t.Fatalf("Save over a corrupt state: %v", err)
+	}
+	if got, err := st.Load(ctx); err != nil || !bytes.Equal(got, state) {
+		t.Fatalf("Load after a Save over a corrupt state: %d bytes, %v", len(got), err)
+	}
+	if g := storeKeys(t, ctx, b); len(g) != 1 {
+		t.Fatalf("generations after the repair: %v, want 1", g)
+	}
+}
+
+// pat returns n bytes that differ from every other seed's.
+func pat(seed byte, n int) []byte {
+	b := make([]byte, n)
+	x := uint32(seed)*2654435761 + 1
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		b[i] = byte(x)
+	}
+	return b
 }
 
 // TestRunStandby_TakeoverResumesState: two standbys; the leader's run
