@@ -200,6 +200,16 @@ type ClusterConfig struct {
 	// started again on the same store resumes the run. Nil means not
 	// durable.
 	CoordinatorStore CoordinatorStore
+	// CoordinatorWait is how long the nodes wait for a coordinator that
+	// stopped answering before they fail naming it. On the coordinator's
+	// node it is what the coordinator asks of the others
+	// (CoordinatorConfig.Wait: zero means DefaultCoordinatorWait, 60 s,
+	// with a CoordinatorStore, and no wait without one); on the other
+	// nodes a positive value overrides what the coordinator asks
+	// (WorkerConfig.CoordinatorWait, and the tolerance of the cluster's
+	// pings of the coordinator, otherwise PeerTimeout), a negative one
+	// means no wait.
+	CoordinatorWait time.Duration
 }
 
 // DefaultClusterConfig returns a cluster of 2 servers and 3 workers in
@@ -435,7 +445,7 @@ func NewCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error) 
 			ec := cfg.EPSP
 			ec.NumWorkers = cfg.Workers
 			co, err := NewCoordinator(CoordinatorConfig{EPSP: ec, Servers: c.cc.Servers, Workers: workerNodes(cfg.slots()), StartTimeout: cfg.StartTimeout,
-				Lease: cfg.Lease, Membership: cfg.Membership, Store: cfg.CoordinatorStore}, pol, ro...)
+				Lease: cfg.Lease, Membership: cfg.Membership, Store: cfg.CoordinatorStore, Wait: cfg.CoordinatorWait}, pol, ro...)
 			if err != nil {
 				return nil, err
 			}
@@ -593,7 +603,7 @@ func (c *Cluster) Worker(i int) *Worker {
 func (c *Cluster) workerConfig(rank int) WorkerConfig {
 	return WorkerConfig{ID: epsp.WorkerID(rank), Coordinator: CoordinatorNode, Client: c.cc,
 		StartTimeout: c.cfg.StartTimeout, Chunk: c.cfg.Chunk, ProgressEvery: c.cfg.ProgressEvery,
-		Heartbeat: c.cfg.Heartbeat, CoordinatorTimeout: c.cfg.CoordinatorTimeout}
+		Heartbeat: c.cfg.Heartbeat, CoordinatorTimeout: c.cfg.CoordinatorTimeout, CoordinatorWait: c.cfg.CoordinatorWait}
 }
 
 // AddWorker starts worker-<i> in this process and has it say hello to the
@@ -819,19 +829,32 @@ func (c *Cluster) startWatch() {
 		seen := make([]time.Time, len(peers)) // last answer
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
+		var asked time.Duration // the wait the coordinator asks (its pings' answers)
 		for {
 			for i, p := range peers {
 				pctx, cancel := context.WithTimeout(c.watchCtx, 2*time.Second)
-				_, err := tr.Request(pctx, p, ctlMsg(ctlPing))
+				resp, err := tr.Request(pctx, p, ctlMsg(ctlPing))
 				cancel()
+				if op, v, ok := parseCtl(resp); err == nil && ok && op == ctlPing && len(v) == 1 && p == CoordinatorNode {
+					asked = time.Duration(min(v[0], uint64(24*time.Hour)))
+				}
+				tolerance := c.cfg.PeerTimeout
+				if p == CoordinatorNode {
+					switch w := c.cfg.CoordinatorWait; {
+					case w > 0:
+						tolerance = max(tolerance, w)
+					case w == 0:
+						tolerance = max(tolerance, asked)
+					}
+				}
 				var re *transport.RemoteError
 				switch {
 				case err == nil || errors.As(err, &re):
 					seen[i] = time.Now()
 				case c.watchCtx.Err() != nil:
 					return
-				case !seen[i].IsZero() && time.Since(seen[i]) > c.cfg.PeerTimeout:
-					c.watchCancel(fmt.Errorf("%w: %s for %v: %v", ErrPeerGone, p, c.cfg.PeerTimeout, err))
+				case !seen[i].IsZero() && time.Since(seen[i]) > tolerance:
+					c.watchCancel(fmt.Errorf("%w: %s for %v: %v", ErrPeerGone, p, tolerance, err))
 					return
 				}
 			}

@@ -44,7 +44,20 @@ type CoordinatorConfig struct {
 	// DirCoordinatorStore keeps it in a directory. Nil means not durable:
 	// a coordinator that dies ends the run.
 	Store CoordinatorStore
+	// Wait, with a Store, is how long this coordinator tells the workers
+	// (in their hello's answer) and, in a Cluster, the other nodes (in its
+	// pings' answers) to wait for it when it stops answering, before they
+	// fail naming it: the time a supervisor has to start it again. Zero
+	// means DefaultCoordinatorWait; negative tells them not to wait.
+	// Without a Store it tells them nothing (they do not wait: nothing
+	// could resume the run).
+	Wait time.Duration
 }
+
+// DefaultCoordinatorWait is how long workers and servers wait for a
+// durable coordinator that stopped answering (CoordinatorConfig.Wait):
+// time for a supervisor (Kubernetes, systemd) to restart its process.
+const DefaultCoordinatorWait = 60 * time.Second
 
 // DefaultCoordinatorConfig returns epsp.DefaultConfig with the default
 // timeouts; Servers and Workers must be filled in.
@@ -104,6 +117,14 @@ type Coordinator struct {
 	paused     bool          // guarded by mu: the core is paused below MinWorkers
 	pauseTimer *time.Timer   // loop-owned: the pause's deadline
 	pauseSince time.Time     // loop-owned
+
+	// durable state (coordstate.go); log is nil without a Store
+	log     *coordLog
+	nowBase time.Duration // the restored run's time when this process started
+	// redoFlush and redoRel are the last restored outputs with flushes
+	// and with releases, which Start carries out again
+	redoFlush, redoRel *epsp.Output
+	restored           bool
 }
 
 var _ transport.Handler = (*Coordinator)(nil)
@@ -166,6 +187,11 @@ func NewCoordinator(cfg CoordinatorConfig, policy epsp.Policy, opts ...Option) (
 		}
 		c.names[n] = epsp.WorkerID(i)
 	}
+	if cfg.Store != nil {
+		if err := c.restore(policy); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
 }
 
@@ -188,6 +214,9 @@ func (c *Coordinator) Start(ctx context.Context, tr transport.Transport) error {
 	c.started = true
 	c.tr, c.client = tr, cl
 	c.mu.Unlock()
+	if err := c.redo(ctx); err != nil {
+		return err
+	}
 	c.wg.Add(1)
 	go c.loop()
 	c.startLeases()
@@ -341,6 +370,7 @@ func (c *Coordinator) HandleRequest(ctx context.Context, from transport.NodeID, 
 		} else {
 			e.U8(0)
 		}
+		e.I64(int64(c.advertisedWait())) // how long to wait for this coordinator
 	case wire.OpAdmit:
 		e.U8(uint8(res.dec.Action))
 		e.F64(res.dec.Scale)
@@ -430,6 +460,13 @@ func (c *Coordinator) loop() {
 	}
 	// transfer orders awaiting an answer: id → order (to build the taker's task)
 	orders := make(map[uint64]epsp.TransferOrder)
+	if c.restored {
+		for _, ts := range c.core.Transfers() {
+			if !ts.Accepted {
+				orders[ts.Order.ID] = ts.Order
+			}
+		}
+	}
 	for {
 		select {
 		case <-c.quit:
@@ -442,7 +479,14 @@ func (c *Coordinator) loop() {
 			c.pauseExpired()
 		case r := <-c.reqs:
 			res := c.serveReq(r, orders)
+			if c.log != nil && r.op == wire.OpHello && res.err == nil {
+				c.log.hello(r.worker, r.inc)
+			}
 			if r.reply != nil {
+				// write-ahead: the answer leaves after the state it depends on
+				if err := c.persist(); err != nil && res.err == nil {
+					res = coordResp{err: fmt.Errorf("%w: %v", ErrAborted, err)}
+				}
 				r.reply <- res
 			}
 		}
@@ -473,7 +517,7 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		c.setFatal(fmt.Errorf("ps: %s failed: %s", c.cfg.Workers[r.worker], r.reason))
 		return coordResp{}
 	}
-	now := c.opts.clock()
+	now := c.now()
 	switch r.op {
 	case wire.OpHello:
 		if !c.isMember(r.worker) {
@@ -489,7 +533,7 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		v := c.core.View()
 		return coordResp{hello: helloInfo{clock: v.Clock(r.worker), version: v.Version(), batch: v.Batch(r.worker), par: v.Parallelism(r.worker)}}
 	case wire.OpAdmit:
-		d, err := c.core.Admit(now, r.push)
+		d, err := c.coreAdmit(now, r.push)
 		if err != nil {
 			return coordResp{err: fmt.Errorf("%w: %v", ErrRejected, err)}
 		}
@@ -537,8 +581,17 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		return coordResp{err: c.step(r.ev, orders)} // step emits what it reports (emitCause)
 	case wire.OpClock, wire.OpProgress:
 		c.lease.started(r.worker)
+		if r.op == wire.OpClock && c.log != nil && r.ev.Clock < c.core.View().Clock(r.worker) {
+			// a resend of a clock the log holds (its answer was lost
+			// with a coordinator that was restarted): counted once
+			return coordResp{}
+		}
 		return coordResp{err: c.step(r.ev, orders)}
 	case wire.OpLeave:
+		if c.log != nil && !c.isMember(r.worker) && !c.lease.isLost(r.worker) && c.core.View().Clock(r.worker) > 0 {
+			// a resend of a leave the log holds
+			return coordResp{}
+		}
 		old, clock := len(c.core.Members()), c.core.View().Clock(r.worker)
 		err := c.step(r.ev, orders)
 		if err == nil {
@@ -551,6 +604,9 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		}
 		return coordResp{err: err}
 	case wire.OpLost:
+		if c.log != nil {
+			c.log.lost(r.worker, r.reason)
+		}
 		return coordResp{err: c.serveLost(r.worker, orders)}
 	}
 	return coordResp{err: fmt.Errorf("%w: op %d", ErrMalformed, r.op)}
@@ -577,7 +633,7 @@ func (c *Coordinator) setFatal(err error) {
 	// the message, so the goroutines share e.B.
 	var wg sync.WaitGroup
 	for w := range c.cfg.Workers {
-		wg.Go(func() { c.send(epsp.WorkerID(w), e.B) })
+		wg.Go(func() { c.sendNow(epsp.WorkerID(w), e.B) })
 	}
 	wg.Wait()
 }
@@ -591,7 +647,7 @@ func (c *Coordinator) snapshot() {
 
 // step feeds an event to the core and carries out the Output.
 func (c *Coordinator) step(ev epsp.Event, orders map[uint64]epsp.TransferOrder) error {
-	out, err := c.core.Step(c.opts.clock(), ev)
+	out, err := c.coreStep(c.now(), ev)
 	if err != nil {
 		if errors.Is(err, epsp.ErrPolicyOutput) {
 			c.setFatal(err)
@@ -606,6 +662,11 @@ func (c *Coordinator) step(ev epsp.Event, orders map[uint64]epsp.TransferOrder) 
 // execute carries out an Output: flushes (all servers, acknowledged)
 // before releases, then parallelism, batch and transfer orders.
 func (c *Coordinator) execute(out epsp.Output, orders map[uint64]epsp.TransferOrder) error {
+	if len(out.Flush)+len(out.SetParallelism)+len(out.SetBatch)+len(out.Release)+len(out.Transfers) > 0 {
+		if err := c.persist(); err != nil { // write-ahead: before the output leaves
+			return fmt.Errorf("%w: %v", ErrAborted, err)
+		}
+	}
 	for _, f := range out.Flush {
 		ctx, cancel := c.orderCtx()
 		err := c.client.Flush(ctx, f.Clock, epsp.PushDecision{Scale: f.Scale}.EffectiveScale()*c.LRScale())
@@ -690,6 +751,15 @@ func (c *Coordinator) unreachable(w epsp.WorkerID, err error) {
 }
 
 func (c *Coordinator) send(w epsp.WorkerID, msg []byte) error {
+	if err := c.persist(); err != nil { // write-ahead: before the order leaves
+		return err
+	}
+	return c.sendNow(w, msg)
+}
+
+// sendNow is send without saving the state first (an abort, a repeated
+// release).
+func (c *Coordinator) sendNow(w epsp.WorkerID, msg []byte) error {
 	ctx, cancel := c.orderCtx()
 	defer cancel()
 	return c.tr.Send(ctx, c.cfg.Workers[w], msg)

@@ -139,6 +139,12 @@ func (h *ctlHandler) control(from transport.NodeID, req []byte) (resp []byte, er
 	}
 	switch op {
 	case ctlPing:
+		if co, ok := h.inner.(*Coordinator); ok {
+			if w := co.advertisedWait(); w > 0 {
+				// how long the others should wait for it (CoordinatorConfig.Wait)
+				return ctlMsg(ctlPing, uint64(w)), nil, true
+			}
+		}
 		return ctlMsg(ctlPing), nil, true
 	case ctlShutdown, ctlAbort:
 		if from != CoordinatorNode {

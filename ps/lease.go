@@ -510,7 +510,7 @@ func (c *Coordinator) workerLost(w epsp.WorkerID, why string) {
 	e.Str(err.Error())
 	c.send(w, e.B)
 	select {
-	case c.reqs <- &coordReq{op: wire.OpLost, worker: w}:
+	case c.reqs <- &coordReq{op: wire.OpLost, worker: w, reason: err.Error()}:
 	case <-c.quit:
 	}
 }
@@ -596,7 +596,7 @@ func (c *Coordinator) serveLost(lw epsp.WorkerID, orders map[uint64]epsp.Transfe
 	}
 	// What lw still owes as a taker goes to survivors.
 	if all := append(slices.Clip(takers), fresh...); len(all) > 0 {
-		moved, err := c.core.Retarget(lw, all)
+		moved, err := c.coreRetarget(lw, all)
 		if err != nil {
 			err = fmt.Errorf("ps: moving what %s owed to survivors: %w", c.cfg.Workers[lw], err)
 			c.setFatal(err)
@@ -614,7 +614,7 @@ func (c *Coordinator) serveLost(lw epsp.WorkerID, orders map[uint64]epsp.Transfe
 	}
 	// What no survivor could take (a range whose giver is the only one)
 	// is given up: lost, and no clock waits for it.
-	if _, err := c.core.Abandon(lw); err != nil {
+	if _, err := c.coreAbandon(lw); err != nil {
 		c.setFatal(err)
 		return err
 	}
@@ -633,7 +633,7 @@ func (c *Coordinator) serveLost(lw epsp.WorkerID, orders map[uint64]epsp.Transfe
 		return c.leaveLost(lw, orders)
 	}
 	taker := takers[0]
-	o, ok, err := c.core.HandOver(lw, taker)
+	o, ok, err := c.coreHandOver(lw, taker)
 	if err != nil {
 		err = fmt.Errorf("ps: handing %s's samples to %s: %w", c.cfg.Workers[lw], c.cfg.Workers[taker], err)
 		c.setFatal(err)
@@ -764,10 +764,10 @@ func (w *Worker) heartbeats() {
 		case errors.Is(err, ErrAborted), errors.Is(err, ErrRestarted), errors.Is(err, ErrRejected):
 			w.setFatal(err)
 			return
-		case time.Since(last) > w.cfg.CoordinatorTimeout:
+		case time.Since(last) > max(w.cfg.CoordinatorTimeout, w.coordWait()):
 			w.leaseMiss()
-			w.setFatal(fmt.Errorf("%w: %s: %s: no answer for %v (timeout %v): %v", ErrPeerLost, w.name, w.cfg.Coordinator,
-				time.Since(last).Round(time.Millisecond), w.cfg.CoordinatorTimeout, err))
+			w.setFatal(fmt.Errorf("%w: %s: %s: no answer for %v (timeout %v, CoordinatorWait %v): %v", ErrPeerLost, w.name, w.cfg.Coordinator,
+				time.Since(last).Round(time.Millisecond), w.cfg.CoordinatorTimeout, w.coordWait(), err))
 			return
 		}
 	}

@@ -177,7 +177,7 @@ func (c *Coordinator) isMember(w epsp.WorkerID) bool {
 func (c *Coordinator) serveJoin(r *coordReq, orders map[uint64]epsp.TransferOrder) coordResp {
 	w := r.worker
 	old := len(c.core.Members())
-	out, err := c.core.Step(c.opts.clock(), epsp.Event{Kind: epsp.EventJoin, Worker: w})
+	out, err := c.coreStep(c.now(), epsp.Event{Kind: epsp.EventJoin, Worker: w})
 	switch {
 	case errors.Is(err, epsp.ErrRejoinTooSoon):
 		return coordResp{err: fmt.Errorf("%w: %s: %v", ErrRejoinTooSoon, c.cfg.Workers[w], err)}

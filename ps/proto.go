@@ -18,6 +18,9 @@ type helloInfo struct {
 	batch   int
 	par     int
 	join    bool // admitted mid-run: wait for the release into clock
+	// wait is how long the coordinator asks its workers to wait for it
+	// when it stops answering (CoordinatorConfig.Wait; 0: do not wait)
+	wait time.Duration
 }
 
 // encodePush appends a push (an admit's body):
@@ -93,6 +96,7 @@ func decodeHello(resp []byte) (helloInfo, error) {
 			d.Err = fmt.Errorf("%w: hello join flag", ErrMalformed)
 		}
 	}
+	h.wait = time.Duration(d.Int(0, int64(24*time.Hour), "coordinator wait"))
 	return h, d.End()
 }
 

@@ -155,6 +155,15 @@ type WorkerConfig struct {
 	// the coordinator before it fails with ErrPeerLost naming it; zero
 	// means 10 s.
 	CoordinatorTimeout time.Duration
+	// CoordinatorWait is how long the worker waits for a coordinator that
+	// stopped answering (it may be restarting from its state, see
+	// CoordinatorConfig.Store): its requests are resent and its heartbeats
+	// tolerate the silence that long, and then it fails with ErrPeerLost
+	// naming the coordinator. Zero means what the coordinator asked in
+	// its hello's answer (CoordinatorConfig.Wait: DefaultCoordinatorWait
+	// for a durable coordinator, no wait for one without a Store);
+	// negative means no wait.
+	CoordinatorWait time.Duration
 }
 
 // DefaultWorkerConfig returns the defaults: 10 s start timeout, chunks of
@@ -241,11 +250,12 @@ type Worker struct {
 	fatal    error
 	closed   bool // set by Close before it waits for wg
 
-	joinClock   int         // the clock it joined at mid-run, or -1
-	helloed     bool        // the hello's answer is applied (batch, parallelism)
-	early       *early      // a release that overtook the hello's answer
-	incarnation uint64      // random per process (see lease.go)
-	left        atomic.Bool // Leave succeeded: the heartbeats stop
+	joinClock   int          // the clock it joined at mid-run, or -1
+	helloed     bool         // the hello's answer is applied (batch, parallelism)
+	early       *early       // a release that overtook the hello's answer
+	incarnation uint64       // random per process (see lease.go)
+	helloWait   atomic.Int64 // the coordinator's CoordinatorConfig.Wait, from its hello (ns)
+	left        atomic.Bool  // Leave succeeded: the heartbeats stop
 
 	reach []atomic.Int64 // server → its last answer to pingServer (unix ns; lease.go)
 }
@@ -338,6 +348,7 @@ func (w *Worker) Start(ctx context.Context, tr transport.Transport) error {
 	w.mu.Lock()
 	w.batch, w.par = h.batch, h.par
 	w.helloed = true
+	w.helloWait.Store(int64(h.wait))
 	if h.join {
 		// Admitted mid-run at clock h.clock: it starts there once the
 		// coordinator releases it (its first pull reads the parameters
@@ -451,14 +462,50 @@ func (w *Worker) waitFor(ctx context.Context, cond func() bool) error {
 }
 
 func (w *Worker) coordCall(ctx context.Context, req []byte) ([]byte, error) {
-	resp, err := request(ctx, w.tr, w.cfg.Coordinator, req, w.cfg.RequestTimeout)
-	if err != nil {
+	var first time.Time
+	backoff := 20 * time.Millisecond
+	for {
+		resp, err := request(ctx, w.tr, w.cfg.Coordinator, req, w.cfg.RequestTimeout)
+		if err == nil {
+			return wire.ParseResponse(resp, string(w.cfg.Coordinator))
+		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("%w: %s: %w", ErrCoordinatorUnavailable, w.cfg.Coordinator, err)
+		wait := w.coordWait()
+		if first.IsZero() {
+			first = time.Now()
+		}
+		if wait <= 0 {
+			return nil, fmt.Errorf("%w: %s: %w", ErrCoordinatorUnavailable, w.cfg.Coordinator, err)
+		}
+		if gone := time.Since(first); gone >= wait {
+			return nil, fmt.Errorf("%w: %s: %w: no answer for %v (CoordinatorWait %v): %w", ErrPeerLost, w.name, ErrCoordinatorUnavailable,
+				gone.Round(time.Millisecond), wait, err)
+		}
+		// The coordinator may be restarting from its state: resend (a
+		// resent clock or leave is counted once, see coordstate.go).
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-w.quit:
+			return nil, ErrClosed
+		}
+		backoff = min(2*backoff, 500*time.Millisecond)
 	}
-	return wire.ParseResponse(resp, string(w.cfg.Coordinator))
+}
+
+// coordWait is how long the worker waits for a silent coordinator
+// (WorkerConfig.CoordinatorWait).
+func (w *Worker) coordWait() time.Duration {
+	switch {
+	case w.cfg.CoordinatorWait > 0:
+		return w.cfg.CoordinatorWait
+	case w.cfg.CoordinatorWait < 0:
+		return 0
+	}
+	return time.Duration(w.helloWait.Load())
 }
 
 // HandleRequest refuses requests: workers only receive one-way orders.

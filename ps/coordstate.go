@@ -1,0 +1,574 @@
+package ps
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps/internal/wire"
+)
+
+// # A coordinator that can be restarted
+//
+// (This part of the package documentation sits beside the code it
+// describes; the package doc in doc.go is the map.)
+//
+// With CoordinatorConfig.Store (ClusterConfig.CoordinatorStore) the
+// coordinator's state survives its process. The state is the log of every
+// call the coordinator made on its core (epsp.Coordinator): each Admit
+// and Step with the time it was given, each HandOver, Retarget and
+// Abandon, and two entries of its own: a worker's hello (its incarnation,
+// so that a restarted worker is still told apart from the one the run
+// knows) and a worker declared lost (so that it stays refused). The core
+// and the policy are pure functions of those calls (package epsp has no
+// clock, no randomness and no goroutine), so a new coordinator that
+// replays the log into a new core and a new policy of the same kind
+// holds exactly the state the dead one had: clocks, waits, membership,
+// the version, the transfer and assignment ledger, the buffers, the
+// counters, and every policy's own state (BSP's next clock to flush,
+// Falcon's speed estimates, ...), whichever policy it is, as long as the
+// policy is deterministic (every epsp policy is; a user's policy must be,
+// given the View and the events). Nothing else is kept: the LR scale
+// (SetLRScale) and the membership pause's timer start anew.
+//
+// Saved when (write-ahead): the log is saved, whole, before anything that
+// depends on its last entries leaves the coordinator — before a reply to
+// a worker's request, before a flush, before any order or task is sent.
+// Entries with no such effect (a progress report or a tick that ordered
+// nothing) are saved with the next one that has. So what a worker or a
+// server has seen is always in the saved state, and what was lost with
+// the process was seen by nobody: the replayed coordinator is in a state
+// the dead one passed through. A save that fails aborts the run.
+//
+// Restart: NewCoordinator loads the state and replays it (refusing a
+// state of another format version or another cluster — other policy,
+// workers or servers — with ErrCoordinatorState naming both sides);
+// Start, once the servers answer, carries out again the flushes of the
+// last output that had any (a flush of a clock already flushed changes
+// nothing on a server: its buffer is gone) and sends every member that
+// is not waiting the release into its current clock (a worker ignores a
+// release into a clock it has reached), so an output the kill cut short
+// is completed. Workers wait for it (WorkerConfig.CoordinatorWait), and
+// resend the request they were making; a resent clock or leave that the
+// log already holds is answered without a second step, a resent admit
+// is admitted again (BSP and other accumulating policies: the decision
+// is the same and only Stats.Accumulated counts it twice; policies that
+// apply pushes at once count one version more than the servers applied,
+// once per kill). A push whose admit was answered before the kill was
+// sent to the servers, whose request ids count it once.
+// TestCoordinatorRestart_* (in process) and faulttest's
+// TestMultiProcess_CoordinatorRestart (kill -9) check that a
+// deterministic BSP run interrupted so ends bit-identical to one that
+// was not.
+//
+// Cost: an entry is 13–120 bytes (an admit 73, a progress step 94); a
+// BSP clock of W workers with P progress reports each logs W·(2+P)+1
+// entries and saves O(W) times, each save writing the whole log. The log
+// grows with the run: at most MaxCoordinatorState (64 MiB), about 700k
+// entries, after which saves fail and the run aborts naming the limit;
+// runs longer than that need a checkpointed core, not written yet.
+// BenchmarkCoordinatorState measures encoding and replay.
+
+// coordStateMagic starts a saved coordinator state.
+var coordStateMagic = [8]byte{'F', 'A', 'L', 'C', 'C', 'S', 'T', 'A'}
+
+// coordStateVersion is the format version of the saved state.
+const coordStateVersion = 1
+
+// coordStateHeader is magic (8) | version u32 | fingerprint length u32 |
+// fingerprint | entries u64 | log length u64; then the log and a CRC-32C
+// of everything before it.
+const coordStateFixed = 8 + 4 + 4 + 8 + 8 + 4
+
+// Entry kinds of the log.
+const (
+	entAdmit    byte = 1 // now i64 | push (encodePush)
+	entStep     byte = 2 // now i64 | event
+	entHandOver byte = 3 // from i64 | to i64
+	entRetarget byte = 4 // from i64 | n u32 | n × to i64
+	entAbandon  byte = 5 // from i64
+	entHello    byte = 6 // worker i64 | incarnation u64
+	entLost     byte = 7 // worker i64 | why str
+)
+
+// maxLostWhy bounds the text of a lost entry.
+const maxLostWhy = 1024
+
+// coordLog is the coordinator's log and its store. Entries are appended
+// on the loop (and by the lease goroutine's lost workers, through the
+// loop); persist may run on any goroutine that is about to send.
+type coordLog struct {
+	store CoordinatorStore
+	fp    string // the cluster's fingerprint (coordFingerprint)
+
+	mu    sync.Mutex
+	b     []byte // the entries
+	n     uint64 // how many
+	saved int    // len(b) at the last successful save
+	buf   []byte // the state being saved (reused)
+	saves int    // successful saves, for the measurements
+}
+
+// coordFingerprint names what a saved state belongs to: the policy and
+// the cluster's workers and servers.
+func coordFingerprint(cfg CoordinatorConfig, policy epsp.Policy) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "policy=%s workers=%d slots=%d", policy.Name(), cfg.EPSP.NumWorkers, len(cfg.Workers))
+	b.WriteString(" servers=")
+	for i, s := range cfg.Servers {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(string(s))
+	}
+	return b.String()
+}
+
+func (l *coordLog) begin(kind byte) encoder {
+	return encoder{B: append(l.b, kind)}
+}
+
+func (l *coordLog) end(e encoder) {
+	l.b = e.B
+	l.n++
+}
+
+func (l *coordLog) admit(now time.Duration, p epsp.Push) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.begin(entAdmit)
+	e.I64(int64(now))
+	encodePush(&e, p)
+	l.end(e)
+}
+
+func (l *coordLog) step(now time.Duration, ev epsp.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.begin(entStep)
+	e.I64(int64(now))
+	encodeEvent(&e, ev)
+	l.end(e)
+}
+
+func (l *coordLog) handOver(from, to epsp.WorkerID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.begin(entHandOver)
+	e.I64(int64(from))
+	e.I64(int64(to))
+	l.end(e)
+}
+
+func (l *coordLog) retarget(from epsp.WorkerID, to []epsp.WorkerID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.begin(entRetarget)
+	e.I64(int64(from))
+	e.U32(uint32(len(to)))
+	for _, w := range to {
+		e.I64(int64(w))
+	}
+	l.end(e)
+}
+
+func (l *coordLog) abandon(from epsp.WorkerID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.begin(entAbandon)
+	e.I64(int64(from))
+	l.end(e)
+}
+
+func (l *coordLog) hello(w epsp.WorkerID, inc uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.begin(entHello)
+	e.I64(int64(w))
+	e.U64(inc)
+	l.end(e)
+}
+
+func (l *coordLog) lost(w epsp.WorkerID, why string) {
+	if len(why) > maxLostWhy {
+		why = why[:maxLostWhy]
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.begin(entLost)
+	e.I64(int64(w))
+	e.Str(why)
+	l.end(e)
+}
+
+// persist saves the log if it has entries not yet saved; ctx bounds the
+// save.
+func (l *coordLog) persist(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.b) == l.saved {
+		return nil
+	}
+	l.buf = encodeCoordState(l.buf[:0], l.fp, l.n, l.b)
+	if len(l.buf) > MaxCoordinatorState {
+		return fmt.Errorf("%w: the log has grown to %d bytes (%d entries), more than MaxCoordinatorState (%d)", ErrCoordinatorState, len(l.buf), l.n, MaxCoordinatorState)
+	}
+	if err := l.store.Save(ctx, l.buf); err != nil {
+		return fmt.Errorf("ps: saving the coordinator's state (%d bytes): %w", len(l.buf), err)
+	}
+	l.saved = len(l.b)
+	l.saves++
+	return nil
+}
+
+func encodeEvent(e *encoder, ev epsp.Event) {
+	e.U8(uint8(ev.Kind))
+	e.I64(int64(ev.Worker))
+	e.I64(int64(ev.Clock))
+	if ev.Quit {
+		e.U8(1)
+	} else {
+		e.U8(0)
+	}
+	switch ev.Kind {
+	case epsp.EventProgress:
+		encodeProgress(e, ev.Progress)
+	case epsp.EventTransferResult, epsp.EventTransferDone:
+		t := ev.Transfer
+		e.U64(t.ID)
+		if t.Accepted {
+			e.U8(1)
+		} else {
+			e.U8(0)
+		}
+		e.I64(int64(t.Lo))
+		e.I64(int64(t.Hi))
+		e.I64(int64(t.From))
+		e.I64(int64(t.To))
+		e.I64(int64(t.Clock))
+	}
+}
+
+func decodeEvent(d *decoder) epsp.Event {
+	ev := epsp.Event{Kind: epsp.EventKind(d.U8()), Worker: epsp.WorkerID(d.Int(0, maxInt32, "worker")), Clock: d.Int(-1, 1<<62, "clock")}
+	switch d.U8() {
+	case 0:
+	case 1:
+		ev.Quit = true
+	default:
+		if d.Err == nil {
+			d.Err = fmt.Errorf("%w: event quit flag", ErrMalformed)
+		}
+	}
+	switch ev.Kind {
+	case epsp.EventProgress:
+		ev.Progress = decodeProgress(d)
+	case epsp.EventTransferResult, epsp.EventTransferDone:
+		ev.Transfer.ID = d.U64()
+		ev.Transfer.Accepted = d.U8() != 0
+		ev.Transfer.Lo = d.Int(0, 1<<62, "lo")
+		ev.Transfer.Hi = d.Int(0, 1<<62, "hi")
+		ev.Transfer.From = epsp.WorkerID(d.Int(0, maxInt32, "from"))
+		ev.Transfer.To = epsp.WorkerID(d.Int(0, maxInt32, "to"))
+		ev.Transfer.Clock = d.Int(0, 1<<62, "transfer clock")
+	}
+	return ev
+}
+
+// encodeCoordState appends a whole state (see coordStateFixed) to dst.
+func encodeCoordState(dst []byte, fp string, n uint64, log []byte) []byte {
+	start := len(dst)
+	dst = append(dst, coordStateMagic[:]...)
+	dst = binary.LittleEndian.AppendUint32(dst, coordStateVersion)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(fp)))
+	dst = append(dst, fp...)
+	dst = binary.LittleEndian.AppendUint64(dst, n)
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(len(log)))
+	dst = append(dst, log...)
+	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
+}
+
+// coordEntry is one decoded log entry.
+type coordEntry struct {
+	kind byte
+	now  time.Duration
+	push epsp.Push
+	ev   epsp.Event
+	w    epsp.WorkerID // handOver/retarget/abandon's from; hello/lost's worker
+	to   []epsp.WorkerID
+	inc  uint64
+	why  string
+}
+
+// decodeCoordState checks a saved state — size, magic, version, CRC,
+// fingerprint — and decodes its entries; every count is checked against
+// the bytes that remain before anything is allocated, and every worker
+// against slots.
+func decodeCoordState(b []byte, fp string, slots int) (entries []coordEntry, log []byte, err error) {
+	if len(b) > MaxCoordinatorState {
+		return nil, nil, fmt.Errorf("%w: %d bytes, more than MaxCoordinatorState", ErrCoordinatorState, len(b))
+	}
+	if len(b) < coordStateFixed || [8]byte(b[:8]) != coordStateMagic {
+		return nil, nil, fmt.Errorf("%w: not a coordinator state (%d bytes)", ErrCoordinatorState, len(b))
+	}
+	if v := binary.LittleEndian.Uint32(b[8:]); v != coordStateVersion {
+		return nil, nil, fmt.Errorf("%w: format version %d, this build reads %d", ErrCoordinatorState, v, coordStateVersion)
+	}
+	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
+	if crc32.Checksum(body, castagnoli) != sum {
+		return nil, nil, fmt.Errorf("%w: checksum mismatch (truncated or corrupt)", ErrCoordinatorState)
+	}
+	d := decoder{B: body[12:]}
+	got := d.Str()
+	n := d.U64()
+	ll := d.U64()
+	if d.Err != nil || ll != uint64(len(d.B)) {
+		return nil, nil, fmt.Errorf("%w: malformed header", ErrCoordinatorState)
+	}
+	if got != fp {
+		return nil, nil, fmt.Errorf("%w: it is the state of another cluster: saved %q, this coordinator is %q", ErrCoordinatorState, got, fp)
+	}
+	// the smallest entry (abandon) is 9 bytes
+	if n > uint64(len(d.B))/9 {
+		return nil, nil, fmt.Errorf("%w: %d entries in %d bytes", ErrCoordinatorState, n, len(d.B))
+	}
+	log = d.B
+	entries = make([]coordEntry, 0, n)
+	worker := func(what string) epsp.WorkerID { return epsp.WorkerID(d.Int(0, int64(slots)-1, what)) }
+	for i := uint64(0); i < n; i++ {
+		en := coordEntry{kind: d.U8()}
+		switch en.kind {
+		case entAdmit:
+			en.now = time.Duration(d.Int(0, 1<<62, "time"))
+			en.push = decodePush(&d)
+		case entStep:
+			en.now = time.Duration(d.Int(0, 1<<62, "time"))
+			en.ev = decodeEvent(&d)
+		case entHandOver:
+			en.w = worker("from")
+			en.to = []epsp.WorkerID{worker("to")}
+		case entRetarget:
+			en.w = worker("from")
+			k := d.U32()
+			if d.Err == nil && uint64(k)*8 > uint64(len(d.B)) {
+				d.Err = fmt.Errorf("%w: %d takers in %d bytes", ErrMalformed, k, len(d.B))
+			}
+			if d.Err == nil {
+				en.to = make([]epsp.WorkerID, k)
+				for j := range en.to {
+					en.to[j] = worker("to")
+				}
+			}
+		case entAbandon:
+			en.w = worker("from")
+		case entHello:
+			en.w = worker("worker")
+			en.inc = d.U64()
+		case entLost:
+			en.w = worker("worker")
+			n := d.U32()
+			if d.Err == nil && n > maxLostWhy {
+				d.Err = fmt.Errorf("%w: lost reason of %d bytes", ErrMalformed, n)
+			}
+			if d.Err == nil {
+				en.why = string(d.Bytes(int(n)))
+			}
+		default:
+			if d.Err == nil {
+				d.Err = fmt.Errorf("%w: entry kind %d", ErrMalformed, en.kind)
+			}
+		}
+		if d.Err != nil {
+			return nil, nil, fmt.Errorf("%w: entry %d of %d: %w", ErrCoordinatorState, i, n, d.Err)
+		}
+		entries = append(entries, en)
+	}
+	if err := d.End(); err != nil {
+		return nil, nil, fmt.Errorf("%w: after %d entries: %w", ErrCoordinatorState, n, err)
+	}
+	return entries, log, nil
+}
+
+// now is the coordinator's time as the core sees it: the restored run's
+// time at this process's start plus the time since.
+func (c *Coordinator) now() time.Duration { return c.nowBase + c.opts.clock() }
+
+// The core's calls, logged when they succeed (a refused call changes
+// nothing in the core).
+
+func (c *Coordinator) coreAdmit(now time.Duration, p epsp.Push) (epsp.PushDecision, error) {
+	d, err := c.core.Admit(now, p)
+	if err == nil && c.log != nil {
+		c.log.admit(now, p)
+	}
+	return d, err
+}
+
+func (c *Coordinator) coreStep(now time.Duration, ev epsp.Event) (epsp.Output, error) {
+	out, err := c.core.Step(now, ev)
+	if err == nil && c.log != nil {
+		c.log.step(now, ev)
+	}
+	return out, err
+}
+
+func (c *Coordinator) coreHandOver(from, to epsp.WorkerID) (epsp.TransferOrder, bool, error) {
+	o, ok, err := c.core.HandOver(from, to)
+	if err == nil && c.log != nil {
+		c.log.handOver(from, to)
+	}
+	return o, ok, err
+}
+
+func (c *Coordinator) coreRetarget(from epsp.WorkerID, to []epsp.WorkerID) ([]epsp.TransferOrder, error) {
+	moved, err := c.core.Retarget(from, to)
+	if err == nil && c.log != nil {
+		c.log.retarget(from, to)
+	}
+	return moved, err
+}
+
+func (c *Coordinator) coreAbandon(from epsp.WorkerID) (int, error) {
+	n, err := c.core.Abandon(from)
+	if err == nil && c.log != nil {
+		c.log.abandon(from)
+	}
+	return n, err
+}
+
+// persist saves the log (write-ahead, see above); a failed save aborts
+// the run.
+func (c *Coordinator) persist() error {
+	if c.log == nil {
+		return nil
+	}
+	ctx, cancel := c.orderCtx()
+	defer cancel()
+	if err := c.log.persist(ctx); err != nil {
+		c.setFatal(err)
+		return err
+	}
+	return nil
+}
+
+// advertisedWait is the wait this coordinator asks of the others (Wait).
+func (c *Coordinator) advertisedWait() time.Duration {
+	switch {
+	case c.log == nil || c.cfg.Wait < 0:
+		return 0
+	case c.cfg.Wait == 0:
+		return DefaultCoordinatorWait
+	}
+	return c.cfg.Wait
+}
+
+// restore loads the saved state, if any, and replays it into the core
+// (and the leases: incarnations, lost and departed workers).
+func (c *Coordinator) restore(policy epsp.Policy) error {
+	c.log = &coordLog{store: c.cfg.Store, fp: coordFingerprint(c.cfg, policy)}
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.StartTimeout)
+	defer cancel()
+	b, err := c.cfg.Store.Load(ctx)
+	if err != nil {
+		return fmt.Errorf("ps: loading the coordinator's state: %w", err)
+	}
+	if b == nil {
+		return nil // a new run
+	}
+	entries, log, err := decodeCoordState(b, c.log.fp, len(c.joined))
+	if err != nil {
+		return err
+	}
+	var last time.Duration
+	l := c.lease
+	for i, en := range entries {
+		var out epsp.Output
+		switch en.kind {
+		case entAdmit:
+			_, err = c.core.Admit(en.now, en.push)
+		case entStep:
+			out, err = c.core.Step(en.now, en.ev)
+		case entHandOver:
+			_, _, err = c.core.HandOver(en.w, en.to[0])
+		case entRetarget:
+			_, err = c.core.Retarget(en.w, en.to)
+		case entAbandon:
+			_, err = c.core.Abandon(en.w)
+		case entHello:
+			l.inc[en.w] = en.inc
+			c.joined[en.w] = true
+		case entLost:
+			l.done[en.w], l.lost[en.w] = true, true
+			if en.why != "" {
+				l.lostWhy = append(l.lostWhy, en.why)
+			}
+		}
+		if err != nil {
+			// the policy decided otherwise than when the log was written:
+			// not deterministic, or another build
+			return fmt.Errorf("%w: entry %d of %d does not replay: %v", ErrCoordinatorState, i, len(entries), err)
+		}
+		if len(out.Flush) > 0 {
+			c.redoFlush = &out
+		}
+		if len(out.Release) > 0 {
+			c.redoRel = &out
+		}
+		last = max(last, en.now)
+	}
+	for w := range c.joined {
+		if !c.isMember(epsp.WorkerID(w)) {
+			l.done[w] = true // left, lost, or a free slot
+		}
+	}
+	c.log.b = append([]byte(nil), log...)
+	c.log.n = uint64(len(entries))
+	c.log.saved = len(c.log.b)
+	c.nowBase = last
+	c.restored = true
+	c.snapshot()
+	c.opts.log.Info("ps: coordinator restored from its state", "entries", len(entries), "bytes", len(b), "run time", last)
+	return nil
+}
+
+// redo completes, after a restart, the output the kill may have cut
+// short: the last flushes again (a server ignores a flush of a clock it
+// has flushed: the buffer is gone), then every member not waiting is
+// sent the release into its current clock (a worker ignores a release
+// into a clock it has reached), with the assignments of the last output
+// that released it.
+func (c *Coordinator) redo(ctx context.Context) error {
+	if !c.restored {
+		return nil
+	}
+	if o := c.redoFlush; o != nil {
+		for _, f := range o.Flush {
+			fctx, cancel := context.WithTimeout(ctx, c.cfg.OrderTimeout)
+			err := c.client.Flush(fctx, f.Clock, epsp.PushDecision{Scale: f.Scale}.EffectiveScale()*c.LRScale())
+			cancel()
+			if err != nil {
+				return fmt.Errorf("ps: restarted coordinator: flush of clock %d again: %w", f.Clock, err)
+			}
+		}
+	}
+	v := c.core.View()
+	var ra map[epsp.WorkerID]*releaseAssign
+	if o := c.redoRel; o != nil {
+		ra, _ = releaseAssignments(*o, v)
+	}
+	for w := range c.joined {
+		id := epsp.WorkerID(w)
+		if !c.isMember(id) || v.Waiting(id) || c.lease.isLost(id) {
+			continue
+		}
+		e := wire.NewMsg(nil, wire.OpRelease)
+		encodeRelease(&e, v.Clock(id), v.Version(), ra[id])
+		_ = c.sendNow(id, e.B) // best effort: a worker that is gone is the leases' to find
+	}
+	return nil
+}
