@@ -43,6 +43,13 @@
 // Lost (paused, say) is still fenced: its Saves are refused with
 // ErrNotLeader, and the state is its successor's.
 //
+// A deposed coordinator must vanish as a crashed one does (RunFunc): a
+// ps coordinator aborts the run when a save fails, and tells every
+// worker, so RunStandby's store holds a deposed leader's Save until the
+// coordinator is closed or the process exits (Store.SetHoldWhenDeposed);
+// without that hold, TestTakeover_MidRunLosesNoSample's deposed leader
+// aborted the run its successor was taking over.
+//
 // A state is kept in chunks of 64 KiB with a head record; a Save writes
 // the chunks that changed (for the coordinator's growing log, about one)
 // in one transaction, or, when more than 1 MiB changed, a new generation

@@ -693,3 +693,40 @@ func TestRunStandby_TakeoverResumesState(t *testing.T) {
 	}
 	t.Logf("leader saved up to %d (%d at its stop); standby resumed from %d", final, atStop, n)
 }
+
+// TestStore_HoldWhenDeposed: a deposed leader's Save fails at once by
+// default, and only when its ctx is done when held (so that a ps
+// coordinator, which aborts the run on a failed save, is closed first).
+func TestStore_HoldWhenDeposed(t *testing.T) {
+	b := newBackend(t, freshPrefix(t), "a")
+	ctx := testCtx(t, 4*slack)
+	l, err := b.Election("e").Campaign(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := NewStore(l, DefaultStateName)
+	if err := st.Save(ctx, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	if err := st.Save(ctx, []byte("y")); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("deposed Save = %v, want ErrNotLeader", err)
+	}
+	if d := time.Since(t0); d > slack/2 {
+		t.Fatalf("deposed Save (not held) took %v", d)
+	}
+	st.SetHoldWhenDeposed(true)
+	const hold = 300 * time.Millisecond
+	short, cancel := context.WithTimeout(ctx, hold)
+	defer cancel()
+	t0 = time.Now()
+	if err := st.Save(short, []byte("y")); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("held deposed Save = %v, want ErrNotLeader", err)
+	}
+	if d := time.Since(t0); d < hold {
+		t.Fatalf("held deposed Save returned after %v, before its ctx (%v) was done", d, hold)
+	}
+}

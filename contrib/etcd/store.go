@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"sync"
+	"sync/atomic"
 
 	"github.com/falconml/falcon/ps"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -69,6 +70,8 @@ type Store struct {
 	l    *Leadership
 	name string
 
+	hold atomic.Bool // SetHoldWhenDeposed
+
 	mu    sync.Mutex
 	known bool   // last and gen are what etcd holds
 	last  []byte // the state last saved or loaded (owned)
@@ -81,6 +84,15 @@ var _ ps.CoordinatorStore = (*Store)(nil)
 // prefix; DefaultStateName for a coordinator), fenced by l. Two Stores
 // of one name must not be used by one leader at once.
 func NewStore(l *Leadership, name string) *Store { return &Store{l: l, name: name} }
+
+// SetHoldWhenDeposed chooses what Save does once the leadership is lost:
+// false (the default) fails at once with ErrNotLeader; true waits for
+// Save's ctx to be done first. A ps coordinator aborts the run when a
+// save fails, and tells every worker so, which a deposed coordinator must
+// not do to its successor's run: held, its Save returns only when the
+// coordinator is closed (its ctx is canceled) or its process exits, and
+// nothing that needs a save leaves it meanwhile. RunStandby sets it.
+func (s *Store) SetHoldWhenDeposed(on bool) { s.hold.Store(on) }
 
 // Leadership returns the leadership that fences the store.
 func (s *Store) Leadership() *Leadership { return s.l }
@@ -196,9 +208,18 @@ func (s *Store) Load(ctx context.Context) ([]byte, error) {
 }
 
 // Save replaces the state while the leadership holds; once it is lost,
-// Save fails with ErrNotLeader, writing nothing. A state whose head is
-// unreadable (ErrCorruptState) is replaced whole.
+// Save fails with ErrNotLeader, writing nothing (at once, or when ctx is
+// done: SetHoldWhenDeposed). A state whose head is unreadable
+// (ErrCorruptState) is replaced whole.
 func (s *Store) Save(ctx context.Context, state []byte) error {
+	err := s.save(ctx, state)
+	if errors.Is(err, ErrNotLeader) && s.hold.Load() {
+		<-ctx.Done()
+	}
+	return err
+}
+
+func (s *Store) save(ctx context.Context, state []byte) error {
 	b := s.l.e.b
 	if max := b.cfg.MaxValue; len(state) > max {
 		return fmt.Errorf("%w: %d bytes, more than Config.MaxValue (%d)", ps.ErrCoordinatorState, len(state), max)

@@ -15,6 +15,7 @@ import (
 	"github.com/falconml/falcon/ps/pstest"
 	"github.com/falconml/falcon/ps/store"
 	"github.com/falconml/falcon/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // counting is a model whose gradient counts samples: 1 at index s for
@@ -40,6 +41,11 @@ func (counting) Gradient(_ []float32, samples []int, grad []float32) float64 {
 type takeoverRun struct {
 	workers, clocks, samples int
 	killAfter                int
+	// depose, with killAfter, deposes the leading process instead of
+	// killing it: its lease is revoked on the server (as when it cannot
+	// reach etcd for a TTL) while it lives on the network; its RunFunc,
+	// canceled on Lost, closes its coordinator and leaves the network.
+	depose bool
 }
 
 type takeoverResult struct {
@@ -75,9 +81,10 @@ func (r takeoverRun) run(t *testing.T) takeoverResult {
 		}
 	})
 	type started struct {
-		proc int
-		co   *ps.Coordinator
-		at   time.Time
+		proc  int
+		co    *ps.Coordinator
+		lease clientv3.LeaseID
+		at    time.Time
 	}
 	coords := make(chan started, 2)
 	finished := make(chan struct{}) // the workers are done
@@ -96,17 +103,36 @@ func (r takeoverRun) run(t *testing.T) takeoverResult {
 				if err != nil {
 					return err
 				}
-				tr, err := c.Net.Join(ps.CoordinatorNode, co)
-				if err != nil {
-					return err
+				// the coordinator's name moves to this process once the
+				// last leader's node is gone (as a service address would)
+				var tr *transport.Inmem
+				for {
+					if tr, err = c.Net.Join(ps.CoordinatorNode, co); err == nil {
+						break
+					}
+					select {
+					case <-ctx.Done():
+						return fmt.Errorf("join: %w (%w)", err, ctx.Err())
+					case <-time.After(10 * time.Millisecond):
+					}
 				}
+				defer tr.Close() // leave the network (a killed node has already)
+				defer co.Close() // idempotent: the test closes a killed one first
 				if err := co.Start(ctx, tr); err != nil {
 					return err
 				}
-				defer co.Close() // idempotent: the test closes a killed one first
-				coords <- started{i, co, time.Now()}
+				coords <- started{i, co, st.Leadership().Session().ID(), time.Now()}
 				select {
-				case <-ctx.Done(): // leadership lost (this process died) or the test ended
+				case <-ctx.Done(): // leadership lost (or the test ended)
+					// the process exits: its node vanishes as at a crash
+					// (no "closed" answers to the workers' requests)
+					// its node leaves the network at once; what the
+					// coordinator still answers reaches nobody (a handler
+					// may wait for its held save: Close waits for them)
+					go tr.Close()
+					for end := time.Now().Add(slack); c.Net.Node(ps.CoordinatorNode) == tr && time.Now().Before(end); {
+						time.Sleep(time.Millisecond)
+					}
 					return ctx.Err()
 				case <-finished:
 					flushes <- co.Stats().Flushes
@@ -182,11 +208,17 @@ func (r takeoverRun) run(t *testing.T) takeoverResult {
 			// network with what it had in memory, its etcd client stops
 			// renewing without resigning
 			killed := time.Now()
-			if err := c.Net.Kill(ps.CoordinatorNode); err != nil {
-				t.Fatal(err)
+			if r.depose {
+				if _, err := procs[cur.proc].Client().Revoke(ctx, cur.lease); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				if err := c.Net.Kill(ps.CoordinatorNode); err != nil {
+					t.Fatal(err)
+				}
+				cur.co.Close()
+				procs[cur.proc].Close()
 			}
-			cur.co.Close()
-			procs[cur.proc].Close()
 			select {
 			case next := <-coords:
 				if next.proc == cur.proc {
@@ -241,19 +273,25 @@ func TestTakeover_MidRunLosesNoSample(t *testing.T) {
 		t.Fatalf("uninterrupted run: %d flushes, want %d", want.flushes, base.clocks)
 	}
 	for _, k := range []int{5, 9} { // 5: the 2nd push of clock 1; 9: the last of clock 2
-		t.Run(fmt.Sprintf("kill-after-%d-pushes", k), func(t *testing.T) {
-			r := base
-			r.killAfter = k
-			got := r.run(t)
-			t.Logf("standby's coordinator started %v after the leader's death (TTL %v)", got.takeover.Round(time.Millisecond), testTTL)
-			for s, v := range got.params {
-				if v != unit {
-					t.Fatalf("sample %d counted %v (%.0f pushes), want %v (%.0f) as without the kill", s, v, v/unit*2, unit, 2.0)
+		for _, depose := range []bool{false, true} {
+			how := "kill"
+			if depose {
+				how = "depose"
+			}
+			t.Run(fmt.Sprintf("%s-after-%d-pushes", how, k), func(t *testing.T) {
+				r := base
+				r.killAfter, r.depose = k, depose
+				got := r.run(t)
+				t.Logf("standby's coordinator started %v after the leader's death (TTL %v)", got.takeover.Round(time.Millisecond), testTTL)
+				for s, v := range got.params {
+					if v != unit {
+						t.Fatalf("sample %d counted %v (%.0f pushes), want %v (%.0f) as without the kill", s, v, v/unit*2, unit, 2.0)
+					}
 				}
-			}
-			if got.flushes != base.clocks {
-				t.Errorf("the standby's coordinator counts %d flushes, want %d (the whole run)", got.flushes, base.clocks)
-			}
-		})
+				if got.flushes != base.clocks {
+					t.Errorf("the standby's coordinator counts %d flushes, want %d (the whole run)", got.flushes, base.clocks)
+				}
+			})
+		}
 	}
 }
