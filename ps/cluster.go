@@ -1,6 +1,7 @@
 package ps
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -827,6 +828,10 @@ func (c *Cluster) startWatch() {
 			_ = c.coord.WaitWorkers(c.watchCtx)
 		}
 		seen := make([]time.Time, len(peers)) // last answer
+		// a peer never heard from is waited for StartTimeout first (a
+		// coordinator killed before a server's first ping got through
+		// was waited for forever)
+		never := time.Now().Add(c.cfg.StartTimeout)
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
 		var asked time.Duration // the wait the coordinator asks (its pings' answers)
@@ -853,7 +858,7 @@ func (c *Cluster) startWatch() {
 					seen[i] = time.Now()
 				case c.watchCtx.Err() != nil:
 					return
-				case !seen[i].IsZero() && time.Since(seen[i]) > tolerance:
+				case time.Since(cmp.Or(seen[i], never)) > tolerance:
 					c.watchCancel(fmt.Errorf("%w: %s for %v: %v", ErrPeerGone, p, tolerance, err))
 					return
 				}

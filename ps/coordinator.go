@@ -125,6 +125,12 @@ type Coordinator struct {
 	// and with releases, which Start carries out again
 	redoFlush, redoRel *epsp.Output
 	restored           bool
+	looping            bool // loop-owned: the loop runs
+	maxTransferID      uint64
+	// lastAdmit: restored, each worker's last admitted push, for its
+	// first admit since (resentAdmit); loop-owned
+	lastAdmit map[epsp.WorkerID]lastAdmitted
+	statsDue  bool // loop-owned: stats to publish after the answer
 }
 
 var _ transport.Handler = (*Coordinator)(nil)
@@ -467,7 +473,11 @@ func (c *Coordinator) loop() {
 			}
 		}
 	}
+	c.looping = true
 	for {
+		if c.statsDue {
+			c.publishStats()
+		}
 		select {
 		case <-c.quit:
 			return
@@ -478,18 +488,53 @@ func (c *Coordinator) loop() {
 		case <-c.pauseC():
 			c.pauseExpired()
 		case r := <-c.reqs:
-			res := c.serveReq(r, orders)
-			if c.log != nil && r.op == wire.OpHello && res.err == nil {
-				c.log.hello(r.worker, r.inc)
-			}
-			if r.reply != nil {
-				// write-ahead: the answer leaves after the state it depends on
-				if err := c.persist(); err != nil && res.err == nil {
-					res = coordResp{err: fmt.Errorf("%w: %v", ErrAborted, err)}
+			if c.log == nil {
+				res := c.serveReq(r, orders)
+				if r.reply != nil {
+					r.reply <- res
 				}
-				r.reply <- res
+				continue
 			}
+			c.serveGroup(r, orders)
 		}
+	}
+}
+
+// maxGroup bounds the requests a durable coordinator answers after one
+// save (serveGroup).
+const maxGroup = 64
+
+// serveGroup serves r and the requests already queued behind it (at most
+// maxGroup), in order, then saves once and answers them all (group
+// commit: one fsync for the answers a save held back, not one each).
+func (c *Coordinator) serveGroup(r *coordReq, orders map[uint64]epsp.TransferOrder) {
+	group := []*coordReq{r}
+more:
+	for len(group) < maxGroup {
+		select {
+		case r := <-c.reqs:
+			group = append(group, r)
+		default:
+			break more
+		}
+	}
+	res := make([]coordResp, len(group))
+	for i, r := range group {
+		res[i] = c.serveReq(r, orders)
+		if r.op == wire.OpHello && res[i].err == nil {
+			c.log.hello(r.worker, r.inc)
+		}
+	}
+	// write-ahead: the answers leave after the state they depend on
+	err := c.persist()
+	for i, r := range group {
+		if r.reply == nil {
+			continue
+		}
+		if err != nil && res[i].err == nil {
+			res[i] = coordResp{err: fmt.Errorf("%w: %v", ErrAborted, err)}
+		}
+		r.reply <- res[i]
 	}
 }
 
@@ -533,6 +578,9 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		v := c.core.View()
 		return coordResp{hello: helloInfo{clock: v.Clock(r.worker), version: v.Version(), batch: v.Batch(r.worker), par: v.Parallelism(r.worker)}}
 	case wire.OpAdmit:
+		if d, ok := c.resentAdmit(r); ok {
+			return coordResp{dec: d}
+		}
 		d, err := c.coreAdmit(now, r.push)
 		if err != nil {
 			return coordResp{err: fmt.Errorf("%w: %v", ErrRejected, err)}
@@ -547,6 +595,11 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		return coordResp{dec: d}
 	case wire.OpTransferResult:
 		o, ok := orders[r.ev.Transfer.ID]
+		if !ok && c.log != nil && c.answered(r.ev.Transfer.ID) {
+			// a resend of an answer the log holds (its answer was lost
+			// with a coordinator that was restarted)
+			return coordResp{}
+		}
 		if ok && o.From != r.worker {
 			return coordResp{err: fmt.Errorf("%w: worker %d answers transfer %d of worker %d", ErrRejected, r.worker, o.ID, o.From)}
 		}
@@ -572,6 +625,9 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 		return coordResp{err: err}
 	case wire.OpTransferDone:
 		ts, ok := c.core.Transfer(r.ev.Transfer.ID)
+		if !ok && c.log != nil && r.ev.Transfer.ID <= c.maxTransferID {
+			return coordResp{} // a resend of a done the log holds
+		}
 		if ok && ts.Order.To != r.worker {
 			return coordResp{err: fmt.Errorf("%w: worker %d reports transfer %d given to worker %d", ErrRejected, r.worker, ts.Order.ID, ts.Order.To)}
 		}
@@ -639,6 +695,19 @@ func (c *Coordinator) setFatal(err error) {
 }
 
 func (c *Coordinator) snapshot() {
+	if c.looping && c.log != nil {
+		// published once the state behind it is saved and answered
+		// (loop): Stats must not show a leave whose answer is still to
+		// come, or Cluster.WaitTrained would end the run under a worker
+		// still waiting for it
+		c.statsDue = true
+		return
+	}
+	c.publishStats()
+}
+
+func (c *Coordinator) publishStats() {
+	c.statsDue = false
 	s := c.core.Stats()
 	c.mu.Lock()
 	c.stats = s

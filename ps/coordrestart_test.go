@@ -30,13 +30,15 @@ type restartRun struct {
 	killAfter int
 	down      time.Duration
 	policy    func() epsp.Policy
+	// ledger, if set, trains pstest.LedgerModel (worker 2 slow) under
+	// control ticks and records events into it, for CheckExactlyOnce
+	ledger *pstest.Recorder
 }
 
 type restartResult struct {
-	params  []float32
-	kills   int
-	restart error
-	stats   epsp.Stats
+	params []float32
+	kills  int
+	stats  epsp.Stats
 }
 
 func (r restartRun) run(t *testing.T) restartResult {
@@ -57,12 +59,28 @@ func (r restartRun) run(t *testing.T) restartResult {
 	killNow := make(chan struct{})
 	var killOnce sync.Once
 	obs := event.Func(func(e event.Event) {
+		if r.ledger != nil {
+			r.ledger.Observe(e)
+		}
 		if e.Kind == event.PushAdmitted && r.killAfter > 0 && admitted.Add(1) == int64(r.killAfter) {
 			killOnce.Do(func() { close(killNow) })
 		}
 	})
+	ec := epsp.Config{NumWorkers: r.workers, Batch: 8}
+	var ledger *pstest.LedgerModel
+	if r.ledger != nil {
+		ec.TickPeriod = 2 * time.Millisecond
+		ledger = &pstest.LedgerModel{Workers: r.workers, Clocks: r.clocks, Staleness: -1, Full: 1,
+			Delay: func(w epsp.WorkerID, _ int) time.Duration {
+				if w == 2 {
+					return 3 * time.Millisecond
+				}
+				return 500 * time.Microsecond
+			}}
+		keys, lens, n = []uint64{0}, []int{r.workers * r.clocks}, r.workers*r.clocks
+	}
 	newCoord := func() *ps.Coordinator {
-		cfg := ps.CoordinatorConfig{EPSP: epsp.Config{NumWorkers: r.workers, Batch: 8}, Servers: c.ServerIDs, Workers: names,
+		cfg := ps.CoordinatorConfig{EPSP: ec, Servers: c.ServerIDs, Workers: names,
 			StartTimeout: 10 * time.Second, Store: st, Wait: 20 * time.Second}
 		co, err := ps.NewCoordinator(cfg, r.policy(), ps.WithObserver(obs))
 		must(t, err)
@@ -74,7 +92,8 @@ func (r restartRun) run(t *testing.T) restartResult {
 	co := newCoord()
 	ws := make([]*ps.Worker, r.workers)
 	for i := range ws {
-		w, err := ps.NewWorker(string(names[i]), ps.WorkerConfig{ID: epsp.WorkerID(i), Coordinator: ps.CoordinatorNode, Client: c.ClientCfg, Chunk: 2})
+		w, err := ps.NewWorker(string(names[i]), ps.WorkerConfig{ID: epsp.WorkerID(i), Coordinator: ps.CoordinatorNode, Client: c.ClientCfg, Chunk: 2, ProgressEvery: 1},
+			ps.WithObserver(obs))
 		must(t, err)
 		ws[i] = w
 		tr, err := c.Net.Join(names[i], w)
@@ -90,8 +109,12 @@ func (r restartRun) run(t *testing.T) restartResult {
 	errs := make(chan error, r.workers)
 	for i, w := range ws {
 		go func() {
-			_, err := w.Train(ctx, &noisy{}, ps.ShardSampler{N: 96, Workers: r.workers},
-				ps.TrainConfig{Keys: keys, Lens: lens, Init: store.Zeros{}, Clocks: r.clocks})
+			var m ps.Model = &noisy{}
+			var sampler ps.Sampler = ps.ShardSampler{N: 96, Workers: r.workers}
+			if ledger != nil {
+				m, sampler = ledger, pstest.LedgerSampler{Clocks: r.clocks}
+			}
+			_, err := w.Train(ctx, m, sampler, ps.TrainConfig{Keys: keys, Lens: lens, Init: store.Zeros{}, Clocks: r.clocks})
 			if err != nil {
 				err = fmt.Errorf("worker %d: %w", i, err)
 			}
@@ -219,5 +242,58 @@ func TestCoordinatorRestart_OtherClusterRefused(t *testing.T) {
 	co.Close()
 	if _, err := ps.NewCoordinator(cfg, epsp.NewSSP(1)); !errors.Is(err, ps.ErrCoordinatorState) || !strings.Contains(err.Error(), "bsp") || !strings.Contains(err.Error(), "ssp") {
 		t.Fatalf("err = %v, want ErrCoordinatorState naming both policies", err)
+	}
+}
+
+// TestCoordinatorRestart_TransfersExactlyOnce: under FlexRR, whose
+// transfers move samples of a slow worker to the others, a coordinator
+// killed mid-run and restarted from its store lets the run finish with
+// every sample of every clock computed and counted once (the events of
+// both coordinators and the workers, pstest.CheckExactlyOnce), and
+// transfers happened.
+func TestCoordinatorRestart_TransfersExactlyOnce(t *testing.T) {
+	const workers, clocks = 3, 12
+	for _, k := range []int{6, 14} {
+		t.Run(fmt.Sprintf("kill-after-%d-pushes", k), func(t *testing.T) {
+			rec := &pstest.Recorder{}
+			r := restartRun{workers: workers, clocks: clocks, killAfter: k, down: 50 * time.Millisecond, ledger: rec,
+				policy: func() epsp.Policy { return mustPolicy(epsp.NewFlexRR(epsp.DefaultFlexRRConfig())) }}
+			got := r.run(t)
+			if got.kills != 1 {
+				t.Fatalf("coordinator killed %d times, want 1", got.kills)
+			}
+			complete := make([]int, workers)
+			for i := range complete {
+				complete[i] = clocks
+			}
+			pstest.CheckExactlyOnce(t, rec.Events(), complete)
+			t.Logf("stats after the restart: %d transfers accepted (%d samples), %d flushes", got.stats.TransfersAccepted, got.stats.SamplesTransferred, got.stats.Flushes)
+		})
+	}
+}
+
+// BenchmarkCoordinatorStore_BSPRun times a whole in-process BSP run (3
+// workers, 30 clocks, 2 servers) without a coordinator store and with a
+// DirCoordinatorStore: what the write-ahead saves (about 2 per worker and
+// clock, each an append and an fsync) cost a run.
+func BenchmarkCoordinatorStore_BSPRun(b *testing.B) {
+	const workers, clocks = 3, 30
+	for _, durable := range []bool{false, true} {
+		b.Run(fmt.Sprintf("durable=%v", durable), func(b *testing.B) {
+			for b.Loop() {
+				opts := []pstest.Option{pstest.Servers(2), pstest.Workers(workers), pstest.Batch(8), pstest.Chunk(8),
+					pstest.Policy(epsp.NewBSP()), pstest.NoLeakCheck()}
+				if durable {
+					opts = append(opts, pstest.CoordinatorStore(ps.DirCoordinatorStore(b.TempDir())))
+				}
+				c := pstest.NewCluster(b, opts...)
+				_, err := c.Train(context.Background(), &noisy{}, ps.ShardSampler{N: 96, Workers: workers},
+					ps.TrainConfig{Keys: []uint64{0, 1}, Lens: []int{32, 32}, Init: store.Zeros{}, Clocks: clocks})
+				if err != nil {
+					b.Fatal(err)
+				}
+				c.PS.Close()
+			}
+		})
 	}
 }

@@ -34,10 +34,10 @@ func sampleLog() *coordLog {
 // logged, and the decoded log re-encodes to the same bytes.
 func TestCoordState_RoundTrip(t *testing.T) {
 	l := sampleLog()
-	b := encodeCoordState(nil, l.fp, l.n, l.b)
-	es, log, err := decodeCoordState(b, testFP, 3)
-	if err != nil {
-		t.Fatal(err)
+	b := encodeCoordState(nil, l.fp, l.b)
+	es, log, cut, err := decodeCoordState(b, testFP, 3)
+	if err != nil || cut != 0 {
+		t.Fatal(err, cut)
 	}
 	if len(es) != 10 || !bytes.Equal(log, l.b) {
 		t.Fatalf("%d entries, log equal %v", len(es), bytes.Equal(log, l.b))
@@ -54,18 +54,70 @@ func TestCoordState_RoundTrip(t *testing.T) {
 	if !es[5].ev.Quit || es[0].inc != 0xfeed || len(es[7].to) != 2 || es[9].why != "silent for 2s" {
 		t.Errorf("entries = %+v", es)
 	}
-	if again := encodeCoordState(nil, testFP, uint64(len(es)), log); !bytes.Equal(again, b) {
+	if again := encodeCoordState(nil, testFP, log); !bytes.Equal(again, b) {
 		t.Error("re-encoding differs")
 	}
 }
 
-// TestCoordState_Refusals: a truncated, bit-flipped, future-version,
-// foreign or oversized state is refused with ErrCoordinatorState.
+// TestCoordState_TornTailCut: a state whose last record was cut short,
+// or whose last record fails its CRC (an append a crash tore), decodes
+// to the records before it; a bad record before the last refuses the
+// state.
+func TestCoordState_TornTailCut(t *testing.T) {
+	l := sampleLog()
+	b := encodeCoordState(nil, l.fp, l.b)
+	for _, k := range []int{1, 5, 9} {
+		es, _, cut, err := decodeCoordState(b[:len(b)-k], testFP, 3)
+		if err != nil || len(es) != 9 || cut == 0 {
+			t.Errorf("cut %d bytes: %d entries, cut %d, %v; want 9 entries", k, len(es), cut, err)
+		}
+	}
+	last := bytes.Clone(b)
+	last[len(last)-1] ^= 1
+	if es, _, cut, err := decodeCoordState(last, testFP, 3); err != nil || len(es) != 9 || cut == 0 {
+		t.Errorf("last record bit-flipped: %d entries, cut %d, %v", len(es), cut, err)
+	}
+	mid := bytes.Clone(b)
+	mid[len(encodeCoordState(nil, testFP, nil))+12] ^= 1 // the first record's body
+	if _, _, _, err := decodeCoordState(mid, testFP, 3); !errors.Is(err, ErrCoordinatorState) {
+		t.Errorf("first record bit-flipped: %v, want ErrCoordinatorState", err)
+	}
+}
+
+// TestCoordState_AppendsAfterOneSave: with an appending store the log is
+// saved whole once, then appended to: the store holds exactly the whole
+// state, and the bytes written grow with the log, not its square.
+func TestCoordState_AppendsAfterOneSave(t *testing.T) {
+	dir := t.TempDir()
+	l := &coordLog{fp: testFP, store: DirCoordinatorStore(dir)}
+	ctx := context.Background()
+	for i := range 200 {
+		l.step(time.Duration(i), epsp.Event{Kind: epsp.EventClock, Worker: 0, Clock: i})
+		if err := l.persist(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := DirCoordinatorStore(dir).Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := encodeCoordState(nil, testFP, l.b); !bytes.Equal(got, want) {
+		t.Fatalf("stored %d bytes, want the whole state's %d", len(got), len(want))
+	}
+	if l.saves != 200 || l.bytes != int64(len(got)) {
+		t.Fatalf("%d saves wrote %d bytes, want 200 writing %d (one whole save, then appends)", l.saves, l.bytes, len(got))
+	}
+}
+
+// TestCoordState_Refusals: a state with a truncated or bit-flipped
+// header, of a future version, of another cluster, or with a worker out
+// of range is refused with ErrCoordinatorState (a torn last record is
+// cut instead: TestCoordState_TornTailCut).
 func TestCoordState_Refusals(t *testing.T) {
 	l := sampleLog()
-	b := encodeCoordState(nil, l.fp, l.n, l.b)
+	b := encodeCoordState(nil, l.fp, l.b)
 	flip := bytes.Clone(b)
-	flip[len(flip)/2] ^= 1
+	flip[20] ^= 1 // in the header
 	ver := bytes.Clone(b)
 	ver[8] = 9
 	for name, c := range map[string]struct {
@@ -73,14 +125,14 @@ func TestCoordState_Refusals(t *testing.T) {
 		fp    string
 		slots int
 	}{
-		"truncated":           {b[:len(b)-3], testFP, 3},
+		"truncated header":    {b[:14], testFP, 3},
 		"bit flip":            {flip, testFP, 3},
 		"version":             {ver, testFP, 3},
 		"foreign":             {b, "policy=ssp(s=1) workers=3 slots=3 servers=server-0", 3},
 		"worker out of range": {b, testFP, 2},
 		"empty":               {nil, testFP, 3},
 	} {
-		if _, _, err := decodeCoordState(c.b, c.fp, c.slots); !errors.Is(err, ErrCoordinatorState) {
+		if _, _, _, err := decodeCoordState(c.b, c.fp, c.slots); !errors.Is(err, ErrCoordinatorState) {
 			t.Errorf("%s: err = %v, want ErrCoordinatorState", name, err)
 		}
 	}
@@ -109,18 +161,18 @@ func TestCoordState_PersistOnlyWhenNew(t *testing.T) {
 // its input; what decodes re-encodes to the same bytes.
 func FuzzCoordState(f *testing.F) {
 	l := sampleLog()
-	f.Add(encodeCoordState(nil, l.fp, l.n, l.b))
-	f.Add(encodeCoordState(nil, testFP, 0, nil))
+	f.Add(encodeCoordState(nil, l.fp, l.b))
+	f.Add(encodeCoordState(nil, testFP, nil))
 	f.Add([]byte("FALCCSTA"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		es, log, err := decodeCoordState(b, testFP, 3)
+		es, log, cut, err := decodeCoordState(b, testFP, 3)
 		if err != nil {
 			if !errors.Is(err, ErrCoordinatorState) {
 				t.Fatalf("error without ErrCoordinatorState: %v", err)
 			}
 			return
 		}
-		if again := encodeCoordState(nil, testFP, uint64(len(es)), log); !bytes.Equal(again, b) {
+		if again := encodeCoordState(nil, testFP, log); !bytes.Equal(again, b[:len(b)-cut]) || len(es) > len(log)/9 {
 			t.Fatal("decoded state re-encodes differently")
 		}
 	})
@@ -154,12 +206,25 @@ func BenchmarkCoordinatorState(b *testing.B) {
 		}
 	})
 	l := build()
-	st := encodeCoordState(nil, l.fp, l.n, l.b)
+	st := encodeCoordState(nil, l.fp, l.b)
 	b.Logf("%d entries, %d bytes (%.1f bytes/entry)", l.n, len(st), float64(len(st))/float64(l.n))
 	b.Run("encode", func(b *testing.B) {
 		var buf []byte
 		for b.Loop() {
-			buf = encodeCoordState(buf[:0], l.fp, l.n, l.b)
+			buf = encodeCoordState(buf[:0], l.fp, l.b)
+		}
+	})
+	b.Run("append-dir-one-clock", func(b *testing.B) {
+		// what a clock adds (4 workers' 6 entries), appended
+		s := DirCoordinatorStore(b.TempDir())
+		if err := s.Save(context.Background(), st); err != nil {
+			b.Fatal(err)
+		}
+		tail := l.b[len(l.b)-len(l.b)/clocks:]
+		for b.Loop() {
+			if err := s.(CoordinatorAppender).Append(context.Background(), tail); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 	b.Run("save-dir", func(b *testing.B) {
@@ -176,7 +241,7 @@ func BenchmarkCoordinatorState(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			es, _, err := decodeCoordState(st, l.fp, workers)
+			es, _, _, err := decodeCoordState(st, l.fp, workers)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -20,6 +20,20 @@ type CoordinatorStore interface {
 	Save(ctx context.Context, state []byte) error
 }
 
+// CoordinatorAppender is a CoordinatorStore that can add to the state it
+// holds without rewriting it. A coordinator whose store is one saves its
+// state whole once per process and then appends what each later save
+// adds, so a run writes O(its log) bytes rather than O(log²).
+// DirCoordinatorStore is one.
+type CoordinatorAppender interface {
+	CoordinatorStore
+	// Append adds tail at the end of the state last saved or appended; it
+	// is durable when Append returns nil. After an error, or a crash
+	// during it, the state is the previous one, possibly followed by a
+	// part of tail (the coordinator detects and cuts such a torn end).
+	Append(ctx context.Context, tail []byte) error
+}
+
 // MaxCoordinatorState bounds a coordinator's saved state: Save refuses a
 // larger one and DirCoordinatorStore's Load refuses a larger file without
 // reading it, so a corrupt or hostile file cannot grow memory. A state
@@ -43,7 +57,12 @@ const coordinatorStateFile = "coordinator.state"
 // state or the new one whole. Saves of one store are serialised by the
 // caller (the coordinator saves from one goroutine); concurrent Saves are
 // safe but the last rename wins.
+//
+// It is also a CoordinatorAppender: Append writes at the end of the file
+// and fsyncs it.
 func DirCoordinatorStore(dir string) CoordinatorStore { return dirCoordStore{dir: dir} }
+
+var _ CoordinatorAppender = dirCoordStore{}
 
 type dirCoordStore struct{ dir string }
 
@@ -99,4 +118,28 @@ func (s dirCoordStore) Save(ctx context.Context, state []byte) error {
 		_, err := io.Copy(w, bytes.NewReader(state))
 		return err
 	})
+}
+
+func (s dirCoordStore) Append(ctx context.Context, tail []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(s.path(), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err // no state to append to: Save first
+	}
+	st, err := f.Stat()
+	if err == nil && st.Size()+int64(len(tail)) > MaxCoordinatorState {
+		err = fmt.Errorf("%w: appending %d bytes to %d would pass MaxCoordinatorState (%d)", ErrCoordinatorState, len(tail), st.Size(), MaxCoordinatorState)
+	}
+	if err == nil {
+		_, err = f.Write(tail)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -49,6 +49,12 @@
 //     leases, the run aborts on a lost worker, naming it on every node).
 //   - DurableConfig: checkpoints and the request log that let a server
 //     restart where it stopped (zero value: not durable).
+//   - CoordinatorStore (ClusterConfig.CoordinatorStore;
+//     DirCoordinatorStore keeps it in a directory): the coordinator's
+//     state, so that a coordinator killed and started again resumes the
+//     run, its workers and servers waiting for it CoordinatorWait
+//     (DefaultCoordinatorWait, 60 s) and then failing naming it (nil:
+//     not durable, a dead coordinator ends the run).
 //   - StoreConfig (ClusterConfig.Store): the servers' optimizer and
 //     buffers; Deterministic sums a clock's pushes per worker, the workers
 //     in name order, so BSP runs of any number of workers end
@@ -85,7 +91,7 @@
 // client.go, the training loop, task transfer and
 // assignments in worker.go, the timeline in timeline.go,
 // failures and leases in lease.go, membership in membership.go, durability
-// in durable.go, role checks in access.go, hostile input and performance
+// in durable.go, the coordinator's restart in coordstate.go, role checks in access.go, hostile input and performance
 // in wire.go (the wire format itself in ps/internal/wire), clusters across
 // processes in cluster.go.
 package ps

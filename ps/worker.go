@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -250,12 +252,13 @@ type Worker struct {
 	fatal    error
 	closed   bool // set by Close before it waits for wg
 
-	joinClock   int          // the clock it joined at mid-run, or -1
-	helloed     bool         // the hello's answer is applied (batch, parallelism)
-	early       *early       // a release that overtook the hello's answer
-	incarnation uint64       // random per process (see lease.go)
-	helloWait   atomic.Int64 // the coordinator's CoordinatorConfig.Wait, from its hello (ns)
-	left        atomic.Bool  // Leave succeeded: the heartbeats stop
+	joinClock   int             // the clock it joined at mid-run, or -1
+	helloed     bool            // the hello's answer is applied (batch, parallelism)
+	early       *early          // a release that overtook the hello's answer
+	incarnation uint64          // random per process (see lease.go)
+	helloWait   atomic.Int64    // the coordinator's CoordinatorConfig.Wait, from its hello (ns)
+	orderIDs    map[uint64]bool // guarded by mu: transfer orders and tasks had (seenOrder)
+	left        atomic.Bool     // Leave succeeded: the heartbeats stop
 
 	reach []atomic.Int64 // server → its last answer to pingServer (unix ns; lease.go)
 }
@@ -496,6 +499,29 @@ func (w *Worker) coordCall(ctx context.Context, req []byte) ([]byte, error) {
 	}
 }
 
+// seenOrder reports whether the worker has had the transfer order (or,
+// with the top bit set, the task) of this id, and notes it: a restarted
+// coordinator sends again the orders and tasks it cannot know arrived.
+// It remembers the last 1024 of each kind (ids only grow).
+func (w *Worker) seenOrder(id uint64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.orderIDs == nil {
+		w.orderIDs = map[uint64]bool{}
+	}
+	if w.orderIDs[id] {
+		return true
+	}
+	w.orderIDs[id] = true
+	if len(w.orderIDs) > 2048 {
+		ids := slices.Sorted(maps.Keys(w.orderIDs))
+		for _, x := range ids[:len(ids)/2] {
+			delete(w.orderIDs, x)
+		}
+	}
+	return false
+}
+
 // coordWait is how long the worker waits for a silent coordinator
 // (WorkerConfig.CoordinatorWait).
 func (w *Worker) coordWait() time.Duration {
@@ -582,8 +608,8 @@ func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
 	case wire.OpTransferOrder:
 		ord := epsp.TransferOrder{ID: d.U64(), From: w.cfg.ID, To: epsp.WorkerID(d.Int(0, maxInt32, "to")),
 			Clock: d.Int(0, 1<<62, "clock"), Lo: d.Int(0, 1<<62, "lo"), Hi: d.Int(0, 1<<62, "hi")}
-		if d.End() != nil {
-			return
+		if d.End() != nil || w.seenOrder(ord.ID) {
+			return // a restarted coordinator sends again what it is unsure of
 		}
 		// Give (or refuse) here, in the order the coordinator sent the
 		// orders, so that the pieces of a split, ordered tail-first, are
@@ -599,7 +625,7 @@ func (w *Worker) HandleMessage(from transport.NodeID, msg []byte) {
 	case wire.OpTransferTask:
 		t := transferTask{id: d.U64(), owner: epsp.WorkerID(d.Int(0, maxInt32, "owner")), clock: d.Int(0, 1<<62, "clock"),
 			lo: d.Int(0, 1<<62, "lo"), hi: d.Int(0, 1<<62, "hi"), batch: d.Int(1, maxWireBatch, "batch"), version: d.U64()}
-		if d.End() != nil || t.lo >= t.hi || t.hi > t.batch {
+		if d.End() != nil || t.lo >= t.hi || t.hi > t.batch || w.seenOrder(1<<63|t.id) {
 			return
 		}
 		w.goBackground(func() { w.takeOver(t) })

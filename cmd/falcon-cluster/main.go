@@ -58,6 +58,9 @@ type options struct {
 	linger    time.Duration // -metrics-linger
 	lease     time.Duration
 	lost      string
+	ckptEvery int           // -checkpoint-every
+	coordDir  string        // -coordinator-dir
+	coordWait time.Duration // -coordinator-wait
 
 	policy     string
 	staleness  int
@@ -100,6 +103,8 @@ var envFlags = map[string]string{
 	"node-cert": "FALCON_NODE_CERT", "node-key": "FALCON_NODE_KEY", "node-ca": "FALCON_NODE_CA",
 	"metrics-addr": "FALCON_METRICS_ADDR",
 	"lease":        "FALCON_LEASE", "lost-worker": "FALCON_LOST_WORKER",
+	"state-dir": "FALCON_STATE_DIR", "run-id": "FALCON_RUN_ID", "checkpoint-every": "FALCON_CHECKPOINT_EVERY",
+	"coordinator-dir": "FALCON_COORDINATOR_DIR", "coordinator-wait": "FALCON_COORDINATOR_WAIT",
 }
 
 func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
@@ -124,8 +129,11 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up (non-zero exit) if the run takes longer than this")
 	fs.DurationVar(&o.startWait, "start-timeout", 15*time.Second, "how long each role waits for its peers at start-up before naming the missing ones")
 	fs.DurationVar(&o.stateEach, "state-every", 0, "coordinator: print every worker's state (clock, speed, parallelism, straggler/pioneer) at this interval; 0 never")
-	fs.StringVar(&o.stateDir, "state-dir", "", "server: keep a checkpoint (every 10 flushes) and a request log in this directory, and resume from them at start; needs -run-id")
-	fs.StringVar(&o.runID, "run-id", "", "the run's name, the same on every node: a server resumes only the -state-dir checkpoints of this run and refuses an earlier run's")
+	fs.StringVar(&o.stateDir, "state-dir", "", "server: keep a checkpoint (every -checkpoint-every flushes) and a request log in this directory, and resume from them at start ($FALCON_STATE_DIR); needs -run-id")
+	fs.IntVar(&o.ckptEvery, "checkpoint-every", 10, "server with -state-dir: checkpoint every this many flushes ($FALCON_CHECKPOINT_EVERY); the request log covers the flushes between")
+	fs.StringVar(&o.runID, "run-id", "", "the run's name, the same on every node ($FALCON_RUN_ID): a server resumes only the -state-dir checkpoints of this run and refuses an earlier run's; a coordinator resumes only its -coordinator-dir state of this run")
+	fs.StringVar(&o.coordDir, "coordinator-dir", "", "coordinator: keep its state (clocks, membership, the push ledger, the policy's inputs) in <dir>/<run-id>/ and resume the run from it when restarted ($FALCON_COORDINATOR_DIR); needs -run-id")
+	fs.DurationVar(&o.coordWait, "coordinator-wait", 0, "how long workers and servers wait for a coordinator that stopped answering before they exit naming it ($FALCON_COORDINATOR_WAIT); 0: what the coordinator asks (60s with -coordinator-dir, else none); on the coordinator, what it asks")
 	fs.StringVar(&o.metrics, "metrics-addr", "", "serve Prometheus metrics at http://<this address>/metrics ($FALCON_METRICS_ADDR), e.g. :9100; the local mode gives its k-th process port+k (or its own with port 0)")
 	fs.DurationVar(&o.linger, "metrics-linger", 0, "keep serving -metrics-addr this long after the run ends, so a last scrape sees the final values")
 	fs.DurationVar(&o.lease, "lease", 10*time.Second, "coordinator: a worker or server silent this long (or a worker cut off from a server this long) is lost ($FALCON_LEASE); workers heartbeat every min(500ms, lease/8)")
@@ -282,8 +290,14 @@ func (o *options) validate() error {
 	if _, err := o.lostAction(); err != nil {
 		return err
 	}
-	if o.stateDir != "" && o.runID == "" {
-		return fmt.Errorf("%w: -state-dir needs -run-id, the same on every node (a new name starts a new run; the old name resumes it)", errUsage)
+	if (o.stateDir != "" || o.coordDir != "") && o.runID == "" {
+		return fmt.Errorf("%w: -state-dir and -coordinator-dir need -run-id, the same on every node (a new name starts a new run; the old name resumes it)", errUsage)
+	}
+	if o.ckptEvery < 1 {
+		return fmt.Errorf("%w: -checkpoint-every %d must be positive", errUsage, o.ckptEvery)
+	}
+	if o.runID != "" && (strings.ContainsAny(o.runID, `/\`) || o.runID == "." || o.runID == "..") {
+		return fmt.Errorf("%w: -run-id %q names a directory of -coordinator-dir: no path separators", errUsage, o.runID)
 	}
 	if o.modelName != "softmax" && o.modelName != "mlp" {
 		return fmt.Errorf("%w: -model %q (want softmax or mlp)", errUsage, o.modelName)

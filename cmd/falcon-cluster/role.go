@@ -10,6 +10,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/falconml/falcon/epsp"
@@ -73,6 +74,10 @@ func (o *options) book() (map[transport.NodeID]string, string, error) {
 	return peers, listen, nil
 }
 
+// serverRestartWait is how long a durable server (-state-dir) may take
+// to restart: ps.DefaultCoordinatorWait, the time a supervisor has.
+const serverRestartWait = ps.DefaultCoordinatorWait
+
 // clusterConfig is this node's ps.ClusterConfig.
 func (o *options) clusterConfig(peers map[transport.NodeID]string, listen string) (ps.ClusterConfig, error) {
 	comp, err := o.compression()
@@ -96,8 +101,17 @@ func (o *options) clusterConfig(peers map[transport.NodeID]string, listen string
 		cfg.Secret = nil
 	}
 	if o.stateDir != "" {
-		cfg.Durable = ps.DurableConfig{Dir: o.stateDir, RunID: o.runID, Log: true, CheckpointEvery: 10}
+		cfg.Durable = ps.DurableConfig{Dir: o.stateDir, RunID: o.runID, Log: true, CheckpointEvery: o.ckptEvery}
+		// a server that restarts from its directory is waited for (the
+		// workers resend, the coordinator's lease and flushes wait) as
+		// long as a restarting coordinator
+		cfg.Retry, cfg.Lease.ServerRestart = serverRestartWait, serverRestartWait
 	}
+	if o.coordDir != "" && o.role == "coordinator" {
+		// one directory per run: a new -run-id starts a new run
+		cfg.CoordinatorStore = ps.DirCoordinatorStore(filepath.Join(o.coordDir, o.runID))
+	}
+	cfg.CoordinatorWait = o.coordWait
 	if o.tlsCert != "" {
 		if cfg.TLS, err = loadTLS(o.tlsCert, o.tlsKey, o.tlsCA); err != nil {
 			return cfg, err

@@ -44,6 +44,7 @@ type config struct {
 	durable          ps.DurableConfig
 	retry            time.Duration
 	membership       ps.MembershipConfig
+	coordStore       ps.CoordinatorStore
 }
 
 // Elastic makes the run elastic (epsp.Config's MaxWorkers, MinWorkers and
@@ -65,6 +66,10 @@ func Lease(l ps.LeaseConfig) Option { return func(c *config) { c.lease = l } }
 func Heartbeat(every, coordTimeout time.Duration) Option {
 	return func(c *config) { c.heartbeat, c.coordTimeout = every, coordTimeout }
 }
+
+// CoordinatorStore makes the coordinator durable
+// (ps.ClusterConfig.CoordinatorStore).
+func CoordinatorStore(s ps.CoordinatorStore) Option { return func(c *config) { c.coordStore = s } }
 
 // Durable gives every server durable state (ps.DurableConfig; one Dir
 // serves all, the files are named after the servers).
@@ -206,7 +211,8 @@ func NewCluster(t testing.TB, opts ...Option) *Cluster {
 		Chunk: cfg.chunk, ProgressEvery: cfg.progress, Observer: cfg.obs, StartTimeout: cfg.startTimeout, Metrics: cfg.met,
 		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)),
 		Lease:  cfg.lease, Heartbeat: cfg.heartbeat, CoordinatorTimeout: cfg.coordTimeout, Durable: cfg.durable, Retry: cfg.retry,
-		Membership: cfg.membership,
+		CoordinatorStore: cfg.coordStore,
+		Membership:       cfg.membership,
 	})
 	if err != nil {
 		if !cfg.noLeakCheck {

@@ -27,7 +27,8 @@ import (
 // concurrent Saves each leave one whole state, never a mix; a Load or a
 // Save whose context is already done returns an error or completes, and a
 // Save answered with an error leaves the previous state or the new one
-// whole. Each call is bounded by 30 s.
+// whole; a ps.CoordinatorAppender's Appends add to the state, and a Save
+// replaces what they added. Each call is bounded by 30 s.
 func TestCoordinatorStore(t *testing.T, newStore func(t *testing.T) ps.CoordinatorStore) {
 	t.Helper()
 	ctx := func(t *testing.T) context.Context {
@@ -120,6 +121,28 @@ func TestCoordinatorStore(t *testing.T, newStore func(t *testing.T) ps.Coordinat
 		got := load(t, s)
 		if !isOneOf(got, states) {
 			t.Fatalf("after concurrent Saves Load gives %d bytes, none of the saved states", len(got))
+		}
+	})
+	t.Run("Append", func(t *testing.T) {
+		s := newStore(t)
+		ap, ok := s.(ps.CoordinatorAppender)
+		if !ok {
+			t.Skip("not a ps.CoordinatorAppender")
+		}
+		a, b, c := pattern(30, 100), pattern(31, 7), pattern(32, 50)
+		save(t, s, a)
+		for _, tail := range [][]byte{b, c} {
+			if err := ap.Append(ctx(t), tail); err != nil {
+				t.Fatalf("Append(%d bytes): %v", len(tail), err)
+			}
+		}
+		want := append(append(bytes.Clone(a), b...), c...)
+		if got := load(t, s); !bytes.Equal(got, want) {
+			t.Fatalf("Save then two Appends: Load gives %d bytes, want %d", len(got), len(want))
+		}
+		save(t, s, c) // a Save replaces what the appends made
+		if got := load(t, s); !bytes.Equal(got, c) {
+			t.Fatalf("Save after Appends: Load gives %d bytes, want %d", len(got), len(c))
 		}
 	})
 	t.Run("DoneContext", func(t *testing.T) {

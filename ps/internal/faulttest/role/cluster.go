@@ -63,12 +63,16 @@ func runCluster(o opts) error {
 		Servers: o.servers, Workers: o.workers, TCP: true, Local: []transport.NodeID{id},
 		Listen: peers[id], Peers: peers, Secret: []byte("faulttest secret!"),
 		Policy: epsp.NewBSP(), EPSP: epsp.Config{Batch: 8, Parallelism: 1},
-		Store:              store.Config{Optimizer: store.Adam{LR: float32(o.lr)}},
+		Store:              store.Config{Optimizer: store.Adam{LR: float32(o.lr)}, Deterministic: o.det},
+		CoordinatorWait:    o.coordWait,
 		Lease:              lc,
 		Heartbeat:          o.lease / 8,
 		CoordinatorTimeout: 4 * o.lease,
 		StartTimeout:       10 * time.Second,
 		Observer:           obs,
+	}
+	if o.coordDir != "" {
+		cfg.CoordinatorStore = ps.DirCoordinatorStore(o.coordDir)
 	}
 	c, err := ps.NewCluster(ctx, cfg)
 	if err != nil {

@@ -29,8 +29,10 @@ type opts struct {
 	role, id, peers, dir, lost string
 	workers, servers, clocks   int
 	lease, retry, delay        time.Duration
-	cluster                    bool
+	cluster, det               bool
 	lr                         float64
+	coordDir                   string
+	coordWait                  time.Duration
 }
 
 func main() {
@@ -47,6 +49,9 @@ func main() {
 	flag.DurationVar(&o.retry, "retry", 0, "how long requests to a restarting server are resent")
 	flag.DurationVar(&o.delay, "delay", 10*time.Millisecond, "worker: compute time per chunk")
 	flag.Float64Var(&o.lr, "lr", 0.05, "-cluster: the servers' Adam learning rate")
+	flag.StringVar(&o.coordDir, "coord-dir", "", "-cluster: the coordinator's state directory (ClusterConfig.CoordinatorStore)")
+	flag.DurationVar(&o.coordWait, "coord-wait", 0, "-cluster: ClusterConfig.CoordinatorWait")
+	flag.BoolVar(&o.det, "det", false, "-cluster: deterministic BSP sums (store.Config.Deterministic)")
 	flag.BoolVar(&o.cluster, "cluster", false, "run the node through ps.NewCluster (its control messages, Wait and end-of-run notices) instead of the bare roles")
 	flag.Parse()
 	run := run
