@@ -500,6 +500,28 @@ func TestStore_Chunks(t *testing.T) {
 		}
 	}
 	check(state, 1)
+	// the same growth by Append (ps.CoordinatorAppender)
+	for i := range 30 {
+		tail := pat(byte(100+i), 10<<10)
+		state = append(state, tail...)
+		if err := st.Append(ctx, tail); err != nil {
+			t.Fatal(err)
+		}
+		after, rev, err := b.List(ctx, DefaultStateName+"/", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		written := 0
+		for _, kv := range after {
+			if kv.ModRev == rev {
+				written++
+			}
+		}
+		if written > 2 {
+			t.Fatalf("Append %d: %d chunks written", i, written)
+		}
+	}
+	check(state, 1)
 	// rewritten whole (2 MiB differ): a new generation, the old deleted
 	big := pat(99, 2<<20)
 	if err := st.Save(ctx, big); err != nil {

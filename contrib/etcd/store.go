@@ -65,6 +65,9 @@ var ErrCorruptState = fmt.Errorf("%w: etcd state corrupt", ps.ErrCoordinatorStat
 // --auto-compaction-retention) so that a long run's saves do not fill
 // its space quota.
 //
+// It is a ps.CoordinatorAppender: Append writes the last chunk and the
+// new ones without comparing the rest.
+//
 // A Store is safe for concurrent use; its Saves are serialized.
 type Store struct {
 	l    *Leadership
@@ -78,7 +81,7 @@ type Store struct {
 	gen   uint64 // its generation (0: no state saved)
 }
 
-var _ ps.CoordinatorStore = (*Store)(nil)
+var _ ps.CoordinatorAppender = (*Store)(nil)
 
 // NewStore returns the Store kept under name (relative to the Backend's
 // prefix; DefaultStateName for a coordinator), fenced by l. Two Stores
@@ -167,6 +170,11 @@ func (s *Store) readHead(ctx context.Context) (h head, ok bool, rev int64, err e
 func (s *Store) Load(ctx context.Context) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.load(ctx)
+}
+
+// load is Load with s.mu held.
+func (s *Store) load(ctx context.Context) ([]byte, error) {
 	s.known = false
 	h, ok, rev, err := s.readHead(ctx)
 	if err != nil {
@@ -212,20 +220,53 @@ func (s *Store) Load(ctx context.Context) ([]byte, error) {
 // done: SetHoldWhenDeposed). A state whose head is unreadable
 // (ErrCorruptState) is replaced whole.
 func (s *Store) Save(ctx context.Context, state []byte) error {
-	err := s.save(ctx, state)
+	s.mu.Lock()
+	err := s.save(ctx, state, false, 0)
+	s.mu.Unlock()
+	return s.held(ctx, err)
+}
+
+// Append adds tail at the end of the state last saved or appended
+// (ps.CoordinatorAppender): it writes the last chunk and the new ones,
+// with the head, in one fenced transaction (or as Save does when more
+// than 1 MiB changed), so the state is the previous one or the new one,
+// never a torn end. After an error, it first loads what etcd holds.
+// Deposed: as Save.
+func (s *Store) Append(ctx context.Context, tail []byte) error {
+	s.mu.Lock()
+	err := s.appendTail(ctx, tail)
+	s.mu.Unlock()
+	return s.held(ctx, err)
+}
+
+func (s *Store) appendTail(ctx context.Context, tail []byte) error {
+	if !s.known {
+		if _, err := s.load(ctx); err != nil {
+			return err
+		}
+	}
+	from := len(s.last) / chunkSize // the chunks before it are unchanged
+	// s.last's spare capacity is the store's own: the state saved stays
+	// s.last[:len(s.last)] until the save succeeds
+	return s.save(ctx, append(s.last, tail...), true, from)
+}
+
+// held waits, when the store holds deposed saves, for ctx to be done
+// before returning an ErrNotLeader.
+func (s *Store) held(ctx context.Context, err error) error {
 	if errors.Is(err, ErrNotLeader) && s.hold.Load() {
 		<-ctx.Done()
 	}
 	return err
 }
 
-func (s *Store) save(ctx context.Context, state []byte) error {
+// save writes state (s.mu held); owned means state is the store's to
+// keep; chunks before from are known equal to s.last's.
+func (s *Store) save(ctx context.Context, state []byte, owned bool, from int) error {
 	b := s.l.e.b
 	if max := b.cfg.MaxValue; len(state) > max {
 		return fmt.Errorf("%w: %d bytes, more than Config.MaxValue (%d)", ps.ErrCoordinatorState, len(state), max)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	known := s.known
 	s.known = false // until this Save is known to have succeeded
 	wipe := false   // the head is unreadable: clear every generation
@@ -245,7 +286,10 @@ func (s *Store) save(ctx context.Context, state []byte) error {
 	hd := head{gen: s.gen, size: uint64(len(state)), chunk: chunkSize, crc: crc32.Checksum(state, castagnoli)}
 	n, old := chunks(len(state), chunkSize), chunks(len(s.last), chunkSize)
 	var changed []int
-	for i := range n {
+	if !known {
+		from = 0
+	}
+	for i := from; i < n; i++ {
 		c := state[i*chunkSize : min((i+1)*chunkSize, len(state))]
 		if i >= old || !bytes.Equal(c, s.last[i*chunkSize:min((i+1)*chunkSize, len(s.last))]) {
 			changed = append(changed, i)
@@ -301,6 +345,9 @@ func (s *Store) save(ctx context.Context, state []byte) error {
 			}
 		}
 	}
-	s.known, s.last, s.gen = true, bytes.Clone(state), hd.gen
+	if !owned {
+		state = bytes.Clone(state)
+	}
+	s.known, s.last, s.gen = true, state, hd.gen
 	return nil
 }
