@@ -42,6 +42,7 @@ type Session struct {
 	once   sync.Once
 	mu     sync.Mutex
 	err    error
+	since  time.Time // start of the grant or of the last renewal that succeeded
 }
 
 // NewSession grants a lease of Config.TTL and starts keeping it alive.
@@ -53,7 +54,7 @@ func (b *Backend) NewSession(ctx context.Context) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("etcd: grant a lease of %v: %w", b.cfg.TTL, err)
 	}
-	s := &Session{b: b, id: r.ID, ttl: time.Duration(r.TTL) * time.Second, done: make(chan struct{}), lost: make(chan struct{})}
+	s := &Session{b: b, id: r.ID, ttl: time.Duration(r.TTL) * time.Second, done: make(chan struct{}), lost: make(chan struct{}), since: t0}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	go s.keep(t0.Add(s.ttl))
 	return s, nil
@@ -123,6 +124,9 @@ func (s *Session) keep(deadline time.Time) {
 		switch {
 		case err == nil:
 			deadline = t0.Add(time.Duration(r.TTL) * time.Second)
+			s.mu.Lock()
+			s.since = t0
+			s.mu.Unlock()
 			next = t0.Add(interval)
 		case errors.Is(err, rpctypes.ErrLeaseNotFound):
 			s.setLost(fmt.Errorf("%w: lease %x expired or was revoked on the server", ErrLeaseLost, int64(s.id)))
