@@ -76,9 +76,10 @@ type Store struct {
 	hold atomic.Bool // SetHoldWhenDeposed
 
 	mu    sync.Mutex
-	known bool   // last and gen are what etcd holds
+	known bool   // last, gen and crc are what etcd holds
 	last  []byte // the state last saved or loaded (owned)
 	gen   uint64 // its generation (0: no state saved)
+	crc   uint32 // CRC-32C of last
 }
 
 var _ ps.CoordinatorAppender = (*Store)(nil)
@@ -181,7 +182,7 @@ func (s *Store) load(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	if !ok {
-		s.known, s.last, s.gen = true, nil, 0
+		s.known, s.last, s.gen, s.crc = true, nil, 0, 0
 		return nil, nil
 	}
 	b := s.l.e.b
@@ -211,7 +212,7 @@ func (s *Store) load(ctx context.Context) ([]byte, error) {
 	if crc32.Checksum(out, castagnoli) != h.crc {
 		return nil, fmt.Errorf("%w: %s: checksum mismatch", ErrCorruptState, b.Key(s.name))
 	}
-	s.known, s.last, s.gen = true, bytes.Clone(out), h.gen
+	s.known, s.last, s.gen, s.crc = true, bytes.Clone(out), h.gen, h.crc
 	return out, nil
 }
 
@@ -221,7 +222,7 @@ func (s *Store) load(ctx context.Context) ([]byte, error) {
 // (ErrCorruptState) is replaced whole.
 func (s *Store) Save(ctx context.Context, state []byte) error {
 	s.mu.Lock()
-	err := s.save(ctx, state, false, 0)
+	err := s.save(ctx, state, false)
 	s.mu.Unlock()
 	return s.held(ctx, err)
 }
@@ -245,10 +246,9 @@ func (s *Store) appendTail(ctx context.Context, tail []byte) error {
 			return err
 		}
 	}
-	from := len(s.last) / chunkSize // the chunks before it are unchanged
 	// s.last's spare capacity is the store's own: the state saved stays
 	// s.last[:len(s.last)] until the save succeeds
-	return s.save(ctx, append(s.last, tail...), true, from)
+	return s.save(ctx, append(s.last, tail...), true)
 }
 
 // held waits, when the store holds deposed saves, for ctx to be done
@@ -260,9 +260,10 @@ func (s *Store) held(ctx context.Context, err error) error {
 	return err
 }
 
-// save writes state (s.mu held); owned means state is the store's to
-// keep; chunks before from are known equal to s.last's.
-func (s *Store) save(ctx context.Context, state []byte, owned bool, from int) error {
+// save writes state (s.mu held). appended means state is s.last with a
+// tail (Append), in a buffer the store owns: only the tail is compared
+// and checksummed.
+func (s *Store) save(ctx context.Context, state []byte, appended bool) error {
 	b := s.l.e.b
 	if max := b.cfg.MaxValue; len(state) > max {
 		return fmt.Errorf("%w: %d bytes, more than Config.MaxValue (%d)", ps.ErrCoordinatorState, len(state), max)
@@ -283,12 +284,16 @@ func (s *Store) save(ctx context.Context, state []byte, owned bool, from int) er
 			s.gen = h.gen
 		}
 	}
-	hd := head{gen: s.gen, size: uint64(len(state)), chunk: chunkSize, crc: crc32.Checksum(state, castagnoli)}
+	var from int   // the chunks before it are unchanged
+	var crc uint32 // of state
+	if known && appended {
+		from, crc = len(s.last)/chunkSize, crc32.Update(s.crc, castagnoli, state[len(s.last):])
+	} else {
+		crc = crc32.Checksum(state, castagnoli)
+	}
+	hd := head{gen: s.gen, size: uint64(len(state)), chunk: chunkSize, crc: crc}
 	n, old := chunks(len(state), chunkSize), chunks(len(s.last), chunkSize)
 	var changed []int
-	if !known {
-		from = 0
-	}
 	for i := from; i < n; i++ {
 		c := state[i*chunkSize : min((i+1)*chunkSize, len(state))]
 		if i >= old || !bytes.Equal(c, s.last[i*chunkSize:min((i+1)*chunkSize, len(s.last))]) {
@@ -345,9 +350,9 @@ func (s *Store) save(ctx context.Context, state []byte, owned bool, from int) er
 			}
 		}
 	}
-	if !owned {
+	if !appended {
 		state = bytes.Clone(state)
 	}
-	s.known, s.last, s.gen = true, state, hd.gen
+	s.known, s.last, s.gen, s.crc = true, state, hd.gen, hd.crc
 	return nil
 }
