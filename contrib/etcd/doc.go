@@ -50,7 +50,7 @@
 // without that hold, TestTakeover_MidRunLosesNoSample's deposed leader
 // aborted the run its successor was taking over.
 //
-// A state is kept in chunks of 64 KiB with a head record; a Save writes
+// A state is kept in chunks of 16 KiB with a head record; a Save writes
 // the chunks that changed (for the coordinator's growing log, about one)
 // in one transaction, or, when more than 1 MiB changed, a new generation
 // switched in atomically (Store). etcd keeps overwritten values until it

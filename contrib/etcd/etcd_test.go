@@ -445,7 +445,7 @@ func storeKeys(t *testing.T, ctx context.Context, b *Backend) (gens map[string]i
 }
 
 // TestStore_Chunks: a state that grows at its end (the coordinator's
-// log) is saved in place, one generation, ceil(size/64 KiB) chunks, each
+// log) is saved in place, one generation, ceil(size/16 KiB) chunks, each
 // Save writing the changed chunks only (counted from etcd's revisions:
 // one revision a transaction, and the chunks' ModRev); a state that
 // changes by more than 1 MiB goes to a new generation and the old one is

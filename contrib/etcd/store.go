@@ -19,7 +19,11 @@ import (
 const DefaultStateName = "coordinator/state"
 
 // chunkSize is the size of a state's chunks (the last may be shorter).
-const chunkSize = 64 << 10
+// An Append rewrites the last chunk: etcd's history grows by half a chunk
+// an append on average until it is compacted, so chunks are small; a
+// transaction of txnBytes holds txnBytes/chunkSize = 64 of them, within
+// etcd's --max-txn-ops (128 by default).
+const chunkSize = 16 << 10
 
 // txnBytes bounds the chunk bytes one transaction writes or one read
 // returns: etcd refuses requests over --max-request-bytes, 1.5 MiB by
@@ -46,7 +50,7 @@ var ErrCorruptState = fmt.Errorf("%w: etcd state corrupt", ps.ErrCoordinatorStat
 // successor's state; Load and Save then return an error wrapping
 // ErrNotLeader.
 //
-// Layout: the state is cut into chunks of 64 KiB under
+// Layout: the state is cut into chunks of 16 KiB under
 // "<name>/<generation>/<index>", and the key <name> holds a head record
 // (generation, size, chunk size, CRC-32C of the whole state). A Save
 // writes only the chunks that differ from the state it last saved or
