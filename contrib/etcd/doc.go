@@ -19,8 +19,8 @@
 //     the leader key still exists with its create revision, Rev, which is
 //     also a fencing token that grows with each leader).
 //
-// Store, a ps.CoordinatorStore on one key fenced by a Leadership, is the
-// coordinator's durable state. RunStandby is the standby's loop:
+// Store, a ps.CoordinatorStore (and ps.CoordinatorAppender) fenced by a
+// Leadership, is the coordinator's durable state. RunStandby is the standby's loop:
 // campaign; on winning, load the state and run the coordinator with the
 // store; on losing leadership, cancel it at once.
 //
@@ -51,9 +51,11 @@
 // aborted the run its successor was taking over.
 //
 // A state is kept in chunks of 16 KiB with a head record; a Save writes
-// the chunks that changed (for the coordinator's growing log, about one)
-// in one transaction, or, when more than 1 MiB changed, a new generation
-// switched in atomically (Store). etcd keeps overwritten values until it
+// the chunks that changed, an Append the last chunk and the new ones, in
+// one transaction, or, when more than 1 MiB changed, a new generation
+// switched in atomically (Store). Measured on the embedded etcd (fsync
+// off, a loaded 2-core machine): an append of 160 bytes 0.2-0.3 ms for
+// states of 0 to 16 MiB (BenchmarkStore_Append). etcd keeps overwritten values until it
 // compacts its history: run it with auto-compaction.
 //
 // Errors: ErrNotLeader (leadership lost, fenced write refused),
