@@ -754,3 +754,61 @@ func TestStore_HoldWhenDeposed(t *testing.T) {
 		t.Fatalf("held deposed Save returned after %v, before its ctx (%v) was done", d, hold)
 	}
 }
+
+// TestRunStandby_PanicAndStopTimeout: a RunFunc that panics is reported
+// as an error and its leadership handed over; one that ignores its ctx
+// after the leadership is lost is waited for StopTimeout, then reported
+// with ErrNotLeader and ErrStopTimeout.
+func TestRunStandby_PanicAndStopTimeout(t *testing.T) {
+	prefix := freshPrefix(t)
+	ctx := testCtx(t, 4*slack)
+	a := newBackend(t, prefix, "a")
+	err := RunStandby(ctx, a.Election("c"), DefaultStateName, func(context.Context, *Store, []byte) error {
+		panic("boom")
+	})
+	if err == nil || !strings.Contains(err.Error(), "panicked: boom") {
+		t.Fatalf("RunStandby of a panicking run = %v", err)
+	}
+	if _, ok, err := a.Election("c").Leader(ctx); ok || err != nil {
+		t.Fatalf("a leader remains after the panic (%v, %v): not resigned", ok, err)
+	}
+
+	cfg := a.Config()
+	cfg.StopTimeout = 300 * time.Millisecond
+	b, err := NewBackend(a.Client(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	defer close(release)
+	started := make(chan *Store, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- RunStandby(ctx, b.Election("c"), DefaultStateName, func(_ context.Context, st *Store, _ []byte) error {
+			started <- st
+			<-release // ignores its ctx
+			return nil
+		})
+	}()
+	var st *Store
+	select {
+	case st = <-started:
+	case <-time.After(slack):
+		t.Fatal("run not started")
+	}
+	t0 := time.Now()
+	if _, err := a.Client().Revoke(ctx, st.Leadership().Session().ID()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrNotLeader) || !errors.Is(err, ErrStopTimeout) {
+			t.Fatalf("RunStandby = %v, want ErrNotLeader and ErrStopTimeout", err)
+		}
+		if d := time.Since(t0); d < cfg.StopTimeout {
+			t.Fatalf("returned %v after the loss, before StopTimeout %v", d, cfg.StopTimeout)
+		}
+	case <-time.After(testTTL + cfg.StopTimeout + slack):
+		t.Fatal("RunStandby did not return after StopTimeout")
+	}
+}
