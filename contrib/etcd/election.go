@@ -239,12 +239,18 @@ func (l *Leadership) Txn(ctx context.Context, ops ...clientv3.Op) (*clientv3.Txn
 		return nil, l.Err()
 	default:
 	}
+	cli := l.e.b.cli
 	ctx, cancel := l.e.b.reqCtx(ctx)
 	defer cancel()
-	r, err := l.e.b.cli.Txn(ctx).
+	r, err := cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", l.rev)).
 		Then(ops...).
 		Commit()
+	if err != nil && cli.Ctx().Err() != nil {
+		// the Backend was closed: this process can lead no more
+		l.lose(ErrClosed)
+		return nil, l.Err()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("etcd: fenced transaction: %w", err)
 	}

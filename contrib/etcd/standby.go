@@ -70,6 +70,9 @@ func RunStandby(ctx context.Context, e *Election, stateName string, run RunFunc)
 	}()
 	select {
 	case err := <-done:
+		if lerr := l.Err(); err != nil && lerr != nil && !errors.Is(err, ErrNotLeader) {
+			err = errors.Join(lerr, err) // it failed because the leadership ended
+		}
 		return err
 	case <-l.Lost():
 	}
