@@ -900,11 +900,19 @@ func (s *Server) dueLocked() {
 	}
 }
 
+// errCheckpointClosed: a checkpoint found the server closed before it
+// began. A background one queued as Close began ends quietly on it; an
+// explicit Checkpoint after Close returns it.
+var errCheckpointClosed = errors.New("server closed")
+
 // background runs due checkpoints until none is.
 func (s *Server) background() {
 	defer s.dur.ckWG.Done()
 	for {
 		err := s.checkpoint(true)
+		if errors.Is(err, errCheckpointClosed) {
+			err = nil // cut by Close before it began: nothing failed
+		}
 		s.mu.Lock()
 		if err != nil {
 			s.dur.ckErr = err
@@ -984,7 +992,7 @@ func (s *Server) beginCheckpoint(background bool) (*Checkpoint, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if d.closed {
-		return nil, errors.New("server closed")
+		return nil, errCheckpointClosed
 	}
 	var f logFile
 	var seed uint32

@@ -1,6 +1,7 @@
 package ps
 
 import (
+	"errors"
 	"slices"
 	"time"
 
@@ -139,7 +140,7 @@ func (w *Worker) leaseMiss() {
 
 // checkpointed reports a checkpoint that began at t0 and ended with *err.
 func (s *Server) checkpointed(t0 time.Time, err *error) {
-	if s.opts.met != nil {
+	if s.opts.met != nil && !errors.Is(*err, errCheckpointClosed) {
 		s.opts.met.Checkpoint(s.name, time.Since(t0), *err)
 	}
 }
