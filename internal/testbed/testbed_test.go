@@ -127,6 +127,12 @@ func newBed(t *testing.T, cfg Config) *Bed {
 	if errors.Is(err, ErrUnsupported) {
 		t.Skip(err)
 	}
+	if errors.Is(err, ErrBusy) {
+		// another program's bed (a live matrix, another checkout's test)
+		// held the machine for all of LockWait: this machine cannot run
+		// the bed now, which says nothing of the code under test
+		t.Skip(err)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
