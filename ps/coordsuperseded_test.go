@@ -12,6 +12,7 @@ import (
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps"
 	"github.com/falconml/falcon/ps/event"
+	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/ps/pstest"
 	"github.com/falconml/falcon/ps/store"
 	"github.com/falconml/falcon/transport"
@@ -88,15 +89,19 @@ func (s *switchHandler) HandleMessage(from transport.NodeID, msg []byte) {
 	s.get().HandleMessage(from, msg)
 }
 
-// watchedTransport is a coordinator's own transport: it counts what the
-// coordinator sends once stopped says it has stopped.
+// watchedTransport is a coordinator's own transport: it counts the
+// aborts it sends, and what else it sends once stopped says it has
+// stopped (messages, and requests other than the servers' lease pings).
 type watchedTransport struct {
 	transport.Transport
-	stopped func() bool
-	late    atomic.Int64
+	stopped      func() bool
+	aborts, late atomic.Int64
 }
 
 func (w *watchedTransport) Send(ctx context.Context, to transport.NodeID, msg []byte) error {
+	if len(msg) >= 2 && wire.Op(msg[1]) == wire.OpAbort {
+		w.aborts.Add(1)
+	}
 	if w.stopped() {
 		w.late.Add(1)
 	}
@@ -104,7 +109,7 @@ func (w *watchedTransport) Send(ctx context.Context, to transport.NodeID, msg []
 }
 
 func (w *watchedTransport) Request(ctx context.Context, to transport.NodeID, req []byte) ([]byte, error) {
-	if w.stopped() {
+	if w.stopped() && !(len(req) >= 2 && wire.Op(req[1]) == wire.OpPing) {
 		w.late.Add(1)
 	}
 	return w.Transport.Request(ctx, to, req)
@@ -140,6 +145,7 @@ type supersededResult struct {
 	flushes int
 	first   error // the first coordinator's Err
 	late    int64 // what it sent after it stopped
+	aborts  int64 // the aborts it sent
 }
 
 func (r supersededRun) run(t *testing.T) supersededResult {
@@ -173,8 +179,18 @@ func (r supersededRun) run(t *testing.T) supersededResult {
 		must(t, co.Start(ctx, tr))
 		return co
 	}
+	// stopped: after the deposed coordinator's own Err (its loop sets it
+	// and then sends nothing), or once Abandon returned (a send under way
+	// at the call may still go, as at a crash)
 	var firstP atomic.Pointer[ps.Coordinator]
-	wtr := &watchedTransport{Transport: tr, stopped: func() bool { f := firstP.Load(); return f != nil && f.Err() != nil }}
+	var abandoned atomic.Bool
+	wtr := &watchedTransport{Transport: tr, stopped: func() bool {
+		if r.abandon {
+			return abandoned.Load()
+		}
+		f := firstP.Load()
+		return f != nil && f.Err() != nil
+	}}
 	first := newCoord(wtr, state.lead())
 	firstP.Store(first)
 	defer first.Close()
@@ -219,7 +235,8 @@ func (r supersededRun) run(t *testing.T) supersededResult {
 			// saved last, and the coordinator's name moves to it
 			next := state.lead()
 			if r.abandon {
-				abandon(first)
+				first.Abandon()
+				abandoned.Store(true)
 			}
 			// the deposed one finds out at its next save (a worker's
 			// request): wait for it, bounded by the workers' requests
@@ -236,6 +253,7 @@ func (r supersededRun) run(t *testing.T) supersededResult {
 	res.flushes = co.Stats().Flushes
 	res.first = first.Err()
 	res.late = wtr.late.Load()
+	res.aborts = wtr.aborts.Load()
 	res.params = make([]float32, r.samples)
 	must(t, c.NewClient(t).Pull(ctx, keys, res.params, lens))
 	return res
@@ -262,7 +280,7 @@ func TestCoordinatorSuperseded_SuccessorFinishesRun(t *testing.T) {
 		}
 	}
 	for _, k := range []int{5, 9} { // 5: the 2nd push of clock 1; 9: the last of clock 2
-		for _, abandon := range []bool{false} {
+		for _, abandon := range []bool{false, true} {
 			how := "store"
 			if abandon {
 				how = "abandon"
@@ -273,6 +291,9 @@ func TestCoordinatorSuperseded_SuccessorFinishesRun(t *testing.T) {
 				got := r.run(t)
 				if !errors.Is(got.first, ps.ErrSuperseded) {
 					t.Errorf("deposed coordinator's Err = %v, want ErrSuperseded", got.first)
+				}
+				if got.aborts != 0 {
+					t.Errorf("deposed coordinator sent %d aborts, want none", got.aborts)
 				}
 				if got.late != 0 {
 					t.Errorf("deposed coordinator sent %d messages or requests after it stopped, want none", got.late)
@@ -289,5 +310,3 @@ func TestCoordinatorSuperseded_SuccessorFinishesRun(t *testing.T) {
 		}
 	}
 }
-
-func abandon(*ps.Coordinator) {}
