@@ -411,7 +411,13 @@ func (c *Coordinator) HandleRequest(ctx context.Context, from transport.NodeID, 
 		return nil, errGone
 	}
 	if len(req) >= 2 && req[0] == wire.Version && op(req[1]) == wire.OpHeartbeat {
-		return c.heartbeat(from, req[2:]), nil
+		resp := c.heartbeat(from, req[2:])
+		if c.gone.Load() {
+			// stopped meanwhile: its Err (set with gone) may have made
+			// the answer an abort
+			return nil, errGone
+		}
+		return resp, nil
 	}
 	r, err := c.decode(from, req)
 	if err != nil {
