@@ -874,8 +874,9 @@ func (c *Cluster) startWatch() {
 
 // Wait blocks until the run is over. With the coordinator local, that is
 // when every worker has left (finished Train) or the run failed; Wait
-// then tells every remote node (shutdown, or abort on failure) and
-// returns the coordinator's error. Elsewhere it waits for the
+// then tells every remote node (shutdown, or abort on failure; nothing
+// when the coordinator was superseded, see Abandon) and returns the
+// coordinator's error. Elsewhere it waits for the
 // coordinator's word: nil on shutdown, ErrAborted on abort. A peer that
 // stops answering ends it with ErrPeerGone; ctx ends it with ctx's error.
 func (c *Cluster) Wait(ctx context.Context) error {
@@ -953,8 +954,8 @@ func (c *Cluster) waitCoordinator(ctx context.Context) error {
 	told := c.told
 	c.told = true
 	c.mu.Unlock()
-	if told {
-		return err
+	if told || c.coord.gone.Load() {
+		return err // superseded: its successor ends the run
 	}
 	note := c.coord.lostNote()
 	if err != nil {
@@ -1057,6 +1058,23 @@ func (c *Cluster) TrafficStats(ctx context.Context) (transport.Stats, error) {
 	return total, nil
 }
 
+// Abandon, on the coordinator's node, stops the coordinator as a crash
+// would (Coordinator.Abandon: for a coordinator that a successor takes
+// over, as contrib/etcd's RunStandby does when its leadership is lost),
+// then closes as Close does, except that it tells no remote node that
+// the run is over: the workers and servers see the coordinator's node go
+// silent and its connections close, as at a crash, and wait for a
+// successor at the same address (CoordinatorConfig.Wait). Elsewhere it
+// is Close. Wait returns the coordinator's error (wrapping ErrSuperseded)
+// and tells nobody either once the coordinator was abandoned or its
+// store refused a save with ErrSuperseded; Close then tells nobody.
+func (c *Cluster) Abandon() error {
+	if c.coord != nil {
+		c.coord.Abandon()
+	}
+	return c.Close()
+}
+
 // Close stops the local workers, the coordinator and the servers, then
 // closes every transport the cluster opened. It is idempotent (later
 // calls return the first call's result) and returns within CloseTimeout
@@ -1084,7 +1102,7 @@ func (c *Cluster) close() error {
 	c.mu.Lock()
 	told := c.told
 	c.mu.Unlock()
-	if c.coord != nil && !told {
+	if c.coord != nil && !told && !c.coord.gone.Load() {
 		_ = c.tellRemote(ctlAbort, "the coordinator's node closed", time.Second) // so they stop now, not after PeerTimeout
 	}
 	if c.coord == nil && len(c.order) > 0 && slices.Contains(c.remote(), CoordinatorNode) {

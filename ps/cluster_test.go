@@ -428,3 +428,107 @@ func TestPeersFromTemplate(t *testing.T) {
 		t.Errorf("%v %v", m, err)
 	}
 }
+
+// TestCluster_AbandonSuccessorFinishes: over TCP, a coordinator's node
+// (a Cluster of that node alone, with a CoordinatorStore) abandoned
+// mid-run tells the other nodes nothing: a successor started from the
+// same store at the same address finishes the run, and every node's
+// Wait ends cleanly; the abandoned coordinator reports ErrSuperseded.
+func TestCluster_AbandonSuccessorFinishes(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	book := map[transport.NodeID]string{}
+	for _, n := range []transport.NodeID{"coordinator", "server-0", "worker-0"} {
+		book[n] = deadAddr(t)
+	}
+	st := ps.DirCoordinatorStore(t.TempDir())
+	cfg := ps.ClusterConfig{Servers: 1, Workers: 1, TCP: true, Secret: []byte("k, 16 bytes long"), Peers: book,
+		EPSP: epsp.Config{Batch: 8}, Store: store.Config{Optimizer: store.SGD{LR: 0.5}}, CloseTimeout: 3 * time.Second,
+		CoordinatorStore: st, CoordinatorWait: 30 * time.Second}
+	node := func(n transport.NodeID) ps.ClusterConfig {
+		c := cfg
+		c.Local, c.Listen = []transport.NodeID{n}, book[n]
+		return c
+	}
+	type res struct {
+		c   *ps.Cluster
+		err error
+	}
+	start := func(n transport.NodeID) <-chan res {
+		ch := make(chan res, 1)
+		go func() {
+			c, err := ps.NewCluster(ctx, node(n))
+			ch <- res{c, err}
+		}()
+		return ch
+	}
+	chs := []<-chan res{start("coordinator"), start("server-0"), start("worker-0")}
+	cs := make([]*ps.Cluster, len(chs))
+	var errs []error
+	for i, ch := range chs {
+		r := <-ch
+		cs[i] = r.c
+		errs = append(errs, r.err)
+	}
+	defer func() {
+		for _, c := range cs {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	const clocks = 40
+	m := slowModel{d: 2 * time.Millisecond}
+	tc := ps.TrainConfig{Keys: []uint64{0, 1}, Lens: []int{1, 1}, Init: store.Zeros{}, Clocks: clocks}
+	trained := make(chan error, 1)
+	go func() {
+		_, err := cs[2].Train(ctx, m, ps.ShardSampler{N: 64, Workers: 1}, tc)
+		if err == nil {
+			err = cs[2].Wait(ctx)
+		}
+		trained <- err
+	}()
+	served := make(chan error, 1)
+	go func() { served <- cs[1].Wait(ctx) }()
+	// mid-run: some clocks done, not all
+	for cs[0].Coordinator().Stats().Flushes < 3 {
+		select {
+		case err := <-trained:
+			t.Fatalf("the run ended before the coordinator was abandoned: %v", err)
+		case <-ctx.Done():
+			t.Fatal("no flush within the test's time")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	first := cs[0].Coordinator()
+	if err := cs[0].Abandon(); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Err(); !errors.Is(err, ps.ErrSuperseded) {
+		t.Fatalf("abandoned coordinator's Err = %v, want ErrSuperseded", err)
+	}
+	if first.Stats().Flushes >= clocks {
+		t.Fatal("the run was over when the coordinator was abandoned")
+	}
+	r := <-start("coordinator") // the successor, at the same address
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	cs[0] = r.c
+	if err := cs[0].Wait(ctx); err != nil {
+		t.Fatalf("successor's Wait: %v", err)
+	}
+	if err := <-trained; err != nil {
+		t.Fatalf("worker: %v", err)
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("server: %v", err)
+	}
+	if f := cs[0].Coordinator().Stats().Flushes; f != clocks {
+		t.Errorf("successor counts %d flushes, want %d (the whole run)", f, clocks)
+	}
+}

@@ -99,6 +99,9 @@ type Coordinator struct {
 	quit   chan struct{}
 	wg     sync.WaitGroup
 	closeO sync.Once
+	// gone: the coordinator stopped as a crash would (Abandon, or a save
+	// refused with ErrSuperseded); set before quit closes
+	gone atomic.Bool
 
 	runCtx    context.Context // canceled by Close
 	runCancel context.CancelFunc
@@ -230,11 +233,78 @@ func (c *Coordinator) Start(ctx context.Context, tr transport.Transport) error {
 }
 
 // Close stops the coordinator's goroutine and waits for it. Pending worker
-// requests fail with ErrClosed. It does not close the transport.
+// requests fail with ErrClosed (after Abandon, they stay unanswered as
+// Abandon says). It does not close the transport.
 func (c *Coordinator) Close() error {
 	c.closeO.Do(func() { close(c.quit); c.runCancel() })
 	c.wg.Wait()
 	return nil
+}
+
+// Abandon stops the coordinator as a crash of its process would, and
+// waits for its goroutines: for a coordinator that another one has taken
+// over, or is about to, from the same state (a standby whose leadership
+// was lost: contrib/etcd's RunStandby). A CoordinatorStore whose save
+// fails with an error wrapping ErrSuperseded has the same effect, from
+// that save on. It does not close the transport; close it after, without
+// Cluster.Close (which tells the other nodes that the run is over).
+//
+// From then on the coordinator sends nothing (no abort, release, order,
+// task or flush; a send already under way when Abandon is called may
+// still arrive, as at a crash), saves nothing and pings nobody, and it
+// answers no request: a request pending or arriving later gets a
+// transport-level error (its HandleRequest returns a nil response and an
+// error wrapping ErrSuperseded, which a transport delivers as a
+// *transport.RemoteError), not a response of ps; one-way messages
+// (progress, failure reports) are dropped. Workers treat that as they
+// treat a coordinator that crashed: they resend every request, backing
+// off to every 500 ms, and their heartbeats tolerate the silence, for
+// WorkerConfig.CoordinatorWait (the wait the coordinator advertised:
+// CoordinatorConfig.Wait), so a successor that answers at the same node
+// name within that wait resumes the run and finds every request again
+// (a resend is counted once, coordstate.go); after the wait they fail
+// with ErrPeerLost naming the coordinator. Servers see nothing: the
+// coordinator's lease pings stop and no flush comes until the successor
+// redoes the last one. Without a Store the workers do not wait (nothing
+// could resume the run) and fail at their first request.
+//
+// Err then returns an error wrapping ErrSuperseded (joined to the error
+// that had stopped the run before, if any). Close after Abandon only
+// waits; Abandon after Close, or twice, does nothing more.
+func (c *Coordinator) Abandon() {
+	c.abandon(fmt.Errorf("%w (Coordinator.Abandon)", ErrSuperseded))
+	c.wg.Wait()
+}
+
+// abandon stops the coordinator crash-like (Abandon) with err as its Err;
+// it does not wait, so the loop may call it.
+func (c *Coordinator) abandon(err error) {
+	c.mu.Lock()
+	if c.gone.Load() {
+		c.mu.Unlock()
+		return
+	}
+	if c.fatal == nil {
+		c.fatal = err
+	} else {
+		c.fatal = errors.Join(c.fatal, err)
+	}
+	c.gone.Store(true)
+	c.mu.Unlock()
+	c.opts.log.Warn("ps: coordinator stops as a crash would: superseded", "err", err)
+	c.closeO.Do(func() { close(c.quit); c.runCancel() })
+}
+
+// errGone is what an abandoned coordinator's HandleRequest returns.
+var errGone = fmt.Errorf("%w: this coordinator stopped; retry", ErrSuperseded)
+
+// closedResp is HandleRequest's answer once the coordinator stopped:
+// ErrClosed after Close, no response of ps after Abandon.
+func (c *Coordinator) closedResp() ([]byte, error) {
+	if c.gone.Load() {
+		return nil, errGone
+	}
+	return wire.ErrResponse(ErrClosed), nil
 }
 
 // Stats returns the core's counters (updated after every event).
@@ -337,8 +407,17 @@ func (c *Coordinator) HandleRequest(ctx context.Context, from transport.NodeID, 
 			resp, err = wire.ErrResponse(c.opts.recovered("coordinator", from, p)), nil
 		}
 	}()
+	if c.gone.Load() {
+		return nil, errGone
+	}
 	if len(req) >= 2 && req[0] == wire.Version && op(req[1]) == wire.OpHeartbeat {
-		return c.heartbeat(from, req[2:]), nil
+		resp := c.heartbeat(from, req[2:])
+		if c.gone.Load() {
+			// stopped meanwhile: its Err (set with gone) may have made
+			// the answer an abort
+			return nil, errGone
+		}
+		return resp, nil
 	}
 	r, err := c.decode(from, req)
 	if err != nil {
@@ -351,15 +430,20 @@ func (c *Coordinator) HandleRequest(ctx context.Context, from transport.NodeID, 
 	select {
 	case c.reqs <- r:
 	case <-c.quit:
-		return wire.ErrResponse(ErrClosed), nil
+		return c.closedResp()
 	case <-ctx.Done():
-		return wire.ErrResponse(ErrClosed), nil
+		return c.closedResp()
 	}
 	var res coordResp
 	select {
 	case res = <-r.reply:
 	case <-c.quit:
-		return wire.ErrResponse(ErrClosed), nil
+		return c.closedResp()
+	}
+	if c.gone.Load() {
+		// stopped while it served the request (its save was refused):
+		// the answer, if any, may depend on a state nobody keeps
+		return nil, errGone
 	}
 	if res.err != nil {
 		return wire.ErrResponse(res.err), nil
@@ -393,6 +477,9 @@ func (c *Coordinator) HandleMessage(from transport.NodeID, msg []byte) {
 			c.opts.recovered("coordinator", from, p)
 		}
 	}()
+	if c.gone.Load() {
+		return
+	}
 	r, err := c.decode(from, msg)
 	if err != nil || (r.op != wire.OpProgress && r.op != wire.OpFail) {
 		return
@@ -475,6 +562,9 @@ func (c *Coordinator) loop() {
 	}
 	c.looping = true
 	for {
+		if c.gone.Load() {
+			return
+		}
 		if c.statsDue {
 			c.publishStats()
 		}
@@ -677,7 +767,7 @@ func (c *Coordinator) serveReq(r *coordReq, orders map[uint64]epsp.TransferOrder
 // loop goroutine.
 func (c *Coordinator) setFatal(err error) {
 	c.mu.Lock()
-	first := c.fatal == nil
+	first := c.fatal == nil && !c.gone.Load() // abandoned: it tells nobody
 	if first {
 		c.fatal = err
 	}
@@ -833,6 +923,9 @@ func (c *Coordinator) send(w epsp.WorkerID, msg []byte) error {
 // sendNow is send without saving the state first (an abort, a repeated
 // release).
 func (c *Coordinator) sendNow(w epsp.WorkerID, msg []byte) error {
+	if c.gone.Load() {
+		return errGone // abandoned: it sends nothing
+	}
 	ctx, cancel := c.orderCtx()
 	defer cancel()
 	return c.tr.Send(ctx, c.cfg.Workers[w], msg)

@@ -3,6 +3,7 @@ package ps
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"strings"
@@ -43,7 +44,11 @@ import (
 // nothing) are saved with the next one that has. So what a worker or a
 // server has seen is always in the saved state, and what was lost with
 // the process was seen by nobody: the replayed coordinator is in a state
-// the dead one passed through. A save that fails aborts the run.
+// the dead one passed through. A save that fails aborts the run, unless
+// its error wraps ErrSuperseded: a fenced store (contrib/etcd's) refuses
+// the saves of a coordinator whose successor has taken over, and that
+// coordinator then stops as a crash would (Coordinator.Abandon), so that
+// the successor resumes the run.
 //
 // Restart: NewCoordinator loads the state and replays it (refusing a
 // state of another format version or another cluster — other policy,
@@ -567,14 +572,22 @@ type lastAdmitted struct {
 }
 
 // persist saves the log (write-ahead, see above); a failed save aborts
-// the run.
+// the run, except one refused with ErrSuperseded, after which the
+// coordinator stops as a crash would (Abandon).
 func (c *Coordinator) persist() error {
 	if c.log == nil {
 		return nil
 	}
+	if c.gone.Load() {
+		return errGone
+	}
 	ctx, cancel := c.orderCtx()
 	defer cancel()
 	if err := c.log.persist(ctx); err != nil {
+		if errors.Is(err, ErrSuperseded) {
+			c.abandon(err)
+			return err
+		}
 		c.setFatal(err)
 		return err
 	}

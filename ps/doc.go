@@ -54,7 +54,8 @@
 //     state, so that a coordinator killed and started again resumes the
 //     run, its workers and servers waiting for it CoordinatorWait
 //     (DefaultCoordinatorWait, 60 s) and then failing naming it (nil:
-//     not durable, a dead coordinator ends the run).
+//     not durable, a dead coordinator ends the run); one superseded by a
+//     standby (ErrSuperseded, Coordinator.Abandon) stops as a crash would.
 //   - StoreConfig (ClusterConfig.Store): the servers' optimizer and
 //     buffers; Deterministic sums a clock's pushes per worker, the workers
 //     in name order, so BSP runs of any number of workers end

@@ -1,6 +1,8 @@
 package ps
 
 import (
+	"errors"
+
 	"github.com/falconml/falcon/ps/internal/codec"
 	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/ps/store"
@@ -47,3 +49,11 @@ var (
 	// ErrRemote: a peer failed in a way no other sentinel describes.
 	ErrRemote = wire.ErrRemote
 )
+
+// ErrSuperseded: another coordinator has taken over this one's run (a
+// fenced CoordinatorStore refused a save because its leadership passed
+// to a successor, or Coordinator.Abandon was called). A CoordinatorStore
+// whose Save or Append fails with an error wrapping it makes the
+// coordinator stop as a crash would (Coordinator.Abandon says what the
+// others see) instead of aborting the run; Coordinator.Err then wraps it.
+var ErrSuperseded = errors.New("ps: coordinator superseded: another coordinator has taken over the run")

@@ -43,12 +43,12 @@
 // Lost (paused, say) is still fenced: its Saves are refused with
 // ErrNotLeader, and the state is its successor's.
 //
-// A deposed coordinator must vanish as a crashed one does (RunFunc): a
-// ps coordinator aborts the run when a save fails, and tells every
-// worker, so RunStandby's store holds a deposed leader's Save until the
-// coordinator is closed or the process exits (Store.SetHoldWhenDeposed);
-// without that hold, TestTakeover_MidRunLosesNoSample's deposed leader
-// aborted the run its successor was taking over.
+// A deposed coordinator must stop as a crashed one does: RunFunc
+// abandons it (ps.Coordinator.Abandon or ps.Cluster.Abandon) when its ctx
+// is done, and the Store's refused saves wrap ps.ErrSuperseded, on which
+// a ps coordinator stops the same way by itself instead of aborting the
+// run (before ps had ErrSuperseded, TestTakeover_MidRunLosesNoSample's
+// deposed leader aborted the run its successor was taking over).
 //
 // A state is kept in chunks of 16 KiB with a head record; a Save writes
 // the chunks that changed, an Append the last chunk and the new ones, in

@@ -718,10 +718,11 @@ func TestRunStandby_TakeoverResumesState(t *testing.T) {
 	t.Logf("leader saved up to %d (%d at its stop); standby resumed from %d", final, atStop, n)
 }
 
-// TestStore_HoldWhenDeposed: a deposed leader's Save fails at once by
-// default, and only when its ctx is done when held (so that a ps
-// coordinator, which aborts the run on a failed save, is closed first).
-func TestStore_HoldWhenDeposed(t *testing.T) {
+// TestStore_DeposedIsSuperseded: a deposed leader's Save and Append fail
+// at once with an error wrapping ErrNotLeader and ps.ErrSuperseded (on
+// which a ps coordinator stops as a crash would, instead of aborting the
+// run).
+func TestStore_DeposedIsSuperseded(t *testing.T) {
 	b := newBackend(t, freshPrefix(t), "a")
 	ctx := testCtx(t, 4*slack)
 	l, err := b.Election("e").Campaign(ctx)
@@ -736,22 +737,14 @@ func TestStore_HoldWhenDeposed(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Now()
-	if err := st.Save(ctx, []byte("y")); !errors.Is(err, ErrNotLeader) {
-		t.Fatalf("deposed Save = %v, want ErrNotLeader", err)
+	if err := st.Save(ctx, []byte("y")); !errors.Is(err, ErrNotLeader) || !errors.Is(err, ps.ErrSuperseded) {
+		t.Fatalf("deposed Save = %v, want ErrNotLeader and ps.ErrSuperseded", err)
+	}
+	if err := st.Append(ctx, []byte("y")); !errors.Is(err, ErrNotLeader) || !errors.Is(err, ps.ErrSuperseded) {
+		t.Fatalf("deposed Append = %v, want ErrNotLeader and ps.ErrSuperseded", err)
 	}
 	if d := time.Since(t0); d > slack/2 {
-		t.Fatalf("deposed Save (not held) took %v", d)
-	}
-	st.SetHoldWhenDeposed(true)
-	const hold = 300 * time.Millisecond
-	short, cancel := context.WithTimeout(ctx, hold)
-	defer cancel()
-	t0 = time.Now()
-	if err := st.Save(short, []byte("y")); !errors.Is(err, ErrNotLeader) {
-		t.Fatalf("held deposed Save = %v, want ErrNotLeader", err)
-	}
-	if d := time.Since(t0); d < hold {
-		t.Fatalf("held deposed Save returned after %v, before its ctx (%v) was done", d, hold)
+		t.Fatalf("deposed Save and Append took %v", d)
 	}
 }
 

@@ -19,14 +19,18 @@ var ErrStopTimeout = errors.New("etcd: coordinator did not stop in time after lo
 // ClusterConfig.CoordinatorStore). It must return promptly when ctx is
 // done, which happens the moment leadership is lost.
 //
-// Once leadership is lost the coordinator must vanish as if its process
-// had crashed: the process should exit when RunStandby returns
-// ErrNotLeader, and RunFunc must not close the coordinator or its
-// cluster first (a ps coordinator that closes answers its workers'
-// requests with "closed", and Cluster.Close tells every node the run is
-// aborted; either ends the run its successor is taking over). The store
-// holds a deposed coordinator's saves (Store.SetHoldWhenDeposed), so
-// nothing that needs one leaves it meanwhile.
+// Once leadership is lost the coordinator must stop as if its process
+// had crashed: when ctx is done, RunFunc calls Abandon on it
+// (ps.Coordinator.Abandon, or ps.Cluster.Abandon on the coordinator's
+// node, which also closes its transport) and returns, and must not Close
+// it first (a ps coordinator that closes answers its workers' requests
+// with "closed", and Cluster.Close tells every node the run is aborted;
+// either ends the run its successor is taking over). Abandon sends
+// nothing and answers no request: the workers and servers wait for the
+// successor at the coordinator's address, as after a crash. A
+// coordinator that has not noticed yet stops by itself at its next save,
+// which the store refuses with an error wrapping ps.ErrSuperseded (and
+// ErrNotLeader).
 type RunFunc func(ctx context.Context, store *Store, state []byte) error
 
 // RunStandby makes this process a standby coordinator: it campaigns in
@@ -52,7 +56,6 @@ func RunStandby(ctx context.Context, e *Election, stateName string, run RunFunc)
 		cancel()
 	}()
 	store := NewStore(l, stateName)
-	store.SetHoldWhenDeposed(true)
 	state, err := store.Load(ctx)
 	if err != nil {
 		return fmt.Errorf("etcd: load the coordinator's state: %w", err)

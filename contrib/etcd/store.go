@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"sync"
-	"sync/atomic"
 
 	"github.com/falconml/falcon/ps"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -47,8 +46,10 @@ var ErrCorruptState = fmt.Errorf("%w: etcd state corrupt", ps.ErrCoordinatorStat
 // write is a transaction that etcd applies only while the leadership
 // holds, so a coordinator that lost it (its lease expired while it was
 // paused or cut off, and a standby took over) never overwrites its
-// successor's state; Load and Save then return an error wrapping
-// ErrNotLeader.
+// successor's state; Load, Save and Append then return an error
+// wrapping ErrNotLeader and ps.ErrSuperseded, on which a ps coordinator
+// stops as a crash would (ps.Coordinator.Abandon) instead of aborting
+// the run its successor takes over.
 //
 // Layout: the state is cut into chunks of 16 KiB under
 // "<name>/<generation>/<index>", and the key <name> holds a head record
@@ -77,8 +78,6 @@ type Store struct {
 	l    *Leadership
 	name string
 
-	hold atomic.Bool // SetHoldWhenDeposed
-
 	mu    sync.Mutex
 	known bool   // last, gen and crc are what etcd holds
 	last  []byte // the state last saved or loaded (owned)
@@ -92,15 +91,6 @@ var _ ps.CoordinatorAppender = (*Store)(nil)
 // prefix; DefaultStateName for a coordinator), fenced by l. Two Stores
 // of one name must not be used by one leader at once.
 func NewStore(l *Leadership, name string) *Store { return &Store{l: l, name: name} }
-
-// SetHoldWhenDeposed chooses what Save does once the leadership is lost:
-// false (the default) fails at once with ErrNotLeader; true waits for
-// Save's ctx to be done first. A ps coordinator aborts the run when a
-// save fails, and tells every worker so, which a deposed coordinator must
-// not do to its successor's run: held, its Save returns only when the
-// coordinator is closed (its ctx is canceled) or its process exits, and
-// nothing that needs a save leaves it meanwhile. RunStandby sets it.
-func (s *Store) SetHoldWhenDeposed(on bool) { s.hold.Store(on) }
 
 // Leadership returns the leadership that fences the store.
 func (s *Store) Leadership() *Leadership { return s.l }
@@ -175,7 +165,8 @@ func (s *Store) readHead(ctx context.Context) (h head, ok bool, rev int64, err e
 func (s *Store) Load(ctx context.Context) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.load(ctx)
+	b, err := s.load(ctx)
+	return b, superseded(err)
 }
 
 // load is Load with s.mu held.
@@ -221,14 +212,14 @@ func (s *Store) load(ctx context.Context) ([]byte, error) {
 }
 
 // Save replaces the state while the leadership holds; once it is lost,
-// Save fails with ErrNotLeader, writing nothing (at once, or when ctx is
-// done: SetHoldWhenDeposed). A state whose head is unreadable
+// Save fails at once with an error wrapping ErrNotLeader and
+// ps.ErrSuperseded, writing nothing. A state whose head is unreadable
 // (ErrCorruptState) is replaced whole.
 func (s *Store) Save(ctx context.Context, state []byte) error {
 	s.mu.Lock()
 	err := s.save(ctx, state, false)
 	s.mu.Unlock()
-	return s.held(ctx, err)
+	return superseded(err)
 }
 
 // Append adds tail at the end of the state last saved or appended
@@ -241,7 +232,7 @@ func (s *Store) Append(ctx context.Context, tail []byte) error {
 	s.mu.Lock()
 	err := s.appendTail(ctx, tail)
 	s.mu.Unlock()
-	return s.held(ctx, err)
+	return superseded(err)
 }
 
 func (s *Store) appendTail(ctx context.Context, tail []byte) error {
@@ -255,11 +246,12 @@ func (s *Store) appendTail(ctx context.Context, tail []byte) error {
 	return s.save(ctx, append(s.last, tail...), true)
 }
 
-// held waits, when the store holds deposed saves, for ctx to be done
-// before returning an ErrNotLeader.
-func (s *Store) held(ctx context.Context, err error) error {
-	if errors.Is(err, ErrNotLeader) && s.hold.Load() {
-		<-ctx.Done()
+// superseded adds ps.ErrSuperseded to an error wrapping ErrNotLeader: a
+// successor leads (or will, once the lease expires), and the ps
+// coordinator that gets it must stop as a crash would.
+func superseded(err error) error {
+	if errors.Is(err, ErrNotLeader) && !errors.Is(err, ps.ErrSuperseded) {
+		return fmt.Errorf("%w (%w)", err, ps.ErrSuperseded)
 	}
 	return err
 }

@@ -44,7 +44,7 @@ type takeoverRun struct {
 	// depose, with killAfter, deposes the leading process instead of
 	// killing it: its lease is revoked on the server (as when it cannot
 	// reach etcd for a TTL) while it lives on the network; its RunFunc,
-	// canceled on Lost, closes its coordinator and leaves the network.
+	// canceled on Lost, abandons its coordinator and leaves the network.
 	depose bool
 }
 
@@ -124,15 +124,11 @@ func (r takeoverRun) run(t *testing.T) takeoverResult {
 				coords <- started{i, co, st.Leadership().Session().ID(), time.Now()}
 				select {
 				case <-ctx.Done(): // leadership lost (or the test ended)
-					// the process exits: its node vanishes as at a crash
-					// (no "closed" answers to the workers' requests)
-					// its node leaves the network at once; what the
-					// coordinator still answers reaches nobody (a handler
-					// may wait for its held save: Close waits for them)
-					go tr.Close()
-					for end := time.Now().Add(slack); c.Net.Node(ps.CoordinatorNode) == tr && time.Now().Before(end); {
-						time.Sleep(time.Millisecond)
-					}
+					// it stops as a crash would (no abort, no "closed"
+					// answers), and its node leaves the network (the
+					// name moves to the successor)
+					co.Abandon()
+					tr.Close()
 					return ctx.Err()
 				case <-finished:
 					flushes <- co.Stats().Flushes
