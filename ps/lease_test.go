@@ -54,7 +54,7 @@ func (clockSampler) Batch(_ epsp.WorkerID, clock, size int) []int {
 }
 
 const (
-	testLease     = 300 * time.Millisecond
+	testLease     = 800 * time.Millisecond
 	testInterval  = 50 * time.Millisecond
 	testHeartbeat = 50 * time.Millisecond
 	// detection bound: Timeout + Interval (see ps/lease.go), plus slack
