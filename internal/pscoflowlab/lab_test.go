@@ -24,9 +24,17 @@ func TestRunArms(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", arm, err)
 		}
+		// The first job to end bounds the measured clocks; on a loaded
+		// machine the other job's first clocks can all fall after it
+		// (job A measured nothing once, its 4 clocks against B's 3), so
+		// one job measured is what can be asserted.
+		measured := 0
 		for k, j := range res.Jobs {
-			if j.Contended < 1 || j.PerClock <= 0 {
-				t.Fatalf("%s: job %s measured nothing: %+v", arm, j.Name, j)
+			if j.Contended > 0 {
+				measured++
+				if j.PerClock <= 0 {
+					t.Fatalf("%s: job %s: %d contended clocks in %v", arm, j.Name, j.Contended, j.PerClock)
+				}
 			}
 			if arm == "live:sebf" {
 				c := cfg.Jobs[k].Clocks
@@ -34,6 +42,9 @@ func TestRunArms(t *testing.T) {
 					t.Fatalf("job %s: %+v; want %d coflows, %d messages as flows, none direct", j.Name, j.Coflow, 2*c, 2*c*cfg.Jobs[k].Workers)
 				}
 			}
+		}
+		if measured == 0 {
+			t.Fatalf("%s: no job measured a contended clock: %+v", arm, res.Jobs)
 		}
 		t.Log(res.Line())
 	}
