@@ -111,13 +111,14 @@ func seconds(s float64) time.Duration {
 // (AgentConfig.SpeedPerGrantedCore) it is the granted core-seconds its slot
 // was held: share·(release − start), where start is when the job got its
 // slot, release when the slot was freed (after the duty-cycle hold), and
-// share = cores/limit the granted cores per slot at the job's start (1 with
-// no grant).
+// share = cores/limit the granted cores per slot at the job's start; at
+// least the job's CPU time, and its CPU time when the pool had no grant at
+// the job's start.
 type pool struct {
 	mu      sync.Mutex
 	limit   int
 	duty    float64 // fraction of a core per worker, (0, 1]
-	share   float64 // granted cores per slot: cores/limit, or 1 with no grant
+	share   float64 // granted cores per slot: cores/limit, or 0 with no grant
 	busy    int
 	changed chan struct{}
 	max     int
@@ -130,13 +131,13 @@ type pool struct {
 }
 
 func newPool(max int, granted bool) *pool {
-	return &pool{limit: 1, duty: 1, share: 1, max: max, granted: granted, changed: make(chan struct{}), stop: make(chan struct{})}
+	return &pool{limit: 1, duty: 1, max: max, granted: granted, changed: make(chan struct{}), stop: make(chan struct{})}
 }
 
 func (p *pool) setCores(c float64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	limit, duty, share := 1, 1.0, 1.0
+	limit, duty, share := 1, 1.0, 0.0
 	if c > 0 && !math.IsInf(c, 0) {
 		limit = int(math.Ceil(c - 1e-9))
 		if limit > p.max {
@@ -169,11 +170,15 @@ func (p *pool) setCores(c float64) {
 // from it would keep the slot idle for that many times too long. The duty
 // cycle always uses CPU time.
 //
-// With p.granted the cost is share·(release − start) (see pool), known when
-// the slot is released, after the hold: the wall time the job kept its slot
-// from other jobs, in the granted cores that slot stands for. Time a job
-// queued for a slot is not counted: the slot was then held by another job,
-// whose cost counts it.
+// With p.granted the cost is max(t, share·(release − start)) (see pool),
+// known when the slot is released, after the hold: the wall time the job
+// kept its slot from other jobs, in the granted cores that slot stands
+// for. Time a job queued for a slot is not counted: the slot was then held
+// by another job, whose cost counts it. The floor t keeps a hold cut short
+// by a grant change (a grown grant, or none) from making a job cheaper
+// than its CPU time; with no grant at the job's start (share 0: a paused
+// or finished flow's chunks still in the pipeline) the cost is t, the
+// default's, since such a job runs on no granted core at all.
 func (p *pool) run(ctx context.Context, job func(), account func(cost time.Duration)) error {
 	for {
 		p.mu.Lock()
@@ -197,7 +202,7 @@ func (p *pool) run(ctx context.Context, job func(), account func(cost time.Durat
 	t := measure(job)
 	end := time.Now()
 	granted := func(release time.Time) time.Duration {
-		return max(seconds(share*release.Sub(start).Seconds()), 1)
+		return max(seconds(share*release.Sub(start).Seconds()), t, 1)
 	}
 	if !p.granted {
 		account(t)

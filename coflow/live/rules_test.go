@@ -281,3 +281,33 @@ func TestPoolGrantedCostCountsHold(t *testing.T) {
 		t.Fatal("no cost accounted within 10 s")
 	}
 }
+
+// A job that runs while its pool has no grant (a paused or finished
+// flow's chunks still in the pipeline) runs on no granted core: with
+// SpeedPerGrantedCore it costs its CPU time, not a full core's wall time.
+// The first version charged 1 × wall here, so a stalled leftover chunk
+// under a 0.06-core quota counted up to 1/0.06 times its CPU time, and on
+// the bed FVDF's measured lz4 speeds fell to 9–32 MB/s per core (slice
+// 350 of LIVE.md's granted-speeds runs, FVDF 44× slower than before).
+func TestPoolGrantedCostWithoutGrantIsCPUTime(t *testing.T) {
+	if _, ok := threadCPU(); !ok {
+		t.Skip("no per-thread CPU clock here")
+	}
+	const stall = 40 * time.Millisecond
+	p := newPool(1, true)
+	defer p.close()
+	p.setCores(0.5)
+	p.setCores(0) // the grant withdrawn
+	got := make(chan time.Duration, 1)
+	if err := p.run(testCtx(t), func() { time.Sleep(stall) }, func(c time.Duration) { got <- c }); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case c := <-got:
+		if c > stall/2 {
+			t.Fatalf("a sleeping job with no grant cost %v, want its CPU time", c)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no cost accounted within 10 s")
+	}
+}
