@@ -25,6 +25,7 @@ type liveOptions struct {
 	chunkRTT              time.Duration
 	period                time.Duration
 	csv, json             string
+	grantedSpeeds         bool
 }
 
 func liveFlags(fs *flag.FlagSet, l *liveOptions) {
@@ -45,6 +46,7 @@ func liveFlags(fs *flag.FlagSet, l *liveOptions) {
 	fs.Float64Var(&l.window, "sim-window", 0, "with -live or -refit: coflow.Config.FlowWindowBytes of the simulation (0: no cap; with -sim-chunk-rtt)")
 	fs.DurationVar(&l.chunkRTT, "sim-chunk-rtt", 0, "with -live or -refit: coflow.Config.ChunkRoundTrip of the simulation")
 	fs.StringVar(&l.json, "live-json", "", "with -live: append each scheduler's run (coflows, live arrivals and CCTs, measured profiles) as a JSON line to this file, for -refit")
+	fs.BoolVar(&l.grantedSpeeds, "live-granted-speeds", false, "with -live or -live-matrix: the agents report codec speeds per granted core-second (live.AgentConfig.SpeedPerGrantedCore), stalls under the quota included, instead of per CPU-second of the codec thread")
 	fs.StringVar(&l.csv, "live-csv", "", "with -live: append per-coflow live and simulated CCTs to this CSV file")
 }
 

@@ -118,7 +118,7 @@ func runBed(o options, names []string, w io.Writer) error {
 		before := loadAvg()
 		start := time.Now()
 		r, err := testbed.Replay(ctx, b, testbed.ReplayConfig{Sched: name, Coflows: cfs, Classes: classes,
-			Bandwidth: l.linkBits / 8 * l.payload, Cores: l.cores, Lead: l.lead, Sim: &simCfg})
+			Bandwidth: l.linkBits / 8 * l.payload, Cores: l.cores, Lead: l.lead, Sim: &simCfg, GrantedSpeeds: l.grantedSpeeds})
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}

@@ -106,7 +106,7 @@ func runMatrix(o options, runs []planRun, w io.Writer) error {
 					}
 					start := time.Now()
 					r, err := testbed.Replay(ctx, b, testbed.ReplayConfig{Sched: pr.Sched, Coflows: cfs, Classes: classes,
-						Bandwidth: c.Mbit * 1e6 / 8 * l.payload, Cores: c.Cores, Lead: l.lead, Sim: &simCfg})
+						Bandwidth: c.Mbit * 1e6 / 8 * l.payload, Cores: c.Cores, Lead: l.lead, Sim: &simCfg, GrantedSpeeds: l.grantedSpeeds})
 					row.WallS = time.Since(start).Seconds()
 					if err != nil {
 						return err

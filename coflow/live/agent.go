@@ -88,8 +88,8 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 		coflows:   make(map[uint64]*acoflow),
 		meas:      make(map[mkey]*measurement),
 		changed:   make(chan struct{}),
-		cpool:     newPool(cfg.MaxWorkers),
-		dpool:     newPool(cfg.MaxWorkers),
+		cpool:     newPool(cfg.MaxWorkers, cfg.SpeedPerGrantedCore),
+		dpool:     newPool(cfg.MaxWorkers, cfg.SpeedPerGrantedCore),
 		reportNow: make(chan struct{}, 1),
 		quit:      make(chan struct{}),
 		done:      make(chan struct{}),
@@ -386,16 +386,17 @@ func (a *Agent) pipeline(ctx context.Context, id CoflowID, flow int, fl *aflow, 
 				var out []byte
 				var n int
 				var smaller bool
-				took, err := a.cpool.run(ctx, func() { out, n, smaller = compress(kind, raw) })
+				err := a.cpool.run(ctx, func() { out, n, smaller = compress(kind, raw) }, func(took time.Duration) {
+					a.addMeas(fl.class, kind, func(m *measurement) {
+						m.RawC += uint64(len(raw))
+						m.OutC += uint64(n)
+						m.NsC += uint64(max(took, 1))
+					})
+				})
 				if err != nil {
 					p.err = err
 					return
 				}
-				a.addMeas(fl.class, kind, func(m *measurement) {
-					m.RawC += uint64(len(raw))
-					m.OutC += uint64(n)
-					m.NsC += uint64(max(took, 1))
-				})
 				if smaller {
 					p.payload = out
 				} else {
@@ -666,16 +667,18 @@ func (a *Agent) receiveChunk(ctx context.Context, from transport.NodeID, m chunk
 		err = decompress(kindRaw, m.Payload, out)
 	} else {
 		var derr error
-		var took time.Duration
-		took, err = a.dpool.run(ctx, func() { derr = decompress(m.Kind, m.Payload, out) })
-		if err == nil {
-			err = derr
-		}
-		if err == nil {
-			a.addMeas(fl.class, m.Kind, func(x *measurement) { // the announced class, not the chunk's
-				x.RawD += uint64(m.RawLen)
+		class, kind, rawLen := fl.class, m.Kind, uint64(m.RawLen)
+		err = a.dpool.run(ctx, func() { derr = decompress(m.Kind, m.Payload, out) }, func(took time.Duration) {
+			if derr != nil {
+				return
+			}
+			a.addMeas(class, kind, func(x *measurement) { // the announced class, not the chunk's
+				x.RawD += rawLen
 				x.NsD += uint64(max(took, 1))
 			})
+		})
+		if err == nil {
+			err = derr
 		}
 	}
 	if err != nil {

@@ -184,6 +184,18 @@ type AgentConfig struct {
 	// MaxWorkers caps each codec worker pool whatever the cores granted.
 	// Zero means runtime.NumCPU().
 	MaxWorkers int
+	// SpeedPerGrantedCore makes the agent report codec speeds per granted
+	// core-second instead of per CPU-second of the worker thread: each
+	// codec job costs share·(release − start), the wall time it held its
+	// pool slot (from taking it to freeing it after the duty-cycle hold)
+	// times the cores the scheduler granted per slot (cores/⌈cores⌉), at
+	// least its CPU time (and its CPU time when no cores were granted), so
+	// raw bytes over summed cost is the rate the pool achieves for the
+	// cores it was granted, stalls (a CFS quota shared with the agent's
+	// networking, a busy machine) included. False (the zero value and the
+	// default) keeps CPU time, which cannot see such stalls. See the
+	// package doc, "Codec profiles".
+	SpeedPerGrantedCore bool
 }
 
 // DefaultAgentConfig returns the defaults (Coordinator still needs setting).

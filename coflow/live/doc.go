@@ -73,6 +73,33 @@
 // FVDF (with fvdf.Nominal, its default estimator) thus decides with measured
 // speeds and ratios.
 //
+// A speed per CPU-second cannot see what the pool loses to stalls: under a
+// CFS quota that the agent's networking shares with its codecs, or on a
+// busy machine, a job of CPU time t keeps its slot for a wall time w > t,
+// and the pool processes fewer bytes than k granted cores at that speed
+// (on the bed the simulator needs a codec core efficiency η ≈ 0.5 to match
+// live runs; CALIBRATION.md in cmd/falcon-coflow). With
+// AgentConfig.SpeedPerGrantedCore the agents report speeds per granted
+// core-second instead: a job's cost is
+//
+//	c = max(t, s·(r − b)),  s = k/⌈k⌉ (k/max when MaxWorkers caps)
+//
+// with t the job's CPU time, b the time it took its slot, r the time it
+// freed it (after the duty hold t·(1/s − 1)) and k > 0 the cores the
+// pool's role is granted at b; with no grant at b (k = 0: chunks of a
+// flow paused or finished still in the pipeline run unthrottled on no
+// granted core) c = t. The reported speed is Σ raw / Σ c. For a pool kept busy this is exactly the
+// pool's throughput over its grant: each of its ⌈k⌉ slots moves raw bytes
+// every r − b, i.e. ⌈k⌉·raw/(r − b) = k·raw/c per second. Unstalled
+// (w = t) c = s·w + t(1 − s) = t, the CPU-time speed; stalled, lower,
+// η = t/c included; never higher (the floor t: a hold cut short by a
+// grant change does not make a job cheaper than its CPU time). Per-job slot time, not bytes over an interval: a pool
+// that idles because its flows wait on the wire (the bandwidth-bound case)
+// is not charged for the idle, and time a job queues for a slot is not
+// charged to it (another job held the slot and is charged). A cost is
+// accounted when its slot is freed, so a report carries it up to one hold
+// late. Off by default: it changes what the predictors learn.
+//
 // # Failures and bounds
 //
 // Every wait is bounded. Agents report every ReportInterval (50 ms); an agent

@@ -105,13 +105,24 @@ func seconds(s float64) time.Duration {
 // the pool uses at most the granted cores on average. With no cores granted it
 // still runs one job at a time, unthrottled: a chunk compressed under an
 // earlier grant must still be decompressed.
+//
+// A job's cost (what its codec measurement divides the raw bytes by) is the
+// CPU time of its thread by default; with granted set
+// (AgentConfig.SpeedPerGrantedCore) it is the granted core-seconds its slot
+// was held: share·(release − start), where start is when the job got its
+// slot, release when the slot was freed (after the duty-cycle hold), and
+// share = cores/limit the granted cores per slot at the job's start; at
+// least the job's CPU time, and its CPU time when the pool had no grant at
+// the job's start.
 type pool struct {
 	mu      sync.Mutex
 	limit   int
 	duty    float64 // fraction of a core per worker, (0, 1]
+	share   float64 // granted cores per slot: cores/limit, or 0 with no grant
 	busy    int
 	changed chan struct{}
 	max     int
+	granted bool // cost in granted core-seconds, not CPU time
 	// Idle waits run after their job returned (hold); close ends them.
 	wg       sync.WaitGroup
 	stop     chan struct{}
@@ -119,22 +130,24 @@ type pool struct {
 	closed   bool
 }
 
-func newPool(max int) *pool {
-	return &pool{limit: 1, duty: 1, max: max, changed: make(chan struct{}), stop: make(chan struct{})}
+func newPool(max int, granted bool) *pool {
+	return &pool{limit: 1, duty: 1, max: max, granted: granted, changed: make(chan struct{}), stop: make(chan struct{})}
 }
 
 func (p *pool) setCores(c float64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	limit, duty := 1, 1.0
+	limit, duty, share := 1, 1.0, 0.0
 	if c > 0 && !math.IsInf(c, 0) {
 		limit = int(math.Ceil(c - 1e-9))
 		if limit > p.max {
 			limit = p.max
 		}
 		limit = max(limit, 1)
-		duty = math.Min(1, c/float64(limit))
+		share = c / float64(limit)
+		duty = math.Min(1, share)
 	}
+	p.share = share
 	if limit == p.limit && duty == p.duty {
 		return
 	}
@@ -143,15 +156,30 @@ func (p *pool) setCores(c float64) {
 	p.changed = make(chan struct{})
 }
 
-// run runs job in a worker slot, waiting for one until ctx ends, and
-// returns the job's cost: the CPU time of the thread that ran it (the
+// run runs job in a worker slot, waiting for one until ctx ends, and once
+// the job's cost is known calls account with it (from another goroutine,
+// possibly after run returned; not at all if ctx ended first or the pool
+// closed during the hold).
+//
+// The default cost is the CPU time of the thread that ran the job (the
 // goroutine is locked to its thread meanwhile) where the system reports it
-// (Linux), its wall time elsewhere. CPU time is what a per-core codec speed
-// means, and it excludes the time the thread waited for a CPU: on a loaded
-// machine or under a CFS quota a job's wall time can be many times its CPU
-// time, and a duty cycle computed from it would keep the slot idle for that
-// many times too long.
-func (p *pool) run(ctx context.Context, job func()) (time.Duration, error) {
+// (Linux), its wall time elsewhere; account is called before run returns.
+// CPU time is what a per-core codec speed means, and it excludes the time
+// the thread waited for a CPU: on a loaded machine or under a CFS quota a
+// job's wall time can be many times its CPU time, and a duty cycle computed
+// from it would keep the slot idle for that many times too long. The duty
+// cycle always uses CPU time.
+//
+// With p.granted the cost is max(t, share·(release − start)) (see pool),
+// known when the slot is released, after the hold: the wall time the job
+// kept its slot from other jobs, in the granted cores that slot stands
+// for. Time a job queued for a slot is not counted: the slot was then held
+// by another job, whose cost counts it. The floor t keeps a hold cut short
+// by a grant change (a grown grant, or none) from making a job cheaper
+// than its CPU time; with no grant at the job's start (share 0: a paused
+// or finished flow's chunks still in the pipeline) the cost is t, the
+// default's, since such a job runs on no granted core at all.
+func (p *pool) run(ctx context.Context, job func(), account func(cost time.Duration)) error {
 	for {
 		p.mu.Lock()
 		if p.busy < p.limit {
@@ -164,11 +192,21 @@ func (p *pool) run(ctx context.Context, job func()) (time.Duration, error) {
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return ctx.Err()
 		}
 	}
+	p.mu.Lock()
+	share := p.share
+	p.mu.Unlock()
+	start := time.Now()
 	t := measure(job)
 	end := time.Now()
+	granted := func(release time.Time) time.Duration {
+		return max(seconds(share*release.Sub(start).Seconds()), t, 1)
+	}
+	if !p.granted {
+		account(t)
+	}
 	p.mu.Lock()
 	duty, closed := p.duty, p.closed
 	if duty < 1 && !closed {
@@ -182,39 +220,46 @@ func (p *pool) run(ctx context.Context, job func()) (time.Duration, error) {
 		// worker's rest.
 		go func() {
 			defer p.wg.Done()
-			p.hold(t, end)
+			full := p.hold(t, end)
+			release := time.Now()
 			p.release()
+			if p.granted && full {
+				account(granted(release))
+			}
 		}()
-		return t, nil
+		return nil
 	}
 	p.release()
-	return t, nil
+	if p.granted {
+		account(granted(time.Now()))
+	}
+	return nil
 }
 
 // hold waits until a job of cost t that ended at end has idled its slot
 // for t·(1/duty − 1) under the current duty (re-read when it changes), or
-// the pool closes.
-func (p *pool) hold(t time.Duration, end time.Time) {
+// the pool closes; it reports false when the pool closed.
+func (p *pool) hold(t time.Duration, end time.Time) bool {
 	for {
 		p.mu.Lock()
 		duty, ch := p.duty, p.changed
 		p.mu.Unlock()
 		if duty >= 1 {
-			return
+			return true
 		}
 		wait := time.Until(end.Add(seconds(t.Seconds() * (1/duty - 1))))
 		if wait <= 0 {
-			return
+			return true
 		}
 		timer := time.NewTimer(wait)
 		select {
 		case <-timer.C:
-			return
+			return true
 		case <-ch:
 			timer.Stop()
 		case <-p.stop:
 			timer.Stop()
-			return
+			return false
 		}
 	}
 }

@@ -146,12 +146,13 @@ func TestPoolChargesCPUTime(t *testing.T) {
 	if _, ok := threadCPU(); !ok {
 		t.Skip("no per-thread CPU clock here")
 	}
-	p := newPool(1)
-	cost, err := p.run(testCtx(t), func() { time.Sleep(50 * time.Millisecond) })
+	p := newPool(1, false)
+	var cost time.Duration
+	err := p.run(testCtx(t), func() { time.Sleep(50 * time.Millisecond) }, func(c time.Duration) { cost = c })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cost > 25*time.Millisecond {
+	if cost == 0 || cost > 25*time.Millisecond {
 		t.Fatalf("a sleeping job cost %v", cost)
 	}
 }
@@ -182,11 +183,11 @@ func TestPoolIdleHoldsSlotNotCaller(t *testing.T) {
 	if _, ok := threadCPU(); !ok {
 		t.Skip("no per-thread CPU clock here")
 	}
-	p := newPool(1)
+	p := newPool(1, false)
 	defer p.close()
 	p.setCores(0.0001)
 	start := time.Now()
-	if _, err := p.run(testCtx(t), func() { burn(2 * time.Millisecond) }); err != nil {
+	if err := p.run(testCtx(t), func() { burn(2 * time.Millisecond) }, func(time.Duration) {}); err != nil {
 		t.Fatal(err)
 	}
 	// Bounds: a 2 ms job on a loaded machine takes well under 5 s; the
@@ -196,10 +197,117 @@ func TestPoolIdleHoldsSlotNotCaller(t *testing.T) {
 	}
 	p.setCores(1)
 	start = time.Now()
-	if _, err := p.run(testCtx(t), func() {}); err != nil {
+	if err := p.run(testCtx(t), func() {}, func(time.Duration) {}); err != nil {
 		t.Fatal(err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("the next job waited %v after the grant grew to a core", d)
+	}
+}
+
+// With SpeedPerGrantedCore a codec job costs the granted core-seconds its
+// slot was held, so a stall the CPU clock cannot see (here a 40 ms sleep,
+// standing in for a CFS quota the agent's networking exhausts) lowers the
+// measured speed: under a grant of 0.5 core the job costs at least
+// 0.5 · 40 ms = 20 ms, where by CPU time it costs next to nothing. The
+// agent passes the option to both pools.
+func TestPoolGrantedCostSeesStalls(t *testing.T) {
+	if _, ok := threadCPU(); !ok {
+		t.Skip("no per-thread CPU clock here")
+	}
+	const stall = 40 * time.Millisecond
+	const cores = 0.5
+	costs := map[bool]time.Duration{}
+	for _, granted := range []bool{false, true} {
+		p := newPool(4, granted)
+		p.setCores(cores)
+		got := make(chan time.Duration, 1)
+		if err := p.run(testCtx(t), func() { time.Sleep(stall) }, func(c time.Duration) { got <- c }); err != nil {
+			t.Fatal(err)
+		}
+		select { // the hold is t·(1/duty − 1) of a job with no CPU time: short
+		case costs[granted] = <-got:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("granted=%v: no cost accounted within 10 s", granted)
+		}
+		p.close()
+	}
+	if c := costs[false]; c > stall/2 {
+		t.Fatalf("by CPU time a sleeping job cost %v", c)
+	}
+	if c := costs[true]; c < time.Duration(cores*float64(stall)) {
+		t.Fatalf("by granted core-seconds a job stalled %v under %.1f core cost %v, want at least %v", stall, cores, c, time.Duration(cores*float64(stall)))
+	}
+	for _, on := range []bool{false, true} {
+		a, err := NewAgent(AgentConfig{Coordinator: "c", SpeedPerGrantedCore: on})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.cpool.granted != on || a.dpool.granted != on {
+			t.Fatalf("SpeedPerGrantedCore=%v: pools have %v, %v", on, a.cpool.granted, a.dpool.granted)
+		}
+		a.Close()
+	}
+}
+
+// The duty-cycle hold is part of a granted cost: a job of CPU time t under
+// a quarter of a core holds its slot t + 3t, which is t granted
+// core-seconds, so an unstalled job costs about its CPU time either way
+// (the option changes nothing where the pool gets the cores it was
+// granted). Bounds: at least 0.9 t (timers fire late, never early).
+func TestPoolGrantedCostCountsHold(t *testing.T) {
+	if _, ok := threadCPU(); !ok {
+		t.Skip("no per-thread CPU clock here")
+	}
+	p := newPool(1, true)
+	defer p.close()
+	p.setCores(0.25)
+	got := make(chan time.Duration, 1)
+	var cpu time.Duration
+	if err := p.run(testCtx(t), func() {
+		c0, _ := threadCPU()
+		burn(4 * time.Millisecond)
+		c1, _ := threadCPU()
+		cpu = c1 - c0
+	}, func(c time.Duration) { got <- c }); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case c := <-got:
+		if c < cpu*9/10 {
+			t.Fatalf("a job of %v CPU under 0.25 core cost %v granted core-seconds, want at least %v", cpu, c, cpu*9/10)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no cost accounted within 10 s")
+	}
+}
+
+// A job that runs while its pool has no grant (a paused or finished
+// flow's chunks still in the pipeline) runs on no granted core: with
+// SpeedPerGrantedCore it costs its CPU time, not a full core's wall time.
+// The first version charged 1 × wall here, so a stalled leftover chunk
+// under a 0.06-core quota counted up to 1/0.06 times its CPU time, and on
+// the bed FVDF's measured lz4 speeds fell to 9–32 MB/s per core (slice
+// 350 of LIVE.md's granted-speeds runs, FVDF 44× slower than before).
+func TestPoolGrantedCostWithoutGrantIsCPUTime(t *testing.T) {
+	if _, ok := threadCPU(); !ok {
+		t.Skip("no per-thread CPU clock here")
+	}
+	const stall = 40 * time.Millisecond
+	p := newPool(1, true)
+	defer p.close()
+	p.setCores(0.5)
+	p.setCores(0) // the grant withdrawn
+	got := make(chan time.Duration, 1)
+	if err := p.run(testCtx(t), func() { time.Sleep(stall) }, func(c time.Duration) { got <- c }); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case c := <-got:
+		if c > stall/2 {
+			t.Fatalf("a sleeping job with no grant cost %v, want its CPU time", c)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no cost accounted within 10 s")
 	}
 }

@@ -165,6 +165,8 @@ type agentSpec struct {
 	StartNS int64
 	// Limit bounds the agent's whole run.
 	Limit time.Duration
+	// GrantedSpeeds is live.AgentConfig.SpeedPerGrantedCore.
+	GrantedSpeeds bool `json:",omitempty"`
 }
 
 type specCoflow struct {
@@ -224,6 +226,7 @@ func runAgent(specJSON string) error {
 	acfg := live.DefaultAgentConfig()
 	acfg.Coordinator = coordID
 	acfg.AnnounceTimeout = 10 * time.Second
+	acfg.SpeedPerGrantedCore = sp.GrantedSpeeds
 	a, err := live.NewAgent(acfg)
 	if err != nil {
 		return err
@@ -373,6 +376,10 @@ type ReplayConfig struct {
 	// Exe is the program Replay runs as the agents; it must call RunHelper
 	// first in main. Empty means this process's executable.
 	Exe string
+	// GrantedSpeeds makes the agents report codec speeds per granted
+	// core-second (live.AgentConfig.SpeedPerGrantedCore). False: per
+	// CPU-second of the codec thread.
+	GrantedSpeeds bool
 }
 
 // ReplayResult is one scheduler's live run and its simulation.
@@ -510,7 +517,7 @@ func Replay(ctx context.Context, b *Bed, cfg ReplayConfig) (*ReplayResult, error
 	var failOnce sync.Once
 	first := -1
 	for k := range b.Ports() {
-		spec, err := json.Marshal(agentSpec{Port: k, Addrs: addrs, Secret: secret, Coflows: wl, Classes: cfg.Classes, StartNS: startAt.UnixNano(), Limit: cfg.Limit})
+		spec, err := json.Marshal(agentSpec{Port: k, Addrs: addrs, Secret: secret, Coflows: wl, Classes: cfg.Classes, StartNS: startAt.UnixNano(), Limit: cfg.Limit, GrantedSpeeds: cfg.GrantedSpeeds})
 		if err != nil {
 			return nil, err
 		}
