@@ -20,6 +20,7 @@ import (
 	"github.com/falconml/falcon/model"
 	"github.com/falconml/falcon/model/mnist"
 	"github.com/falconml/falcon/ps/sim"
+	"github.com/falconml/falcon/ps/store"
 	"github.com/falconml/falcon/straggler"
 )
 
@@ -62,6 +63,41 @@ type workload struct {
 	// Tuned, when not nil, holds a learning rate per (scenario, policy)
 	// that replaces the family's (-lr-from, PROTOCOL.md amendment 7).
 	Tuned map[tuneKey]float64
+
+	// Study v3 (PROTOCOL-v3.md); the zero values keep study v2's
+	// settings.
+	//
+	// Every is the evaluation period; zero means studyEvery.
+	Every time.Duration
+	// EvalN evaluates on the first EvalN rows of the seed's test sample;
+	// zero means all of them.
+	EvalN int
+	// Stop ends a run at its high target (sim.Config.StopAtTarget);
+	// steps/s, blocked fraction and the ideal are then over the run's
+	// own span.
+	Stop bool
+	// Cost, when not nil, is the workload's cost model and speed-up
+	// curve, replacing the -cost-net and -curve flags.
+	Cost *costOptions
+	// Protocol names the protocol the workload belongs to, for the
+	// tables' title; empty means study v2's PROTOCOL.md.
+	Protocol string
+}
+
+// every is the workload's evaluation period.
+func (w workload) every() time.Duration {
+	if w.Every > 0 {
+		return w.Every
+	}
+	return studyEvery
+}
+
+// costOpts is the workload's cost model, or the flags' when it has none.
+func (w workload) costOpts(flags costOptions) costOptions {
+	if w.Cost != nil {
+		return *w.Cost
+	}
+	return flags
 }
 
 // studyWorkloads are the study's workloads (PROTOCOL.md §1). Steep, High
@@ -128,6 +164,7 @@ type studyRun struct {
 	Dropped, PChanges          int
 	FinalAcc, MeanAcc          float64
 	Wall, CPU                  float64 // seconds
+	Diverged                   bool    // study v3: the run ended on a non-finite step
 	Evals                      []sim.EvalPoint
 }
 
@@ -198,11 +235,15 @@ func selectScenarios(list string) ([]string, error) {
 	if list == "" || list == "all" {
 		return all, nil
 	}
+	named := slices.Clone(all)
+	for _, sc := range sim.CostScenarios(1) {
+		named = append(named, sc.Name) // by name only: they need a cost model
+	}
 	var out []string
 	for _, name := range strings.Split(list, ",") {
 		name = strings.TrimSpace(name)
-		if !slices.Contains(all, name) {
-			return nil, fmt.Errorf("unknown scenario %q (have %s)", name, strings.Join(all, ", "))
+		if !slices.Contains(named, name) {
+			return nil, fmt.Errorf("unknown scenario %q (have %s)", name, strings.Join(named, ", "))
 		}
 		out = append(out, name)
 	}
@@ -248,7 +289,10 @@ func (c *dataCache) get(seed uint64) (train, test *model.Dataset) {
 // with every worker on host h at cores(h)/n_h goroutines, the noiseless
 // rates of m (with core contention if m models it) and msg the messages
 // of one clock.
-func idealClocks(m straggler.Model, batch int, msg, d time.Duration) float64 {
+//
+// scale is the cost model's ComputeScale (speed-model samples per
+// trained sample; 1 without one).
+func idealClocks(m straggler.Model, batch int, msg, d time.Duration, scale float64) float64 {
 	n := m.NumWorkers()
 	perHost := make([]int, m.NumHosts())
 	for w := range n {
@@ -284,7 +328,7 @@ func idealClocks(m straggler.Model, batch int, msg, d time.Duration) float64 {
 			next = d
 		}
 		if sum > 0 {
-			total += float64(n) / (float64(n*batch)/sum + msg.Seconds()) * (next - t).Seconds()
+			total += float64(n) / (float64(n*batch)*scale/sum + msg.Seconds()) * (next - t).Seconds()
 		}
 		t = next
 	}
@@ -301,7 +345,8 @@ func runStudyJob(o options, data *dataCache, j studyJob) (*studyRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	pol, err := j.spec.New(speed, sc.NumWorkers())
+	spec := o.specFor(j.scenario, j.spec)
+	pol, err := spec.New(speed, sc.NumWorkers())
 	if err != nil {
 		return nil, err
 	}
@@ -310,7 +355,8 @@ func runStudyJob(o options, data *dataCache, j studyJob) (*studyRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc, err = o.cost.withCurve(sc)
+	copts := j.wl.costOpts(o.cost)
+	sc, err = copts.withCurve(sc)
 	if err != nil {
 		return nil, err
 	}
@@ -318,7 +364,7 @@ func runStudyJob(o options, data *dataCache, j studyJob) (*studyRun, error) {
 		if speed, err = sc.Model(); err != nil {
 			return nil, err
 		}
-		if pol, err = j.spec.New(speed, sc.NumWorkers()); err != nil {
+		if pol, err = spec.New(speed, sc.NumWorkers()); err != nil {
 			return nil, err
 		}
 	}
@@ -331,23 +377,38 @@ func runStudyJob(o options, data *dataCache, j studyJob) (*studyRun, error) {
 	cfg.Network = sim.Network{Latency: simLatency, Bandwidth: studyBandwidth}
 	cfg.LR = float32(j.lr)
 	cfg.Duration = j.wl.Duration
-	cfg.EvalEvery = studyEvery
+	cfg.EvalEvery = j.wl.every()
+	cfg.EvalSamples = j.wl.EvalN
 	cfg.Target = j.wl.High
 	cfg.TargetWindow = studyWindow
+	cfg.StopAtTarget = j.wl.Stop && j.wl.High > 0
 	cfg.Seed = j.seed
-	if cfg.Cost, _, err = o.cost.costModel(sc, m, speed); err != nil {
+	var sample time.Duration
+	if cfg.Cost, sample, err = copts.costModel(sc, m, speed); err != nil {
 		return nil, err
 	}
 	wall := time.Now()
 	cpu := threadCPU()
 	res, err := sim.Run(cfg, sim.Job{Model: m, Train: train, Test: test, Speed: speed, Policy: pol})
 	if err != nil {
-		return nil, err
+		if j.wl.Protocol == "" || !errors.Is(err, store.ErrNonFinite) {
+			return nil, err
+		}
+		// Study v3: a run whose step is not finite diverged; it never
+		// reaches a target (PROTOCOL-v3.md §2).
+		return &studyRun{Workload: j.wl.Name, Scenario: j.scenario, Policy: j.spec.Name, Family: j.spec.Family,
+			Seed: j.seed, LR: j.lr, Steep: j.wl.Steep, High: j.wl.High, TSteep: math.Inf(1), THigh: math.Inf(1),
+			Duration: cfg.Duration.Seconds(), Ideal: math.NaN(), Diverged: true,
+			Wall: time.Since(wall).Seconds(), CPU: (threadCPU() - cpu).Seconds()}, nil
+	}
+	span := cfg.Duration
+	if j.wl.Stop && res.End > 0 {
+		span = res.End
 	}
 	r := &studyRun{
 		Workload: j.wl.Name, Scenario: j.scenario, Policy: j.spec.Name, Family: j.spec.Family,
 		Seed: j.seed, LR: j.lr, Steep: j.wl.Steep, High: j.wl.High,
-		Duration: cfg.Duration.Seconds(), Blocked: res.BlockedFraction(), Transfers: res.AcceptedTransfers(),
+		Duration: span.Seconds(), Blocked: res.BlockedFraction(), Transfers: res.AcceptedTransfers(),
 		Dropped: res.Dropped, PChanges: res.Stats.ParallelismChanges, FinalAcc: res.FinalAccuracy,
 		Evals: res.Evals, Wall: time.Since(wall).Seconds(), CPU: (threadCPU() - cpu).Seconds(),
 	}
@@ -360,7 +421,20 @@ func runStudyJob(o options, data *dataCache, j studyJob) (*studyRun, error) {
 		r.MeanAcc += e.Accuracy / float64(len(res.Evals))
 	}
 	msg := 2 * cfg.Network.Delay(4*m.NumParams())
-	r.Ideal = idealClocks(speed, studyBatch, msg, cfg.Duration)
+	scale := 1.0
+	if cfg.Cost.Enabled() {
+		// the cost model: a lone worker's pull and push, and compute
+		// scaled to the network's per-sample time
+		est, err := sim.EstimateStep(cfg, nil, sample)
+		if err != nil {
+			return nil, err
+		}
+		msg = est.Alone
+		if cfg.Cost.ComputeScale > 0 {
+			scale = cfg.Cost.ComputeScale
+		}
+	}
+	r.Ideal = idealClocks(speed, studyBatch, msg, span, scale)
 	return r, nil
 }
 
@@ -438,12 +512,27 @@ func runStudy(o options) error {
 	if err != nil {
 		return err
 	}
-	wls, err := selectWorkloads(o.workloads)
-	if err != nil {
-		return err
-	}
 	if o.jobs < 1 {
 		return fmt.Errorf("-j %d: want >= 1", o.jobs)
+	}
+	var wls []workload
+	if o.v3 {
+		if o.workloads != "all" && o.workloads != "cnn" {
+			return fmt.Errorf("-v3: the workload is cnn (PROTOCOL-v3.md cuts the MLP)")
+		}
+		if o.cost != (costOptions{}) && o.cost != defaultCostFlags() {
+			return fmt.Errorf("-v3 fixes the cost model (PROTOCOL-v3.md §1): drop the cost flags")
+		}
+		if o.lrSelect {
+			data, err := loadMNIST()
+			if err != nil {
+				return err
+			}
+			return lrSelectV3(o, data)
+		}
+		wls = []workload{v3CNN}
+	} else if wls, err = selectWorkloads(o.workloads); err != nil {
+		return err
 	}
 	if o.lrSelect {
 		data, err := loadMNIST()
@@ -826,7 +915,11 @@ func writeStudy(o options, wls []workload, scs []string, seeds []uint64, specs [
 
 func writeStudyMarkdown(w io.Writer, o options, wls []workload, scs []string, seeds []uint64, specs []policySpec, cs cells, comps []comparison, cost studyCost, subset string) {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
-	p("# Convergence study v2 (protocol PROTOCOL.md, 2026-12-01)\n\n")
+	title := "Convergence study v2 (protocol PROTOCOL.md, 2026-12-01)"
+	if len(wls) > 0 && wls[0].Protocol != "" {
+		title = "Convergence " + wls[0].Protocol
+	}
+	p("# %s\n\n", title)
 	p("Command: `%s`\n\n", strings.Join(os.Args, " "))
 	if subset != "" {
 		p("**Subset of the full study:** %s.\n\n", subset)
