@@ -31,7 +31,7 @@ const (
 	// reference curve defines the targets from it); v3Duration the cap
 	// of a judging run, which otherwise ends at its high target.
 	v3SelectDuration = 3 * time.Second
-	v3Duration       = 5 * time.Second
+	v3Duration       = 4 * time.Second
 	// v3HighGap is how far under BSP's plateau the high target lies.
 	v3HighGap = 0.01
 )
