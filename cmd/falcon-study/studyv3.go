@@ -45,7 +45,11 @@ var v3Cost = costOptions{net: "cnn", link: 10, servers: 1, apply: time.Nanosecon
 // v3CNN is study v3's workload. Steep, High and LR are the output of
 // -study -v3 -lr-select (RESULTS.md, Study v3); zero until recorded.
 var v3CNN = workload{Name: "cnn", Model: "cnn", Duration: v3Duration,
-	Every: v3Every, EvalN: v3EvalN, Stop: true, Cost: &v3Cost, Protocol: "study v3 (PROTOCOL-v3.md)"}
+	Every: v3Every, EvalN: v3EvalN, Stop: true, Cost: &v3Cost, Protocol: "study v3 (PROTOCOL-v3.md)",
+	// -study -v3 -lr-select, 2026-12-06 (results-v3/lr-v3.md): BSP's
+	// reference run lr 0.1, a0 0.0790, plateau 0.9611. No rate of the
+	// grid trains FlexRR (amendment 1).
+	Steep: 0.915, High: 0.95, LR: map[family]float64{averagedSync: 0.3, dampedAsync: 0.1, undampedAsync: 0.1}}
 
 // v3Representatives are the policies whose runs choose each family's
 // learning rate in study v3 (PROTOCOL-v3.md §3): on the homogeneous
