@@ -32,7 +32,7 @@ step() { # name, then the study's flags
 }
 
 # §5: EPSP's scheme per scenario, on the selection seed.
-step choose-epsp -seeds 0 -scenario "$all" -policies epsp-v2,epsp-v2-slack-ungated
+step choose-epsp -seeds 0-0 -scenario "$all" -policies epsp-v2,epsp-v2-slack-ungated
 
 # Tier 1: both EPSP schemes and DynSGD.
 for sc in $scenarios; do
@@ -45,7 +45,7 @@ done
 # Tier 3: Sync-opt, b chosen per scenario on the selection seed (§5):
 # the smallest time to the high target, ties by the steep one, then the
 # smaller b.
-step choose-syncopt -seeds 0 -scenario "$all" -policies sync-opt-b1,sync-opt-b2,sync-opt-b3
+step choose-syncopt -seeds 0-0 -scenario "$all" -policies sync-opt-b1,sync-opt-b2,sync-opt-b3
 b=$(awk -F, 'NR > 1 && $3 ~ /^sync-opt-b/ {
 	b = substr($3, 11) + 0; th = ($10 == "inf") ? 1e9 : $10 + 0; ts = ($9 == "inf") ? 1e9 : $9 + 0
 	if (!($2 in best) || th < h[$2] || (th == h[$2] && (ts < s[$2] || (ts == s[$2] && b < best[$2])))) { best[$2] = b; h[$2] = th; s[$2] = ts }
