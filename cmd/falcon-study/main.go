@@ -407,6 +407,9 @@ func fmtT(t float64) string {
 	if math.IsInf(t, 1) {
 		return "inf"
 	}
+	if math.IsNaN(t) {
+		return "—" // no run
+	}
 	return fmt.Sprintf("%.3f", t)
 }
 

@@ -1073,6 +1073,9 @@ func renderFrom(o options, wls []workload, scs []string, seeds []uint64, specs [
 			byKey[k] = r
 		}
 	}
+	if o.v3 {
+		order = completeCells(order, byKey, len(seeds), os.Stderr)
+	}
 	var runs []*studyRun
 	var cpu float64
 	for _, k := range order {
@@ -1134,4 +1137,29 @@ func readRunsCSV(path string) ([]*studyRun, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// completeCells keeps the runs (keys of byKey, in order) of the cells
+// (workload, scenario, policy) that have all n seeds, and names the
+// others on w: study v3 judges a cell only with every seed
+// (PROTOCOL-v3.md §8).
+func completeCells(order []string, byKey map[string]*studyRun, n int, w io.Writer) []string {
+	count := map[[3]string]int{}
+	for _, k := range order {
+		r := byKey[k]
+		count[[3]string{r.Workload, r.Scenario, r.Policy}]++
+	}
+	var out []string
+	seen := map[[3]string]bool{}
+	for _, k := range order {
+		r := byKey[k]
+		c := [3]string{r.Workload, r.Scenario, r.Policy}
+		if count[c] >= n {
+			out = append(out, k)
+		} else if !seen[c] {
+			seen[c] = true
+			fmt.Fprintf(w, "study v3: %s/%s/%s has %d of %d seeds: not run (not judged)\n", c[0], c[1], c[2], count[c], n)
+		}
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -78,5 +79,29 @@ func TestRunStudyV3_Refuses(t *testing.T) {
 	o.cost.net = "resnet50"
 	if err := runStudy(o); err == nil || !strings.Contains(err.Error(), "cost") {
 		t.Errorf("cost flags: err = %v", err)
+	}
+}
+
+// A cell without every seed is left out of study v3's tables and named.
+func TestCompleteCells(t *testing.T) {
+	byKey := map[string]*studyRun{}
+	var order []string
+	add := func(pol string, seed uint64) {
+		k := fmt.Sprintf("%s/%d", pol, seed)
+		byKey[k] = &studyRun{Workload: "cnn", Scenario: "straggler", Policy: pol, Seed: seed}
+		order = append(order, k)
+	}
+	for s := uint64(1); s <= 5; s++ {
+		add("dynsgd", s)
+	}
+	add("consgd", 1)
+	add("consgd", 2)
+	var w bytes.Buffer
+	got := completeCells(order, byKey, 5, &w)
+	if len(got) != 5 || !strings.HasPrefix(got[0], "dynsgd/") {
+		t.Errorf("kept %v, want the five dynsgd runs", got)
+	}
+	if !strings.Contains(w.String(), "cnn/straggler/consgd has 2 of 5 seeds") {
+		t.Errorf("message %q", w.String())
 	}
 }
