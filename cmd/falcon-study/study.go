@@ -444,11 +444,22 @@ func targetSeconds(evals []sim.EvalPoint, target float64) float64 {
 	if !(target > 0) {
 		return math.Inf(1)
 	}
-	t, ok := sim.TargetTime(evals, target, studyWindow)
-	if !ok {
-		return math.Inf(1)
+	// The mean of each window is summed afresh, in order, exactly as the
+	// simulator's own test that stops a run at its target
+	// (sim.Config.StopAtTarget); sim.TargetTime's running sum can differ
+	// from it in the last bit when a window's mean equals the target, and
+	// then a run stopped at its target read as never reaching it
+	// (PROTOCOL-v3.md amendment 2).
+	for i := studyWindow - 1; i < len(evals); i++ {
+		var sum float64
+		for _, e := range evals[i+1-studyWindow : i+1] {
+			sum += e.Accuracy
+		}
+		if sum/float64(studyWindow) >= target {
+			return evals[i].Time.Seconds()
+		}
 	}
-	return t.Seconds()
+	return math.Inf(1)
 }
 
 // runJobs runs the jobs on o.jobs goroutines, printing one progress line
@@ -1062,6 +1073,11 @@ func renderFrom(o options, wls []workload, scs []string, seeds []uint64, specs [
 		if err != nil {
 			return err
 		}
+		if o.v3 {
+			if err := retarget(filepath.Join(filepath.Dir(path), "evals.csv"), rs); err != nil {
+				return err
+			}
+		}
 		for _, r := range rs {
 			if !keep["w/"+r.Workload] || !keep["s/"+r.Scenario] || !keep["p/"+r.Policy] || !slices.Contains(seeds, r.Seed) {
 				continue
@@ -1162,4 +1178,44 @@ func completeCells(order []string, byKey map[string]*studyRun, n int, w io.Write
 		}
 	}
 	return out
+}
+
+// retarget recomputes the runs' times to target from the evaluations
+// recorded beside them (an evals.csv of the same study step), with
+// targetSeconds (PROTOCOL-v3.md amendment 2). A run without recorded
+// evaluations keeps its times; a missing file changes nothing.
+func retarget(path string, rs []*studyRun) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	evals := map[string][]sim.EvalPoint{}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) == 0 || lines[0] != "workload,scenario,policy,seed,lr,time_s,accuracy,loss,version" {
+		return fmt.Errorf("%s: not a study evals.csv", path)
+	}
+	for i, l := range lines[1:] {
+		f := strings.Split(l, ",")
+		if len(f) != 9 {
+			return fmt.Errorf("%s:%d: %d fields", path, i+2, len(f))
+		}
+		ts, err1 := strconv.ParseFloat(f[5], 64)
+		acc, err2 := strconv.ParseFloat(f[6], 64)
+		if err1 != nil || err2 != nil {
+			return fmt.Errorf("%s:%d: bad time or accuracy", path, i+2)
+		}
+		k := strings.Join(f[:4], ",")
+		evals[k] = append(evals[k], sim.EvalPoint{Time: time.Duration(math.Round(ts * 1e9)), Accuracy: acc})
+	}
+	for _, r := range rs {
+		ev, ok := evals[fmt.Sprintf("%s,%s,%s,%d", r.Workload, r.Scenario, r.Policy, r.Seed)]
+		if !ok {
+			continue
+		}
+		r.TSteep, r.THigh = targetSeconds(ev, r.Steep), targetSeconds(ev, r.High)
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps/sim"
 )
 
 // Study v3's high target lies v3HighGap under BSP's plateau; its steep
@@ -103,5 +104,23 @@ func TestCompleteCells(t *testing.T) {
 	}
 	if !strings.Contains(w.String(), "cnn/straggler/consgd has 2 of 5 seeds") {
 		t.Errorf("message %q", w.String())
+	}
+}
+
+// The time to target is the simulator's own test (a fresh sum of each
+// window, as sim.Config.StopAtTarget applies it): here the window ending
+// at the sixth evaluation has mean 0.95 summed afresh, and a running sum
+// that adds and subtracts reads it a bit under.
+func TestTargetSeconds_FreshWindow(t *testing.T) {
+	accs := []float64{0.933, 0.952, 0.944, 0.939, 0.948, 0.967, 0.966}
+	var ev []sim.EvalPoint
+	for i, a := range accs {
+		ev = append(ev, sim.EvalPoint{Time: time.Duration(i) * 25 * time.Millisecond, Accuracy: a})
+	}
+	if got := targetSeconds(ev, 0.95); got != 0.125 {
+		t.Errorf("targetSeconds = %v, want 0.125 (the sixth evaluation)", got)
+	}
+	if got := targetSeconds(ev, 0.99); !math.IsInf(got, 1) {
+		t.Errorf("unreachable target: %v", got)
 	}
 }
