@@ -36,6 +36,11 @@ func (c *costOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.curve, "curve", "amdahl", "ground-truth speed-up of the simulated hosts: amdahl (the controller's own assumption) or usl (sim.DefaultContention: USL and an oversubscription cost)")
 }
 
+// defaultCostFlags are the cost flags' defaults (no cost model).
+func defaultCostFlags() costOptions {
+	return costOptions{link: 10, servers: 1, curve: "amdahl"}
+}
+
 // tensorsFor returns the tensor list and forward multiply-accumulates per
 // sample (0 when unknown) of -cost-net for the trained model m.
 func tensorsFor(net string, m model.Model) ([]model.Tensor, float64, error) {

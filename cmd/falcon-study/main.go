@@ -81,6 +81,11 @@ type options struct {
 	seedList  string // -seeds in study mode: "N", "a-b" or "a,b,c"
 	jobs      int
 	from      string // -from: render the tables of recorded runs.csv files
+
+	// study v3 (PROTOCOL-v3.md)
+	syncOptB map[string]int // -syncopt-b: Sync-opt's selected b per scenario
+	v3       bool           // -v3: the CNN workload of study v3
+	choose   bool           // -choose: study v3's choice of EPSP's scheme and Sync-opt's b
 }
 
 func main() {
@@ -115,8 +120,16 @@ func main() {
 	flag.StringVar(&o.lrFrom, "lr-from", "", "with -study: run every policy at its rate per scenario from this lrtune.csv instead of its family's")
 	flag.IntVar(&o.jobs, "j", 1, "with -study: simulations run at once")
 	flag.StringVar(&o.from, "from", "", "with -study: no simulation; render the tables of these runs.csv files (comma-separated), e.g. of an interrupted or split study")
+	syncB := flag.String("syncopt-b", "", "with -study: Sync-opt's backup workers per scenario, e.g. straggler=1,mixed=2 (study v3's selection; PROTOCOL-v3.md)")
+	flag.BoolVar(&o.v3, "v3", false, "with -study: study v3 (PROTOCOL-v3.md): the CNN workload with its evaluation, stop and cost model")
+	flag.BoolVar(&o.choose, "choose", false, "with -study -v3: the selection seed's runs that choose EPSP's scheme and Sync-opt's b per scenario (PROTOCOL-v3.md §5)")
 	o.cost.register(flag.CommandLine)
 	flag.Parse()
+	var err error
+	if o.syncOptB, err = parseSyncOptB(*syncB); err != nil {
+		fmt.Fprintln(os.Stderr, "straggler:", err)
+		os.Exit(2)
+	}
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if o.study {
@@ -393,6 +406,9 @@ func median(xs []float64) float64 {
 func fmtT(t float64) string {
 	if math.IsInf(t, 1) {
 		return "inf"
+	}
+	if math.IsNaN(t) {
+		return "—" // no run
 	}
 	return fmt.Sprintf("%.3f", t)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -145,15 +146,54 @@ func ablationPolicies() []policySpec {
 		{"epsp-v1-notransfer", "s=0, elastic parallelism only", epspV1(0, true, false), averagedSync, true},
 		{"epsp-v2-noelastic", "epsp-v2 without elastic parallelism", epspV2(false, true), averagedSync, true},
 		{"epsp-v2-noresidual", "epsp-v2 without residual transfers", epspV2(true, false), averagedSync, true},
-		{"epsp-v2-slack", "slack scheme: SSP gate s=3, DynSGD 1/(d+1)·b/B̄, batch sized to speed, throughput controller, residual transfers at the gate (epsp.DefaultEPSPv2SlackConfig)", epspV2Slack(), dampedAsync, true},
+		{"epsp-v2-slack", "slack scheme: SSP gate s=3, DynSGD 1/(d+1)·b/B̄, batch sized to speed, throughput controller, residual transfers at the gate (epsp.DefaultEPSPv2SlackConfig)", epspV2Slack(epsp.DefaultSlackStaleness), dampedAsync, true},
+		{"epsp-v2-slack-ungated", "slack scheme without a gate (s=-1, as DynSGD and ConSGD run): DynSGD 1/(d+1)·b/B̄, batch sized to speed, throughput controller (study v3's slack EPSP, PROTOCOL-v3.md §4)", epspV2Slack(-1), dampedAsync, true},
+		{"sync-opt-b1", "sync-opt with b=1 backup worker (a candidate of study v3's selection of b)", syncOpt(1), averagedSync, false},
+		{"sync-opt-b2", "sync-opt with b=2 backup workers (a candidate of study v3's selection of b)", syncOpt(2), averagedSync, false},
+		{"sync-opt-b3", "sync-opt with b=3 backup workers (a candidate of study v3's selection of b)", syncOpt(3), averagedSync, false},
 	}
 }
 
-// epspV2Slack builds EPSP v2's slack scheme with its defaults and elastic
-// control on the scenario's topology.
-func epspV2Slack() func(straggler.Model, int) (epsp.Policy, error) {
+// syncOpt builds Sync-opt with b backup workers.
+func syncOpt(b int) func(straggler.Model, int) (epsp.Policy, error) {
+	return func(straggler.Model, int) (epsp.Policy, error) {
+		return epsp.NewSyncOpt(epsp.SyncOptConfig{Backup: b})
+	}
+}
+
+// specFor is spec as run in scenario sc: "sync-opt" with the b that
+// -syncopt-b selects for sc (study v3), spec itself otherwise.
+func (o options) specFor(sc string, spec policySpec) policySpec {
+	if b, ok := o.syncOptB[sc]; ok && spec.Name == "sync-opt" {
+		spec.Source = fmt.Sprintf("sync-opt with b=%d backup workers (selected, -syncopt-b)", b)
+		spec.New = syncOpt(b)
+	}
+	return spec
+}
+
+// parseSyncOptB reads -syncopt-b: "scenario=b,scenario=b".
+func parseSyncOptB(s string) (map[string]int, error) {
+	out := map[string]int{}
+	if strings.TrimSpace(s) == "" {
+		return out, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		sc, bs, ok := strings.Cut(strings.TrimSpace(part), "=")
+		b, err := strconv.Atoi(bs)
+		if !ok || err != nil || b < 1 {
+			return nil, fmt.Errorf("-syncopt-b: bad entry %q (want scenario=b, b >= 1)", part)
+		}
+		out[sc] = b
+	}
+	return out, nil
+}
+
+// epspV2Slack builds EPSP v2's slack scheme with its defaults, gate s
+// (-1: none) and elastic control on the scenario's topology.
+func epspV2Slack(s int) func(straggler.Model, int) (epsp.Policy, error) {
 	return func(topo straggler.Model, _ int) (epsp.Policy, error) {
 		c := epsp.DefaultEPSPv2SlackConfig()
+		c.Staleness = s
 		c.Elastic, c.Topology = true, topo
 		return epsp.NewEPSPv2(c)
 	}

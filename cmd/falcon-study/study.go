@@ -20,6 +20,7 @@ import (
 	"github.com/falconml/falcon/model"
 	"github.com/falconml/falcon/model/mnist"
 	"github.com/falconml/falcon/ps/sim"
+	"github.com/falconml/falcon/ps/store"
 	"github.com/falconml/falcon/straggler"
 )
 
@@ -62,6 +63,41 @@ type workload struct {
 	// Tuned, when not nil, holds a learning rate per (scenario, policy)
 	// that replaces the family's (-lr-from, PROTOCOL.md amendment 7).
 	Tuned map[tuneKey]float64
+
+	// Study v3 (PROTOCOL-v3.md); the zero values keep study v2's
+	// settings.
+	//
+	// Every is the evaluation period; zero means studyEvery.
+	Every time.Duration
+	// EvalN evaluates on the first EvalN rows of the seed's test sample;
+	// zero means all of them.
+	EvalN int
+	// Stop ends a run at its high target (sim.Config.StopAtTarget);
+	// steps/s, blocked fraction and the ideal are then over the run's
+	// own span.
+	Stop bool
+	// Cost, when not nil, is the workload's cost model and speed-up
+	// curve, replacing the -cost-net and -curve flags.
+	Cost *costOptions
+	// Protocol names the protocol the workload belongs to, for the
+	// tables' title; empty means study v2's PROTOCOL.md.
+	Protocol string
+}
+
+// every is the workload's evaluation period.
+func (w workload) every() time.Duration {
+	if w.Every > 0 {
+		return w.Every
+	}
+	return studyEvery
+}
+
+// costOpts is the workload's cost model, or the flags' when it has none.
+func (w workload) costOpts(flags costOptions) costOptions {
+	if w.Cost != nil {
+		return *w.Cost
+	}
+	return flags
 }
 
 // studyWorkloads are the study's workloads (PROTOCOL.md §1). Steep, High
@@ -128,6 +164,7 @@ type studyRun struct {
 	Dropped, PChanges          int
 	FinalAcc, MeanAcc          float64
 	Wall, CPU                  float64 // seconds
+	Diverged                   bool    // study v3: the run ended on a non-finite step
 	Evals                      []sim.EvalPoint
 }
 
@@ -198,11 +235,15 @@ func selectScenarios(list string) ([]string, error) {
 	if list == "" || list == "all" {
 		return all, nil
 	}
+	named := slices.Clone(all)
+	for _, sc := range sim.CostScenarios(1) {
+		named = append(named, sc.Name) // by name only: they need a cost model
+	}
 	var out []string
 	for _, name := range strings.Split(list, ",") {
 		name = strings.TrimSpace(name)
-		if !slices.Contains(all, name) {
-			return nil, fmt.Errorf("unknown scenario %q (have %s)", name, strings.Join(all, ", "))
+		if !slices.Contains(named, name) {
+			return nil, fmt.Errorf("unknown scenario %q (have %s)", name, strings.Join(named, ", "))
 		}
 		out = append(out, name)
 	}
@@ -248,7 +289,10 @@ func (c *dataCache) get(seed uint64) (train, test *model.Dataset) {
 // with every worker on host h at cores(h)/n_h goroutines, the noiseless
 // rates of m (with core contention if m models it) and msg the messages
 // of one clock.
-func idealClocks(m straggler.Model, batch int, msg, d time.Duration) float64 {
+//
+// scale is the cost model's ComputeScale (speed-model samples per
+// trained sample; 1 without one).
+func idealClocks(m straggler.Model, batch int, msg, d time.Duration, scale float64) float64 {
 	n := m.NumWorkers()
 	perHost := make([]int, m.NumHosts())
 	for w := range n {
@@ -284,7 +328,7 @@ func idealClocks(m straggler.Model, batch int, msg, d time.Duration) float64 {
 			next = d
 		}
 		if sum > 0 {
-			total += float64(n) / (float64(n*batch)/sum + msg.Seconds()) * (next - t).Seconds()
+			total += float64(n) / (float64(n*batch)*scale/sum + msg.Seconds()) * (next - t).Seconds()
 		}
 		t = next
 	}
@@ -301,7 +345,8 @@ func runStudyJob(o options, data *dataCache, j studyJob) (*studyRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	pol, err := j.spec.New(speed, sc.NumWorkers())
+	spec := o.specFor(j.scenario, j.spec)
+	pol, err := spec.New(speed, sc.NumWorkers())
 	if err != nil {
 		return nil, err
 	}
@@ -310,7 +355,8 @@ func runStudyJob(o options, data *dataCache, j studyJob) (*studyRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc, err = o.cost.withCurve(sc)
+	copts := j.wl.costOpts(o.cost)
+	sc, err = copts.withCurve(sc)
 	if err != nil {
 		return nil, err
 	}
@@ -318,7 +364,7 @@ func runStudyJob(o options, data *dataCache, j studyJob) (*studyRun, error) {
 		if speed, err = sc.Model(); err != nil {
 			return nil, err
 		}
-		if pol, err = j.spec.New(speed, sc.NumWorkers()); err != nil {
+		if pol, err = spec.New(speed, sc.NumWorkers()); err != nil {
 			return nil, err
 		}
 	}
@@ -331,23 +377,38 @@ func runStudyJob(o options, data *dataCache, j studyJob) (*studyRun, error) {
 	cfg.Network = sim.Network{Latency: simLatency, Bandwidth: studyBandwidth}
 	cfg.LR = float32(j.lr)
 	cfg.Duration = j.wl.Duration
-	cfg.EvalEvery = studyEvery
+	cfg.EvalEvery = j.wl.every()
+	cfg.EvalSamples = j.wl.EvalN
 	cfg.Target = j.wl.High
 	cfg.TargetWindow = studyWindow
+	cfg.StopAtTarget = j.wl.Stop && j.wl.High > 0
 	cfg.Seed = j.seed
-	if cfg.Cost, _, err = o.cost.costModel(sc, m, speed); err != nil {
+	var sample time.Duration
+	if cfg.Cost, sample, err = copts.costModel(sc, m, speed); err != nil {
 		return nil, err
 	}
 	wall := time.Now()
 	cpu := threadCPU()
 	res, err := sim.Run(cfg, sim.Job{Model: m, Train: train, Test: test, Speed: speed, Policy: pol})
 	if err != nil {
-		return nil, err
+		if j.wl.Protocol == "" || !errors.Is(err, store.ErrNonFinite) {
+			return nil, err
+		}
+		// Study v3: a run whose step is not finite diverged; it never
+		// reaches a target (PROTOCOL-v3.md §2).
+		return &studyRun{Workload: j.wl.Name, Scenario: j.scenario, Policy: j.spec.Name, Family: j.spec.Family,
+			Seed: j.seed, LR: j.lr, Steep: j.wl.Steep, High: j.wl.High, TSteep: math.Inf(1), THigh: math.Inf(1),
+			Duration: cfg.Duration.Seconds(), Ideal: math.NaN(), Diverged: true,
+			Wall: time.Since(wall).Seconds(), CPU: (threadCPU() - cpu).Seconds()}, nil
+	}
+	span := cfg.Duration
+	if j.wl.Stop && res.End > 0 {
+		span = res.End
 	}
 	r := &studyRun{
 		Workload: j.wl.Name, Scenario: j.scenario, Policy: j.spec.Name, Family: j.spec.Family,
 		Seed: j.seed, LR: j.lr, Steep: j.wl.Steep, High: j.wl.High,
-		Duration: cfg.Duration.Seconds(), Blocked: res.BlockedFraction(), Transfers: res.AcceptedTransfers(),
+		Duration: span.Seconds(), Blocked: res.BlockedFraction(), Transfers: res.AcceptedTransfers(),
 		Dropped: res.Dropped, PChanges: res.Stats.ParallelismChanges, FinalAcc: res.FinalAccuracy,
 		Evals: res.Evals, Wall: time.Since(wall).Seconds(), CPU: (threadCPU() - cpu).Seconds(),
 	}
@@ -360,7 +421,20 @@ func runStudyJob(o options, data *dataCache, j studyJob) (*studyRun, error) {
 		r.MeanAcc += e.Accuracy / float64(len(res.Evals))
 	}
 	msg := 2 * cfg.Network.Delay(4*m.NumParams())
-	r.Ideal = idealClocks(speed, studyBatch, msg, cfg.Duration)
+	scale := 1.0
+	if cfg.Cost.Enabled() {
+		// the cost model: a lone worker's pull and push, and compute
+		// scaled to the network's per-sample time
+		est, err := sim.EstimateStep(cfg, nil, sample)
+		if err != nil {
+			return nil, err
+		}
+		msg = est.Alone
+		if cfg.Cost.ComputeScale > 0 {
+			scale = cfg.Cost.ComputeScale
+		}
+	}
+	r.Ideal = idealClocks(speed, studyBatch, msg, span, scale)
 	return r, nil
 }
 
@@ -370,11 +444,22 @@ func targetSeconds(evals []sim.EvalPoint, target float64) float64 {
 	if !(target > 0) {
 		return math.Inf(1)
 	}
-	t, ok := sim.TargetTime(evals, target, studyWindow)
-	if !ok {
-		return math.Inf(1)
+	// The mean of each window is summed afresh, in order, exactly as the
+	// simulator's own test that stops a run at its target
+	// (sim.Config.StopAtTarget); sim.TargetTime's running sum can differ
+	// from it in the last bit when a window's mean equals the target, and
+	// then a run stopped at its target read as never reaching it
+	// (PROTOCOL-v3.md amendment 2).
+	for i := studyWindow - 1; i < len(evals); i++ {
+		var sum float64
+		for _, e := range evals[i+1-studyWindow : i+1] {
+			sum += e.Accuracy
+		}
+		if sum/float64(studyWindow) >= target {
+			return evals[i].Time.Seconds()
+		}
 	}
-	return t.Seconds()
+	return math.Inf(1)
 }
 
 // runJobs runs the jobs on o.jobs goroutines, printing one progress line
@@ -438,12 +523,27 @@ func runStudy(o options) error {
 	if err != nil {
 		return err
 	}
-	wls, err := selectWorkloads(o.workloads)
-	if err != nil {
-		return err
-	}
 	if o.jobs < 1 {
 		return fmt.Errorf("-j %d: want >= 1", o.jobs)
+	}
+	var wls []workload
+	if o.v3 {
+		if o.workloads != "all" && o.workloads != "cnn" {
+			return fmt.Errorf("-v3: the workload is cnn (PROTOCOL-v3.md cuts the MLP)")
+		}
+		if o.cost != (costOptions{}) && o.cost != defaultCostFlags() {
+			return fmt.Errorf("-v3 fixes the cost model (PROTOCOL-v3.md §1): drop the cost flags")
+		}
+		if o.lrSelect {
+			data, err := loadMNIST()
+			if err != nil {
+				return err
+			}
+			return lrSelectV3(o, data)
+		}
+		wls = []workload{v3CNN}
+	} else if wls, err = selectWorkloads(o.workloads); err != nil {
+		return err
 	}
 	if o.lrSelect {
 		data, err := loadMNIST()
@@ -826,7 +926,11 @@ func writeStudy(o options, wls []workload, scs []string, seeds []uint64, specs [
 
 func writeStudyMarkdown(w io.Writer, o options, wls []workload, scs []string, seeds []uint64, specs []policySpec, cs cells, comps []comparison, cost studyCost, subset string) {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
-	p("# Convergence study v2 (protocol PROTOCOL.md, 2026-12-01)\n\n")
+	title := "Convergence study v2 (protocol PROTOCOL.md, 2026-12-01)"
+	if len(wls) > 0 && wls[0].Protocol != "" {
+		title = "Convergence " + wls[0].Protocol
+	}
+	p("# %s\n\n", title)
 	p("Command: `%s`\n\n", strings.Join(os.Args, " "))
 	if subset != "" {
 		p("**Subset of the full study:** %s.\n\n", subset)
@@ -969,6 +1073,11 @@ func renderFrom(o options, wls []workload, scs []string, seeds []uint64, specs [
 		if err != nil {
 			return err
 		}
+		if o.v3 {
+			if err := retarget(filepath.Join(filepath.Dir(path), "evals.csv"), rs); err != nil {
+				return err
+			}
+		}
 		for _, r := range rs {
 			if !keep["w/"+r.Workload] || !keep["s/"+r.Scenario] || !keep["p/"+r.Policy] || !slices.Contains(seeds, r.Seed) {
 				continue
@@ -979,6 +1088,9 @@ func renderFrom(o options, wls []workload, scs []string, seeds []uint64, specs [
 			}
 			byKey[k] = r
 		}
+	}
+	if o.v3 {
+		order = completeCells(order, byKey, len(seeds), os.Stderr)
 	}
 	var runs []*studyRun
 	var cpu float64
@@ -1041,4 +1153,69 @@ func readRunsCSV(path string) ([]*studyRun, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// completeCells keeps the runs (keys of byKey, in order) of the cells
+// (workload, scenario, policy) that have all n seeds, and names the
+// others on w: study v3 judges a cell only with every seed
+// (PROTOCOL-v3.md §8).
+func completeCells(order []string, byKey map[string]*studyRun, n int, w io.Writer) []string {
+	count := map[[3]string]int{}
+	for _, k := range order {
+		r := byKey[k]
+		count[[3]string{r.Workload, r.Scenario, r.Policy}]++
+	}
+	var out []string
+	seen := map[[3]string]bool{}
+	for _, k := range order {
+		r := byKey[k]
+		c := [3]string{r.Workload, r.Scenario, r.Policy}
+		if count[c] >= n {
+			out = append(out, k)
+		} else if !seen[c] {
+			seen[c] = true
+			fmt.Fprintf(w, "study v3: %s/%s/%s has %d of %d seeds: not run (not judged)\n", c[0], c[1], c[2], count[c], n)
+		}
+	}
+	return out
+}
+
+// retarget recomputes the runs' times to target from the evaluations
+// recorded beside them (an evals.csv of the same study step), with
+// targetSeconds (PROTOCOL-v3.md amendment 2). A run without recorded
+// evaluations keeps its times; a missing file changes nothing.
+func retarget(path string, rs []*studyRun) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	evals := map[string][]sim.EvalPoint{}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) == 0 || lines[0] != "workload,scenario,policy,seed,lr,time_s,accuracy,loss,version" {
+		return fmt.Errorf("%s: not a study evals.csv", path)
+	}
+	for i, l := range lines[1:] {
+		f := strings.Split(l, ",")
+		if len(f) != 9 {
+			return fmt.Errorf("%s:%d: %d fields", path, i+2, len(f))
+		}
+		ts, err1 := strconv.ParseFloat(f[5], 64)
+		acc, err2 := strconv.ParseFloat(f[6], 64)
+		if err1 != nil || err2 != nil {
+			return fmt.Errorf("%s:%d: bad time or accuracy", path, i+2)
+		}
+		k := strings.Join(f[:4], ",")
+		evals[k] = append(evals[k], sim.EvalPoint{Time: time.Duration(math.Round(ts * 1e9)), Accuracy: acc})
+	}
+	for _, r := range rs {
+		ev, ok := evals[fmt.Sprintf("%s,%s,%s,%d", r.Workload, r.Scenario, r.Policy, r.Seed)]
+		if !ok {
+			continue
+		}
+		r.TSteep, r.THigh = targetSeconds(ev, r.Steep), targetSeconds(ev, r.High)
+	}
+	return nil
 }

@@ -55,7 +55,7 @@ func TestIdealClocks(t *testing.T) {
 		}
 		n := float64(m.NumWorkers())
 		want := n / (n*64/sum + msg.Seconds()) * d.Seconds()
-		if got := idealClocks(m, 64, msg, d); math.Abs(got-want) > 1e-6*want {
+		if got := idealClocks(m, 64, msg, d, 1); math.Abs(got-want) > 1e-6*want {
 			t.Errorf("%s: ideal %v, want %v", name, got, want)
 		}
 	}
@@ -65,18 +65,18 @@ func TestIdealClocks(t *testing.T) {
 	b, _ := sim.ScenarioByName("spare-cores-control", 1)
 	ma, _ := a.Model()
 	mb, _ := b.Model()
-	if x, y := idealClocks(ma, 64, msg, d), idealClocks(mb, 64, msg, d); x != y {
+	if x, y := idealClocks(ma, 64, msg, d, 1), idealClocks(mb, 64, msg, d, 1); x != y {
 		t.Errorf("spare-cores ideal %v, control %v: same hardware, want equal", x, y)
 	}
 	// A foreign job and transient slowdowns lower the ideal below the
 	// homogeneous cluster's.
 	homo, _ := sim.ScenarioByName("homogeneous", 1)
 	mh, _ := homo.Model()
-	base := idealClocks(mh, 64, msg, 10*time.Second)
+	base := idealClocks(mh, 64, msg, 10*time.Second, 1)
 	for _, name := range []string{"foreign", "transient"} {
 		sc, _ := sim.ScenarioByName(name, 1)
 		m, _ := sc.Model()
-		if got := idealClocks(m, 64, msg, 10*time.Second); !(got < base && got > 0.7*base) {
+		if got := idealClocks(m, 64, msg, 10*time.Second, 1); !(got < base && got > 0.7*base) {
 			t.Errorf("%s: ideal %v, homogeneous %v", name, got, base)
 		}
 	}
