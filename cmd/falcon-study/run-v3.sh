@@ -4,7 +4,8 @@
 # studyv3.go). Usage: run-v3.sh OUTDIR [FIRST_STEP]
 # Each step writes OUTDIR/<step>/runs.csv row by row as simulations end;
 # a step is skipped when its study.md exists (finished), so the script
-# resumes. No step starts at or after 02:30 UTC (PROTOCOL-v3.md §8).
+# resumes. No step starts at or after 02:30 UTC (PROTOCOL-v3.md §8;
+# 03:15 by amendment 3).
 set -eu
 out=${1:?usage: run-v3.sh OUTDIR}
 bin=${FALCON_STUDY:-falcon-study}
@@ -12,9 +13,11 @@ j=${JOBS:-2}
 scenarios="straggler several-stragglers mixed spare-cores slow-link"
 all=$(echo $scenarios | tr ' ' ',')
 
+# The deadline (HHMM UTC): 0230 by §8, 0315 by amendment 3 (give
+# V3_DEADLINE=0315).
 late() {
 	now=$(date -u +%H%M)
-	[ "$now" -ge 0230 ] && [ "$now" -lt 1200 ]
+	[ "$now" -ge "${V3_DEADLINE:-0230}" ] && [ "$now" -lt 1200 ]
 }
 
 step() { # name, then the study's flags
@@ -24,7 +27,7 @@ step() { # name, then the study's flags
 		return 0
 	fi
 	if late; then
-		echo "run-v3: $(date -u +%H:%M) UTC: past 02:30, $name not run" >&2
+		echo "run-v3: $(date -u +%H:%M) UTC: past ${V3_DEADLINE:-0230}, $name not run" >&2
 		exit 0
 	fi
 	echo "run-v3: $(date -u +%H:%M:%S) UTC: $name: $*" >&2
