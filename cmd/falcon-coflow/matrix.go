@@ -369,14 +369,11 @@ func matrixReport(rows []runRow, w io.Writer) error {
 				sr = append(sr, c.Runs[b][i].SimMS/c.Runs["fvdf"][i].SimMS)
 				per = append(per, fmt.Sprintf("%d: %.2f", c.Skips[i], lr[i]))
 			}
-			li, err := study.BootstrapMedian(lr, bc)
+			ivs, err := intervals(bc, lr, sr)
 			if err != nil {
 				return err
 			}
-			si, err := study.BootstrapMedian(sr, bc)
-			if err != nil {
-				return err
-			}
+			li, si := ivs[0], ivs[1]
 			fmt.Fprintf(w, "| %v | %s | %d | %s | %s | %s | %s | %s |\n", c.Cell, b, len(c.Skips), fmtIv(li), verdict(li), fmtIv(si), verdict(si), strings.Join(per, ", "))
 		}
 	}
@@ -399,18 +396,11 @@ func matrixReport(rows []runRow, w io.Writer) error {
 					s0 = append(s0, c.Runs[x][i].Sim0MS/c.Runs["sebf"][i].Sim0MS)
 					per = append(per, fmt.Sprintf("%d: %.2f / %.2f", c.Skips[i], lr[i], sr[i]))
 				}
-				li, err := study.BootstrapMedian(lr, bc)
+				ivs, err := intervals(bc, lr, sr, s0)
 				if err != nil {
 					return err
 				}
-				si, err := study.BootstrapMedian(sr, bc)
-				if err != nil {
-					return err
-				}
-				ui, err := study.BootstrapMedian(s0, bc)
-				if err != nil {
-					return err
-				}
+				li, si, ui := ivs[0], ivs[1], ivs[2]
 				fmt.Fprintf(w, "| %v | %s | %d | %s | %s | %s | %s |\n", c.Cell, x, len(c.Skips), fmtIv(li), fmtIv(si), fmtIv(ui), strings.Join(per, ", "))
 			}
 		}
@@ -441,18 +431,11 @@ func matrixReport(rows []runRow, w io.Writer) error {
 					in25++
 				}
 			}
-			ai, err := study.BootstrapMedian(avg, bc)
+			ivs, err := intervals(bc, avg, med, avg0)
 			if err != nil {
 				return err
 			}
-			mi, err := study.BootstrapMedian(med, bc)
-			if err != nil {
-				return err
-			}
-			a0, err := study.BootstrapMedian(avg0, bc)
-			if err != nil {
-				return err
-			}
+			ai, mi, a0 := ivs[0], ivs[1], ivs[2]
 			fmt.Fprintf(w, "| %v | %s | %d | %.1f | %s | %d/%d | %s | %d/%d | %s | %.1f | %.2f |\n", c.Cell, n, len(runs), median(live),
 				fmtIv(ai), in15, len(runs), fmtIv(mi), in25, len(runs), fmtIv(a0), median(cpu), median(thr))
 		}
@@ -510,4 +493,17 @@ func oneLine(s string) string {
 		s = s[:400] + "..."
 	}
 	return s
+}
+
+// intervals bootstraps the median of each series (study.BootstrapMedian).
+func intervals(bc study.BootstrapConfig, series ...[]float64) ([]study.Interval, error) {
+	out := make([]study.Interval, len(series))
+	for i, xs := range series {
+		iv, err := study.BootstrapMedian(xs, bc)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = iv
+	}
+	return out, nil
 }
