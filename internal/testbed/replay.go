@@ -59,22 +59,7 @@ func spin(secs string) error {
 		return fmt.Errorf("testbed: spin %q: want seconds in (0, 60]", secs)
 	}
 	c0, _ := cpu0()
-	end := time.Now().Add(time.Duration(d * float64(time.Second)))
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			x := 0
-			for time.Now().Before(end) {
-				for i := range 1000 {
-					x += i
-				}
-			}
-			_ = x
-		}()
-	}
-	wg.Wait()
+	burn(time.Now().Add(time.Duration(d * float64(time.Second))))
 	c1, _ := cpu0()
 	fmt.Printf("%s%.6f\n", cpuPrefix, (c1 - c0).Seconds())
 	return nil
@@ -624,4 +609,22 @@ func Replay(ctx context.Context, b *Bed, cfg ReplayConfig) (*ReplayResult, error
 		return nil, err
 	}
 	return r, nil
+}
+
+// burn keeps two goroutines busy until end (the bed's spinner: two
+// threads, more than any port's quota).
+func burn(end time.Time) {
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			x := 0
+			for time.Now().Before(end) {
+				for i := range 1000 {
+					x += i
+				}
+			}
+			_ = x
+		})
+	}
+	wg.Wait()
 }

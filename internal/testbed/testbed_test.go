@@ -87,22 +87,7 @@ func helper(args []string) error {
 		return runAgent(os.Getenv("FALCON_TESTBED_SPEC"))
 	case "spin":
 		secs, _ := strconv.ParseFloat(args[1], 64)
-		end := time.Now().Add(time.Duration(secs * float64(time.Second)))
-		var wg sync.WaitGroup
-		for range 2 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				x := 0
-				for time.Now().Before(end) {
-					for i := range 1000 {
-						x += i
-					}
-				}
-				_ = x
-			}()
-		}
-		wg.Wait()
+		burn(time.Now().Add(time.Duration(secs * float64(time.Second))))
 		var ru syscall.Rusage
 		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 			return err
