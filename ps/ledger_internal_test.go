@@ -26,14 +26,8 @@ func (silentNode) HandleMessage(transport.NodeID, []byte) {}
 // coordinator counts nothing and admits nothing, and the run goes on:
 // the worker's own push is admitted after it.
 func TestCoordinator_RefusesUnorderedPush(t *testing.T) {
-	net := transport.NewInmemNetwork()
-	defer net.Close()
-	srv, _ := NewServer("s0", DefaultServerConfig())
-	st, _ := net.Join("s0", srv)
-	defer st.Close()
 	cfg := DefaultCoordinatorConfig()
 	cfg.EPSP.NumWorkers, cfg.EPSP.Batch = 2, 8
-	cfg.Servers = []transport.NodeID{"s0"}
 	cfg.Workers = []transport.NodeID{"w0", "w1"}
 	cfg.Lease.Timeout = -1
 	var mu sync.Mutex
@@ -45,18 +39,7 @@ func TestCoordinator_RefusesUnorderedPush(t *testing.T) {
 			mu.Unlock()
 		}
 	})
-	c, err := NewCoordinator(cfg, epsp.NewBSP(), WithObserver(obs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ct, _ := net.Join("coordinator", c)
-	defer ct.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := c.Start(ctx, ct); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	net, c, ctx := ledgerCoordinator(t, cfg, epsp.NewBSP(), WithObserver(obs))
 	w0, _ := net.Join("w0", silentNode{})
 	defer w0.Close()
 	admit := func(p epsp.Push) error {
@@ -157,29 +140,12 @@ func (p *pesterPolicy) Step(now time.Duration, v epsp.View, e epsp.Event) epsp.O
 // push is stored. The hand-over's done is refused from another worker and
 // before the taker's push.
 func TestLease_LostGiverOrdersRefused(t *testing.T) {
-	net := transport.NewInmemNetwork()
-	defer net.Close()
-	srv, _ := NewServer("s0", DefaultServerConfig())
-	st, _ := net.Join("s0", srv)
-	defer st.Close()
 	cfg := DefaultCoordinatorConfig()
 	cfg.EPSP.NumWorkers, cfg.EPSP.Batch, cfg.EPSP.TickPeriod = 3, 8, 10*time.Millisecond
-	cfg.Servers = []transport.NodeID{"s0"}
 	cfg.Workers = []transport.NodeID{"w0", "w1", "w2"}
 	cfg.StartTimeout = 300 * time.Millisecond
 	cfg.Lease = LeaseConfig{Timeout: 250 * time.Millisecond, Interval: 25 * time.Millisecond, OnWorkerLost: ContinueWithout}
-	c, err := NewCoordinator(cfg, &pesterPolicy{BSP: epsp.NewBSP()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ct, _ := net.Join("coordinator", c)
-	defer ct.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := c.Start(ctx, ct); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	net, c, ctx := ledgerCoordinator(t, cfg, &pesterPolicy{BSP: epsp.NewBSP()})
 	in0, in1 := &inbox{}, &inbox{}
 	w0, _ := net.Join("w0", in0)
 	defer w0.Close()
@@ -187,13 +153,7 @@ func TestLease_LostGiverOrdersRefused(t *testing.T) {
 	defer w1.Close()
 	w2, _ := net.Join("w2", &inbox{})
 	defer w2.Close()
-	callAs := func(tr transport.Transport, msg []byte) error {
-		resp, err := request(ctx, tr, "coordinator", msg, time.Second)
-		if err == nil {
-			_, err = wire.ParseResponse(resp, "coordinator")
-		}
-		return err
-	}
+	callAs := func(tr transport.Transport, msg []byte) error { return coordCallAs(ctx, tr, msg) }
 	call := func(msg []byte) error { return callAs(w0, msg) }
 	defer heartbeat(callAs, w0, w2)() // workers 0 and 2 stay alive
 
@@ -272,40 +232,17 @@ func (p orderOnce) Step(now time.Duration, v epsp.View, e epsp.Event) epsp.Outpu
 // of the range is admitted; then the push and the done go through and the
 // barrier passes.
 func TestCoordinator_TransferDoneOnlyFromTaker(t *testing.T) {
-	net := transport.NewInmemNetwork()
-	defer net.Close()
-	srv, _ := NewServer("s0", DefaultServerConfig())
-	st, _ := net.Join("s0", srv)
-	defer st.Close()
 	cfg := DefaultCoordinatorConfig()
 	cfg.EPSP.NumWorkers, cfg.EPSP.Batch = 2, 8
-	cfg.Servers = []transport.NodeID{"s0"}
 	cfg.Workers = []transport.NodeID{"w0", "w1"}
 	cfg.Lease.Timeout = -1
-	c, err := NewCoordinator(cfg, orderOnce{epsp.NewBSP()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ct, _ := net.Join("coordinator", c)
-	defer ct.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := c.Start(ctx, ct); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	net, c, ctx := ledgerCoordinator(t, cfg, orderOnce{epsp.NewBSP()})
 	in0, in1 := &inbox{}, &inbox{}
 	w0, _ := net.Join("w0", in0)
 	defer w0.Close()
 	w1, _ := net.Join("w1", in1)
 	defer w1.Close()
-	call := func(tr transport.Transport, msg []byte) error {
-		resp, err := request(ctx, tr, "coordinator", msg, time.Second)
-		if err == nil {
-			_, err = wire.ParseResponse(resp, "coordinator")
-		}
-		return err
-	}
+	call := func(tr transport.Transport, msg []byte) error { return coordCallAs(ctx, tr, msg) }
 	push := func(tr transport.Transport, p epsp.Push) error {
 		e := wire.NewMsg(nil, wire.OpAdmit)
 		encodePush(&e, p)
@@ -371,43 +308,20 @@ func TestCoordinator_TransferDoneOnlyFromTaker(t *testing.T) {
 // the dead taker, which would abort the run — and the barrier passes
 // once its push and done are in, with the range admitted once.
 func TestLease_LostTakerOrderAnsweredLate(t *testing.T) {
-	net := transport.NewInmemNetwork()
-	defer net.Close()
-	srv, _ := NewServer("s0", DefaultServerConfig())
-	st, _ := net.Join("s0", srv)
-	defer st.Close()
 	cfg := DefaultCoordinatorConfig()
 	cfg.EPSP.NumWorkers, cfg.EPSP.Batch = 3, 8
-	cfg.Servers = []transport.NodeID{"s0"}
 	cfg.Workers = []transport.NodeID{"w0", "w1", "w2"}
 	cfg.StartTimeout = 300 * time.Millisecond
 	cfg.OrderTimeout = time.Second
 	cfg.Lease = LeaseConfig{Timeout: 250 * time.Millisecond, Interval: 25 * time.Millisecond, OnWorkerLost: ContinueWithout}
-	c, err := NewCoordinator(cfg, orderOnce{epsp.NewBSP()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ct, _ := net.Join("coordinator", c)
-	defer ct.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := c.Start(ctx, ct); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	net, c, ctx := ledgerCoordinator(t, cfg, orderOnce{epsp.NewBSP()})
 	in0, in1, in2 := &inbox{}, &inbox{}, &inbox{}
 	w0, _ := net.Join("w0", in0)
 	w1, _ := net.Join("w1", in1)
 	defer w1.Close()
 	w2, _ := net.Join("w2", in2)
 	defer w2.Close()
-	call := func(tr transport.Transport, msg []byte) error {
-		resp, err := request(ctx, tr, "coordinator", msg, time.Second)
-		if err == nil {
-			_, err = wire.ParseResponse(resp, "coordinator")
-		}
-		return err
-	}
+	call := func(tr transport.Transport, msg []byte) error { return coordCallAs(ctx, tr, msg) }
 	push := func(tr transport.Transport, p epsp.Push) error {
 		e := wire.NewMsg(nil, wire.OpAdmit)
 		encodePush(&e, p)
@@ -514,40 +428,17 @@ func heartbeat(call func(transport.Transport, []byte) error, trs ...transport.Tr
 // when the report arrived before the coordinator's final line). The same
 // report from a live worker still aborts, naming it.
 func TestLease_LostWorkerFailReportEndsNothing(t *testing.T) {
-	net := transport.NewInmemNetwork()
-	defer net.Close()
-	srv, _ := NewServer("s0", DefaultServerConfig())
-	st, _ := net.Join("s0", srv)
-	defer st.Close()
 	cfg := DefaultCoordinatorConfig()
 	cfg.EPSP.NumWorkers, cfg.EPSP.Batch = 2, 8
-	cfg.Servers = []transport.NodeID{"s0"}
 	cfg.Workers = []transport.NodeID{"w0", "w1"}
 	cfg.StartTimeout = 300 * time.Millisecond
 	cfg.Lease = LeaseConfig{Timeout: 250 * time.Millisecond, Interval: 25 * time.Millisecond, OnWorkerLost: ContinueWithout}
-	c, err := NewCoordinator(cfg, epsp.NewBSP())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ct, _ := net.Join("coordinator", c)
-	defer ct.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := c.Start(ctx, ct); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	net, c, ctx := ledgerCoordinator(t, cfg, epsp.NewBSP())
 	w0, _ := net.Join("w0", &inbox{})
 	defer w0.Close()
 	w1, _ := net.Join("w1", &inbox{}) // never heartbeats: lost
 	defer w1.Close()
-	callAs := func(tr transport.Transport, msg []byte) error {
-		resp, err := request(ctx, tr, "coordinator", msg, time.Second)
-		if err == nil {
-			_, err = wire.ParseResponse(resp, "coordinator")
-		}
-		return err
-	}
+	callAs := func(tr transport.Transport, msg []byte) error { return coordCallAs(ctx, tr, msg) }
 	defer heartbeat(callAs, w0)()
 	fail := func(tr transport.Transport, why string) {
 		e := wire.NewMsg(nil, wire.OpFail)
@@ -576,4 +467,39 @@ func TestLease_LostWorkerFailReportEndsNothing(t *testing.T) {
 	if err := c.Err(); err == nil || !strings.Contains(err.Error(), "w0 failed: disk on fire") {
 		t.Fatalf("a live worker's failure report: coordinator error %v, want it to name w0", err)
 	}
+}
+
+// ledgerCoordinator starts, on a new in-memory network, server s0 and a
+// coordinator of cfg (its Servers set to s0) running policy; all of it
+// ends with the test, and ctx (10 s) bounds the test's calls.
+func ledgerCoordinator(t *testing.T, cfg CoordinatorConfig, policy epsp.Policy, opts ...Option) (*transport.InmemNetwork, *Coordinator, context.Context) {
+	t.Helper()
+	net := transport.NewInmemNetwork()
+	t.Cleanup(func() { net.Close() })
+	srv, _ := NewServer("s0", DefaultServerConfig())
+	st, _ := net.Join("s0", srv)
+	t.Cleanup(func() { st.Close() })
+	cfg.Servers = []transport.NodeID{"s0"}
+	c, err := NewCoordinator(cfg, policy, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, _ := net.Join("coordinator", c)
+	t.Cleanup(func() { ct.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	if err := c.Start(ctx, ct); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return net, c, ctx
+}
+
+// coordCallAs sends msg to the coordinator from tr and parses its answer.
+func coordCallAs(ctx context.Context, tr transport.Transport, msg []byte) error {
+	resp, err := request(ctx, tr, "coordinator", msg, time.Second)
+	if err == nil {
+		_, err = wire.ParseResponse(resp, "coordinator")
+	}
+	return err
 }
