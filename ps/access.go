@@ -30,11 +30,6 @@ import (
 // secret the name is only claimed. A servers-only Cluster (Workers 0) and a Server built
 // with a zero Access check nothing.
 
-// ErrForbidden: a node sent a request its role may not send (a worker's
-// flush, a write from a node that is not a member of the cluster). The
-// request changed nothing; the message names the operation and the sender.
-var ErrForbidden = wire.ErrForbidden
-
 // Access is a server's role checks: which senders may send which requests.
 // The sender is the transport's `from`: over TCP, the name the connection
 // proved in its handshake; in process, the name the node joined under.

@@ -77,17 +77,15 @@ import (
 // workers all run in this process supplies OneHost{runtime.NumCPU()}
 // (Cluster.Policy returns the policy it runs), and warns otherwise.
 
-// ErrCloseTimeout: Cluster.Close gave up waiting for its roles and
-// transports after CloseTimeout; some goroutine is still blocked (a bug
-// worth reporting: every wait in the roles is bounded).
-var ErrCloseTimeout = errors.New("ps: close timed out")
-
-// ErrPeerGone: a node of the cluster stopped answering the cluster's pings.
-var ErrPeerGone = errors.New("ps: peer gone")
-
 // ClusterConfig describes a whole cluster and which of its nodes this
 // process runs. Nodes are named coordinator, server-<i> and worker-<i>
-// (ServerNode, WorkerNode); a worker's epsp.WorkerID is its i.
+// (ServerNode, WorkerNode); a worker's epsp.WorkerID is its i. Servers (at
+// least 1) and Workers (0: servers only) must be set; NewCluster gives the
+// other zero fields the values of DefaultClusterConfig (BSP, batch 32, SGD
+// 0.01, in process, the Modulo partitioner, its timeouts). A Secret, for
+// TCP, needs at least 16 bytes (transport.MinSecretLen; shorter is refused
+// with transport.ErrWeakSecret) and is stretched with scrypt before use;
+// use 32 random bytes.
 type ClusterConfig struct {
 	// Servers and Workers count the cluster's nodes. Workers 0 starts
 	// servers only (no coordinator), for key-value use with Client.
@@ -313,7 +311,13 @@ func (c *ClusterConfig) localNodes() []transport.NodeID {
 }
 
 // Cluster is a running cluster, or the part of one this process runs.
-// It owns its transports: Close ends the roles and then the transports.
+// NewCluster makes it (a zero Cluster is not usable) and returns once the
+// servers, the coordinator and the workers it starts are up (at most
+// StartTimeout). Train trains on the local workers and returns when they
+// have run their clocks; Wait blocks until the whole run is over (the node
+// of a multi-process cluster calls it); Client gives the key-value API
+// (Push, Pull). It owns its transports: Close ends the roles and then the
+// transports, is idempotent and returns within CloseTimeout.
 type Cluster struct {
 	cfg    ClusterConfig
 	log    *slog.Logger

@@ -61,12 +61,6 @@ type PendingEntry = store.PendingEntry
 // Deprecated: use store.ClientWindow.
 type ClientWindow = store.ClientWindow
 
-// Deprecated: use store.DefaultAccumulateWindow.
-const DefaultAccumulateWindow = store.DefaultAccumulateWindow
-
-// Deprecated: use store.CheckpointVersion.
-const CheckpointVersion = store.CheckpointVersion
-
 var (
 	// Deprecated: use store.ErrCorruptCheckpoint (the same value).
 	ErrCorruptCheckpoint = store.ErrCorruptCheckpoint
@@ -109,9 +103,6 @@ type Hash = layout.Hash
 // Deprecated: use layout.Modulo.
 type Modulo = layout.Modulo
 
-// Deprecated: use layout.DefaultMaxSegment.
-const DefaultMaxSegment = layout.DefaultMaxSegment
-
 // Deprecated: use layout.Fingerprint.
 func LayoutHash(p Partitioner, servers int) uint64 { return layout.Fingerprint(p, servers) }
 
@@ -129,9 +120,16 @@ type Observer = event.Observer
 // Deprecated: use event.Func.
 type ObserverFunc = event.Func
 
-// Deprecated: use the constants of package event (EvClockStart is
-// event.ClockStart, and so on).
+// Deprecated: use the constants of packages event, store and layout
+// (EvClockStart is event.ClockStart, CheckpointVersion is
+// store.CheckpointVersion, and so on).
 const (
+	// Deprecated: use store.DefaultAccumulateWindow.
+	DefaultAccumulateWindow = store.DefaultAccumulateWindow
+	// Deprecated: use store.CheckpointVersion.
+	CheckpointVersion = store.CheckpointVersion
+	// Deprecated: use layout.DefaultMaxSegment.
+	DefaultMaxSegment = layout.DefaultMaxSegment
 	EvApplied         = event.Applied
 	EvBatch           = event.Batch
 	EvChunk           = event.Chunk

@@ -54,11 +54,6 @@ type CoordinatorConfig struct {
 	Wait time.Duration
 }
 
-// DefaultCoordinatorWait is how long workers and servers wait for a
-// durable coordinator that stopped answering (CoordinatorConfig.Wait):
-// time for a supervisor (Kubernetes, systemd) to restart its process.
-const DefaultCoordinatorWait = 60 * time.Second
-
 // DefaultCoordinatorConfig returns epsp.DefaultConfig with the default
 // timeouts; Servers and Workers must be filled in.
 func DefaultCoordinatorConfig() CoordinatorConfig {

@@ -12,7 +12,13 @@ import (
 	"github.com/falconml/falcon/internal/atomicfile"
 )
 
-// CoordinatorStore keeps a coordinator's durable state (one opaque blob).
+// CoordinatorStore keeps a coordinator's durable state (one opaque blob;
+// ClusterConfig.CoordinatorStore, CoordinatorConfig.Store), so that a
+// coordinator killed and started again resumes the run, its workers and
+// servers waiting for it CoordinatorWait (DefaultCoordinatorWait) and then
+// failing naming it. Nil is not durable: a dead coordinator ends the run.
+// One superseded by a standby (ErrSuperseded, Coordinator.Abandon) stops as
+// a crash would. DirCoordinatorStore keeps it in a directory.
 type CoordinatorStore interface {
 	// Load returns the state last saved, or (nil, nil) when none was saved.
 	Load(ctx context.Context) ([]byte, error)
@@ -33,18 +39,6 @@ type CoordinatorAppender interface {
 	// part of tail (the coordinator detects and cuts such a torn end).
 	Append(ctx context.Context, tail []byte) error
 }
-
-// MaxCoordinatorState bounds a coordinator's saved state: Save refuses a
-// larger one and DirCoordinatorStore's Load refuses a larger file without
-// reading it, so a corrupt or hostile file cannot grow memory. A state
-// holds O(worker slots + open transfers + servers) fixed-size records
-// (coordstate.go), a few KiB for hundreds of workers.
-const MaxCoordinatorState = 64 << 20
-
-// ErrCoordinatorState: a coordinator's saved state cannot be used (too
-// large, truncated, of another format version, or of another cluster);
-// the message names what differs.
-var ErrCoordinatorState = errors.New("ps: coordinator state unusable")
 
 // coordinatorStateFile is the file a DirCoordinatorStore keeps in its
 // directory.

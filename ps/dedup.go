@@ -2,13 +2,6 @@ package ps
 
 import "time"
 
-// DefaultDedupClients is the number of clients whose request ids a server
-// remembers when DurableConfig.DedupClients is zero. One window costs
-// about 90 bytes (measured with 100,000 windows: its 24 bytes of state,
-// its last use, two list links and its share of the map), so the default
-// holds 4096 clients in about 360 KiB.
-const DefaultDedupClients = 4096
-
 // dedupWindows is a server's request-id windows (see durable.go: request
 // ids make a resent push safe), one per client id. A window is used —
 // moved to the front of a recency list and stamped with the time —

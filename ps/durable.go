@@ -183,7 +183,9 @@ import (
 // long is forgotten (dedup.go says why each is safe, and what a client
 // whose window was evicted sees).
 
-// DurableConfig configures a server's durable state.
+// DurableConfig configures a server's durable state: the checkpoints and
+// the request log that let a server restart where it stopped. Its zero
+// value is not durable.
 type DurableConfig struct {
 	// Dir holds the checkpoint and the log; empty means no durability.
 	Dir string
@@ -230,11 +232,6 @@ type DurableConfig struct {
 	// Cluster sets 2·(Retry + 30 s). Zero: windows go only by count.
 	DedupIdle time.Duration
 }
-
-// DefaultLogMaxBytes is the request log size that triggers a checkpoint
-// when DurableConfig.LogMaxBytes is zero: 64 MiB (our choice: replayed in
-// well under a second, small beside a shard worth checkpointing).
-const DefaultLogMaxBytes = 64 << 20
 
 // Validate checks the configuration.
 func (c *DurableConfig) Validate() error {

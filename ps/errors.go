@@ -48,12 +48,49 @@ var (
 	ErrClockNotOpen = store.ErrClockNotOpen
 	// ErrRemote: a peer failed in a way no other sentinel describes.
 	ErrRemote = wire.ErrRemote
+	// ErrForbidden: a node sent a request its role may not send (a worker's
+	// flush, a write from a node that is not a member of the cluster). The
+	// request changed nothing; the message names the operation and the sender.
+	ErrForbidden = wire.ErrForbidden
+	// ErrCloseTimeout: Cluster.Close gave up waiting for its roles and
+	// transports after CloseTimeout; some goroutine is still blocked (a bug
+	// worth reporting: every wait in the roles is bounded).
+	ErrCloseTimeout = errors.New("ps: close timed out")
+	// ErrPeerGone: a node of the cluster stopped answering the cluster's pings.
+	ErrPeerGone = errors.New("ps: peer gone")
+	// ErrCoordinatorState: a coordinator's saved state cannot be used (too
+	// large, truncated, of another format version, or of another cluster);
+	// the message names what differs.
+	ErrCoordinatorState = errors.New("ps: coordinator state unusable")
+	// ErrSuperseded: another coordinator has taken over this one's run (a
+	// fenced CoordinatorStore refused a save because its leadership passed
+	// to a successor, or Coordinator.Abandon was called). A CoordinatorStore
+	// whose Save or Append fails with an error wrapping it makes the
+	// coordinator stop as a crash would (Coordinator.Abandon says what the
+	// others see) instead of aborting the run; Coordinator.Err then wraps it.
+	ErrSuperseded = errors.New("ps: coordinator superseded: another coordinator has taken over the run")
+	// ErrRestarted: a worker came back under its name as a new process (a new
+	// incarnation) while the run its first incarnation joined goes on; it is
+	// refused.
+	ErrRestarted = wire.ErrRestarted
+	// ErrPeerLost: a peer stopped answering for longer than its lease; the
+	// message names it.
+	ErrPeerLost = wire.ErrPeerLost
+	// ErrBadNodeName: a node name is not coordinator, server-<i> or worker-<i>
+	// with i in range.
+	ErrBadNodeName = errors.New("ps: bad node name")
+	// ErrBadPeers: an address book or address template is malformed.
+	ErrBadPeers = errors.New("ps: bad peer addresses")
+	// ErrJoinRefused: a worker's join was refused (the policy does not
+	// accept joins, the worker is a member already, or it still has
+	// transferred work outstanding); the message says which.
+	ErrJoinRefused = wire.ErrJoinRefused
+	// ErrRejoinTooSoon: a worker that left mid-run asked to rejoin before
+	// its cooldown (epsp.Config.RejoinAfter) had passed; the message says
+	// how long is left.
+	ErrRejoinTooSoon = wire.ErrRejoinTooSoon
+	// ErrBelowMinimum: the run stayed paused below epsp.Config.MinWorkers
+	// for longer than MembershipConfig.PauseTimeout; the message names the
+	// members and the departed workers.
+	ErrBelowMinimum = wire.ErrBelowMinimum
 )
-
-// ErrSuperseded: another coordinator has taken over this one's run (a
-// fenced CoordinatorStore refused a save because its leadership passed
-// to a successor, or Coordinator.Abandon was called). A CoordinatorStore
-// whose Save or Append fails with an error wrapping it makes the
-// coordinator stop as a crash would (Coordinator.Abandon says what the
-// others see) instead of aborting the run; Coordinator.Err then wraps it.
-var ErrSuperseded = errors.New("ps: coordinator superseded: another coordinator has taken over the run")

@@ -139,7 +139,10 @@ const (
 	ContinueWithout
 )
 
-// LeaseConfig configures the coordinator's failure detection.
+// LeaseConfig configures the coordinator's failure detection: how a
+// silent worker or server, or a worker cut off from a server, is found
+// lost and what follows. Its zero value means 10 s leases and a run that
+// aborts on a lost worker, naming it on every node.
 type LeaseConfig struct {
 	// Timeout is how long a worker or server may stay silent before it
 	// is declared lost, and how long a worker may go without an answer
@@ -188,15 +191,6 @@ func (c LeaseConfig) withDefaults() LeaseConfig {
 	}
 	return c
 }
-
-// ErrRestarted: a worker came back under its name as a new process (a new
-// incarnation) while the run its first incarnation joined goes on; it is
-// refused.
-var ErrRestarted = wire.ErrRestarted
-
-// ErrPeerLost: a peer stopped answering for longer than its lease; the
-// message names it.
-var ErrPeerLost = wire.ErrPeerLost
 
 // newIncarnation draws a random nonzero incarnation id.
 func newIncarnation() uint64 {

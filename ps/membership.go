@@ -9,7 +9,6 @@ import (
 
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps/event"
-	"github.com/falconml/falcon/ps/internal/wire"
 	"github.com/falconml/falcon/transport"
 )
 
@@ -75,25 +74,11 @@ import (
 //   - MembershipConfig.OnChange sees every change (old size, new size,
 //     who), so a program can rescale its learning rate.
 
-// Errors of elastic membership.
-var (
-	// ErrJoinRefused: a worker's join was refused (the policy does not
-	// accept joins, the worker is a member already, or it still has
-	// transferred work outstanding); the message says which.
-	ErrJoinRefused = wire.ErrJoinRefused
-	// ErrRejoinTooSoon: a worker that left mid-run asked to rejoin before
-	// its cooldown (epsp.Config.RejoinAfter) had passed; the message says
-	// how long is left.
-	ErrRejoinTooSoon = wire.ErrRejoinTooSoon
-	// ErrBelowMinimum: the run stayed paused below epsp.Config.MinWorkers
-	// for longer than MembershipConfig.PauseTimeout; the message names the
-	// members and the departed workers.
-	ErrBelowMinimum = wire.ErrBelowMinimum
-)
-
 // MembershipConfig configures the coordinator's side of elastic
-// membership; the rules themselves (slots, minimum, cooldown) are
-// epsp.Config's MaxWorkers, MinWorkers and RejoinAfter.
+// membership, workers that join and leave mid-run; the rules themselves
+// (slots, minimum, cooldown) are epsp.Config's MaxWorkers, MinWorkers and
+// RejoinAfter. Its zero value means a 60 s pause below
+// epsp.Config.MinWorkers and no callback.
 type MembershipConfig struct {
 	// PauseTimeout bounds a pause below epsp.Config.MinWorkers: then the
 	// run aborts with ErrBelowMinimum. Zero means 60 s.

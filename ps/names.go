@@ -1,7 +1,6 @@
 package ps
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -22,10 +21,6 @@ const (
 
 // CoordinatorNode is the coordinator's node name in a Cluster.
 const CoordinatorNode transport.NodeID = "coordinator"
-
-// ErrBadNodeName: a node name is not coordinator, server-<i> or worker-<i>
-// with i in range.
-var ErrBadNodeName = errors.New("ps: bad node name")
 
 // ServerNode is server i's node name, "server-<i>".
 func ServerNode(i int) transport.NodeID { return transport.NodeID(fmt.Sprintf("server-%d", i)) }
@@ -101,9 +96,6 @@ func workerNodes(n int) []transport.NodeID {
 	}
 	return s
 }
-
-// ErrBadPeers: an address book or address template is malformed.
-var ErrBadPeers = errors.New("ps: bad peer addresses")
 
 // ParsePeers reads an address book "name=host:port,..." (spaces around
 // entries and a trailing comma are allowed; a name twice is refused).

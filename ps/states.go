@@ -11,7 +11,10 @@ import (
 	"github.com/falconml/falcon/straggler"
 )
 
-// WorkerState is one worker as the coordinator's events show it.
+// WorkerState is one worker as the coordinator's events show it: its
+// clock, parallelism, batch, speed and class (straggler or pioneer). It is
+// a value, from Cluster.WorkerStates or ClusterConfig.OnState every
+// StateEvery.
 type WorkerState struct {
 	Worker epsp.WorkerID
 	// Clock is the clock the worker was last released into (or 0);

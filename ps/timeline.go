@@ -44,6 +44,11 @@ import (
 // its own measures from its own start. Worker spans need the worker's
 // events and transfers the coordinator's, so a process that runs only
 // some nodes writes the part of the timeline it saw.
+//
+// Give it as ClusterConfig.Observer. Its zero value is ready and safe for
+// concurrent use. WriteJSON writes what it has seen so far: call it after
+// Cluster.Close for the whole run (until then the roles may still emit
+// events).
 type Timeline struct {
 	mu     sync.Mutex
 	events []event.Event

@@ -190,7 +190,10 @@ func (c *WorkerConfig) Validate() error {
 	return c.Client.Validate()
 }
 
-// TrainConfig says what Worker.Train trains.
+// TrainConfig says what Worker.Train (and Cluster.Train) trains: the keys
+// and lengths of the parameters, their Initializer (store.Zeros,
+// store.Uniform, ...) and the clocks to run. Without Init the keys must
+// already exist (ErrUnknownKey).
 type TrainConfig struct {
 	// Keys and Lens are the model's parameters; the Model sees their values
 	// back to back in this order. Lens nil means the client's Width.
