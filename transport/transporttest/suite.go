@@ -334,27 +334,49 @@ func testCancellation(t *testing.T, f Factory) {
 
 func testDeadline(t *testing.T, f Factory) {
 	release := make(chan struct{})
-	h, _, ended := blocking(release)
+	h, started, ended := blocking(release)
 	c := f(t, []transport.Handler{Echo{}, h})
 	defer close(release)
-	ctx, cancel := context.WithTimeout(ctxFor(t), 50*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	_, err := c.Nodes[0].Request(ctx, c.Nodes[1].LocalID(), []byte("block"))
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Request past its deadline: err = %v, want context.DeadlineExceeded", err)
+	a, b := c.Nodes[0], c.Nodes[1].LocalID()
+	// A first call sets up the connection, so that the deadline below is
+	// spent on the request, not on a dial and a handshake (which on a
+	// loaded machine can take longer than the deadline: then the request
+	// is never sent and no handler starts).
+	if _, err := a.Request(ctxFor(t), b, []byte("warm")); err != nil {
+		t.Fatalf("first Request: %v", err)
 	}
-	if el := time.Since(start); el > prompt {
-		t.Fatalf("Request returned %v after a 50ms deadline", el)
-	}
-	select {
-	case err := <-ended:
-		if err == nil {
-			t.Fatal("handler of an expired request ran to completion")
+	// A request whose deadline passed before it was written reaches no
+	// handler, which is right but shows nothing: try longer deadlines until
+	// one reaches the handler.
+	for _, d := range []time.Duration{50 * time.Millisecond, 250 * time.Millisecond, time.Second} {
+		ctx, cancel := context.WithTimeout(ctxFor(t), d)
+		start := time.Now()
+		_, err := a.Request(ctx, b, []byte("block"))
+		el := time.Since(start)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Request past its %v deadline: err = %v, want context.DeadlineExceeded", d, err)
 		}
-	case <-time.After(prompt):
-		t.Fatal("handler's ctx did not end after the caller's deadline")
+		if el > d+prompt {
+			t.Fatalf("Request returned %v after a %v deadline", el, d)
+		}
+		select {
+		case <-started:
+		case <-time.After(prompt):
+			t.Logf("the request with a %v deadline reached no handler within %v", d, prompt)
+			continue
+		}
+		select {
+		case err := <-ended:
+			if err == nil {
+				t.Fatal("handler of an expired request ran to completion")
+			}
+		case <-time.After(prompt):
+			t.Fatalf("handler's ctx did not end after the caller's %v deadline", d)
+		}
+		return
 	}
+	t.Fatal("no request reached the handler before its deadline (tried 50ms, 250ms, 1s)")
 }
 
 func testPeerLoss(t *testing.T, f Factory) {
