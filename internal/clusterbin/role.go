@@ -1,4 +1,4 @@
-package main
+package clusterbin
 
 import (
 	"bufio"
@@ -163,7 +163,19 @@ func runRole(o *options, out io.Writer) error {
 	}
 	switch o.role {
 	case "coordinator":
-		err = runCoordinator(ctx, o, cfg, out)
+		if o.ext != nil && o.ext.Coordinator != nil {
+			err = o.ext.Coordinator(ctx, o.settings(out), func(lctx context.Context, st ps.CoordinatorStore) error {
+				cfg := cfg
+				if st != nil {
+					cfg.CoordinatorStore = st
+				}
+				// lctx done while ctx is not: the extension took the role
+				// away (leadership lost)
+				return runCoordinator(lctx, o, cfg, out, func() bool { return lctx.Err() != nil && ctx.Err() == nil })
+			})
+		} else {
+			err = runCoordinator(ctx, o, cfg, out, func() bool { return false })
+		}
 	case "server":
 		err = runServer(ctx, o, cfg, out)
 	default:
@@ -247,7 +259,12 @@ func runWorker(ctx context.Context, o *options, cfg ps.ClusterConfig, out io.Wri
 	return c.Close()
 }
 
-func runCoordinator(ctx context.Context, o *options, cfg ps.ClusterConfig, out io.Writer) (err error) {
+// runCoordinator runs the coordinator role until the run ends. deposed
+// says whether ctx was canceled because this process may no longer act
+// as the coordinator (a standby leads): it then stops as a crash would
+// (Cluster.Abandon), telling nobody, so that the successor resumes the
+// run.
+func runCoordinator(ctx context.Context, o *options, cfg ps.ClusterConfig, out io.Writer, deposed func() bool) (err error) {
 	j, err := newJob(o, false, true)
 	if err != nil {
 		return err
@@ -271,7 +288,15 @@ func runCoordinator(ctx context.Context, o *options, cfg ps.ClusterConfig, out i
 	if err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
-	defer c.Close()
+	defer func() {
+		if deposed() {
+			c.Abandon()
+			fmt.Fprintf(out, "coordinator: no longer the leader; stopped without a word (the successor resumes the run)\n")
+			err = fmt.Errorf("deposed: %w (while: %v)", context.Cause(ctx), err)
+			return
+		}
+		c.Close()
+	}()
 	cl := c.Client()
 	// The initial parameters go in before any worker trains (the workers'
 	// own Init with the same values then keeps them).
@@ -331,6 +356,9 @@ loop:
 		}
 	}
 	wall := time.Since(start)
+	if deposed() {
+		return terr // the deferred Abandon: no word to anyone
+	}
 	if terr != nil {
 		c.Wait(ctx) // tell the others the run failed
 		return fmt.Errorf("run aborted: %w", terr)

@@ -1,4 +1,4 @@
-package main
+package clusterbin
 
 import (
 	"bytes"
@@ -25,7 +25,11 @@ import (
 	"github.com/falconml/falcon/transport"
 )
 
-// buildBinary builds this command into a temporary directory, with the
+// cmdDir is the command built on this package (its main is Main(nil));
+// deploy/ under it holds the manifests.
+const cmdDir = "../../cmd/falcon-cluster"
+
+// buildBinary builds the command into a temporary directory, with the
 // race detector when the tests run with it (go test -race), so that the
 // multi-process runs are raced too.
 func buildBinary(t *testing.T) string {
@@ -35,7 +39,7 @@ func buildBinary(t *testing.T) string {
 	if raceEnabled {
 		args = append(args, "-race")
 	}
-	out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
+	out, err := exec.Command("go", append(args, cmdDir)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
