@@ -4,17 +4,24 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps"
+	"github.com/falconml/falcon/ps/event"
 	"github.com/falconml/falcon/ps/store"
 	"github.com/falconml/falcon/transport"
 )
@@ -89,7 +96,7 @@ func (o *options) clusterConfig(peers map[transport.NodeID]string, listen string
 		Local: []transport.NodeID{transport.NodeID(o.nodeName())}, Listen: listen, Peers: peers,
 		Secret: []byte(o.secret), Compression: comp,
 		EPSP:         epsp.Config{Batch: o.batch, Parallelism: o.par, TickPeriod: o.tick},
-		Store:        store.Config{Optimizer: store.SGD{LR: float32(o.lr)}},
+		Store:        store.Config{Optimizer: store.SGD{LR: float32(o.lr)}, Deterministic: o.det},
 		StartTimeout: o.startWait,
 		Heartbeat:    min(500*time.Millisecond, o.lease/8),
 	}
@@ -207,18 +214,40 @@ func writeTimeline(path string, tl *ps.Timeline) error {
 }
 
 func runServer(ctx context.Context, o *options, cfg ps.ClusterConfig, out io.Writer) error {
+	self := transport.NodeID(o.nodeName())
+	// the samples this server applied or buffered per clock, its own count
+	// of the run (a push counted twice or lost shows in it)
+	var mu sync.Mutex
+	perClock := map[int]int{}
+	prev := cfg.Observer
+	cfg.Observer = event.Func(func(e event.Event) {
+		if e.Kind == event.Applied && e.Node == string(self) {
+			mu.Lock()
+			perClock[e.Clock] += e.Samples
+			mu.Unlock()
+		}
+		if prev != nil {
+			prev.Observe(e)
+		}
+	})
 	c, err := ps.NewCluster(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	self := transport.NodeID(o.nodeName())
 	fmt.Fprintf(out, "%s: serving on %s\n", self, c.Addr(self))
 	if err := c.Wait(ctx); err != nil {
 		return err
 	}
 	keys := 0
 	c.Server(o.rank).View(func(st *store.Store) { keys = st.NumKeys() })
+	mu.Lock()
+	parts := make([]string, 0, len(perClock))
+	for _, k := range slices.Sorted(maps.Keys(perClock)) {
+		parts = append(parts, fmt.Sprintf("%d:%d", k, perClock[k]))
+	}
+	mu.Unlock()
+	fmt.Fprintf(out, "%s: samples per clock %s\n", self, strings.Join(parts, " "))
 	fmt.Fprintf(out, "%s: run over, held %d keys; exiting\n", self, keys)
 	return c.Close()
 }
@@ -381,10 +410,22 @@ loop:
 	}
 	fmt.Fprintf(out, "coordinator: final loss=%.4f acc=%.4f (from %.4f); wall %.2fs; %d frames, wire %d B / raw %d B = %.3f (-compress %s)\n",
 		loss, acc, acc0, wall.Seconds(), total.FramesSent, total.WireBytesSent, total.RawBytesSent, ratio, o.compress)
+	fmt.Fprintf(out, "coordinator: final parameters crc32c=%08x (%d values)\n", paramsCRC(params), len(params))
 	fmt.Fprintf(out, "cluster policy=%s workers=%d servers=%d clocks=%d final_acc=%.4f wall_s=%.3f wire_bytes=%d raw_bytes=%d\n",
 		o.policy, o.workers, o.servers, o.clocks, acc, wall.Seconds(), total.WireBytesSent, total.RawBytesSent)
 	if werr != nil {
 		return werr
 	}
 	return c.Close()
+}
+
+// paramsCRC is the CRC-32C of the parameters' float32 bits (little
+// endian): equal for two runs only if their parameters are bit-identical
+// (up to a collision).
+func paramsCRC(p []float32) uint32 {
+	b := make([]byte, 4*len(p))
+	for i, v := range p {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+	}
+	return crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))
 }

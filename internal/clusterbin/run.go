@@ -49,6 +49,7 @@ type options struct {
 	ckptEvery int           // -checkpoint-every
 	coordDir  string        // -coordinator-dir
 	coordWait time.Duration // -coordinator-wait
+	det       bool          // -deterministic
 
 	policy     string
 	staleness  int
@@ -95,6 +96,7 @@ var envFlags = map[string]string{
 	"lease":        "FALCON_LEASE", "lost-worker": "FALCON_LOST_WORKER",
 	"state-dir": "FALCON_STATE_DIR", "run-id": "FALCON_RUN_ID", "checkpoint-every": "FALCON_CHECKPOINT_EVERY",
 	"coordinator-dir": "FALCON_COORDINATOR_DIR", "coordinator-wait": "FALCON_COORDINATOR_WAIT",
+	"deterministic": "FALCON_DETERMINISTIC",
 }
 
 func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
@@ -124,6 +126,7 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.runID, "run-id", "", "the run's name, the same on every node ($FALCON_RUN_ID): a server resumes only the -state-dir checkpoints of this run and refuses an earlier run's; a coordinator resumes only its -coordinator-dir state of this run")
 	fs.StringVar(&o.coordDir, "coordinator-dir", "", "coordinator: keep its state (clocks, membership, the push ledger, the policy's inputs) in <dir>/<run-id>/ and resume the run from it when restarted ($FALCON_COORDINATOR_DIR); needs -run-id")
 	fs.DurationVar(&o.coordWait, "coordinator-wait", 0, "how long workers and servers wait for a coordinator that stopped answering before they exit naming it ($FALCON_COORDINATOR_WAIT); 0: what the coordinator asks (60s with -coordinator-dir, else none); on the coordinator, what it asks")
+	fs.BoolVar(&o.det, "deterministic", false, "servers sum a clock's pushes in worker order (ps.StoreConfig.Deterministic; $FALCON_DETERMINISTIC): a BSP run, interrupted by a server or coordinator restart or not, ends with bit-identical parameters, for a buffer per worker and clock")
 	fs.StringVar(&o.metrics, "metrics-addr", "", "serve Prometheus metrics at http://<this address>/metrics ($FALCON_METRICS_ADDR), e.g. :9100; the local mode gives its k-th process port+k (or its own with port 0)")
 	fs.DurationVar(&o.linger, "metrics-linger", 0, "keep serving -metrics-addr this long after the run ends, so a last scrape sees the final values")
 	fs.DurationVar(&o.lease, "lease", 10*time.Second, "coordinator: a worker or server silent this long (or a worker cut off from a server this long) is lost ($FALCON_LEASE); workers heartbeat every min(500ms, lease/8)")
