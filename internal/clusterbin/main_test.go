@@ -520,3 +520,24 @@ func TestLoopbackAddrs_Distinct(t *testing.T) {
 		}
 	}
 }
+
+// TestBook_PeersOverrideTemplate: -peers with -peers-dns replaces the
+// template's entries it names (the coordinator at a Service's address,
+// in front of a leader and its standbys); neither is refused.
+func TestBook_PeersOverrideTemplate(t *testing.T) {
+	o, _, err := parseArgs([]string{"-role=worker", "-rank=1", "-servers=1", "-workers=2", "-secret=s",
+		"-peers-dns=falcon-{role}-0-{rank}.falcon:7000", "-peers=coordinator=falcon-coordinator:7000"}, func(string) (string, bool) { return "", false }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peers, _, err := o.book()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if peers["coordinator"] != "falcon-coordinator:7000" || peers["server-0"] != "falcon-server-0-0.falcon:7000" || peers["worker-0"] != "falcon-worker-0-0.falcon:7000" {
+		t.Errorf("peers %v", peers)
+	}
+	if _, _, err := parseArgs([]string{"-role=worker", "-servers=1", "-workers=2"}, func(string) (string, bool) { return "", false }, io.Discard); err == nil || !strings.Contains(err.Error(), "-peers") {
+		t.Errorf("no peers: %v, want an error naming -peers", err)
+	}
+}

@@ -38,18 +38,25 @@ func (o *options) book() (map[transport.NodeID]string, string, error) {
 	if _, _, err := ps.ParseNode(self, o.servers, o.workers); err != nil {
 		return nil, "", fmt.Errorf("%w: -role %s -rank %d: %v", errUsage, o.role, o.rank, err)
 	}
-	if (o.peers == "") == (o.peersDNS == "") {
-		return nil, "", fmt.Errorf("%w: give the peers with exactly one of -peers and -peers-dns", errUsage)
+	if o.peers == "" && o.peersDNS == "" {
+		return nil, "", fmt.Errorf("%w: give the peers with -peers or -peers-dns (or both: -peers' entries override the template's)", errUsage)
 	}
-	var peers map[transport.NodeID]string
-	var err error
+	peers := map[transport.NodeID]string{}
+	if o.peersDNS != "" {
+		m, err := expandPeers(o.peersDNS, o.servers, o.workers)
+		if err != nil {
+			return nil, "", err
+		}
+		peers = m
+	}
 	if o.peers != "" {
-		peers, err = parsePeers(o.peers)
-	} else {
-		peers, err = expandPeers(o.peersDNS, o.servers, o.workers)
-	}
-	if err != nil {
-		return nil, "", err
+		// with -peers-dns: single entries at other addresses, such as the
+		// coordinator at a Service in front of a leader and its standbys
+		m, err := parsePeers(o.peers)
+		if err != nil {
+			return nil, "", err
+		}
+		maps.Copy(peers, m)
 	}
 	if err := applyHosts(peers, o.hosts); err != nil {
 		return nil, "", err

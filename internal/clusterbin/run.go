@@ -106,7 +106,7 @@ func newFlagSet(o *options, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&o.rank, "rank", 0, "this node's index among its role ($FALCON_RANK, else $JOB_COMPLETION_INDEX)")
 	fs.StringVar(&o.listen, "listen", "", "address to bind ($FALCON_LISTEN; default: all interfaces at the port of this node's address in the peer list)")
 	fs.StringVar(&o.advertise, "advertise", "", "address the peers dial for this node ($FALCON_ADVERTISE; default: its entry in -peers / -peers-dns)")
-	fs.StringVar(&o.peers, "peers", "", "static address book: name=host:port,... ($FALCON_PEERS)")
+	fs.StringVar(&o.peers, "peers", "", "static address book: name=host:port,... ($FALCON_PEERS); with -peers-dns, its entries replace the template's (e.g. coordinator=<a Service>:7000)")
 	fs.StringVar(&o.peersDNS, "peers-dns", "", "address template with {role} and {rank}, e.g. falcon-{role}-0-{rank}.falcon:7000 ($FALCON_PEERS_DNS)")
 	fs.StringVar(&o.hosts, "hosts", "", "static hosts table for peer hostnames: name=ip,... ($FALCON_HOSTS), where there is no DNS")
 	fs.StringVar(&o.secret, "secret", "", "shared secret for the TCP handshake ($FALCON_SECRET; the local mode makes a random one)")
