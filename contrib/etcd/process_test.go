@@ -156,6 +156,7 @@ var (
 	samplesRE = regexp.MustCompile(`server-0: samples per clock (.*)$`)
 	leadingRE = regexp.MustCompile(`coordinator: leading \(lease [0-9a-f]+, fencing token (\d+)\): (.*)$`)
 	standbyRE = regexp.MustCompile(`coordinator: standing by for the leadership`)
+	overRE    = regexp.MustCompile(`coordinator: the run is over \(another coordinator finished it\); exiting`)
 )
 
 // binRun is one run of the cluster binary over TCP loopback: a server,
@@ -200,11 +201,9 @@ func (r binRun) run(t *testing.T) binResult {
 	}
 	leader := coord("coordinator-a")
 	leader.waitLine(t, leadingRE, slack)
-	var standby *proc
-	if r.kill {
-		standby = coord("coordinator-b")
-		standby.waitLine(t, standbyRE, slack)
-	}
+	standby := coord("coordinator-b")
+	standby.waitLine(t, standbyRE, slack)
+	idle := standby // stands by to the end, then exits
 	others := []*proc{startProc(t, "server-0", r.bin, env, append([]string{"-role=server", "-rank=0"}, common...)...)}
 	for i := range procWorkers {
 		others = append(others, startProc(t, fmt.Sprintf("worker-%d", i), r.bin, env, append([]string{"-role=worker", fmt.Sprintf("-rank=%d", i)}, common...)...))
@@ -221,6 +220,10 @@ func (r binRun) run(t *testing.T) binResult {
 		res.takeover = time.Since(killed)
 		res.resumed = m[2]
 		final = standby
+		// the killed one's command again, as restartPolicy OnFailure
+		// runs it: it stands by
+		idle = coord("coordinator-a-restarted")
+		idle.waitLine(t, standbyRE, slack)
 	}
 	m := final.waitLine(t, crcRE, 12*slack)
 	res.crc = m[1] + " over " + m[2] + " values"
@@ -234,18 +237,27 @@ func (r binRun) run(t *testing.T) binResult {
 		}
 	}
 	res.samples = others[0].waitLine(t, samplesRE, slack)[1]
+	// the standby leads once the leader resigns, finds the run over and
+	// exits 0 (a Job's pod completes)
+	if err := idle.wait(t, 2*slack); err != nil {
+		t.Fatalf("%s: exit %v:\n%s", idle.name, err, idle.output())
+	}
+	idle.waitLine(t, overRE, slack)
 	return res
 }
 
 // TestProcess_TakeoverOverTCP runs the cluster binary with a standby
 // coordinator on etcd as separate processes over TCP loopback (a server,
-// 3 workers, deterministic BSP, 30 clocks), once uninterrupted and once
-// with the leading coordinator killed with kill -9 at clock 8 or 9: the
-// standby, bound to the same address only once it leads, takes over from
-// the state in etcd within the lease TTL (plus a new leader's start), and
-// the run ends with the server's own count of samples per clock, the
-// number of flushes and the final parameters (their CRC-32C) identical to
-// the uninterrupted run's: no push lost or counted twice.
+// 3 workers, deterministic BSP, 30 clocks, two coordinator processes
+// given the same -listen), once uninterrupted and once with the leading
+// coordinator killed with kill -9 at clock 8 or 9 and its command run
+// again: the standby, bound to the address only once it leads, takes
+// over from the state in etcd within the lease TTL (plus a new leader's
+// start), and the run ends with the server's own count of samples per
+// clock, the number of flushes and the final parameters (their CRC-32C)
+// identical to the uninterrupted run's: no push lost or counted twice.
+// In both runs the coordinator left standing by exits 0 once the run is
+// over.
 func TestProcess_TakeoverOverTCP(t *testing.T) {
 	endpoint := needEtcd(t)
 	if testing.Short() {

@@ -7,7 +7,9 @@
 // Start two or more coordinator processes: when the leader dies, a
 // standby takes over within the lease TTL (-etcd-ttl) and resumes the
 // run from the state in etcd; a leader that loses its lease stops as a
-// crash would and stands by again. Servers and workers run as in
+// crash would and stands by again. Once the run is over the leader marks
+// it so in etcd, and each standby, leading in turn, exits (0 when the run
+// finished, 1 when it failed). Servers and workers run as in
 // cmd/falcon-cluster (their -etcd-* flags are unused).
 //
 // Addressing: the workers and servers dial the coordinator at one
@@ -168,13 +170,38 @@ func standby(ctx context.Context, cfg etcd.Config, s clusterbin.Settings, run cl
 			bc.Prefix, strings.Join(bc.Endpoints, ","), bc.TTL, bc.Name)
 		err := etcd.RunStandby(ctx, b.Election("coordinator"), etcd.DefaultStateName, func(ctx context.Context, st *etcd.Store, state []byte) error {
 			l := st.Leadership()
+			if kv, ok, err := l.Get(ctx, doneKey); err != nil {
+				return err
+			} else if ok {
+				if string(kv.Value) == "finished" {
+					return errRunFinished
+				}
+				return fmt.Errorf("the run is over: %s (under an earlier coordinator)", kv.Value)
+			}
 			how := "a new run"
 			if state != nil {
 				how = fmt.Sprintf("resuming from %d bytes of state", len(state))
 			}
 			fmt.Fprintf(s.Out, "coordinator: leading (lease %x, fencing token %d): %s\n", int64(l.Session().ID()), l.Rev(), how)
-			return run(ctx, st)
+			err := run(ctx, st)
+			if ctx.Err() != nil || errors.Is(err, ps.ErrSuperseded) {
+				return err // deposed (or stopped): the run is not over
+			}
+			// the run is over, well or not: the standbys, which lead
+			// once this process resigns, exit instead of resuming it
+			outcome := "finished"
+			if err != nil {
+				outcome = "failed: " + err.Error()
+			}
+			if perr := l.Put(ctx, doneKey, []byte(outcome)); perr != nil {
+				return errors.Join(err, fmt.Errorf("marking the run over in etcd: %w", perr))
+			}
+			return err
 		})
+		if errors.Is(err, errRunFinished) {
+			fmt.Fprintf(s.Out, "coordinator: the run is over (another coordinator finished it); exiting\n")
+			return nil
+		}
 		if !errors.Is(err, etcd.ErrNotLeader) || ctx.Err() != nil {
 			return err
 		}
@@ -185,4 +212,10 @@ func standby(ctx context.Context, cfg etcd.Config, s clusterbin.Settings, run cl
 	}
 }
 
-var _ ps.CoordinatorStore = (*etcd.Store)(nil)
+// doneKey, under the run's prefix, says that the run is over and how
+// ("finished" or "failed: ..."): written (fenced) by the leader whose
+// coordinator ended the run, read by each standby once it leads.
+const doneKey = "coordinator/done"
+
+// errRunFinished: a standby won the leadership of a run that finished.
+var errRunFinished = errors.New("the run is over: it finished")
