@@ -29,7 +29,8 @@ type proc struct {
 func startProc(t *testing.T, name, bin string, env []string, args ...string) *proc {
 	t.Helper()
 	p := &proc{name: name, cmd: exec.Command(bin, args...), news: make(chan struct{}, 1), done: make(chan struct{})}
-	p.cmd.Env = append(os.Environ(), env...)
+	// exactly env, and what a Go binary needs to run
+	p.cmd.Env = append(append([]string(nil), env...), "PATH="+os.Getenv("PATH"), "HOME="+os.Getenv("HOME"))
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
