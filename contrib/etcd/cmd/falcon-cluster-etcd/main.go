@@ -193,7 +193,7 @@ func standby(ctx context.Context, cfg etcd.Config, s clusterbin.Settings, run cl
 			if err != nil {
 				outcome = "failed: " + err.Error()
 			}
-			if perr := l.Put(ctx, doneKey, []byte(outcome)); perr != nil {
+			if perr := markOver(ctx, l, outcome); perr != nil {
 				return errors.Join(err, fmt.Errorf("marking the run over in etcd: %w", perr))
 			}
 			return err
@@ -209,6 +209,24 @@ func standby(ctx context.Context, cfg etcd.Config, s clusterbin.Settings, run cl
 			return err // the coordinator did not stop: exit, a supervisor starts a fresh process
 		}
 		fmt.Fprintf(s.Out, "coordinator: lost the leadership (%v); standing by again\n", err)
+	}
+}
+
+// markOver writes doneKey while l holds, retrying a failed write every
+// 200 ms for at most the lease TTL (etcd electing a leader, say); a
+// refused one (leadership lost) is not retried.
+func markOver(ctx context.Context, l *etcd.Leadership, outcome string) error {
+	deadline := time.Now().Add(l.Session().TTL())
+	for {
+		err := l.Put(ctx, doneKey, []byte(outcome))
+		if err == nil || errors.Is(err, etcd.ErrNotLeader) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(ctx.Err(), err)
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 }
 
