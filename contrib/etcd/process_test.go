@@ -211,7 +211,7 @@ func (r binRun) run(t *testing.T) binResult {
 	var res binResult
 	final := leader
 	if r.kill {
-		// the first progress line at or past procKillAt (a loaded
+		// the first progress line at or past clock 8 (a loaded
 		// machine may skip a line)
 		leader.waitLine(t, regexp.MustCompile(fmt.Sprintf(`coordinator: clock ([89]|[12][0-9])/%d `, procClocks)), 6*slack)
 		killed := time.Now()
