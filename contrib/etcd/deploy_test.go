@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // manifest is what the test reads of cmd/falcon-cluster/deploy/
@@ -182,6 +184,22 @@ func TestDeploy_JobSetEtcd(t *testing.T) {
 			}
 			pods = append(pods, pod{name: fmt.Sprintf("%s-%d", rj.Name, idx), args: args, env: env})
 		}
+	}
+	// a fresh etcd, as the manifest assumes: the test's server lives as
+	// long as the test binary, and an earlier run of this test (-count)
+	// left the run of the manifest's -run-id marked over
+	var runID string
+	for _, a := range pods[0].args {
+		if v, ok := strings.CutPrefix(a, "-run-id="); ok {
+			runID = v
+		}
+	}
+	if runID == "" {
+		t.Fatal("the coordinator has no -run-id")
+	}
+	wipe := newBackend(t, "/falcon/"+runID+"/", "wipe")
+	if _, err := wipe.Client().Delete(testCtx(t, slack), wipe.Key(""), clientv3.WithPrefix()); err != nil {
+		t.Fatal(err)
 	}
 	bin := buildClusterBinary(t, t.TempDir())
 	extra := "FALCON_HOSTS=" + strings.Join(hosts, ",")

@@ -266,7 +266,9 @@ func TestProcess_TakeoverOverTCP(t *testing.T) {
 		t.Skip("builds the cluster binary and runs processes")
 	}
 	bin := buildClusterBinary(t, t.TempDir())
-	runID := fmt.Sprintf("takeover-%d", os.Getpid())
+	// a new run each time (the etcd server lives as long as the test
+	// binary: -count=N repeats the test against it)
+	runID := fmt.Sprintf("takeover-%d-%d", os.Getpid(), prefixSeq.Add(1))
 	want := binRun{bin: bin, endpoint: endpoint, runID: runID + "-a"}.run(t)
 	if want.flushes != fmt.Sprint(procClocks) {
 		t.Fatalf("uninterrupted run: %s flushes, want %d", want.flushes, procClocks)
