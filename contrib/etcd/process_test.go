@@ -9,10 +9,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // proc is one process of the cluster binary, its output kept by line.
@@ -155,7 +158,8 @@ var (
 	crcRE     = regexp.MustCompile(`coordinator: final parameters crc32c=([0-9a-f]{8}) \((\d+) values\)`)
 	flushesRE = regexp.MustCompile(`coordinator: policy stats: .* flushes=(\d+) `)
 	samplesRE = regexp.MustCompile(`server-0: samples per clock (.*)$`)
-	leadingRE = regexp.MustCompile(`coordinator: leading \(lease [0-9a-f]+, fencing token (\d+)\): (.*)$`)
+	leadingRE = regexp.MustCompile(`coordinator: leading \(lease ([0-9a-f]+), fencing token (\d+)\): (.*)$`)
+	lostRE    = regexp.MustCompile(`coordinator: lost the leadership \(.*\); standing by again`)
 	standbyRE = regexp.MustCompile(`coordinator: standing by for the leadership`)
 	overRE    = regexp.MustCompile(`coordinator: the run is over \(another coordinator finished it\); exiting`)
 )
@@ -164,7 +168,12 @@ var (
 // procWorkers workers and one or two coordinator processes on etcd.
 type binRun struct {
 	bin, endpoint, runID string
-	kill                 bool // start a standby, kill -9 the leader mid-run
+	kill                 bool // kill -9 the leader mid-run
+	// depose, with kill, revokes the leader's lease in etcd instead (as
+	// when it is cut off from etcd for a TTL, or its store gave up): the
+	// leader's process lives, stops its coordinator as a crash would and
+	// stands by again
+	depose bool
 }
 
 const (
@@ -200,7 +209,7 @@ func (r binRun) run(t *testing.T) binResult {
 		return startProc(t, name, r.bin, env, append([]string{"-role=coordinator", "-listen=" + addrs[0]}, common...)...)
 	}
 	leader := coord("coordinator-a")
-	leader.waitLine(t, leadingRE, slack)
+	lease := leader.waitLine(t, leadingRE, slack)[1]
 	standby := coord("coordinator-b")
 	standby.waitLine(t, standbyRE, slack)
 	idle := standby // stands by to the end, then exits
@@ -215,17 +224,34 @@ func (r binRun) run(t *testing.T) binResult {
 		// machine may skip a line)
 		leader.waitLine(t, regexp.MustCompile(fmt.Sprintf(`coordinator: clock ([89]|[12][0-9])/%d `, procClocks)), 6*slack)
 		killed := time.Now()
-		if err := leader.cmd.Process.Kill(); err != nil {
+		if r.depose {
+			id, err := strconv.ParseInt(lease, 16, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := newBackend(t, "/", "revoker").Client().Revoke(testCtx(t, slack), clientv3.LeaseID(id)); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := leader.cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}
 		m := standby.waitLine(t, leadingRE, testTTL+2*slack)
 		res.takeover = time.Since(killed)
-		res.resumed = m[2]
+		res.resumed = m[3]
+		if n := strings.Count(standby.output(), "the address is still bound"); n > 0 {
+			t.Logf("the standby found the coordinator's address still bound %d times (the deposed leader stopping)", n)
+		}
 		final = standby
-		// the killed one's command again, as restartPolicy OnFailure
-		// runs it: it stands by
-		idle = coord("coordinator-a-restarted")
-		idle.waitLine(t, standbyRE, slack)
+		if r.depose {
+			// it stops its coordinator and stands by again
+			leader.waitLine(t, lostRE, slack)
+			idle = leader
+		} else {
+			// the killed one's command again, as restartPolicy
+			// OnFailure runs it: it stands by
+			idle = coord("coordinator-a-restarted")
+			idle.waitLine(t, standbyRE, slack)
+		}
 	}
 	m := final.waitLine(t, crcRE, 12*slack)
 	res.crc = m[1] + " over " + m[2] + " values"
@@ -258,8 +284,12 @@ func (r binRun) run(t *testing.T) binResult {
 // start), and the run ends with the server's own count of samples per
 // clock, the number of flushes and the final parameters (their CRC-32C)
 // identical to the uninterrupted run's: no push lost or counted twice.
-// In both runs the coordinator left standing by exits 0 once the run is
-// over.
+// Then the same with the leader deposed instead (its lease revoked in
+// etcd while its process lives, as when it is cut off from etcd): it
+// stops its coordinator as a crash would, the standby leads at once
+// (binding the address once the deposed one has let it go) and the run
+// ends the same. In every run the coordinator left standing by exits 0
+// once the run is over.
 func TestProcess_TakeoverOverTCP(t *testing.T) {
 	endpoint := needEtcd(t)
 	if testing.Short() {
@@ -279,16 +309,22 @@ func TestProcess_TakeoverOverTCP(t *testing.T) {
 			t.Fatalf("uninterrupted run: server-0 counted %q, want %s samples in every clock", want.samples, per)
 		}
 	}
-	got := binRun{bin: bin, endpoint: endpoint, runID: runID + "-b", kill: true}.run(t)
-	t.Logf("standby led %v after the kill -9 (TTL %v): %s", got.takeover.Round(time.Millisecond), testTTL, got.resumed)
-	t.Logf("uninterrupted: crc %s, flushes %s; with the takeover: crc %s, flushes %s", want.crc, want.flushes, got.crc, got.flushes)
-	if !strings.HasPrefix(got.resumed, "resuming from") {
-		t.Errorf("the standby did not resume a state: %q", got.resumed)
-	}
-	if got.samples != want.samples {
-		t.Errorf("server-0's samples per clock:\n  with the takeover %s\n  uninterrupted     %s", got.samples, want.samples)
-	}
-	if got.flushes != want.flushes || got.crc != want.crc {
-		t.Errorf("with the takeover: crc %s, %s flushes; uninterrupted: crc %s, %s flushes", got.crc, got.flushes, want.crc, want.flushes)
+	for _, depose := range []bool{false, true} {
+		how := "kill -9"
+		if depose {
+			how = "lease revoked"
+		}
+		got := binRun{bin: bin, endpoint: endpoint, runID: fmt.Sprintf("%s-%s", runID, strings.Fields(how)[0]), kill: true, depose: depose}.run(t)
+		t.Logf("%s: the standby led %v later (TTL %v): %s", how, got.takeover.Round(time.Millisecond), testTTL, got.resumed)
+		t.Logf("uninterrupted: crc %s, flushes %s; %s: crc %s, flushes %s", want.crc, want.flushes, how, got.crc, got.flushes)
+		if !strings.HasPrefix(got.resumed, "resuming from") {
+			t.Errorf("%s: the standby did not resume a state: %q", how, got.resumed)
+		}
+		if got.samples != want.samples {
+			t.Errorf("%s: server-0's samples per clock:\n  with the takeover %s\n  uninterrupted     %s", how, got.samples, want.samples)
+		}
+		if got.flushes != want.flushes || got.crc != want.crc {
+			t.Errorf("%s: crc %s, %s flushes; uninterrupted: crc %s, %s flushes", how, got.crc, got.flushes, want.crc, want.flushes)
+		}
 	}
 }

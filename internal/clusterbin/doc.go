@@ -41,8 +41,8 @@ type Extension struct {
 	// given the binary's settings; its error is a usage error (exit 2).
 	Check func(s Settings) error
 	// Coordinator, when not nil, runs the coordinator role: it calls run
-	// (at most once) while this process may act as the coordinator, and
-	// returns its error. run's store, when not nil, is the coordinator's
+	// while this process may act as the coordinator (again only after a
+	// call that failed), and returns its error. run's store, when not nil, is the coordinator's
 	// state (ps.ClusterConfig.CoordinatorStore, replacing
 	// -coordinator-dir's); nil keeps the flags' store. When run's ctx is
 	// done while the process's own is not (the extension canceled it:

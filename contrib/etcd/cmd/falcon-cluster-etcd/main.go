@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/falconml/falcon/contrib/etcd"
@@ -183,7 +184,7 @@ func standby(ctx context.Context, cfg etcd.Config, s clusterbin.Settings, run cl
 				how = fmt.Sprintf("resuming from %d bytes of state", len(state))
 			}
 			fmt.Fprintf(s.Out, "coordinator: leading (lease %x, fencing token %d): %s\n", int64(l.Session().ID()), l.Rev(), how)
-			err := run(ctx, st)
+			err := runBound(ctx, s, bc.StopTimeout, func() error { return run(ctx, st) })
 			if ctx.Err() != nil || errors.Is(err, ps.ErrSuperseded) {
 				return err // deposed (or stopped): the run is not over
 			}
@@ -209,6 +210,27 @@ func standby(ctx context.Context, cfg etcd.Config, s clusterbin.Settings, run cl
 			return err // the coordinator did not stop: exit, a supervisor starts a fresh process
 		}
 		fmt.Fprintf(s.Out, "coordinator: lost the leadership (%v); standing by again\n", err)
+	}
+}
+
+// runBound runs run, and again while it fails because the coordinator's
+// address is still bound, for at most wait (Config.StopTimeout, the time
+// a deposed leader has to stop): a leader that gave its leadership up
+// (its lease revoked, the store giving up on etcd) lets a standby lead at
+// once, while its own process may still be closing its listener.
+func runBound(ctx context.Context, s clusterbin.Settings, wait time.Duration, run func() error) error {
+	deadline := time.Now().Add(wait)
+	for {
+		err := run()
+		if !errors.Is(err, syscall.EADDRINUSE) || ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		fmt.Fprintf(s.Out, "coordinator: the address is still bound (the last leader stopping): %v; trying again\n", err)
+		select {
+		case <-ctx.Done():
+			return errors.Join(ctx.Err(), err)
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 }
 

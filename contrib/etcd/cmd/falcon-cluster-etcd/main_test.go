@@ -2,7 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -57,5 +62,33 @@ func TestFlags_Config(t *testing.T) {
 	f.prefix = "/other/"
 	if cfg, err = f.config(clusterbin.Settings{RunID: "job-17"}); err != nil || cfg.Prefix != "/other/" {
 		t.Errorf("-etcd-prefix: %q, %v", cfg.Prefix, err)
+	}
+}
+
+// TestRunBound_RetriesAddressInUse: a coordinator whose address is still
+// bound (the deposed leader closing its listener) is started again until
+// it binds, within the wait; another error, or the wait passed, is
+// returned at once.
+func TestRunBound_RetriesAddressInUse(t *testing.T) {
+	s := clusterbin.Settings{Out: io.Discard}
+	inUse := fmt.Errorf("start: ps: coordinator: transport: listen on 127.0.0.1:7000: %w", syscall.EADDRINUSE)
+	calls := 0
+	err := runBound(context.Background(), s, 10*time.Second, func() error {
+		if calls++; calls < 3 {
+			return inUse
+		}
+		return nil
+	})
+	if err != nil || calls != 3 {
+		t.Fatalf("runBound = %v after %d calls, want nil after 3", err, calls)
+	}
+	other := errors.New("other")
+	calls = 0
+	if err := runBound(context.Background(), s, 10*time.Second, func() error { calls++; return other }); err != other || calls != 1 {
+		t.Fatalf("another error: %v after %d calls, want it after 1", err, calls)
+	}
+	calls = 0
+	if err := runBound(context.Background(), s, 0, func() error { calls++; return inUse }); !errors.Is(err, syscall.EADDRINUSE) || calls != 1 {
+		t.Fatalf("no wait: %v after %d calls, want EADDRINUSE after 1", err, calls)
 	}
 }
