@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -25,6 +27,20 @@ type Backend struct {
 	cli *clientv3.Client
 	cfg Config
 	own bool // Close closes cli
+	// failNext, set by tests only, is how many of the next fenced
+	// transactions (Leadership.Txn) fail with errInjected before reaching
+	// etcd (a transient failure: etcd without a leader, a request timed
+	// out, a connection reset).
+	failNext atomic.Int64
+}
+
+// errInjected is the transient failure the tests inject (failNext): what
+// etcd answers while it elects a leader.
+var errInjected = rpctypes.ErrGRPCNoLeader
+
+// injected reports whether this call is one of failNext's.
+func (b *Backend) injected() bool {
+	return b.failNext.Load() > 0 && b.failNext.Add(-1) >= 0
 }
 
 // maxSend and maxRecv bound the client's requests and answers: a
@@ -51,6 +67,9 @@ func Open(cfg Config) (*Backend, error) {
 		MaxCallRecvMsgSize: maxRecv,
 		MaxCallSendMsgSize: maxSend,
 		Logger:             cfg.Logger,
+		TLS:                cfg.TLS,
+		Username:           cfg.Username,
+		Password:           cfg.Password,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcd: connect to %s: %w", strings.Join(cfg.Endpoints, ","), err)

@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -51,6 +52,14 @@ type Config struct {
 	// Logger receives the etcd client's log; nil means the client's
 	// default (warnings and errors to stderr).
 	Logger *zap.Logger
+	// TLS, when not nil, is used to reach etcd over TLS (client
+	// certificates for etcd's --client-cert-auth go in it). Nil means
+	// plain connections (or those the endpoints' https:// scheme asks
+	// for, without client certificates).
+	TLS *tls.Config
+	// Username and Password authenticate to etcd when its auth is
+	// enabled; empty means no authentication.
+	Username, Password string
 	// Name identifies this candidate: it is the value of its election key,
 	// which Election.Leader returns. Empty means "<hostname>-<pid>".
 	Name string
@@ -92,6 +101,9 @@ func (c *Config) Validate() error {
 	}
 	if c.TTL > 24*time.Hour {
 		return fmt.Errorf("etcd: Config.TTL %v is over 24h: a dead leader would hold the job that long", c.TTL)
+	}
+	if c.Password != "" && c.Username == "" {
+		return errors.New("etcd: Config.Password without Config.Username")
 	}
 	if c.MaxValue < 0 {
 		return errors.New("etcd: negative Config.MaxValue")

@@ -50,6 +50,33 @@
 // run (before ps had ErrSuperseded, TestTakeover_MidRunLosesNoSample's
 // deposed leader aborted the run its successor was taking over).
 //
+// Transient failures: a Store request that fails with an error a retry
+// may not meet (etcd without a leader or changing it, the request's own
+// timeout, a connection lost or refused, too many requests) is retried,
+// 50 ms doubling to 1 s, while the leadership holds, for at most one
+// lease TTL from the first failure; every Store transaction is fenced and
+// idempotent, so a retry of one that was applied changes nothing. Past
+// the TTL the Store gives the leadership up (Lost closes, the lease is
+// revoked when etcd answers, so a standby leads at once) and fails with
+// ErrNotLeader and ps.ErrSuperseded: the coordinator stops as a crash
+// would instead of aborting the run (before, one failed request during a
+// save aborted it). A leader cut off from etcd has lost its lease by then
+// anyway (Lost at 9/10 of the TTL). Refusals (a fenced write refused, a
+// request too large, a compacted revision) are not retried.
+//
+// # The cluster binary
+//
+// cmd/falcon-cluster-etcd is cmd/falcon-cluster (internal/clusterbin)
+// with -etcd-endpoints and the other -etcd-* flags: its coordinator role
+// runs under RunStandby with a Store, binds the coordinator's address
+// only once it leads, stands by again when deposed, and, once the run is
+// over, marks it so ("coordinator/done" under the prefix) so that each
+// standby exits when it leads in turn. The workers and servers must reach
+// whichever process leads at the one coordinator address they dial: the
+// same -listen on one host, a Service with a readiness probe across hosts
+// (cmd/falcon-cluster/deploy/jobset-etcd.json). TestProcess_TakeoverOverTCP
+// and TestDeploy_JobSetEtcd run it as processes.
+//
 // A state is kept in chunks of 16 KiB with a head record; a Save writes
 // the chunks that changed, an Append the last chunk and the new ones, in
 // one transaction, or, when more than 1 MiB changed, a new generation

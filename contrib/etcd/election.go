@@ -240,6 +240,9 @@ func (l *Leadership) Txn(ctx context.Context, ops ...clientv3.Op) (*clientv3.Txn
 	default:
 	}
 	cli := l.e.b.cli
+	if l.e.b.injected() {
+		return nil, fmt.Errorf("etcd: fenced transaction: %w", errInjected)
+	}
 	ctx, cancel := l.e.b.reqCtx(ctx)
 	defer cancel()
 	r, err := cli.Txn(ctx).

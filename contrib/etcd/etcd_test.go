@@ -13,7 +13,10 @@ import (
 
 	"github.com/falconml/falcon/ps"
 	"github.com/falconml/falcon/ps/pstest"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // testTTL is the lease TTL of the tests: the embedded server's minimum
@@ -803,5 +806,118 @@ func TestRunStandby_PanicAndStopTimeout(t *testing.T) {
 		}
 	case <-time.After(testTTL + cfg.StopTimeout + slack):
 		t.Fatal("RunStandby did not return after StopTimeout")
+	}
+}
+
+// TestStore_TransientErrorsRetried: fenced writes that fail with a
+// transient error (etcd without a leader) are retried while the
+// leadership holds: Save and Append succeed, the leadership is kept, and
+// the state read back is the one saved.
+func TestStore_TransientErrorsRetried(t *testing.T) {
+	b := newBackend(t, freshPrefix(t), "transient")
+	ctx := testCtx(t, 4*slack)
+	l, err := b.Election("coordinator").Campaign(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Resign(context.Background())
+	st := NewStore(l, DefaultStateName)
+	if err := st.Save(ctx, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	failNext(b, 3)
+	if err := st.Save(ctx, []byte("second")); err != nil {
+		t.Fatalf("Save with 3 transient failures: %v", err)
+	}
+	failNext(b, 2)
+	if err := st.Append(ctx, []byte("+tail")); err != nil {
+		t.Fatalf("Append with 2 transient failures: %v", err)
+	}
+	if l.Err() != nil {
+		t.Fatalf("leadership lost after transient failures: %v", l.Err())
+	}
+	got, err := NewStore(l, DefaultStateName).Load(ctx)
+	if err != nil || string(got) != "second+tail" {
+		t.Fatalf("Load = %q, %v; want \"second+tail\"", got, err)
+	}
+}
+
+// TestStore_TransientErrorsPastBoundSupersede: fenced writes that keep
+// failing transiently are given up after the lease TTL: the save fails
+// with ps.ErrSuperseded (a ps coordinator then stops as a crash would,
+// not aborting the run), the leadership is given up, and a standby leads
+// at once (the lease is revoked), not after another TTL.
+func TestStore_TransientErrorsPastBoundSupersede(t *testing.T) {
+	prefix := freshPrefix(t)
+	b := newBackend(t, prefix, "stuck")
+	ctx := testCtx(t, 4*slack)
+	l, err := b.Election("coordinator").Campaign(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := NewStore(l, DefaultStateName)
+	if err := st.Save(ctx, []byte("state")); err != nil {
+		t.Fatal(err)
+	}
+	failNext(b, 1<<30)
+	start := time.Now()
+	err = st.Save(ctx, []byte("never"))
+	took := time.Since(start)
+	if !errors.Is(err, ps.ErrSuperseded) || !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("Save failing for ever = %v, want ErrNotLeader and ps.ErrSuperseded", err)
+	}
+	if took > testTTL+slack {
+		t.Fatalf("Save gave up after %v, want within the TTL %v (+ %v slack)", took, testTTL, slack)
+	}
+	select {
+	case <-l.Lost():
+	default:
+		t.Fatal("Lost still open after the store gave up")
+	}
+	failNext(b, 0)
+	standby := newBackend(t, prefix, "standby")
+	wctx, cancel := context.WithTimeout(ctx, testTTL/2+slack)
+	defer cancel()
+	campaigned := time.Now()
+	l2, err := standby.Election("coordinator").Campaign(wctx)
+	if err != nil {
+		t.Fatalf("standby: %v", err)
+	}
+	defer l2.Resign(context.Background())
+	t.Logf("gave up after %v (TTL %v); standby led %v later", took.Round(time.Millisecond), testTTL, time.Since(campaigned).Round(time.Millisecond))
+	got, err := NewStore(l2, DefaultStateName).Load(ctx)
+	if err != nil || string(got) != "state" {
+		t.Fatalf("standby's Load = %q, %v; want the last state saved", got, err)
+	}
+}
+
+// TestTransient_Classification: what the store retries (etcd's errors as
+// the client returns them, wrapped) and what it does not.
+func TestTransient_Classification(t *testing.T) {
+	ctx := context.Background()
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	for _, c := range []struct {
+		ctx  context.Context
+		err  error
+		want bool
+	}{
+		{ctx, fmt.Errorf("w: %w", rpctypes.ErrNoLeader), true},
+		{ctx, fmt.Errorf("w: %w", rpctypes.ErrGRPCNoLeader), true},
+		{ctx, rpctypes.ErrTimeout, true},
+		{ctx, rpctypes.ErrLeaderChanged, true},
+		{ctx, fmt.Errorf("w: %w", status.Error(codes.Unavailable, "connection refused")), true},
+		{ctx, fmt.Errorf("w: %w", context.DeadlineExceeded), true},
+		{done, fmt.Errorf("w: %w", rpctypes.ErrNoLeader), false},
+		{ctx, fmt.Errorf("w: %w", rpctypes.ErrCompacted), false},
+		{ctx, rpctypes.ErrRequestTooLarge, false},
+		{ctx, fmt.Errorf("w: %w", ErrNotLeader), false},
+		{ctx, ErrClosed, false},
+		{ctx, errors.New("other"), false},
+		{ctx, nil, false},
+	} {
+		if got := transient(c.ctx, c.err); got != c.want {
+			t.Errorf("transient(%v) = %v, want %v", c.err, got, c.want)
+		}
 	}
 }

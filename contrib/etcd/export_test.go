@@ -16,3 +16,7 @@ func renewedAt(s *Session) time.Time {
 	defer s.mu.Unlock()
 	return s.since
 }
+
+// failNext makes the next n fenced transactions of b fail
+// with a transient error (etcd without a leader) before reaching etcd.
+func failNext(b *Backend, n int) { b.failNext.Store(int64(n)) }

@@ -77,6 +77,67 @@ func (p *proxy) partition() {
 	p.conns = nil
 }
 
+// heal lets new connections through again (the client redials).
+func (p *proxy) heal() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = false
+}
+
+// TestPartition_BriefDisconnectRetried: a leader whose connection to
+// etcd drops for a second (every connection closed, new ones refused,
+// then let through again) keeps its leadership, and a Save made during
+// the outage succeeds once the client has reconnected: the store retries
+// the failed requests instead of failing the save (which, in a
+// coordinator, aborted the run). Bounds: the TTL (5 s) is the store's
+// retry bound and the session's (Lost at 9/10 of it); the outage and the
+// client's redial (gRPC backs off from 1 s) fit in it with margin.
+func TestPartition_BriefDisconnectRetried(t *testing.T) {
+	const ttl = 5 * time.Second
+	endpoint := needEtcd(t)
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := newProxy(t, u.Host)
+	cfg := DefaultConfig()
+	cfg.Endpoints = []string{"http://" + px.ln.Addr().String()}
+	cfg.Prefix = freshPrefix(t)
+	cfg.TTL = ttl
+	cfg.Name = "flaky-link"
+	cfg.RequestTimeout = time.Second // an attempt during the outage fails within it
+	cfg.Logger = zap.NewNop()
+	b, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	ctx := testCtx(t, 6*slack)
+	l, err := b.Election("coordinator").Campaign(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Resign(context.Background())
+	st := NewStore(l, DefaultStateName)
+	if err := st.Save(ctx, []byte("before")); err != nil {
+		t.Fatal(err)
+	}
+	px.partition()
+	time.AfterFunc(time.Second, px.heal)
+	start := time.Now()
+	if err := st.Save(ctx, []byte("during the outage")); err != nil {
+		t.Fatalf("Save across a 1 s disconnect: %v (after %v)", err, time.Since(start))
+	}
+	t.Logf("Save across a 1 s disconnect took %v", time.Since(start).Round(time.Millisecond))
+	if err := l.Err(); err != nil {
+		t.Fatalf("leadership lost over a 1 s disconnect (TTL %v): %v", ttl, err)
+	}
+	got, err := NewStore(l, DefaultStateName).Load(ctx)
+	if err != nil || string(got) != "during the outage" {
+		t.Fatalf("Load = %q, %v", got, err)
+	}
+}
+
 // TestPartition_LeaderStopsBeforeSuccessor: a leader cut off from etcd
 // (its process alive, its renewals failing) sees Lost close within its
 // TTL, and before the standby leads: a coordinator that stops on Lost

@@ -139,7 +139,7 @@ func chunks(size, chunk int) int { return (size + chunk - 1) / chunk }
 // readHead reads the head while the leadership holds; ok is false when no
 // state was saved. rev is the revision it was read at.
 func (s *Store) readHead(ctx context.Context) (h head, ok bool, rev int64, err error) {
-	r, err := s.l.Txn(ctx, clientv3.OpGet(s.l.e.b.Key(s.name)))
+	r, err := s.txn(ctx, clientv3.OpGet(s.l.e.b.Key(s.name)))
 	if err != nil {
 		return head{}, false, 0, err
 	}
@@ -187,9 +187,14 @@ func (s *Store) load(ctx context.Context) ([]byte, error) {
 	per := max(1, txnBytes/chunk)
 	for i := 0; i < n; i += per {
 		j := min(i+per, n)
-		rctx, cancel := b.reqCtx(ctx)
-		r, err := b.cli.Get(rctx, s.chunkKey(h.gen, i), clientv3.WithRange(s.chunkKey(h.gen, j)), clientv3.WithRev(rev))
-		cancel()
+		var r *clientv3.GetResponse
+		err := s.l.retry(ctx, "a read of "+b.Key(s.name), func() error {
+			rctx, cancel := b.reqCtx(ctx)
+			defer cancel()
+			var err error
+			r, err = b.cli.Get(rctx, s.chunkKey(h.gen, i), clientv3.WithRange(s.chunkKey(h.gen, j)), clientv3.WithRev(rev))
+			return err
+		})
 		if err != nil {
 			return nil, fmt.Errorf("etcd: load %s chunks %d-%d: %w", b.Key(s.name), i, j-1, err)
 		}
@@ -310,7 +315,7 @@ func (s *Store) save(ctx context.Context, state []byte, appended bool) error {
 			ops = append(ops, clientv3.OpDelete(s.chunkKey(s.gen, n), clientv3.WithRange(clientv3.GetPrefixRangeEnd(s.genPrefix(s.gen)))))
 		}
 		ops = append(ops, clientv3.OpPut(b.Key(s.name), string(hd.encode())))
-		if _, err := s.l.Txn(ctx, ops...); err != nil {
+		if _, err := s.txn(ctx, ops...); err != nil {
 			return fmt.Errorf("etcd: save %s: %w", b.Key(s.name), err)
 		}
 	} else {
@@ -324,7 +329,7 @@ func (s *Store) save(ctx context.Context, state []byte, appended bool) error {
 		if wipe {
 			stale = b.Key(s.name + "/")
 		}
-		if _, err := s.l.Txn(ctx, clientv3.OpDelete(stale, clientv3.WithPrefix())); err != nil {
+		if _, err := s.txn(ctx, clientv3.OpDelete(stale, clientv3.WithPrefix())); err != nil {
 			return fmt.Errorf("etcd: save %s: %w", b.Key(s.name), err)
 		}
 		for i := 0; ; {
@@ -338,7 +343,7 @@ func (s *Store) save(ctx context.Context, state []byte, appended bool) error {
 					ops = append(ops, clientv3.OpDelete(s.genPrefix(s.gen), clientv3.WithPrefix()))
 				}
 			}
-			if _, err := s.l.Txn(ctx, ops...); err != nil {
+			if _, err := s.txn(ctx, ops...); err != nil {
 				return fmt.Errorf("etcd: save %s: %w", b.Key(s.name), err)
 			}
 			if i == n {

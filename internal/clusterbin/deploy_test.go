@@ -1,4 +1,4 @@
-package main
+package clusterbin
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -89,7 +90,7 @@ func TestDeploy_JobSet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster of processes")
 	}
-	raw, err := os.ReadFile("deploy/jobset.json")
+	raw, err := os.ReadFile(filepath.Join(cmdDir, "deploy/jobset.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

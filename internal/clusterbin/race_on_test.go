@@ -1,6 +1,6 @@
 //go:build race
 
-package main
+package clusterbin
 
 // raceEnabled reports that the tests run under the race detector: the
 // cluster binary they start is then built with -race too.

@@ -1,20 +1,27 @@
-package main
+package clusterbin
 
 import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/falconml/falcon/epsp"
 	"github.com/falconml/falcon/ps"
+	"github.com/falconml/falcon/ps/event"
 	"github.com/falconml/falcon/ps/store"
 	"github.com/falconml/falcon/transport"
 )
@@ -31,18 +38,25 @@ func (o *options) book() (map[transport.NodeID]string, string, error) {
 	if _, _, err := ps.ParseNode(self, o.servers, o.workers); err != nil {
 		return nil, "", fmt.Errorf("%w: -role %s -rank %d: %v", errUsage, o.role, o.rank, err)
 	}
-	if (o.peers == "") == (o.peersDNS == "") {
-		return nil, "", fmt.Errorf("%w: give the peers with exactly one of -peers and -peers-dns", errUsage)
+	if o.peers == "" && o.peersDNS == "" {
+		return nil, "", fmt.Errorf("%w: give the peers with -peers or -peers-dns (or both: -peers' entries override the template's)", errUsage)
 	}
-	var peers map[transport.NodeID]string
-	var err error
+	peers := map[transport.NodeID]string{}
+	if o.peersDNS != "" {
+		m, err := expandPeers(o.peersDNS, o.servers, o.workers)
+		if err != nil {
+			return nil, "", err
+		}
+		peers = m
+	}
 	if o.peers != "" {
-		peers, err = parsePeers(o.peers)
-	} else {
-		peers, err = expandPeers(o.peersDNS, o.servers, o.workers)
-	}
-	if err != nil {
-		return nil, "", err
+		// with -peers-dns: single entries at other addresses, such as the
+		// coordinator at a Service in front of a leader and its standbys
+		m, err := parsePeers(o.peers)
+		if err != nil {
+			return nil, "", err
+		}
+		maps.Copy(peers, m)
 	}
 	if err := applyHosts(peers, o.hosts); err != nil {
 		return nil, "", err
@@ -89,7 +103,7 @@ func (o *options) clusterConfig(peers map[transport.NodeID]string, listen string
 		Local: []transport.NodeID{transport.NodeID(o.nodeName())}, Listen: listen, Peers: peers,
 		Secret: []byte(o.secret), Compression: comp,
 		EPSP:         epsp.Config{Batch: o.batch, Parallelism: o.par, TickPeriod: o.tick},
-		Store:        store.Config{Optimizer: store.SGD{LR: float32(o.lr)}},
+		Store:        store.Config{Optimizer: store.SGD{LR: float32(o.lr)}, Deterministic: o.det},
 		StartTimeout: o.startWait,
 		Heartbeat:    min(500*time.Millisecond, o.lease/8),
 	}
@@ -163,7 +177,19 @@ func runRole(o *options, out io.Writer) error {
 	}
 	switch o.role {
 	case "coordinator":
-		err = runCoordinator(ctx, o, cfg, out)
+		if o.ext != nil && o.ext.Coordinator != nil {
+			err = o.ext.Coordinator(ctx, o.settings(out), func(lctx context.Context, st ps.CoordinatorStore) error {
+				cfg := cfg
+				if st != nil {
+					cfg.CoordinatorStore = st
+				}
+				// lctx done while ctx is not: the extension took the role
+				// away (leadership lost)
+				return runCoordinator(lctx, o, cfg, out, func() bool { return lctx.Err() != nil && ctx.Err() == nil })
+			})
+		} else {
+			err = runCoordinator(ctx, o, cfg, out, func() bool { return false })
+		}
 	case "server":
 		err = runServer(ctx, o, cfg, out)
 	default:
@@ -195,18 +221,40 @@ func writeTimeline(path string, tl *ps.Timeline) error {
 }
 
 func runServer(ctx context.Context, o *options, cfg ps.ClusterConfig, out io.Writer) error {
+	self := transport.NodeID(o.nodeName())
+	// the samples this server applied or buffered per clock, its own count
+	// of the run (a push counted twice or lost shows in it)
+	var mu sync.Mutex
+	perClock := map[int]int{}
+	prev := cfg.Observer
+	cfg.Observer = event.Func(func(e event.Event) {
+		if e.Kind == event.Applied && e.Node == string(self) {
+			mu.Lock()
+			perClock[e.Clock] += e.Samples
+			mu.Unlock()
+		}
+		if prev != nil {
+			prev.Observe(e)
+		}
+	})
 	c, err := ps.NewCluster(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	self := transport.NodeID(o.nodeName())
 	fmt.Fprintf(out, "%s: serving on %s\n", self, c.Addr(self))
 	if err := c.Wait(ctx); err != nil {
 		return err
 	}
 	keys := 0
 	c.Server(o.rank).View(func(st *store.Store) { keys = st.NumKeys() })
+	mu.Lock()
+	parts := make([]string, 0, len(perClock))
+	for _, k := range slices.Sorted(maps.Keys(perClock)) {
+		parts = append(parts, fmt.Sprintf("%d:%d", k, perClock[k]))
+	}
+	mu.Unlock()
+	fmt.Fprintf(out, "%s: samples per clock %s\n", self, strings.Join(parts, " "))
 	fmt.Fprintf(out, "%s: run over, held %d keys; exiting\n", self, keys)
 	return c.Close()
 }
@@ -247,7 +295,12 @@ func runWorker(ctx context.Context, o *options, cfg ps.ClusterConfig, out io.Wri
 	return c.Close()
 }
 
-func runCoordinator(ctx context.Context, o *options, cfg ps.ClusterConfig, out io.Writer) (err error) {
+// runCoordinator runs the coordinator role until the run ends. deposed
+// says whether ctx was canceled because this process may no longer act
+// as the coordinator (a standby leads): it then stops as a crash would
+// (Cluster.Abandon), telling nobody, so that the successor resumes the
+// run.
+func runCoordinator(ctx context.Context, o *options, cfg ps.ClusterConfig, out io.Writer, deposed func() bool) (err error) {
 	j, err := newJob(o, false, true)
 	if err != nil {
 		return err
@@ -271,7 +324,15 @@ func runCoordinator(ctx context.Context, o *options, cfg ps.ClusterConfig, out i
 	if err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
-	defer c.Close()
+	defer func() {
+		if deposed() {
+			c.Abandon()
+			fmt.Fprintf(out, "coordinator: no longer the leader; stopped without a word (the successor resumes the run)\n")
+			err = fmt.Errorf("deposed: %w (while: %v)", context.Cause(ctx), err)
+			return
+		}
+		c.Close()
+	}()
 	cl := c.Client()
 	// The initial parameters go in before any worker trains (the workers'
 	// own Init with the same values then keeps them).
@@ -331,6 +392,9 @@ loop:
 		}
 	}
 	wall := time.Since(start)
+	if deposed() {
+		return terr // the deferred Abandon: no word to anyone
+	}
 	if terr != nil {
 		c.Wait(ctx) // tell the others the run failed
 		return fmt.Errorf("run aborted: %w", terr)
@@ -353,10 +417,22 @@ loop:
 	}
 	fmt.Fprintf(out, "coordinator: final loss=%.4f acc=%.4f (from %.4f); wall %.2fs; %d frames, wire %d B / raw %d B = %.3f (-compress %s)\n",
 		loss, acc, acc0, wall.Seconds(), total.FramesSent, total.WireBytesSent, total.RawBytesSent, ratio, o.compress)
+	fmt.Fprintf(out, "coordinator: final parameters crc32c=%08x (%d values)\n", paramsCRC(params), len(params))
 	fmt.Fprintf(out, "cluster policy=%s workers=%d servers=%d clocks=%d final_acc=%.4f wall_s=%.3f wire_bytes=%d raw_bytes=%d\n",
 		o.policy, o.workers, o.servers, o.clocks, acc, wall.Seconds(), total.WireBytesSent, total.RawBytesSent)
 	if werr != nil {
 		return werr
 	}
 	return c.Close()
+}
+
+// paramsCRC is the CRC-32C of the parameters' float32 bits (little
+// endian): equal for two runs only if their parameters are bit-identical
+// (up to a collision).
+func paramsCRC(p []float32) uint32 {
+	b := make([]byte, 4*len(p))
+	for i, v := range p {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+	}
+	return crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))
 }

@@ -1,4 +1,4 @@
-package main
+package clusterbin
 
 import (
 	"bytes"
@@ -25,7 +25,11 @@ import (
 	"github.com/falconml/falcon/transport"
 )
 
-// buildBinary builds this command into a temporary directory, with the
+// cmdDir is the command built on this package (its main is Main(nil));
+// deploy/ under it holds the manifests.
+const cmdDir = "../../cmd/falcon-cluster"
+
+// buildBinary builds the command into a temporary directory, with the
 // race detector when the tests run with it (go test -race), so that the
 // multi-process runs are raced too.
 func buildBinary(t *testing.T) string {
@@ -35,7 +39,7 @@ func buildBinary(t *testing.T) string {
 	if raceEnabled {
 		args = append(args, "-race")
 	}
-	out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
+	out, err := exec.Command("go", append(args, cmdDir)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
@@ -514,5 +518,26 @@ func TestLoopbackAddrs_Distinct(t *testing.T) {
 			}
 			seen[a] = n
 		}
+	}
+}
+
+// TestBook_PeersOverrideTemplate: -peers with -peers-dns replaces the
+// template's entries it names (the coordinator at a Service's address,
+// in front of a leader and its standbys); neither is refused.
+func TestBook_PeersOverrideTemplate(t *testing.T) {
+	o, _, err := parseArgs([]string{"-role=worker", "-rank=1", "-servers=1", "-workers=2", "-secret=s",
+		"-peers-dns=falcon-{role}-0-{rank}.falcon:7000", "-peers=coordinator=falcon-coordinator:7000"}, func(string) (string, bool) { return "", false }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peers, _, err := o.book()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if peers["coordinator"] != "falcon-coordinator:7000" || peers["server-0"] != "falcon-server-0-0.falcon:7000" || peers["worker-0"] != "falcon-worker-0-0.falcon:7000" {
+		t.Errorf("peers %v", peers)
+	}
+	if _, _, err := parseArgs([]string{"-role=worker", "-servers=1", "-workers=2"}, func(string) (string, bool) { return "", false }, io.Discard); err == nil || !strings.Contains(err.Error(), "-peers") {
+		t.Errorf("no peers: %v, want an error naming -peers", err)
 	}
 }
