@@ -3,6 +3,7 @@ package etcd
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"regexp"
 	"slices"
@@ -89,6 +90,14 @@ var k8sVar = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
 // OnFailure): the other one takes over within the lease TTL, the run
 // finishes, and every process exits 0 (the restarted coordinator once
 // the run is over).
+// podNet returns the first three octets ("127.a.b.") of a loopback /24
+// picked at random for one test's pods: every 127.0.0.0/8 address is
+// loopback on Linux, and a fixed one (127.0.0.x:7000) collided when two
+// checkouts ran this test at once.
+func podNet() string {
+	return fmt.Sprintf("127.%d.%d.", 1+rand.IntN(254), 1+rand.IntN(254))
+}
+
 func TestDeploy_JobSetEtcd(t *testing.T) {
 	endpoint := needEtcd(t)
 	if testing.Short() {
@@ -110,7 +119,9 @@ func TestDeploy_JobSetEtcd(t *testing.T) {
 		t.Fatalf("Service %s does not select the JobSet's coordinator pods: %v", svc.Metadata.Name, svc.Spec.Selector)
 	}
 	svcAddr := fmt.Sprintf("%s:%d", svc.Metadata.Name, svc.Spec.Ports[0].Port)
-	const secret, svcIP = "a-test-secret-for-the-manifests", "127.0.0.2"
+	const secret = "a-test-secret-for-the-manifests"
+	subnet := podNet()
+	svcIP := subnet + "2"
 	type pod struct {
 		name string
 		args []string
@@ -137,7 +148,7 @@ func TestDeploy_JobSetEtcd(t *testing.T) {
 		for idx := range spec.Completions {
 			podIP := svcIP
 			if !coord {
-				podIP = fmt.Sprintf("127.0.0.%d", ip)
+				podIP = fmt.Sprintf("%s%d", subnet, ip)
 				ip++
 				hosts = append(hosts, fmt.Sprintf("%s-%s-0-%d.%s=%s", js.Metadata.Name, rj.Name, idx, js.Spec.Network.Subdomain, podIP))
 			}

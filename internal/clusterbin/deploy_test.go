@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,13 +73,21 @@ type jobSet struct {
 }
 
 // k8sVar is Kubernetes' $(VAR) reference in container args.
+// podNet returns the first three octets ("127.a.b.") of a loopback /24
+// picked at random for one test's pods: every 127.0.0.0/8 address is
+// loopback on Linux, and a fixed one (127.0.0.x:7000) collided when two
+// checkouts ran this test at once.
+func podNet() string {
+	return fmt.Sprintf("127.%d.%d.", 1+rand.IntN(254), 1+rand.IntN(254))
+}
+
 var k8sVar = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
 
 // TestDeploy_JobSet reads deploy/jobset.json and runs every pod it
 // describes as a process with exactly the pod's arguments (after
 // Kubernetes' $(VAR) expansion) and environment: JOB_COMPLETION_INDEX as
 // an indexed Job sets it, POD_IP from the downward API (one loopback
-// address per pod, 127.0.0.2 onwards), FALCON_SECRET from the secret.
+// address per pod in a random loopback /24, .2 onwards), FALCON_SECRET from the secret.
 // Cluster DNS for the pods' hostnames (<jobset>-<job>-<job index>-<pod
 // index>.<subdomain>) is stood in for twice: by FALCON_HOSTS mapping them
 // to the pods' addresses (everywhere), and, as root with iproute2, by a
@@ -104,7 +113,7 @@ func TestDeploy_JobSet(t *testing.T) {
 	const secret = "a-test-secret-for-the-manifests"
 	var pods []pod
 	var hosts []string
-	ip := 2
+	ip, subnet := 2, podNet()
 	for _, rj := range js.Spec.ReplicatedJobs {
 		spec := rj.Template.Spec
 		if rj.Replicas != 1 || spec.CompletionMode != "Indexed" || spec.Parallelism != spec.Completions || len(spec.Template.Spec.Containers) != 1 {
@@ -123,7 +132,7 @@ func TestDeploy_JobSet(t *testing.T) {
 			t.Fatalf("replicated job %s restarts without a volume to restart from", rj.Name)
 		}
 		for idx := range spec.Completions {
-			podIP := fmt.Sprintf("127.0.0.%d", ip)
+			podIP := fmt.Sprintf("%s%d", subnet, ip)
 			ip++
 			host := fmt.Sprintf("%s-%s-0-%d.%s", js.Metadata.Name, rj.Name, idx, js.Spec.Network.Subdomain)
 			hosts = append(hosts, host+"="+podIP)
