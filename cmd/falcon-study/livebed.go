@@ -78,12 +78,14 @@ const (
 
 // Targets and the twin's compute rate, from the selection run
 // (-live-bed-select, seed 0, homogeneous, BSP; PROTOCOL-live.md §3).
-// Zero until recorded.
+// -live-bed-select, 2026-12-06 03:48 UTC (results-live/live-select.csv,
+// load 8.5): a₀ 0.0740, plateau 0.9759; compute rates 1207.5–1243.4
+// samples/s.
 var (
-	bedSteep, bedHigh float64
+	bedSteep, bedHigh = 0.93, 0.965
 	// bedSampleRate is a worker's measured samples per second of compute
 	// (wall time inside Gradient) at bedBaseCores.
-	bedSampleRate float64
+	bedSampleRate = 1219.5
 )
 
 // bedScenario is one scenario of the live bed: per worker its quota in
