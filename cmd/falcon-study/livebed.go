@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	mrand "math/rand/v2"
 	"os"
@@ -190,8 +191,13 @@ type bedWorkerSpec struct {
 	MaxWall     time.Duration // the process exits after this whatever happens
 }
 
-// bedWorkerReport is the line a worker prints when it stops.
-const bedReportPrefix = "bedworker "
+// bedReportPrefix starts the line a worker prints when it stops;
+// bedReadyLine is the line it prints when its data and model are loaded
+// (it then waits for a line on stdin before joining).
+const (
+	bedReportPrefix = "bedworker "
+	bedReadyLine    = "bedworker-ready"
+)
 
 // bedWorkerMain runs this process as a bed worker when bedWorkerEnv is
 // set: it returns false at once otherwise. The worker loads the seed's
@@ -253,6 +259,23 @@ func runBedWorker(s bedWorkerSpec) error {
 	secret, err := hex.DecodeString(s.Secret)
 	if err != nil {
 		return err
+	}
+	// Loaded: tell the caller and wait for its word, so that every
+	// worker joins at about the same time (a straggler under 1/16 core
+	// loads MNIST for seconds while the others would already train).
+	fmt.Println(bedReadyLine)
+	goLine := make(chan error, 1)
+	go func() {
+		_, err := bufio.NewReader(os.Stdin).ReadString('\n')
+		goLine <- err
+	}()
+	select {
+	case err := <-goLine:
+		if err != nil {
+			return fmt.Errorf("waiting for the caller's go: %w", err)
+		}
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	peers := map[transport.NodeID]string{}
 	for k, v := range s.Peers {
@@ -332,10 +355,12 @@ func (r *bedRun) coresGot(w int) float64 { return r.CPU[w] / r.Wall[w] }
 // rate is worker w's samples per second of compute.
 func (r *bedRun) rate(w int) float64 { return float64(r.Samples[w]) / r.Compute[w] }
 
-// bedObserver counts each worker's releases (clocks).
+// bedObserver counts each worker's releases (clocks) and notes the time
+// of the first: the run's start.
 type bedObserver struct {
 	mu       sync.Mutex
 	releases []int
+	first    time.Time
 }
 
 func (b *bedObserver) Observe(e event.Event) {
@@ -343,10 +368,41 @@ func (b *bedObserver) Observe(e event.Event) {
 		return
 	}
 	b.mu.Lock()
+	if b.first.IsZero() {
+		b.first = time.Now()
+	}
 	if int(e.Worker) < len(b.releases) {
 		b.releases[e.Worker]++
 	}
 	b.mu.Unlock()
+}
+
+// syncBuf is a process's output, safe to read while it runs; ready is
+// closed when the output holds bedReadyLine.
+type syncBuf struct {
+	mu    sync.Mutex
+	b     bytes.Buffer
+	ready chan struct{}
+	seen  bool
+}
+
+func newSyncBuf() *syncBuf { return &syncBuf{ready: make(chan struct{})} }
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, err := s.b.Write(p)
+	if !s.seen && bytes.Contains(s.b.Bytes(), []byte(bedReadyLine+"\n")) {
+		s.seen = true
+		close(s.ready)
+	}
+	return n, err
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // runBedOne makes a bed, runs one policy on it for seed and removes the
@@ -420,7 +476,8 @@ func runBedOne(ctx context.Context, exe, mnistDir string, sc bedScenario, spec p
 		wspec.Peers[string(n)] = a
 	}
 	cmds := make([]*exec.Cmd, nw)
-	outs := make([]*bytes.Buffer, nw)
+	outs := make([]*syncBuf, nw)
+	stdins := make([]io.WriteCloser, nw)
 	done := make([]chan error, nw)
 	stopWorkers := func() {
 		for w, c := range cmds {
@@ -452,8 +509,11 @@ func runBedOne(ctx context.Context, exe, mnistDir string, sc bedScenario, spec p
 		js, _ := json.Marshal(s)
 		c := bed.Command(w, exe)
 		c.Env = append(os.Environ(), bedWorkerEnv+"="+string(js), mnist.EnvDir+"="+mnistDir, "GOMAXPROCS=1")
-		outs[w] = &bytes.Buffer{}
+		outs[w] = newSyncBuf()
 		c.Stdout, c.Stderr = outs[w], outs[w]
+		if stdins[w], err = c.StdinPipe(); err != nil {
+			return nil, err
+		}
 		if err := c.Start(); err != nil {
 			return nil, fmt.Errorf("start worker %d: %w", w, err)
 		}
@@ -461,18 +521,45 @@ func runBedOne(ctx context.Context, exe, mnistDir string, sc bedScenario, spec p
 		done[w] = make(chan error, 1)
 		go func() { done[w] <- c.Wait() }()
 	}
+	readyBy := time.After(90 * time.Second)
+	for w := range nw {
+		select {
+		case <-outs[w].ready:
+		case e := <-done[w]:
+			done[w] <- e
+			return nil, fmt.Errorf("worker %d exited before it was ready: %v (%s)", w, e, workerOutputs(outs))
+		case <-readyBy:
+			return nil, fmt.Errorf("workers not ready in 90 s (%s)", workerOutputs(outs))
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	for w := range nw {
+		if _, err := io.WriteString(stdins[w], "go\n"); err != nil {
+			return nil, fmt.Errorf("worker %d: go: %w", w, err)
+		}
+	}
 	wctx, wcancel := context.WithTimeout(cctx, 90*time.Second)
 	err = cluster.Coordinator().WaitWorkers(wctx)
 	wcancel()
 	if err != nil {
 		return nil, fmt.Errorf("workers did not join: %w (%s)", err, workerOutputs(outs))
 	}
-	start := time.Now()
+	// The run starts at the coordinator's first release (an asynchronous
+	// policy releases each worker as it joins).
+	joined := time.Now()
+	obs.mu.Lock()
+	start := obs.first
+	obs.mu.Unlock()
+	if start.IsZero() {
+		start = joined
+	}
+	run.Note += fmt.Sprintf(" joined %.2fs after the first release;", joined.Sub(start).Seconds())
 	params := make([]float32, m.NumParams())
 	em := m.Clone()
 	var accs []float64
 	var times []float64
-	next := start
+	next := joined
 	for {
 		at := time.Since(start)
 		if err := eval.Pull(cctx, keys, params, lens); err != nil {
@@ -591,7 +678,7 @@ func parseWorkerReport(out string, w int, r *bedRun) error {
 	return fmt.Errorf("no report (output: %s)", lastLine(bytes.NewBufferString(out)))
 }
 
-func lastLine(b *bytes.Buffer) string {
+func lastLine(b fmt.Stringer) string {
 	s := strings.TrimSpace(b.String())
 	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
 		s = s[i+1:]
@@ -602,7 +689,7 @@ func lastLine(b *bytes.Buffer) string {
 	return s
 }
 
-func workerOutputs(outs []*bytes.Buffer) string {
+func workerOutputs(outs []*syncBuf) string {
 	var parts []string
 	for w, b := range outs {
 		if b != nil {
