@@ -12,6 +12,16 @@
 //	go run ./cmd/falcon-study -study            # the study v2 (PROTOCOL.md): CSV and Markdown in study-out/
 //	go run ./cmd/falcon-study -study -workload softmax -scenario straggler,mixed -seeds 1-3 -j 2   # a subset
 //
+// The live bed (livebed.go, PROTOCOL-live.md; root only) runs the policies
+// with workers as processes under CPU quotas and tbf links (package
+// internal/testbed), real LeNet-5 compute over TCP, and their simulated
+// twins beside them:
+//
+//	falcon-study -live-bed-select                          # targets and the twin's rate (seed 0)
+//	falcon-study -live-bed -scenario straggler -seeds 1-5  # live runs -> livebed-out/live-runs.csv
+//	falcon-study -live-bed-sim -scenario straggler -seeds 1-5
+//	falcon-study -live-bed-report -scenario straggler
+//
 // The simulator's timing noise (-noise) and message latency (-latency)
 // default to values calibrated on the live runtime (see policies.go).
 //
