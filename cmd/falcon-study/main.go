@@ -12,6 +12,16 @@
 //	go run ./cmd/falcon-study -study            # the study v2 (PROTOCOL.md): CSV and Markdown in study-out/
 //	go run ./cmd/falcon-study -study -workload softmax -scenario straggler,mixed -seeds 1-3 -j 2   # a subset
 //
+// The live bed (livebed.go, PROTOCOL-live.md; root only) runs the policies
+// with workers as processes under CPU quotas and tbf links (package
+// internal/testbed), real LeNet-5 compute over TCP, and their simulated
+// twins beside them:
+//
+//	falcon-study -live-bed-select                          # targets and the twin's rate (seed 0)
+//	falcon-study -live-bed -scenario straggler -seeds 1-5  # live runs -> livebed-out/live-runs.csv
+//	falcon-study -live-bed-sim -scenario straggler -seeds 1-5
+//	falcon-study -live-bed-report -scenario straggler
+//
 // The simulator's timing noise (-noise) and message latency (-latency)
 // default to values calibrated on the live runtime (see policies.go).
 //
@@ -89,6 +99,13 @@ type options struct {
 }
 
 func main() {
+	if ok, err := bedWorkerMain(); ok { // a live-bed worker process (livebed.go)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bed worker:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	o := options{stdout: os.Stdout}
 	flag.StringVar(&o.scenario, "scenario", "mixed", "scenario name, or \"all\" for the suite (homogeneous, static, straggler, transient, mixed)")
 	flag.StringVar(&o.policies, "policies", "all", "comma-separated policies to run")
@@ -124,6 +141,8 @@ func main() {
 	flag.BoolVar(&o.v3, "v3", false, "with -study: study v3 (PROTOCOL-v3.md): the CNN workload with its evaluation, stop and cost model")
 	flag.BoolVar(&o.choose, "choose", false, "with -study -v3: the selection seed's runs that choose EPSP's scheme and Sync-opt's b per scenario (PROTOCOL-v3.md §5)")
 	o.cost.register(flag.CommandLine)
+	var bed bedFlags
+	bed.register(flag.CommandLine)
 	flag.Parse()
 	var err error
 	if o.syncOptB, err = parseSyncOptB(*syncB); err != nil {
@@ -132,6 +151,13 @@ func main() {
 	}
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if bed.any() {
+		if err := runLiveBedMain(o, bed, *seeds, set); err != nil {
+			fmt.Fprintln(os.Stderr, "live bed:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if o.study {
 		o.seedList = *seeds
 		if !set["scenario"] {
