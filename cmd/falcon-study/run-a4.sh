@@ -62,10 +62,17 @@ step() { # name, then the study's flags
 for lr in $grid; do
 	rates "lr-select-$lr.csv" "$lr" homogeneous
 done
+# At most $j at once: when $j run, wait for the oldest to end.
+pids=""
 for lr in $grid; do
 	step "select-$lr" -j 1 -seeds 0-0 -scenario homogeneous -policies flexrr -lr-from "$out/lr-select-$lr.csv" &
-	# at most $j steps at once
-	while [ "$(jobs -p | wc -l)" -ge "$j" ]; do sleep 5; done
+	pids="$pids $!"
+	set -- $pids
+	if [ "$#" -ge "$j" ]; then
+		wait "$1" || true
+		shift
+		pids="$*"
+	fi
 done
 wait
 for lr in $grid; do
