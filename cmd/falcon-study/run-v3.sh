@@ -57,8 +57,9 @@ echo "run-v3: Sync-opt's b per scenario: $b" >&2
 for sc in $scenarios; do
 	step "t3-$sc" -seeds 1-5 -scenario "$sc" -policies sync-opt -syncopt-b "$b"
 done
-# Tiers 4-6: LB-BSP, FlexRR, BSP. FlexRR has no rate that trains
-# (PROTOCOL-v3.md amendment 1): its tier is not run.
+# Tiers 4-6: LB-BSP, FlexRR, BSP. FlexRR has no rate of the grid that
+# trains (PROTOCOL-v3.md amendment 1): its tier is not run here;
+# run-a4.sh (amendment 4) extends its grid and runs it.
 for sc in $scenarios; do
 	step "t4-$sc" -seeds 1-5 -scenario "$sc" -policies lb-bsp
 done
