@@ -136,17 +136,10 @@ func (f *bedFlags) register(fs *flag.FlagSet) {
 
 func (f bedFlags) any() bool { return f.run || f.sel || f.twin || f.report }
 
-// bedFlexRRLR is FlexRR's rate (the undamped-asynchronous family): the
-// one study v3's amendment 4 selected in the simulator, where the family
-// rate of v3CNN (0.1, the old grid's) does not train it
-// (PROTOCOL-live.md, amendment 2).
-const bedFlexRRLR = 0.03
-
-// bedPolicyLR is a policy's learning rate: study v3's family rates.
+// bedPolicyLR is a policy's learning rate: study v3's family rates
+// (FlexRR's, the undamped-asynchronous family's, from v3's amendment 4:
+// PROTOCOL-live.md, amendment 2).
 func bedPolicyLR(spec policySpec) float64 {
-	if spec.Family == undampedAsync {
-		return bedFlexRRLR
-	}
 	if lr, ok := v3CNN.LR[spec.Family]; ok {
 		return lr
 	}

@@ -368,3 +368,22 @@ func TestPickRate(t *testing.T) {
 		}
 	}
 }
+
+// TestFastestSkipsMissingCells: a row with a missing cell (NaN median)
+// still has a fastest cell; a row with none reached has none (+Inf).
+func TestFastestSkipsMissingCells(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	for _, c := range []struct {
+		ts   []float64
+		want float64
+	}{
+		{[]float64{1.5, nan, 0.8}, 0.8},
+		{[]float64{nan, 2}, 2},
+		{[]float64{inf, nan}, inf},
+		{nil, inf},
+	} {
+		if got := fastest(c.ts); got != c.want {
+			t.Errorf("fastest(%v) = %v, want %v", c.ts, got, c.want)
+		}
+	}
+}

@@ -48,8 +48,10 @@ var v3CNN = workload{Name: "cnn", Model: "cnn", Duration: v3Duration,
 	Every: v3Every, EvalN: v3EvalN, Stop: true, Cost: &v3Cost, Protocol: "study v3 (PROTOCOL-v3.md)",
 	// -study -v3 -lr-select, 2026-12-06 (results-v3/lr-v3.md): BSP's
 	// reference run lr 0.1, a0 0.0790, plateau 0.9611. No rate of the
-	// grid trains FlexRR (amendment 1).
-	Steep: 0.915, High: 0.95, LR: map[family]float64{averagedSync: 0.3, dampedAsync: 0.1, undampedAsync: 0.1}}
+	// grid trains FlexRR (amendment 1); amendment 4's grid {0.003, 0.01,
+	// 0.03} gave it 0.03 (results-v3/lr-a4.csv; its runs passed it with
+	// -lr-from, recorded here so the tables' header says what ran).
+	Steep: 0.915, High: 0.95, LR: map[family]float64{averagedSync: 0.3, dampedAsync: 0.1, undampedAsync: 0.03}}
 
 // v3Representatives are the policies whose runs choose each family's
 // learning rate in study v3 (PROTOCOL-v3.md §3): on the homogeneous
