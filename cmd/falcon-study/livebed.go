@@ -358,15 +358,32 @@ func (r *bedRun) coresGot(w int) float64 { return r.CPU[w] / r.Wall[w] }
 func (r *bedRun) rate(w int) float64 { return float64(r.Samples[w]) / r.Compute[w] }
 
 // bedObserver counts each worker's releases (clocks) and notes the time
-// of the first: the run's start.
+// of the first: the run's start. It also counts the transfers the
+// coordinator ordered, the givers accepted and the takers finished (the
+// run's note gives them).
 type bedObserver struct {
-	mu       sync.Mutex
-	releases []int
-	first    time.Time
+	mu                      sync.Mutex
+	releases                []int
+	first                   time.Time
+	ordered, accepted, done int
 }
 
 func (b *bedObserver) Observe(e event.Event) {
-	if e.Kind != event.Release {
+	switch e.Kind {
+	case event.TransferOrdered, event.TransferResult, event.TransferDone:
+		b.mu.Lock()
+		switch {
+		case e.Kind == event.TransferOrdered:
+			b.ordered++
+		case e.Kind == event.TransferDone:
+			b.done++
+		case e.Result.Accepted:
+			b.accepted++
+		}
+		b.mu.Unlock()
+		return
+	case event.Release:
+	default:
 		return
 	}
 	b.mu.Lock()
@@ -614,6 +631,9 @@ func runBedOne(ctx context.Context, exe, mnistDir string, sc bedScenario, spec p
 	}
 	obs.mu.Lock()
 	copy(run.Clocks, obs.releases)
+	if obs.ordered > 0 {
+		run.Note += fmt.Sprintf(" transfers ordered %d, accepted %d, done %d;", obs.ordered, obs.accepted, obs.done)
+	}
 	obs.mu.Unlock()
 	for w := range nw {
 		_, thr := bed.Throttled(w)
