@@ -54,10 +54,13 @@ func lockMachine() (*os.File, error) {
 var staleNS = regexp.MustCompile(`^flb[0-9]+-(sw|p[0-9]+)$`)
 
 // removeStale removes what a bed whose process was killed left behind:
-// the link holding ControlAddr and default-prefix namespaces. It runs
-// under the machine-wide lock, when no other bed can be up, so whatever
-// it finds is a leftover (a killed run cannot remove its own).
+// the link holding ControlAddr, default-prefix namespaces and their CPU
+// cgroups. It runs under the machine-wide lock, when no other bed can be
+// up, so whatever it finds is a leftover (a killed run cannot remove its
+// own).
 func removeStale() {
+	removeStaleCgroups("/sys/fs/cgroup/cpu") // v1
+	removeStaleCgroups("/sys/fs/cgroup")     // v2
 	if out, err := exec.Command("ip", "-o", "addr", "show", "to", ControlAddr+"/32").Output(); err == nil {
 		for _, line := range strings.Split(string(out), "\n") {
 			if f := strings.Fields(line); len(f) >= 2 {
@@ -72,4 +75,21 @@ func removeStale() {
 			}
 		}
 	}
+}
+
+// removeStaleCgroups removes the default-prefix port cgroups directly
+// under root (a cgroup directory is removed with rmdir once it holds no
+// task; one that still does is left). It reports how many it removed.
+func removeStaleCgroups(root string) int {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range ents {
+		if e.IsDir() && staleNS.MatchString(e.Name()) && os.Remove(filepath.Join(root, e.Name())) == nil {
+			n++
+		}
+	}
+	return n
 }

@@ -2,6 +2,8 @@ package testbed
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -33,4 +35,27 @@ func TestLockMachine(t *testing.T) {
 		t.Fatalf("lock after the first was released: %v", err)
 	}
 	second.Close()
+}
+
+// TestRemoveStaleCgroups: a killed bed's empty port cgroups are removed,
+// one still holding something and anything not of the default prefix
+// stay.
+func TestRemoveStaleCgroups(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"flb123-p0", "flb123-sw", "flb123-p1", "user.slice", "flbx-p0"} {
+		if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "flb123-p1", "tasks"), []byte("42\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if n := removeStaleCgroups(root); n != 2 {
+		t.Errorf("removed %d, want 2", n)
+	}
+	for d, want := range map[string]bool{"flb123-p0": false, "flb123-sw": false, "flb123-p1": true, "user.slice": true, "flbx-p0": true} {
+		if _, err := os.Stat(filepath.Join(root, d)); (err == nil) != want {
+			t.Errorf("%s exists = %v, want %v", d, err == nil, want)
+		}
+	}
 }
