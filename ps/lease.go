@@ -60,7 +60,14 @@ import (
 // not processed — the prefix of its batch it had not given away, unless its
 // own push of the clock was already admitted — have been computed by a
 // survivor and stored, so each sample counts exactly once (a push admitted
-// but not stored when it died is lost, never counted twice). The hand-over
+// but not stored when it died is lost, never counted twice). A push is
+// admitted once for all servers and then sent to each: a worker lost
+// between them (killed, or cut off from one server mid-push) leaves that
+// clock with its samples stored on some servers and not the others — a
+// partial update, each shard's samples counted at most once (a known gap:
+// closing it needs each server to keep a sender's push apart until it is
+// stored everywhere, as StoreConfig.Deterministic's per-worker buffers
+// do, and to drop it otherwise before the hand-over). The hand-over
 // is an order in the epsp core's transfer ledger
 // (epsp.Coordinator.HandOver), so the survivor's push of those samples is
 // admitted once, and the lost worker's own push of them never; transfer
