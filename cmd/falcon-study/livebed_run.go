@@ -58,18 +58,7 @@ func runLiveBedMain(o options, f bedFlags, seeds string, set map[string]bool) er
 	if !(bedHigh > 0) {
 		return fmt.Errorf("no targets recorded: run -live-bed-select first and record them (PROTOCOL-live.md §3)")
 	}
-	sc, err := bedScenarioByName(o.scenario)
-	if err != nil {
-		return err
-	}
-	specs, err := selectPolicies(o.policies)
-	if err != nil {
-		return err
-	}
-	if seeds == "" {
-		seeds = "1-5"
-	}
-	seedList, err := parseSeeds(seeds, 1)
+	sc, specs, seedList, err := bedInputs(o, seeds)
 	if err != nil {
 		return err
 	}
@@ -205,18 +194,7 @@ func bedTwins(o options, seeds string) error {
 	if !(bedHigh > 0 && bedSampleRate > 0) {
 		return fmt.Errorf("no targets or rate recorded: run -live-bed-select first")
 	}
-	sc, err := bedScenarioByName(o.scenario)
-	if err != nil {
-		return err
-	}
-	specs, err := selectPolicies(o.policies)
-	if err != nil {
-		return err
-	}
-	if seeds == "" {
-		seeds = "1-5"
-	}
-	seedList, err := parseSeeds(seeds, 1)
+	sc, specs, seedList, err := bedInputs(o, seeds)
 	if err != nil {
 		return err
 	}
@@ -411,4 +389,25 @@ func fmtIv(iv study.Interval, err error) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.1f %% [%.1f, %.1f]", 100*iv.Median, 100*iv.Lo, 100*iv.Hi)
+}
+
+// bedInputs parses what a live-bed run and its twins share: -scenario,
+// -policies and the seeds (1-5 when none are given).
+func bedInputs(o options, seeds string) (bedScenario, []policySpec, []uint64, error) {
+	sc, err := bedScenarioByName(o.scenario)
+	if err != nil {
+		return bedScenario{}, nil, nil, err
+	}
+	specs, err := selectPolicies(o.policies)
+	if err != nil {
+		return bedScenario{}, nil, nil, err
+	}
+	if seeds == "" {
+		seeds = "1-5"
+	}
+	seedList, err := parseSeeds(seeds, 1)
+	if err != nil {
+		return bedScenario{}, nil, nil, err
+	}
+	return sc, specs, seedList, nil
 }
