@@ -369,31 +369,25 @@ type bedObserver struct {
 }
 
 func (b *bedObserver) Observe(e event.Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	switch e.Kind {
-	case event.TransferOrdered, event.TransferResult, event.TransferDone:
-		b.mu.Lock()
-		switch {
-		case e.Kind == event.TransferOrdered:
-			b.ordered++
-		case e.Kind == event.TransferDone:
-			b.done++
-		case e.Result.Accepted:
+	case event.Release:
+		if b.first.IsZero() {
+			b.first = time.Now()
+		}
+		if int(e.Worker) < len(b.releases) {
+			b.releases[e.Worker]++
+		}
+	case event.TransferOrdered:
+		b.ordered++
+	case event.TransferResult:
+		if e.Result.Accepted {
 			b.accepted++
 		}
-		b.mu.Unlock()
-		return
-	case event.Release:
-	default:
-		return
+	case event.TransferDone:
+		b.done++
 	}
-	b.mu.Lock()
-	if b.first.IsZero() {
-		b.first = time.Now()
-	}
-	if int(e.Worker) < len(b.releases) {
-		b.releases[e.Worker]++
-	}
-	b.mu.Unlock()
 }
 
 // syncBuf is a process's output, safe to read while it runs; ready is
