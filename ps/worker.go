@@ -920,7 +920,15 @@ func (w *Worker) run(ctx context.Context, tc TrainConfig, total int) (TrainStats
 		return w.statsWith(loss), w.Quit(ctx)
 	}
 	err := w.Leave(ctx)
-	if errors.Is(err, ErrCoordinatorUnavailable) {
+	switch {
+	case err != nil && errors.Is(context.Cause(ctx), errRunOver):
+		// Cluster.Wait's shutdown ended the run, which a coordinator
+		// does only once it has counted every member's leave: this
+		// one's answer was still on its way (or a successor, restored
+		// with the leave counted, ended the run while this worker
+		// backed off to resend it).
+		err = nil
+	case errors.Is(err, ErrCoordinatorUnavailable):
 		// Every clock was released: the work is done and pushed. A
 		// coordinator that ends its run as soon as every leave is
 		// served can exit before its answer to this one is written
