@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"sync"
 	"time"
@@ -253,20 +254,33 @@ func (c *Client) InitWith(ctx context.Context, keys []uint64, lens []int, init I
 // Flush asks every server to apply its buffered gradients of clock, scaled
 // by scale, and waits for all of them.
 func (c *Client) Flush(ctx context.Context, clock int, scale float64) error {
+	_, err := c.flushWeights(ctx, clock, scale)
+	return err
+}
+
+// flushWeights is Flush, returning each server's weight of the clock
+// before it flushed (Store.ClockWeight; NaN for a server whose answer
+// carried none).
+func (c *Client) flushWeights(ctx context.Context, clock int, scale float64) ([]float64, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
+	weights := make([]float64, len(c.servers))
 	g, gctx := errgroup.WithContext(ctx)
 	for s := range c.servers {
 		g.Go(func() error {
 			e := wire.NewMsg(make([]byte, 0, 18), wire.OpFlush)
 			e.I64(int64(clock))
 			e.F64(scale)
-			_, err := c.call(gctx, s, e.B)
+			resp, err := c.call(gctx, s, e.B)
+			weights[s] = math.NaN()
+			if d := (decoder{B: resp}); err == nil && len(resp) == 8 {
+				weights[s] = d.F64()
+			}
 			return err
 		})
 	}
-	return c.ctxErr(ctx, g.Wait())
+	return weights, c.ctxErr(ctx, g.Wait())
 }
 
 // Ping checks that server s answers.

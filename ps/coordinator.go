@@ -129,6 +129,10 @@ type Coordinator struct {
 	// first admit since (resentAdmit); loop-owned
 	lastAdmit map[epsp.WorkerID]lastAdmitted
 	statsDue  bool // loop-owned: stats to publish after the answer
+	// open and doubt (partial.go; loop-owned): the admitted pushes of each
+	// buffer clock not yet flushed, and the lost workers among them
+	open  map[int][]openPush
+	doubt map[int][]epsp.WorkerID
 }
 
 var _ transport.Handler = (*Coordinator)(nil)
@@ -827,13 +831,15 @@ func (c *Coordinator) execute(out epsp.Output, orders map[uint64]epsp.TransferOr
 	}
 	for _, f := range out.Flush {
 		ctx, cancel := c.orderCtx()
-		err := c.client.Flush(ctx, f.Clock, epsp.PushDecision{Scale: f.Scale}.EffectiveScale()*c.LRScale())
+		weights, err := c.client.flushWeights(ctx, f.Clock, epsp.PushDecision{Scale: f.Scale}.EffectiveScale()*c.LRScale())
 		cancel()
 		if err != nil {
 			err = fmt.Errorf("ps: flush of clock %d: %w", f.Clock, err)
 			c.setFatal(err)
 			return fmt.Errorf("%w: %v", ErrAborted, err)
 		}
+		c.checkFlush(f.Clock, weights)
+		c.flushedClock(f.Clock)
 	}
 	v := c.core.View()
 	for _, o := range out.SetParallelism {

@@ -470,6 +470,9 @@ func (c *Coordinator) now() time.Duration { return c.nowBase + c.opts.clock() }
 
 func (c *Coordinator) coreAdmit(now time.Duration, p epsp.Push) (epsp.PushDecision, error) {
 	d, err := c.core.Admit(now, p)
+	if err == nil {
+		c.noteAdmit(p, d)
+	}
 	if err == nil && c.log != nil {
 		c.log.admit(now, p)
 	}
@@ -635,6 +638,9 @@ func (c *Coordinator) restore(policy epsp.Policy) error {
 		case entAdmit:
 			var d epsp.PushDecision
 			d, err = c.core.Admit(en.now, en.push)
+			if err == nil {
+				c.noteAdmit(en.push, d)
+			}
 			if c.lastAdmit == nil {
 				c.lastAdmit = map[epsp.WorkerID]lastAdmitted{}
 			}
@@ -656,6 +662,7 @@ func (c *Coordinator) restore(policy epsp.Policy) error {
 			c.joined[en.w] = true
 		case entLost:
 			l.done[en.w], l.lost[en.w] = true, true
+			c.noteLost(en.w)
 			if en.why != "" {
 				l.lostWhy = append(l.lostWhy, en.why)
 			}
@@ -666,6 +673,9 @@ func (c *Coordinator) restore(policy epsp.Policy) error {
 			return fmt.Errorf("%w: entry %d of %d does not replay: %v", ErrCoordinatorState, i, len(entries), err)
 		}
 		c.noteTransfers(out)
+		for _, f := range out.Flush {
+			c.flushedClock(f.Clock)
+		}
 		if len(out.Flush) > 0 {
 			c.redoFlush = &out
 		}

@@ -818,22 +818,25 @@ func (s *Server) mark(rid reqID) {
 
 // flush applies a flush, write-ahead (see above): the log, the store's
 // flush, then the bookkeeping and the checkpoint schedule.
-func (s *Server) flush(req []byte, clock int, scale float32) (int, error) {
+// It returns the keys updated and the clock's weight before the flush
+// (Store.ClockWeight: the samples pushed, for dense pushes).
+func (s *Server) flush(req []byte, clock int, scale float32) (int, float64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	mark, err := s.logAhead(req, nil)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
+	weight := s.store.ClockWeight(clock)
 	n, err := s.store.Flush(clock, scale)
 	if err != nil {
-		return 0, s.settle(mark, reqID{}, err) // refused: its record is cut off again
+		return 0, 0, s.settle(mark, reqID{}, err) // refused: its record is cut off again
 	}
 	s.dur.flushed = max(s.dur.flushed, clock)
 	if !s.dur.replaying {
 		s.dur.flushes++
 	}
-	return n, s.settle(mark, reqID{}, nil)
+	return n, weight, s.settle(mark, reqID{}, nil)
 }
 
 // The checkpoint schedule. A checkpoint is due after CheckpointEvery

@@ -215,12 +215,16 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 		if math.Abs(scale) > math.MaxFloat32 {
 			return nil, fmt.Errorf("%w: flush scale %v outside float32's range", ErrNonFinite, scale)
 		}
-		n, err := s.flush(req, clock, float32(scale))
+		n, weight, err := s.flush(req, clock, float32(scale))
 		if err != nil {
 			return nil, err
 		}
 		s.opts.emit(event.Event{Kind: event.Flushed, Node: s.name, Clock: clock, Samples: n})
-		return wire.OKResponse(dst), nil
+		// the answer carries the clock's weight, so the coordinator can
+		// tell a partial update (lease.go)
+		e := codec.Encoder{B: wire.OKResponse(dst)}
+		e.F64(weight)
+		return e.B, nil
 	case wire.OpInit, wire.OpPull:
 		sc := s.pool.Get().(*scratch)
 		defer s.pool.Put(sc)

@@ -87,6 +87,9 @@ func (k Kind) String() string {
 	if k == Join {
 		return "join"
 	}
+	if k == PartialFlush {
+		return "partial-flush"
+	}
 	return "event?"
 }
 
@@ -134,3 +137,10 @@ const WorkerLost Kind = 64
 
 // Join (coordinator): Worker joined the run at Clock (epsp.EventJoin).
 const Join Kind = 65
+
+// PartialFlush (coordinator): at the flush of buffer Clock, in which
+// Worker, declared lost, had Samples samples admitted, the servers'
+// weights of the clock differed, or fell short of what was admitted:
+// Worker's push was stored on some servers only, or on none (package
+// ps's doc, Partial updates, reported).
+const PartialFlush Kind = 66

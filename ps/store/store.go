@@ -894,6 +894,35 @@ func (s *Store) BufferedBytes() (open, spare int) {
 	return open, spare
 }
 
+// ClockWeight is the largest weight buffered for one key in clock: Σ w_i
+// over the pushes of the key in that clock (with Config.Deterministic,
+// over every sender's), 0 for a clock with no buffered gradients. When
+// every push of a clock names every key the store holds of it (a dense
+// push, as ps.Worker.Train makes), it is the clock's total weight — the
+// samples pushed — so stores holding shards of one model can be compared
+// before a flush (package ps reports a partial update so).
+func (s *Store) ClockWeight(clock int) float64 {
+	most := 0.0
+	if s.det {
+		per := map[int32]float64{}
+		for _, b := range s.dbufs[clock] {
+			for _, r := range b.rows {
+				per[r.ent] += r.weight
+			}
+		}
+		for _, w := range per {
+			most = max(most, w)
+		}
+		return most
+	}
+	if b := s.bufs[clock]; b != nil {
+		for _, r := range b.rows {
+			most = max(most, r.weight)
+		}
+	}
+	return most
+}
+
 // Flush applies the buffer of clock: for every key pushed in that clock one
 // optimizer step with the weighted mean gradient Σ w_i·g_i / Σ w_i
 // multiplied by scale, then drops the buffer, and makes clock the last

@@ -118,8 +118,8 @@ func (p *proc) waitContains(t *testing.T, s string, within time.Duration) time.T
 // clock's samples are handed over as for a dead worker (each clock
 // counted once on both servers, but for the clock it was pushing when cut
 // off, which may be stored on server-1 only: the partial update ps/lease.go
-// documents as a known gap; run 112 of the flake tally met it) and every
-// other node's log names it.
+// documents as a known gap, which the coordinator then reports; run 112 of
+// the flake tally met it) and every other node's log names it.
 func TestMultiProcess_PartitionedWorker(t *testing.T) {
 	const heartbeat = contLease / 8 // the -cluster mode's
 	bound := contLease + heartbeat + heartbeat + contLease/4 + 2*time.Second
@@ -170,8 +170,12 @@ func TestMultiProcess_PartitionedWorker(t *testing.T) {
 		case a[k] != b[k] && k == last+1 && min(a[k], b[k]) == part && max(a[k], b[k]) == full:
 			// The clock worker-0 was pushing when its link to server-0
 			// went dark: its admitted push stored on server-1 only (the
-			// documented partial update, ps/lease.go; never counted twice).
+			// documented partial update, ps/lease.go; never counted
+			// twice), which the coordinator must report (ps/partial.go).
 			t.Logf("clock %d: worker-0's push stored on one server only (server-0 %d, server-1 %d): the known partial update", k, a[k], b[k])
+			if want := fmt.Sprintf("partial update of clock %d: lost worker-0", k); !strings.Contains(co.output(), want) {
+				t.Errorf("the coordinator did not report the partial update (%q):\n%s", want, co.output())
+			}
 		case a[k] != b[k]:
 			t.Errorf("clock %d: server-0 counted %d samples, server-1 %d", k, a[k], b[k])
 		case a[k] == full && last == k-1:

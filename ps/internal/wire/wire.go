@@ -37,7 +37,7 @@ import (
 //	push, pushpull: mode u8 | clock i64 | scale f64 | weight f64 | n u32 | n × (key u64, len u32) | pad | values
 //	pull:           n u32 | n × (key u64, len u32)
 //	init:           n u32 | n × (key u64, len u32) | pad | values
-//	flush:          clock i64 | scale f64
+//	flush:          clock i64 | scale f64; response weight f64 (Store.ClockWeight before the flush)
 //	layout:         (empty); response n u32 | n × (key u64, len u32)
 //
 // pad is 0 to 3 zero bytes that make the values start at an offset from the

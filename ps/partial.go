@@ -1,0 +1,125 @@
+package ps
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/falconml/falcon/epsp"
+	"github.com/falconml/falcon/ps/event"
+)
+
+// # Partial updates, reported
+//
+// A push is admitted once and then sent to each server that holds a part
+// of its keys: a worker lost between those sends (killed, or cut off from
+// one server mid-push) leaves its push stored on some servers and not on
+// the others. Under ContinueWithout the run goes on, each shard's samples
+// counted at most once, but the shards of that clock were computed from
+// different samples. This is not repaired (that needs each server to keep
+// a sender's push apart until the coordinator knows it is stored
+// everywhere, and to drop it otherwise before the lost worker's samples
+// are handed over; see lease.go); it is reported. Each server answers a
+// flush with the clock's weight before it (store.Store.ClockWeight: the
+// samples pushed into the clock, for pushes that name every key a server
+// holds, as Worker.Train's do), and the coordinator, for a buffer clock in
+// which a worker it declared lost had pushes admitted, compares those
+// weights with each other and with the samples it admitted into the clock.
+// A difference is logged as a warning naming the clock, the lost worker
+// and each server's weight, and emitted as event.PartialFlush: weights
+// that differ are a partial update; weights equal to each other but short
+// of what was admitted are a push stored on no server (its samples are
+// lost, never counted twice). Servers that answer 0 hold none of the
+// clock's keys (or flushed it already) and are not compared. Apply-mode
+// pushes (ASP-like policies) are not covered: they change the parameters
+// at once and leave no buffer to compare. The record of admitted pushes is
+// rebuilt from the coordinator's state on a restart (coordstate.go), and a
+// flush carried out again after a restart is not checked.
+
+// openPush is an admitted push into a buffer clock not yet flushed.
+type openPush struct {
+	worker  epsp.WorkerID
+	samples int
+}
+
+// noteAdmit records an admitted push into its buffer clock (loop-owned,
+// and on replay).
+func (c *Coordinator) noteAdmit(p epsp.Push, d epsp.PushDecision) {
+	if d.Action != epsp.Accumulate {
+		return
+	}
+	if c.open == nil {
+		c.open = map[int][]openPush{}
+	}
+	c.open[d.Clock] = append(c.open[d.Clock], openPush{p.Worker, p.Samples})
+}
+
+// noteLost marks the open buffer clocks in which lost worker lw had
+// pushes admitted: their flushes are checked (checkFlush).
+func (c *Coordinator) noteLost(lw epsp.WorkerID) {
+	for k, ps := range c.open {
+		if slices.ContainsFunc(ps, func(p openPush) bool { return p.worker == lw }) {
+			if c.doubt == nil {
+				c.doubt = map[int][]epsp.WorkerID{}
+			}
+			if !slices.Contains(c.doubt[k], lw) {
+				c.doubt[k] = append(c.doubt[k], lw)
+			}
+		}
+	}
+}
+
+// flushed forgets the pushes of a flushed buffer clock.
+func (c *Coordinator) flushedClock(k int) {
+	delete(c.open, k)
+	delete(c.doubt, k)
+}
+
+// checkFlush compares the servers' weights of buffer clock k (answered by
+// its flush) when a lost worker had pushes in it, and reports a partial
+// update; it returns the report ("" for none).
+func (c *Coordinator) checkFlush(k int, weights []float64) string {
+	lost := c.doubt[k]
+	if len(lost) == 0 {
+		return ""
+	}
+	admitted, fromLost := 0, 0
+	for _, p := range c.open[k] {
+		admitted += p.samples
+		if slices.Contains(lost, p.worker) {
+			fromLost += p.samples
+		}
+	}
+	var per []string
+	lo, hi := math.Inf(1), 0.0
+	for s, w := range weights {
+		if math.IsNaN(w) || w == 0 {
+			continue
+		}
+		lo, hi = min(lo, w), max(hi, w)
+		per = append(per, fmt.Sprintf("%s %g", c.cfg.Servers[s], w))
+	}
+	var what string
+	switch {
+	case len(per) == 0:
+		return ""
+	case lo != hi:
+		what = "partial update"
+	case hi < float64(admitted):
+		what = "push stored on no server"
+	default:
+		return ""
+	}
+	names := make([]string, len(lost))
+	for i, w := range lost {
+		names[i] = string(c.cfg.Workers[w])
+	}
+	note := fmt.Sprintf("%s of clock %d: lost %s had %d of the clock's %d admitted samples; servers' weights: %s",
+		what, k, strings.Join(names, ", "), fromLost, admitted, strings.Join(per, ", "))
+	c.opts.log.Warn("ps: " + note)
+	for _, w := range lost {
+		c.opts.emit(event.Event{Kind: event.PartialFlush, Node: "coordinator", Worker: w, Clock: k, Samples: fromLost})
+	}
+	return note
+}
