@@ -34,6 +34,6 @@
 // clusters for tests. A program that wires its own transports uses the
 // roles one by one (NewServer, NewCoordinator, NewWorker, NewClient), as
 // Example_training does. Design notes sit beside their code (client.go,
-// worker.go, lease.go, partial.go, membership.go, durable.go, coordstate.go, access.go,
-// wire.go, cluster.go).
+// worker.go, lease.go, partial.go, membership.go, durable.go,
+// coordstate.go, access.go, wire.go, cluster.go).
 package ps
