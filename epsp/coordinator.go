@@ -140,12 +140,24 @@ type Stats struct {
 	// not move (the taker pushed part of one giver's pieces, so the rest
 	// cannot be told apart). Lost, never counted twice.
 	SamplesAbandoned int
+	// Revoked counts own pushes taken back (Revoke); Accumulated and
+	// Staleness still count them.
+	Revoked int
 	// MaxLead is the largest Clock(w)-MinClock() of a worker at the moment
 	// it was released: how far ahead of the slowest any worker ran.
 	MaxLead int
 	// Staleness[d] counts admitted (not dropped) pushes whose BaseVersion
 	// was d updates behind Version() when they were admitted.
 	Staleness []int
+}
+
+// ownPush is what Revoke needs of an admitted push of own samples.
+type ownPush struct {
+	clock, buf int // the push's clock and the buffer it went to
+	action     PushAction
+	samples    int
+	parts      bool // it carried Parts
+	valid      bool
 }
 
 type transferState struct {
@@ -226,6 +238,9 @@ type Coordinator struct {
 	// not).
 	kept      []int
 	ownPushed []int
+	// lastOwn is each worker's last admitted push holding its own
+	// samples, for Revoke
+	lastOwn []ownPush
 
 	stats Stats
 
@@ -277,6 +292,7 @@ func NewCoordinator(cfg Config, p Policy) (*Coordinator, error) {
 		held:      make([]bool, n),
 		kept:      make([]int, n),
 		ownPushed: make([]int, n),
+		lastOwn:   make([]ownPush, n),
 	}
 	for w := range n {
 		c.kept[w] = math.MaxInt
@@ -372,6 +388,7 @@ func (c *Coordinator) Admit(now time.Duration, p Push) (PushDecision, error) {
 	}
 	if p.OwnSamples() > 0 {
 		c.ownPushed[p.Worker] = max(c.ownPushed[p.Worker], p.Clock+1)
+		c.lastOwn[p.Worker] = ownPush{clock: p.Clock, buf: d.Clock, action: d.Action, samples: p.Samples, parts: len(p.Parts) > 0, valid: true}
 	}
 	if d.Action == Drop {
 		c.stats.Dropped++
@@ -693,6 +710,41 @@ func (c *Coordinator) HandOver(from, to WorkerID) (o TransferOrder, ok bool, err
 	c.stats.HandOvers++
 	c.stats.SamplesHandedOver += end
 	return o, true, nil
+}
+
+// Revoke takes back worker w's own push of its current clock — admitted,
+// accumulated into a buffer not yet flushed, and not followed by w's
+// EventClock — for a runtime that lost w after the push was admitted and
+// will drop it from every server holding it, so that a HandOver then gives
+// w's samples of the clock to a survivor and each sample counts once. (A
+// push is admitted once and then sent to each server: a worker lost
+// between those sends leaves it stored on some servers only; package ps
+// drops it at the clock's flush where the servers keep each sender's
+// pushes apart.) It returns the buffer the push went to and how many
+// samples it held. ok is false, and nothing changes, when there is no such
+// push to take back: w pushed nothing of its current clock, or clocked it,
+// or its push was applied or dropped (an update cannot be taken back), or
+// carried Parts (assigned samples of other owners). The policy is not
+// consulted; the buffer's count of pushes (which policies see) drops by
+// one, Stats.Revoked counts it.
+func (c *Coordinator) Revoke(w WorkerID) (buf, samples int, ok bool, err error) {
+	if err := c.checkWorker(w); err != nil {
+		return 0, 0, false, fmt.Errorf("%w: revoke: %v", ErrBadEvent, err)
+	}
+	if c.left[w] {
+		return 0, 0, false, fmt.Errorf("%w: revoke of worker %d, which is not in the run", ErrBadEvent, w)
+	}
+	p := c.lastOwn[w]
+	if !p.valid || p.action != Accumulate || p.parts || c.waiting[w] || p.clock != c.clock[w] || c.buffers[p.buf] <= 0 {
+		return 0, 0, false, nil
+	}
+	c.lastOwn[w] = ownPush{}
+	c.ownPushed[w] = p.clock
+	if c.buffers[p.buf]--; c.buffers[p.buf] == 0 {
+		delete(c.buffers, p.buf)
+	}
+	c.stats.Revoked++
+	return p.buf, p.samples, true, nil
 }
 
 // Retarget gives every range worker from still owes as a taker to a
