@@ -254,14 +254,15 @@ func (c *Client) InitWith(ctx context.Context, keys []uint64, lens []int, init I
 // Flush asks every server to apply its buffered gradients of clock, scaled
 // by scale, and waits for all of them.
 func (c *Client) Flush(ctx context.Context, clock int, scale float64) error {
-	_, err := c.flushWeights(ctx, clock, scale)
+	_, err := c.flushWeights(ctx, clock, scale, nil)
 	return err
 }
 
-// flushWeights is Flush, returning each server's weight of the clock
-// before it flushed (Store.ClockWeight; NaN for a server whose answer
-// carried none).
-func (c *Client) flushWeights(ctx context.Context, clock int, scale float64) ([]float64, error) {
+// flushWeights is Flush leaving out the pushes of the senders in except
+// (servers with StoreConfig.Deterministic only), returning each server's
+// weight of the clock before it flushed (Store.ClockWeight without them;
+// NaN for a server whose answer carried none).
+func (c *Client) flushWeights(ctx context.Context, clock int, scale float64, except []string) ([]float64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -272,6 +273,12 @@ func (c *Client) flushWeights(ctx context.Context, clock int, scale float64) ([]
 			e := wire.NewMsg(make([]byte, 0, 18), wire.OpFlush)
 			e.I64(int64(clock))
 			e.F64(scale)
+			if len(except) > 0 {
+				e.U32(uint32(len(except)))
+				for _, n := range except {
+					e.Str(n)
+				}
+			}
 			resp, err := c.call(gctx, s, e.B)
 			weights[s] = math.NaN()
 			if d := (decoder{B: resp}); err == nil && len(resp) == 8 {

@@ -450,7 +450,7 @@ func NewCluster(ctx context.Context, cfg ClusterConfig) (_ *Cluster, err error) 
 			ec := cfg.EPSP
 			ec.NumWorkers = cfg.Workers
 			co, err := NewCoordinator(CoordinatorConfig{EPSP: ec, Servers: c.cc.Servers, Workers: workerNodes(cfg.slots()), StartTimeout: cfg.StartTimeout,
-				Lease: cfg.Lease, Membership: cfg.Membership, Store: cfg.CoordinatorStore, Wait: cfg.CoordinatorWait}, pol, ro...)
+				Lease: cfg.Lease, Membership: cfg.Membership, Store: cfg.CoordinatorStore, Wait: cfg.CoordinatorWait, SendersApart: cfg.Store.Deterministic}, pol, ro...)
 			if err != nil {
 				return nil, err
 			}

@@ -52,6 +52,15 @@ type CoordinatorConfig struct {
 	// Without a Store it tells them nothing (they do not wait: nothing
 	// could resume the run).
 	Wait time.Duration
+	// SendersApart says the servers keep each sender's pushes of a clock
+	// apart (StoreConfig.Deterministic; a Cluster sets it from its Store).
+	// Under ContinueWithout the coordinator then drops, at a clock's
+	// flush, the push of a worker it lost after that push was admitted and
+	// before the worker clocked, and hands the worker's samples to a
+	// survivor, so each sample counts once on every server even when the
+	// push reached some servers only (partial.go). False: such a push
+	// stays where it arrived, and a partial update is reported.
+	SendersApart bool
 }
 
 // DefaultCoordinatorConfig returns epsp.DefaultConfig with the default
@@ -133,6 +142,9 @@ type Coordinator struct {
 	// buffer clock not yet flushed, and the lost workers among them
 	open  map[int][]openPush
 	doubt map[int][]epsp.WorkerID
+	// drop (partial.go; loop-owned): per buffer clock, the lost workers
+	// whose pushes its flush leaves out (DropLostPushes)
+	drop map[int][]string
 }
 
 var _ transport.Handler = (*Coordinator)(nil)
@@ -831,7 +843,7 @@ func (c *Coordinator) execute(out epsp.Output, orders map[uint64]epsp.TransferOr
 	}
 	for _, f := range out.Flush {
 		ctx, cancel := c.orderCtx()
-		weights, err := c.client.flushWeights(ctx, f.Clock, epsp.PushDecision{Scale: f.Scale}.EffectiveScale()*c.LRScale())
+		weights, err := c.client.flushWeights(ctx, f.Clock, epsp.PushDecision{Scale: f.Scale}.EffectiveScale()*c.LRScale(), c.drop[f.Clock])
 		cancel()
 		if err != nil {
 			err = fmt.Errorf("ps: flush of clock %d: %w", f.Clock, err)
@@ -840,6 +852,7 @@ func (c *Coordinator) execute(out epsp.Output, orders map[uint64]epsp.TransferOr
 		}
 		c.checkFlush(f.Clock, weights)
 		c.flushedClock(f.Clock)
+		delete(c.drop, f.Clock)
 	}
 	v := c.core.View()
 	for _, o := range out.SetParallelism {

@@ -22,8 +22,8 @@ import (
 // With CoordinatorConfig.Store (ClusterConfig.CoordinatorStore) the
 // coordinator's state survives its process. The state is the log of every
 // call the coordinator made on its core (epsp.Coordinator): each Admit
-// and Step with the time it was given, each HandOver, Retarget and
-// Abandon, and two entries of its own: a worker's hello (its incarnation,
+// and Step with the time it was given, each HandOver, Retarget, Abandon
+// and Revoke, and two entries of its own: a worker's hello (its incarnation,
 // so that a restarted worker is still told apart from the one the run
 // knows) and a worker declared lost (so that it stays refused). The core
 // and the policy are pure functions of those calls (package epsp has no
@@ -127,6 +127,7 @@ const (
 	entAbandon  byte = 5 // from i64
 	entHello    byte = 6 // worker i64 | incarnation u64
 	entLost     byte = 7 // worker i64 | why str
+	entRevoke   byte = 8 // worker i64
 )
 
 // maxLostWhy bounds the text of a lost entry.
@@ -225,6 +226,14 @@ func (l *coordLog) abandon(from epsp.WorkerID) {
 	defer l.mu.Unlock()
 	e := l.begin(entAbandon)
 	e.I64(int64(from))
+	l.end(e)
+}
+
+func (l *coordLog) revoke(w epsp.WorkerID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.begin(entRevoke)
+	e.I64(int64(w))
 	l.end(e)
 }
 
@@ -443,6 +452,8 @@ func decodeEntry(body []byte, slots int) (coordEntry, error) {
 		}
 	case entAbandon:
 		en.w = worker("from")
+	case entRevoke:
+		en.w = worker("worker")
 	case entHello:
 		en.w = worker("worker")
 		en.inc = d.U64()
@@ -504,6 +515,17 @@ func (c *Coordinator) coreRetarget(from epsp.WorkerID, to []epsp.WorkerID) ([]ep
 		c.log.retarget(from, to)
 	}
 	return moved, err
+}
+
+func (c *Coordinator) coreRevoke(w epsp.WorkerID) (buf, samples int, ok bool, err error) {
+	buf, samples, ok, err = c.core.Revoke(w)
+	if ok {
+		c.revoked(w, buf)
+		if c.log != nil {
+			c.log.revoke(w)
+		}
+	}
+	return buf, samples, ok, err
 }
 
 func (c *Coordinator) coreAbandon(from epsp.WorkerID) (int, error) {
@@ -657,6 +679,16 @@ func (c *Coordinator) restore(policy epsp.Policy) error {
 			c.noteTransfers(epsp.Output{Transfers: moved})
 		case entAbandon:
 			_, err = c.core.Abandon(en.w)
+		case entRevoke:
+			var buf int
+			var ok bool
+			buf, _, ok, err = c.core.Revoke(en.w)
+			if err == nil && !ok {
+				err = fmt.Errorf("worker %d's push is not there to take back", en.w)
+			}
+			if ok {
+				c.revoked(en.w, buf)
+			}
 		case entHello:
 			l.inc[en.w] = en.inc
 			c.joined[en.w] = true
@@ -712,7 +744,7 @@ func (c *Coordinator) redo(ctx context.Context) error {
 	if o := c.redoFlush; o != nil {
 		for _, f := range o.Flush {
 			fctx, cancel := context.WithTimeout(ctx, c.cfg.OrderTimeout)
-			err := c.client.Flush(fctx, f.Clock, epsp.PushDecision{Scale: f.Scale}.EffectiveScale()*c.LRScale())
+			_, err := c.client.flushWeights(fctx, f.Clock, epsp.PushDecision{Scale: f.Scale}.EffectiveScale()*c.LRScale(), c.drop[f.Clock])
 			cancel()
 			if err != nil {
 				return fmt.Errorf("ps: restarted coordinator: flush of clock %d again: %w", f.Clock, err)

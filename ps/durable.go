@@ -818,17 +818,18 @@ func (s *Server) mark(rid reqID) {
 
 // flush applies a flush, write-ahead (see above): the log, the store's
 // flush, then the bookkeeping and the checkpoint schedule.
-// It returns the keys updated and the clock's weight before the flush
+// It leaves out the pushes of the senders in except (Store.FlushExcept),
+// and returns the keys updated and the clock's weight without them
 // (Store.ClockWeight: the samples pushed, for dense pushes).
-func (s *Server) flush(req []byte, clock int, scale float32) (int, float64, error) {
+func (s *Server) flush(req []byte, clock int, scale float32, except []string) (int, float64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	mark, err := s.logAhead(req, nil)
 	if err != nil {
 		return 0, 0, err
 	}
-	weight := s.store.ClockWeight(clock)
-	n, err := s.store.Flush(clock, scale)
+	weight := s.store.ClockWeight(clock, except...)
+	n, err := s.store.FlushExcept(clock, scale, except)
 	if err != nil {
 		return 0, 0, s.settle(mark, reqID{}, err) // refused: its record is cut off again
 	}

@@ -67,7 +67,13 @@ func seedRequests() [][]byte {
 	fl := wire.NewMsg(nil, wire.OpFlush)
 	fl.I64(0)
 	fl.F64(1)
-	seeds = append(seeds, fl.B, []byte{wire.Version, byte(wire.OpLayout)}, []byte{wire.Version, byte(wire.OpPing)})
+	fx := wire.NewMsg(nil, wire.OpFlush) // leaving senders out
+	fx.I64(1)
+	fx.F64(1)
+	fx.U32(2)
+	fx.Str("worker-0")
+	fx.Str("c")
+	seeds = append(seeds, fl.B, fx.B, []byte{wire.Version, byte(wire.OpLayout)}, []byte{wire.Version, byte(wire.OpPing)})
 	seeds = append(seeds, rawPull([]uint64{5}, []uint32{0xFFFFFFFF}))
 	return seeds
 }

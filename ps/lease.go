@@ -64,12 +64,12 @@ import (
 // admitted once for all servers and then sent to each: a worker lost
 // between them (killed, or cut off from one server mid-push) leaves that
 // clock with its samples stored on some servers and not the others — a
-// partial update, each shard's samples counted at most once (a known gap,
-// reported at the clock's flush, naming the worker and each server's
-// weight: see partial.go; closing it needs each server to keep a sender's
-// push apart until it is stored everywhere, as StoreConfig.Deterministic's
-// per-worker buffers do, and to drop it otherwise before the hand-over).
-// The hand-over is an order in the epsp core's transfer ledger
+// partial update, each shard's samples counted at most once. With servers
+// that keep each sender's pushes apart (StoreConfig.Deterministic) the
+// push is dropped everywhere at the clock's flush and its samples handed
+// over, so each counts once; otherwise the partial update is reported at
+// the clock's flush, naming the worker and each server's weight
+// (partial.go). The hand-over is an order in the epsp core's transfer ledger
 // (epsp.Coordinator.HandOver), so the survivor's push of those samples is
 // admitted once, and the lost worker's own push of them never; transfer
 // orders the lost worker had not answered, and any the policy makes of it
@@ -570,6 +570,11 @@ func (c *Coordinator) everyWorkerLost() error {
 // and no clock waits for it. A push admitted but not stored when the
 // worker died is lost, never counted twice.
 func (c *Coordinator) serveLost(lw epsp.WorkerID, orders map[uint64]epsp.TransferOrder) error {
+	if err := c.dropLost(lw); err != nil {
+		err = fmt.Errorf("ps: taking back %s's push: %w", c.cfg.Workers[lw], err)
+		c.setFatal(err)
+		return err
+	}
 	c.noteLost(lw)
 	l := c.lease
 	l.mu.Lock()

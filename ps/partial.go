@@ -10,17 +10,32 @@ import (
 	"github.com/falconml/falcon/ps/event"
 )
 
-// # Partial updates, reported
+// # Partial updates: dropped, or reported
 //
 // A push is admitted once and then sent to each server that holds a part
 // of its keys: a worker lost between those sends (killed, or cut off from
 // one server mid-push) leaves its push stored on some servers and not on
-// the others. Under ContinueWithout the run goes on, each shard's samples
-// counted at most once, but the shards of that clock were computed from
-// different samples. This is not repaired (that needs each server to keep
-// a sender's push apart until the coordinator knows it is stored
-// everywhere, and to drop it otherwise before the lost worker's samples
-// are handed over; see lease.go); it is reported. Each server answers a
+// the others, or on none. Under ContinueWithout the run goes on.
+//
+// With servers that keep each sender's pushes of a clock apart
+// (StoreConfig.Deterministic; CoordinatorConfig.SendersApart tells the
+// coordinator, and a Cluster sets it from its Store) the push is taken
+// back: when the coordinator loses a worker whose own push of its current
+// clock was admitted and not clocked, and that push is the worker's only
+// one in a buffer not yet flushed, it revokes it in the core
+// (epsp.Coordinator.Revoke, logged for a restart as entRevoke), the
+// clock's flush names the worker's node and every server leaves its
+// pushes out (store.Store.FlushExcept; a push arriving after the flush is
+// refused, the clock being closed), and the hand-over gives the worker's
+// samples to a survivor: each sample of the clock counts once on every
+// server (TestPartialFlush, apart=true: a push stored on one server of
+// two, and on none). Cost: the per-sender buffers, S senders' copies of a
+// clock's keys (package store's doc, Deterministic flushes). Not taken
+// back, and so only reported: a lost worker with more than one push open
+// (a range it took in the clock besides its own batch), a push with Parts
+// (assigned samples), an applied push.
+//
+// Otherwise a partial update is reported. Each server answers a
 // flush with the clock's weight before it (store.Store.ClockWeight: the
 // samples pushed into the clock, for pushes that name every key a server
 // holds, as Worker.Train's do), and the coordinator, for a buffer clock in
@@ -41,6 +56,7 @@ import (
 type openPush struct {
 	worker  epsp.WorkerID
 	samples int
+	own     bool // of the pusher's own samples only (no Parts)
 }
 
 // noteAdmit records an admitted push into its buffer clock (loop-owned,
@@ -52,7 +68,43 @@ func (c *Coordinator) noteAdmit(p epsp.Push, d epsp.PushDecision) {
 	if c.open == nil {
 		c.open = map[int][]openPush{}
 	}
-	c.open[d.Clock] = append(c.open[d.Clock], openPush{p.Worker, p.Samples})
+	c.open[d.Clock] = append(c.open[d.Clock], openPush{p.Worker, p.Samples, p.Owner == p.Worker && len(p.Parts) == 0})
+}
+
+// dropLost (on the loop, before the hand-over; CoordinatorConfig.
+// SendersApart only) takes back lost worker lw's push of its current
+// clock, admitted and not clocked (epsp.Coordinator.Revoke), when it is
+// lw's only push into a buffer not yet flushed: that buffer's flush then
+// leaves lw's pushes out on every server, and the hand-over gives lw's
+// samples to a survivor. A lost worker with more pushes open (a range it
+// took of the clock) keeps them, as without SendersApart.
+func (c *Coordinator) dropLost(lw epsp.WorkerID) error {
+	if !c.cfg.SendersApart {
+		return nil
+	}
+	n, own := 0, false
+	for _, ps := range c.open {
+		for _, p := range ps {
+			if p.worker == lw {
+				n, own = n+1, p.own
+			}
+		}
+	}
+	if n != 1 || !own {
+		return nil
+	}
+	_, _, _, err := c.coreRevoke(lw)
+	return err
+}
+
+// revoked records that w's push into buffer clock buf was taken back: the
+// flush of buf leaves w out, and the push is no longer open.
+func (c *Coordinator) revoked(w epsp.WorkerID, buf int) {
+	c.open[buf] = slices.DeleteFunc(c.open[buf], func(p openPush) bool { return p.worker == w })
+	if c.drop == nil {
+		c.drop = map[int][]string{}
+	}
+	c.drop[buf] = append(c.drop[buf], string(c.cfg.Workers[w]))
 }
 
 // noteLost marks the open buffer clocks in which lost worker lw had

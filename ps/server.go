@@ -206,6 +206,16 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 	case wire.OpFlush:
 		clock := d.Int(-1<<62, 1<<62, "clock")
 		scale := d.F64()
+		var except []string // senders whose pushes the flush leaves out
+		if d.Err == nil && len(d.B) > 0 {
+			n := int(d.U32())
+			if n > len(d.B)/4 {
+				return nil, fmt.Errorf("%w: flush leaving out %d senders in %d bytes", ErrMalformed, n, len(d.B))
+			}
+			for range n {
+				except = append(except, d.Str())
+			}
+		}
 		if err := d.End(); err != nil {
 			return nil, err
 		}
@@ -215,7 +225,7 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 		if math.Abs(scale) > math.MaxFloat32 {
 			return nil, fmt.Errorf("%w: flush scale %v outside float32's range", ErrNonFinite, scale)
 		}
-		n, weight, err := s.flush(req, clock, float32(scale))
+		n, weight, err := s.flush(req, clock, float32(scale), except)
 		if err != nil {
 			return nil, err
 		}

@@ -102,6 +102,12 @@
 // TCP, forced arrival orders) and TestDeterministicBSP_ServerRestart
 // check it.
 //
+// Because each sender's pushes stay apart until the flush, a flush can
+// also leave a sender out (FlushExcept): its pushes of the clock are
+// dropped, never applied, and the result is that of a store that never
+// had them, bit for bit (TestFlushExcept). Package ps does so with a
+// worker it lost after its push reached some servers only.
+//
 // The overflow checks hold for the sum Flush forms: a push is checked
 // against the sum of its key's bounds in every sender's buffer of its
 // clock, grown by one rounding per sender, and a push those bounds cannot

@@ -27,6 +27,10 @@ var (
 	// gradient buffer overflowing float32); the request was refused and
 	// changed nothing.
 	ErrNonFinite = errors.New("ps: non-finite value")
+	// ErrNotDeterministic: a flush asked to leave a sender's pushes out
+	// (FlushExcept) of a store without Config.Deterministic, which sums
+	// every sender's pushes together.
+	ErrNotDeterministic = errors.New("ps: the store does not keep each sender's pushes apart (Config.Deterministic)")
 	// ErrClockNotOpen: an accumulating push named a clock outside the
 	// window of open clocks (Config.AccumulateWindow): already
 	// flushed, or too far ahead. Nothing was buffered.

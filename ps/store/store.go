@@ -896,16 +896,20 @@ func (s *Store) BufferedBytes() (open, spare int) {
 
 // ClockWeight is the largest weight buffered for one key in clock: Σ w_i
 // over the pushes of the key in that clock (with Config.Deterministic,
-// over every sender's), 0 for a clock with no buffered gradients. When
+// over every sender's but those in except), 0 for a clock with no
+// buffered gradients. When
 // every push of a clock names every key the store holds of it (a dense
 // push, as ps.Worker.Train makes), it is the clock's total weight — the
 // samples pushed — so stores holding shards of one model can be compared
 // before a flush (package ps reports a partial update so).
-func (s *Store) ClockWeight(clock int) float64 {
+func (s *Store) ClockWeight(clock int, except ...string) float64 {
 	most := 0.0
 	if s.det {
 		per := map[int32]float64{}
-		for _, b := range s.dbufs[clock] {
+		for name, b := range s.dbufs[clock] {
+			if slices.Contains(except, name) {
+				continue
+			}
 			for _, r := range b.rows {
 				per[r.ent] += r.weight
 			}
@@ -932,13 +936,25 @@ func (s *Store) ClockWeight(clock int) float64 {
 // state non-finite is refused with ErrNonFinite and changes nothing (the
 // buffer stays).
 func (s *Store) Flush(clock int, scale float32) (int, error) {
+	return s.FlushExcept(clock, scale, nil)
+}
+
+// FlushExcept is Flush leaving out the pushes of the senders in except:
+// they are dropped with the clock's buffers, never applied (package ps
+// drops so a lost worker's push that reached some servers only). It needs
+// Config.Deterministic, whose buffers keep each sender's pushes apart;
+// without it a non-empty except is refused with ErrNotDeterministic.
+func (s *Store) FlushExcept(clock int, scale float32, except []string) (int, error) {
 	if s.finite {
 		if err := checkScale("flush", scale); err != nil {
 			return 0, err
 		}
 	}
 	if s.det {
-		return s.flushDet(clock, scale)
+		return s.flushDet(clock, scale, except)
+	}
+	if len(except) > 0 {
+		return 0, fmt.Errorf("%w: a flush of clock %d leaving out %q", ErrNotDeterministic, clock, except)
 	}
 	b := s.bufs[clock]
 	if b == nil {
@@ -961,7 +977,7 @@ func (s *Store) Flush(clock int, scale float32) (int, error) {
 // clock are added into one, sender after sender in increasing order of
 // their names, and that one is flushed. A refused flush keeps the senders'
 // buffers as they were.
-func (s *Store) flushDet(clock int, scale float32) (int, error) {
+func (s *Store) flushDet(clock int, scale float32, except []string) (int, error) {
 	by := s.dbufs[clock]
 	if len(by) == 0 {
 		delete(s.dbufs, clock)
@@ -975,6 +991,9 @@ func (s *Store) flushDet(clock int, scale float32) (int, error) {
 	slices.Sort(names)
 	m := s.newBuf(0)
 	for _, name := range names {
+		if slices.Contains(except, name) {
+			continue
+		}
 		sb := by[name]
 		for _, r := range sb.rows {
 			n := s.ents[r.ent].n

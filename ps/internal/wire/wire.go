@@ -37,8 +37,13 @@ import (
 //	push, pushpull: mode u8 | clock i64 | scale f64 | weight f64 | n u32 | n × (key u64, len u32) | pad | values
 //	pull:           n u32 | n × (key u64, len u32)
 //	init:           n u32 | n × (key u64, len u32) | pad | values
-//	flush:          clock i64 | scale f64; response weight f64 (Store.ClockWeight before the flush)
+//	flush:          clock i64 | scale f64 [| n u32 | n × sender str]; response weight f64
 //	layout:         (empty); response n u32 | n × (key u64, len u32)
+//
+// A flush may name senders whose pushes of the clock it leaves out
+// (store.Store.FlushExcept; a str is len u32 | bytes); its response
+// carries the clock's weight without them, before the flush
+// (store.Store.ClockWeight).
 //
 // pad is 0 to 3 zero bytes that make the values start at an offset from the
 // message's first byte that is a multiple of 4, so a server can read them
