@@ -819,25 +819,29 @@ func (s *Server) mark(rid reqID) {
 // flush applies a flush, write-ahead (see above): the log, the store's
 // flush, then the bookkeeping and the checkpoint schedule.
 // It leaves out the pushes of the senders in except (Store.FlushExcept),
-// and returns the keys updated and the clock's weight without them
-// (Store.ClockWeight: the samples pushed, for dense pushes).
-func (s *Server) flush(req []byte, clock int, scale float32, except []string) (int, float64, error) {
+// and returns the keys updated, the clock's weight without them and the
+// weight left out (Store.ClockWeight: the samples pushed, for dense
+// pushes).
+func (s *Server) flush(req []byte, clock int, scale float32, except []string) (n int, weight, out float64, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	mark, err := s.logAhead(req, nil)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
-	weight := s.store.ClockWeight(clock, except...)
-	n, err := s.store.FlushExcept(clock, scale, except)
+	weight = s.store.ClockWeight(clock, except...)
+	if len(except) > 0 {
+		out = s.store.ClockWeight(clock) - weight
+	}
+	n, err = s.store.FlushExcept(clock, scale, except)
 	if err != nil {
-		return 0, 0, s.settle(mark, reqID{}, err) // refused: its record is cut off again
+		return 0, 0, 0, s.settle(mark, reqID{}, err) // refused: its record is cut off again
 	}
 	s.dur.flushed = max(s.dur.flushed, clock)
 	if !s.dur.replaying {
 		s.dur.flushes++
 	}
-	return n, weight, s.settle(mark, reqID{}, nil)
+	return n, weight, out, s.settle(mark, reqID{}, nil)
 }
 
 // The checkpoint schedule. A checkpoint is due after CheckpointEvery

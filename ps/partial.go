@@ -93,7 +93,11 @@ func (c *Coordinator) dropLost(lw epsp.WorkerID) error {
 	if n != 1 || !own {
 		return nil
 	}
-	_, _, _, err := c.coreRevoke(lw)
+	buf, samples, ok, err := c.coreRevoke(lw)
+	if ok {
+		c.opts.log.Info("ps: a lost worker's push taken back: the flush leaves it out on every server, and its samples go to a survivor",
+			"worker", c.cfg.Workers[lw], "clock", buf, "samples", samples)
+	}
 	return err
 }
 

@@ -41,12 +41,18 @@ func pushClock(req []byte) (int, bool) {
 // (Deterministic, CoordinatorConfig.SendersApart) the push is taken back,
 // left out of the clock's flush on both servers and w0's samples handed
 // to a survivor: every clock counts each sample once on each server (the
-// servers' own flush answers say so), and nothing is reported. Without,
-// the coordinator reports the clock at its flush (a warning and
+// servers' own flush answers say so), and nothing is reported; "restart"
+// is "partial" with the coordinator stopped as a crash would (Abandon)
+// while it flushes that clock and a successor restored from its store,
+// which replays the take-back and flushes the clock again leaving w0 out.
+// Without, the coordinator reports the clock at its flush (a warning and
 // event.PartialFlush naming w0 and each server's weight) and no other.
 func TestPartialFlush(t *testing.T) {
 	for _, apart := range []bool{false, true} {
-		for _, mode := range []string{"partial", "none"} {
+		for _, mode := range []string{"partial", "none", "restart"} {
+			if mode == "restart" && !apart {
+				continue
+			}
 			t.Run(fmt.Sprintf("%s/apart=%v", mode, apart), func(t *testing.T) { testPartialFlush(t, mode, apart) })
 		}
 	}
@@ -92,16 +98,26 @@ func testPartialFlush(t *testing.T, mode string, apart bool) {
 	cfg.Servers, cfg.Workers = servers, workers
 	cfg.Lease = LeaseConfig{Timeout: 400 * time.Millisecond, Interval: 25 * time.Millisecond, OnWorkerLost: ContinueWithout}
 	cfg.SendersApart = apart
-	co, err := NewCoordinator(cfg, epsp.NewBSP(), obs, WithLogger(logs.logger()))
-	if err != nil {
-		t.Fatal(err)
+	restart := mode == "restart"
+	if restart {
+		cfg.Store, cfg.Wait = DirCoordinatorStore(t.TempDir()), 20*time.Second
 	}
-	ct, err := net.Join("coordinator", co)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// the servers' answers to each flush: the clock's weight
-	seen := transporttest.WithHooks(ct, transporttest.Hooks{AfterRequest: func(to transport.NodeID, req, resp []byte, err error) ([]byte, error) {
+	flushing := make(chan struct{}) // restart: the first flush of clock cut has begun
+	var flushOnce sync.Once
+	hooks := transporttest.Hooks{BeforeRequest: func(ctx context.Context, to transport.NodeID, req []byte) error {
+		if o, body, herr := wire.Header(req); restart && herr == nil && o == wire.OpFlush {
+			d := codec.Decoder{B: body}
+			if int(d.I64()) == cut {
+				first := false
+				flushOnce.Do(func() { first = true; close(flushing) })
+				if first {
+					<-ctx.Done() // the coordinator stops as a crash would
+					return ctx.Err()
+				}
+			}
+		}
+		return nil
+	}, AfterRequest: func(to transport.NodeID, req, resp []byte, err error) ([]byte, error) {
 		if o, body, herr := wire.Header(req); herr == nil && o == wire.OpFlush && err == nil {
 			d := codec.Decoder{B: body}
 			clock := int(d.I64())
@@ -111,15 +127,32 @@ func testPartialFlush(t *testing.T, mode string, apart bool) {
 				if weight[to] == nil {
 					weight[to] = map[int]float64{}
 				}
-				weight[to][clock] = pd.F64()
+				if w := pd.F64(); w > 0 { // a flush again (after a restart) of a flushed clock answers 0
+					weight[to][clock] = w
+				}
 				mu.Unlock()
 			}
 		}
 		return resp, err
-	}})
-	if err := co.Start(ctx, seen); err != nil {
-		t.Fatal(err)
+	}}
+	var (
+		co *Coordinator
+		ct *transport.Inmem
+	)
+	start := func() {
+		t.Helper()
+		var err error
+		if co, err = NewCoordinator(cfg, epsp.NewBSP(), obs, WithLogger(logs.logger())); err != nil {
+			t.Fatal(err)
+		}
+		if ct, err = net.Join("coordinator", co); err != nil {
+			t.Fatal(err)
+		}
+		if err := co.Start(ctx, transporttest.WithHooks(ct, hooks)); err != nil {
+			t.Fatal(err)
+		}
 	}
+	start()
 	defer func() { co.Close(); ct.Close() }()
 	stored := make(chan struct{}) // w0's push of clock cut is on s1
 	var once sync.Once
@@ -145,7 +178,7 @@ func testPartialFlush(t *testing.T, mode string, apart bool) {
 			tr = transporttest.WithHooks(wt, transporttest.Hooks{
 				BeforeRequest: func(ctx context.Context, to transport.NodeID, req []byte) error {
 					if c, ok := pushClock(req); ok && c == cut && (to == "s0" || mode == "none") {
-						if mode == "partial" {
+						if mode != "none" {
 							select {
 							case <-stored:
 							case <-time.After(10 * time.Second):
@@ -174,6 +207,17 @@ func testPartialFlush(t *testing.T, mode string, apart bool) {
 			errs <- err
 		}()
 	}
+	if restart {
+		select {
+		case <-flushing:
+		case <-ctx.Done():
+			t.Fatal("the flush of the clock never began")
+		}
+		co.Abandon()
+		_ = net.Kill("coordinator")
+		co.Close()
+		start()
+	}
 	for i := range workers {
 		if err := <-errs; err != nil && i > 0 {
 			t.Logf("a worker's Train: %v", err) // w0's, killed
@@ -199,6 +243,9 @@ func testPartialFlush(t *testing.T, mode string, apart bool) {
 		if weight["s0"][k] != want || weight["s1"][k] != want {
 			t.Errorf("clock %d: weights s0 %v, s1 %v; want %v", k, weight["s0"][k], weight["s1"][k], want)
 		}
+	}
+	if restart && !strings.Contains(logs.String(), "coordinator restored from its state") {
+		t.Fatalf("no successor restored the run:\n%s", logs.String())
 	}
 	if apart {
 		if a != full || b != full || st.Revoked != 1 || st.HandOvers != 1 || st.SamplesHandedOver != batch {

@@ -225,9 +225,12 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 		if math.Abs(scale) > math.MaxFloat32 {
 			return nil, fmt.Errorf("%w: flush scale %v outside float32's range", ErrNonFinite, scale)
 		}
-		n, weight, err := s.flush(req, clock, float32(scale), except)
+		n, weight, out, err := s.flush(req, clock, float32(scale), except)
 		if err != nil {
 			return nil, err
+		}
+		if out > 0 {
+			s.opts.emit(event.Event{Kind: event.LeftOut, Node: s.name, Clock: clock, Samples: int(out)})
 		}
 		s.opts.emit(event.Event{Kind: event.Flushed, Node: s.name, Clock: clock, Samples: n})
 		// the answer carries the clock's weight, so the coordinator can

@@ -90,6 +90,9 @@ func (k Kind) String() string {
 	if k == PartialFlush {
 		return "partial-flush"
 	}
+	if k == LeftOut {
+		return "left-out"
+	}
 	return "event?"
 }
 
@@ -144,3 +147,8 @@ const Join Kind = 65
 // Worker's push was stored on some servers only, or on none (package
 // ps's doc, Partial updates, reported).
 const PartialFlush Kind = 66
+
+// LeftOut (server): the flush of Clock left out the pushes of a worker the
+// coordinator lost (Samples: their weight): buffered (Applied) and never
+// applied (package ps's doc, Partial updates).
+const LeftOut Kind = 67

@@ -27,11 +27,14 @@ type contRun struct {
 	samples []string // each server's "samples c:n ..." line
 }
 
-// runCont runs a -cluster BSP job of contWorkers workers; fault, if not
-// nil, is called once the processes are up and injects the fault.
+// runCont runs a -cluster BSP job of contWorkers workers, with servers
+// that keep each worker's pushes apart (-det: a victim's push that reached
+// one server only is dropped from both and its samples handed over, ps's
+// doc, Partial updates); fault, if not nil, is called once the processes
+// are up and injects the fault.
 func runCont(t *testing.T, workers int, fault func(c *cluster)) contRun {
 	t.Helper()
-	c := newCluster(t, contServers, workers, "-cluster", "-lease", contLease.String(), "-lost", "continue", "-lr", "0.3",
+	c := newCluster(t, contServers, workers, "-cluster", "-det", "-lease", contLease.String(), "-lost", "continue", "-lr", "0.3",
 		"-delay", "20ms", "-clocks", fmt.Sprint(contClocks))
 	c.up(nil)
 	if fault != nil {

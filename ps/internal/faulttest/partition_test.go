@@ -115,15 +115,16 @@ func (p *proc) waitContains(t *testing.T, s string, within time.Duration) time.T
 // plus 2 s for scheduling on a loaded machine — and not after the 30 s
 // request timeout (the finding: "server-0: no answer within 30s" after
 // 30.1 s). Under ContinueWithout the run then finishes without it: its
-// clock's samples are handed over as for a dead worker (each clock
-// counted once on both servers, but for the clock it was pushing when cut
-// off, which may be stored on server-1 only: the partial update ps/lease.go
-// documents as a known gap, which the coordinator then reports; run 112 of
-// the flake tally met it) and every other node's log names it.
+// clock's samples are handed over as for a dead worker, each clock
+// counted once on both servers — the clock it was pushing when cut off
+// too: its push, stored on server-1 only, is dropped there at the flush
+// (-det; ps's doc, Partial updates; run 112 of the flake tally met it
+// before: clock 3 counted 16 samples on server-0, 24 on server-1) — and
+// every other node's log names it.
 func TestMultiProcess_PartitionedWorker(t *testing.T) {
 	const heartbeat = contLease / 8 // the -cluster mode's
 	bound := contLease + heartbeat + heartbeat + contLease/4 + 2*time.Second
-	c := newCluster(t, contServers, contWorkers, "-cluster", "-lease", contLease.String(), "-lost", "continue", "-lr", "0.3",
+	c := newCluster(t, contServers, contWorkers, "-cluster", "-det", "-lease", contLease.String(), "-lost", "continue", "-lr", "0.3",
 		"-delay", "20ms", "-clocks", fmt.Sprint(contClocks))
 	book := map[string]string{}
 	for _, kv := range strings.Split(c.peers, ",") {
@@ -167,15 +168,6 @@ func TestMultiProcess_PartitionedWorker(t *testing.T) {
 	last := -1
 	for k := range contClocks {
 		switch {
-		case a[k] != b[k] && k == last+1 && min(a[k], b[k]) == part && max(a[k], b[k]) == full:
-			// The clock worker-0 was pushing when its link to server-0
-			// went dark: its admitted push stored on server-1 only (the
-			// documented partial update, ps/lease.go; never counted
-			// twice), which the coordinator must report (ps/partial.go).
-			t.Logf("clock %d: worker-0's push stored on one server only (server-0 %d, server-1 %d): the known partial update", k, a[k], b[k])
-			if want := fmt.Sprintf("partial update of clock %d: lost worker-0", k); !strings.Contains(co.output(), want) {
-				t.Errorf("the coordinator did not report the partial update (%q):\n%s", want, co.output())
-			}
 		case a[k] != b[k]:
 			t.Errorf("clock %d: server-0 counted %d samples, server-1 %d", k, a[k], b[k])
 		case a[k] == full && last == k-1:
@@ -186,6 +178,11 @@ func TestMultiProcess_PartitionedWorker(t *testing.T) {
 		}
 	}
 	t.Logf("worker-0's last counted clock: %d", last)
+	if out := co.output(); strings.Contains(out, "partial update") || strings.Contains(out, "push stored on no server") {
+		t.Errorf("the coordinator reports a partial update:\n%s", out)
+	} else if strings.Contains(out, "push taken back") {
+		t.Logf("worker-0's push of its last clock reached one server only and was taken back")
+	}
 	for _, n := range []string{"server-0", "server-1", "worker-1", "worker-2"} {
 		p := c.procs[n]
 		p.wait(t, 20*time.Second)

@@ -29,7 +29,7 @@ import (
 //	trained                    (worker: its Train returned)
 //	final <hex> loss <g>       (coordinator: the trained parameters and their loss)
 //	flushes N                  (coordinator: the run is over)
-//	samples c:n c:n ...        (server: samples applied per clock, at the end)
+//	samples c:n c:n ...        (server: samples applied per clock, less those a flush left out, at the end)
 //	error: ...                 (any node: how the run failed for it)
 func runCluster(o opts) error {
 	peers := map[transport.NodeID]string{}
@@ -50,6 +50,10 @@ func runCluster(o opts) error {
 		case e.Kind == event.Applied && e.Node == o.id:
 			mu.Lock()
 			perClock[e.Clock] += e.Samples
+			mu.Unlock()
+		case e.Kind == event.LeftOut && e.Node == o.id: // a lost worker's push the flush dropped
+			mu.Lock()
+			perClock[e.Clock] -= e.Samples
 			mu.Unlock()
 		case e.Kind == event.ClockStart:
 			fmt.Printf("clock %d\n", e.Clock)
