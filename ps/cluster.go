@@ -144,7 +144,9 @@ type ClusterConfig struct {
 	// (CoordinatorConfig.Membership).
 	Membership MembershipConfig
 	// Store configures every server's store; a zero Optimizer means SGD
-	// with rate 0.01.
+	// with rate 0.01. Its Deterministic also tells the coordinator
+	// (CoordinatorConfig.SendersApart) that a lost worker's push can be
+	// dropped from every server under ContinueWithout (partial.go).
 	Store StoreConfig
 	// Width is the clients' fixed value width; zero means 1.
 	Width int

@@ -114,7 +114,9 @@ import (
 // decides for a worker: AbortRun stops the run and every worker returns an
 // ErrAborted error that names the lost one; ContinueWithout lets the run
 // go on as if the worker had quit (epsp.EventLeave with Quit), the pushes
-// it made kept and the samples it had not processed of its current clock
+// it made kept (but one that may have reached some servers only, dropped
+// from all where the servers keep senders apart: partial.go) and the
+// samples it had not processed of its current clock
 // handed to a survivor first, as an order recorded in the core's transfer
 // ledger (serveLost, epsp.Coordinator.HandOver; a sample is never counted
 // twice), and the ranges it still owed as a taker given to survivors the
