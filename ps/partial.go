@@ -126,7 +126,7 @@ func (c *Coordinator) noteLost(lw epsp.WorkerID) {
 	}
 }
 
-// flushed forgets the pushes of a flushed buffer clock.
+// flushedClock forgets the pushes of a flushed buffer clock.
 func (c *Coordinator) flushedClock(k int) {
 	delete(c.open, k)
 	delete(c.doubt, k)
@@ -134,17 +134,17 @@ func (c *Coordinator) flushedClock(k int) {
 
 // checkFlush compares the servers' weights of buffer clock k (answered by
 // its flush) when a lost worker had pushes in it, and reports a partial
-// update; it returns the report ("" for none).
-func (c *Coordinator) checkFlush(k int, weights []float64) string {
+// update.
+func (c *Coordinator) checkFlush(k int, weights []float64) {
 	lost := c.doubt[k]
 	if len(lost) == 0 {
-		return ""
+		return
 	}
-	admitted, fromLost := 0, 0
+	admitted, fromLost := 0, map[epsp.WorkerID]int{}
 	for _, p := range c.open[k] {
 		admitted += p.samples
 		if slices.Contains(lost, p.worker) {
-			fromLost += p.samples
+			fromLost[p.worker] += p.samples
 		}
 	}
 	var per []string
@@ -159,23 +159,19 @@ func (c *Coordinator) checkFlush(k int, weights []float64) string {
 	var what string
 	switch {
 	case len(per) == 0:
-		return ""
+		return
 	case lo != hi:
 		what = "partial update"
 	case hi < float64(admitted):
 		what = "push stored on no server"
 	default:
-		return ""
+		return
 	}
 	names := make([]string, len(lost))
 	for i, w := range lost {
-		names[i] = string(c.cfg.Workers[w])
+		names[i] = fmt.Sprintf("%s had %d", c.cfg.Workers[w], fromLost[w])
+		c.opts.emit(event.Event{Kind: event.PartialFlush, Node: "coordinator", Worker: w, Clock: k, Samples: fromLost[w]})
 	}
-	note := fmt.Sprintf("%s of clock %d: lost %s had %d of the clock's %d admitted samples; servers' weights: %s",
-		what, k, strings.Join(names, ", "), fromLost, admitted, strings.Join(per, ", "))
-	c.opts.log.Warn("ps: " + note)
-	for _, w := range lost {
-		c.opts.emit(event.Event{Kind: event.PartialFlush, Node: "coordinator", Worker: w, Clock: k, Samples: fromLost})
-	}
-	return note
+	c.opts.log.Warn(fmt.Sprintf("ps: %s of clock %d: lost %s of the clock's %d admitted samples; servers' weights: %s",
+		what, k, strings.Join(names, ", "), admitted, strings.Join(per, ", ")))
 }
