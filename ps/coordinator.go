@@ -143,7 +143,7 @@ type Coordinator struct {
 	open  map[int][]openPush
 	doubt map[int][]epsp.WorkerID
 	// drop (partial.go; loop-owned): per buffer clock, the lost workers
-	// whose pushes its flush leaves out (DropLostPushes)
+	// whose pushes its flush leaves out (SendersApart)
 	drop map[int][]string
 }
 
