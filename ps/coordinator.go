@@ -212,6 +212,9 @@ func NewCoordinator(cfg CoordinatorConfig, policy epsp.Policy, opts ...Option) (
 			return nil, err
 		}
 	}
+	if cfg.Lease.OnWorkerLost == ContinueWithout && !cfg.SendersApart && len(cfg.Servers) > 1 {
+		c.opts.log.Info("ps: ContinueWithout over servers that sum their senders' pushes together: a lost worker's push that reached some servers only stays there, reported at its flush (StoreConfig.Deterministic would drop it from all; partial.go)")
+	}
 	return c, nil
 }
 

@@ -234,7 +234,7 @@ func (s *Server) serve(from transport.NodeID, req, tail, dst []byte) ([]byte, er
 		}
 		s.opts.emit(event.Event{Kind: event.Flushed, Node: s.name, Clock: clock, Samples: n})
 		// the answer carries the clock's weight, so the coordinator can
-		// tell a partial update (lease.go)
+		// tell a partial update (partial.go)
 		e := codec.Encoder{B: wire.OKResponse(dst)}
 		e.F64(weight)
 		return e.B, nil
