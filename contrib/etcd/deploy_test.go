@@ -3,7 +3,6 @@ package etcd
 import (
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"regexp"
 	"slices"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/falconml/falcon/internal/deploytest"
 )
 
 // manifest is what the test reads of cmd/falcon-cluster/deploy/
@@ -71,8 +72,6 @@ type manifest struct {
 	} `json:"items"`
 }
 
-var k8sVar = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
-
 // TestDeploy_JobSetEtcd reads cmd/falcon-cluster/deploy/jobset-etcd.json
 // (a Service in front of two coordinator pods, a JobSet whose
 // coordinator Job runs both, with FALCON_ETCD_ENDPOINTS, and servers and
@@ -90,14 +89,6 @@ var k8sVar = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
 // OnFailure): the other one takes over within the lease TTL, the run
 // finishes, and every process exits 0 (the restarted coordinator once
 // the run is over).
-// podNet returns the first three octets ("127.a.b.") of a loopback /24
-// picked at random for one test's pods: every 127.0.0.0/8 address is
-// loopback on Linux, and a fixed one (127.0.0.x:7000) collided when two
-// checkouts ran this test at once.
-func podNet() string {
-	return fmt.Sprintf("127.%d.%d.", 1+rand.IntN(254), 1+rand.IntN(254))
-}
-
 func TestDeploy_JobSetEtcd(t *testing.T) {
 	endpoint := needEtcd(t)
 	if testing.Short() {
@@ -120,7 +111,7 @@ func TestDeploy_JobSetEtcd(t *testing.T) {
 	}
 	svcAddr := fmt.Sprintf("%s:%d", svc.Metadata.Name, svc.Spec.Ports[0].Port)
 	const secret = "a-test-secret-for-the-manifests"
-	subnet := podNet()
+	subnet := deploytest.PodNet()
 	svcIP := subnet + "2"
 	type pod struct {
 		name string
@@ -180,12 +171,7 @@ func TestDeploy_JobSetEtcd(t *testing.T) {
 			}
 			var args []string
 			for _, a := range ctr.Args {
-				a = k8sVar.ReplaceAllStringFunc(a, func(m string) string {
-					if v, ok := vars[m[2:len(m)-1]]; ok {
-						return v
-					}
-					return m
-				})
+				a = deploytest.Expand(a, vars)
 				for mp, dir := range dirs {
 					if k, v, ok := strings.Cut(a, "="); ok && (v == mp || strings.HasPrefix(v, mp+"/")) {
 						a = k + "=" + dir + strings.TrimPrefix(v, mp)

@@ -6,15 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/falconml/falcon/internal/deploytest"
 )
 
 // jobSet is the part of a JobSet manifest the test reads.
@@ -72,17 +72,6 @@ type jobSet struct {
 	} `json:"spec"`
 }
 
-// k8sVar is Kubernetes' $(VAR) reference in container args.
-// podNet returns the first three octets ("127.a.b.") of a loopback /24
-// picked at random for one test's pods: every 127.0.0.0/8 address is
-// loopback on Linux, and a fixed one (127.0.0.x:7000) collided when two
-// checkouts ran this test at once.
-func podNet() string {
-	return fmt.Sprintf("127.%d.%d.", 1+rand.IntN(254), 1+rand.IntN(254))
-}
-
-var k8sVar = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
-
 // TestDeploy_JobSet reads deploy/jobset.json and runs every pod it
 // describes as a process with exactly the pod's arguments (after
 // Kubernetes' $(VAR) expansion) and environment: JOB_COMPLETION_INDEX as
@@ -113,7 +102,7 @@ func TestDeploy_JobSet(t *testing.T) {
 	const secret = "a-test-secret-for-the-manifests"
 	var pods []pod
 	var hosts []string
-	ip, subnet := 2, podNet()
+	ip, subnet := 2, deploytest.PodNet()
 	for _, rj := range js.Spec.ReplicatedJobs {
 		spec := rj.Template.Spec
 		if rj.Replicas != 1 || spec.CompletionMode != "Indexed" || spec.Parallelism != spec.Completions || len(spec.Template.Spec.Containers) != 1 {
@@ -165,12 +154,7 @@ func TestDeploy_JobSet(t *testing.T) {
 			}
 			var args []string
 			for _, a := range ctr.Args {
-				args = append(args, k8sVar.ReplaceAllStringFunc(a, func(m string) string {
-					if v, ok := vars[m[2:len(m)-1]]; ok {
-						return v
-					}
-					return m // Kubernetes leaves unknown references as they are
-				}))
+				args = append(args, deploytest.Expand(a, vars))
 			}
 			pods = append(pods, pod{name: fmt.Sprintf("%s-%d", rj.Name, idx), args: args, env: env, mounts: mounts})
 		}
