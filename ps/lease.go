@@ -572,12 +572,6 @@ func (c *Coordinator) everyWorkerLost() error {
 // and no clock waits for it. A push admitted but not stored when the
 // worker died is lost, never counted twice.
 func (c *Coordinator) serveLost(lw epsp.WorkerID, orders map[uint64]epsp.TransferOrder) error {
-	if err := c.dropLost(lw); err != nil {
-		err = fmt.Errorf("ps: taking back %s's push: %w", c.cfg.Workers[lw], err)
-		c.setFatal(err)
-		return err
-	}
-	c.noteLost(lw)
 	l := c.lease
 	l.mu.Lock()
 	// takers: the survivors, joiners that have not started last (they
@@ -660,6 +654,18 @@ func (c *Coordinator) serveLost(lw epsp.WorkerID, orders map[uint64]epsp.Transfe
 			}
 		}
 	}
+	// A push of lw's that may have reached some servers only is taken
+	// back, so that the hand-over below recomputes its samples, when a
+	// survivor can take them (partial.go); what remains is checked at its
+	// flush.
+	if len(takers) > 0 {
+		if err := c.dropLost(lw); err != nil {
+			err = fmt.Errorf("ps: taking back %s's push: %w", c.cfg.Workers[lw], err)
+			c.setFatal(err)
+			return err
+		}
+	}
+	c.noteLost(lw)
 	if len(takers) == 0 {
 		return c.leaveLost(lw, orders)
 	}

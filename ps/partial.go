@@ -21,8 +21,9 @@ import (
 // (StoreConfig.Deterministic; CoordinatorConfig.SendersApart tells the
 // coordinator, and a Cluster sets it from its Store) the push is taken
 // back: when the coordinator loses a worker whose own push of its current
-// clock was admitted and not clocked, and that push is the worker's only
-// one in a buffer not yet flushed, it revokes it in the core
+// clock was admitted and not clocked, that push is the worker's only one
+// in a buffer not yet flushed, and a survivor can take its samples, it
+// revokes it in the core
 // (epsp.Coordinator.Revoke, logged for a restart as entRevoke), the
 // clock's flush names the worker's node and every server leaves its
 // pushes out (store.Store.FlushExcept; a push arriving after the flush is
@@ -71,8 +72,8 @@ func (c *Coordinator) noteAdmit(p epsp.Push, d epsp.PushDecision) {
 	c.open[d.Clock] = append(c.open[d.Clock], openPush{p.Worker, p.Samples, p.Owner == p.Worker && len(p.Parts) == 0})
 }
 
-// dropLost (on the loop, before the hand-over; CoordinatorConfig.
-// SendersApart only) takes back lost worker lw's push of its current
+// dropLost (on the loop, before the hand-over, when a survivor can take
+// lw's samples; CoordinatorConfig.SendersApart only) takes back lost worker lw's push of its current
 // clock, admitted and not clocked (epsp.Coordinator.Revoke), when it is
 // lw's only push into a buffer not yet flushed: that buffer's flush then
 // leaves lw's pushes out on every server, and the hand-over gives lw's
