@@ -897,11 +897,11 @@ func (s *Store) BufferedBytes() (open, spare int) {
 // ClockWeight is the largest weight buffered for one key in clock: Σ w_i
 // over the pushes of the key in that clock (with Config.Deterministic,
 // over every sender's but those in except), 0 for a clock with no
-// buffered gradients. When
-// every push of a clock names every key the store holds of it (a dense
-// push, as ps.Worker.Train makes), it is the clock's total weight — the
-// samples pushed — so stores holding shards of one model can be compared
-// before a flush (package ps reports a partial update so).
+// buffered gradients. When every push of a clock names every key the
+// store holds of it (a dense push, as ps.Worker.Train makes), it is the
+// clock's total weight — the samples pushed — so stores holding shards of
+// one model can be compared before a flush (package ps reports a partial
+// update so).
 func (s *Store) ClockWeight(clock int, except ...string) float64 {
 	most := 0.0
 	if s.det {
