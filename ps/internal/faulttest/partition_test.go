@@ -117,10 +117,11 @@ func (p *proc) waitContains(t *testing.T, s string, within time.Duration) time.T
 // 30.1 s). Under ContinueWithout the run then finishes without it: its
 // clock's samples are handed over as for a dead worker, each clock
 // counted once on both servers — the clock it was pushing when cut off
-// too: its push, stored on server-1 only, is dropped there at the flush
-// (-det; ps's doc, Partial updates; run 112 of the flake tally met it
-// before: clock 3 counted 16 samples on server-0, 24 on server-1) — and
-// every other node's log names it.
+// too: the link goes dark after worker-0's pull of clock 3, so its push of
+// clock 3 reaches server-1 only, and is dropped there at the flush (-det;
+// ps's doc, Partial updates; without -det: clock 3 counts 16 samples on
+// server-0 and 24 on server-1, as run 112 of the flake tally met it) —
+// and every other node's log names it.
 func TestMultiProcess_PartitionedWorker(t *testing.T) {
 	const heartbeat = contLease / 8 // the -cluster mode's
 	bound := contLease + heartbeat + heartbeat + contLease/4 + 2*time.Second
@@ -140,7 +141,10 @@ func TestMultiProcess_PartitionedWorker(t *testing.T) {
 		"server-0": via("worker-0", toWorker.ln.Addr().String()),
 	}
 	c.up(nil)
-	c.procs["worker-0"].waitLine(t, "clock 3", 30*time.Second)
+	// after its pull of clock 3 and before its push: the push reaches
+	// server-1 only (unless this process arms the blackhole after the
+	// 20 ms the push waits for; 10 of 10 runs took it back)
+	c.procs["worker-0"].waitLine(t, "pulled 3", 30*time.Second)
 	at := time.Now()
 	toServer.black.Store(true)
 	toWorker.black.Store(true)

@@ -26,6 +26,7 @@ import (
 //
 //	ready                      (coordinator, servers: up)
 //	clock N                    (worker: starts clock N)
+//	pulled N                   (worker: has clock N's parameters; it computes, then pushes)
 //	trained                    (worker: its Train returned)
 //	final <hex> loss <g>       (coordinator: the trained parameters and their loss)
 //	flushes N                  (coordinator: the run is over)
@@ -57,6 +58,8 @@ func runCluster(o opts) error {
 			mu.Unlock()
 		case e.Kind == event.ClockStart:
 			fmt.Printf("clock %d\n", e.Clock)
+		case e.Kind == event.Pulled:
+			fmt.Printf("pulled %d\n", e.Clock)
 		}
 	})
 	lc := ps.LeaseConfig{Timeout: o.lease, Interval: o.lease / 4}
