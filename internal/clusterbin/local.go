@@ -38,10 +38,21 @@ type localConfig struct {
 	// (childMetricsAddr).
 	metricsAddr    string
 	stdout, stderr io.Writer
+	// tookAddrs, if set, sees each attempt's address book before the
+	// children start (a test takes a port there).
+	tookAddrs func(attempt int, addrs map[transport.NodeID]string)
 }
 
 // errChildFailed wraps the error of a run in which a child failed.
 var errChildFailed = errors.New("child failed")
+
+// errPortTaken wraps, with errChildFailed, the error of a run in which a
+// child could not bind the port chosen for it: another process took it
+// between loopbackAddrs' release and the child's listen.
+var errPortTaken = errors.New("a node's port was taken before it could bind it")
+
+// localAttempts bounds the starts of a local run whose port was taken.
+const localAttempts = 3
 
 // child is one node's process.
 type child struct {
@@ -68,6 +79,11 @@ func (c *child) lastErr() string {
 // is one the kernel handed out a moment before (bound and released here).
 // It streams their output prefixed with their names and waits for all of
 // them. Closing a child's stdin (or this process dying) makes it exit.
+//
+// A port another process takes between its release here and the child's
+// listen (the kernel hands ports out to outgoing connections too) fails
+// that child at start-up, before anything trains: the run then starts
+// again on new ports, at most localAttempts times in all.
 func runLocal(ctx context.Context, lc localConfig) error {
 	secret := lc.secret
 	if secret == "" {
@@ -79,11 +95,25 @@ func runLocal(ctx context.Context, lc localConfig) error {
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, lc.timeout, fmt.Errorf("run exceeded -timeout %v", lc.timeout))
 	defer cancel()
+	for attempt := 1; ; attempt++ {
+		err := runLocalOnce(ctx, lc, secret, attempt)
+		if !errors.Is(err, errPortTaken) || attempt == localAttempts {
+			return err
+		}
+		fmt.Fprintf(lc.stdout, "local: %v; starting again on new ports\n", err)
+	}
+}
+
+// runLocalOnce is one start of runLocal.
+func runLocalOnce(ctx context.Context, lc localConfig, secret string, attempt int) error {
 	var outMu sync.Mutex
 	names := nodeNames(lc.servers, lc.workers)
 	addrs, err := loopbackAddrs(names)
 	if err != nil {
 		return err
+	}
+	if lc.tookAddrs != nil {
+		lc.tookAddrs(attempt, addrs)
 	}
 	book := formatPeers(names, addrs)
 	fmt.Fprintf(lc.stdout, "local: starting %d processes (%d servers, %d workers, coordinator) on 127.0.0.1\n",
@@ -191,6 +221,7 @@ func runLocal(ctx context.Context, lc localConfig) error {
 		}()
 	}
 	var failures, stopped []string
+	taken := false
 	finished := make(map[transport.NodeID]bool, len(children))
 	start := time.Now()
 	for range children {
@@ -203,6 +234,9 @@ func runLocal(ctx context.Context, lc localConfig) error {
 				stopped = append(stopped, string(e.c.name)) // we stopped it
 			default:
 				failures = append(failures, fmt.Sprintf("%s failed (%v): %s", e.c.name, e.err, e.c.lastErr()))
+				e.c.mu.Lock()
+				taken = taken || len(failures) == 1 && strings.Contains(strings.Join(e.c.tail, "\n"), "address already in use")
+				e.c.mu.Unlock()
 				if len(failures) == 1 { // stop the others: they exit on stdin EOF
 					for _, c := range children {
 						c.stdin.Close()
@@ -227,6 +261,9 @@ func runLocal(ctx context.Context, lc localConfig) error {
 		msg := strings.Join(failures, "; ")
 		if len(stopped) > 0 {
 			msg += fmt.Sprintf(" (then stopped %s)", strings.Join(stopped, ", "))
+		}
+		if taken {
+			return fmt.Errorf("%w (%w): %s", errChildFailed, errPortTaken, msg)
 		}
 		return fmt.Errorf("%w: %s", errChildFailed, msg)
 	}

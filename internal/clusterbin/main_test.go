@@ -541,3 +541,42 @@ func TestBook_PeersOverrideTemplate(t *testing.T) {
 		t.Errorf("no peers: %v, want an error naming -peers", err)
 	}
 }
+
+// TestLocalCluster_PortTaken: a port another process takes between the
+// local mode's choice and the child's listen (here, on the first start,
+// worker-2's, held by the test) fails that child at once; the run starts
+// again on new ports and finishes (the flake tally's run 146: worker-2
+// never joined and the run ended after the coordinator's start timeout).
+func TestLocalCluster_PortTaken(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster of processes")
+	}
+	bin := buildBinary(t)
+	var out, errb bytes.Buffer
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
+	err := runLocal(context.Background(), localConfig{
+		exe: bin, args: tinyArgs("bsp"), timeout: 60 * time.Second, workers: 3, servers: 2, stdout: &out, stderr: &errb,
+		tookAddrs: func(attempt int, addrs map[transport.NodeID]string) {
+			if attempt == 1 {
+				l, err := net.Listen("tcp", addrs["worker-2"])
+				if err != nil {
+					t.Errorf("taking worker-2's port: %v", err)
+					return
+				}
+				held = append(held, l)
+			}
+		},
+	})
+	if err != nil {
+		t.Fatalf("run: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
+	}
+	if n := strings.Count(out.String(), "local: starting 6 processes"); n != 2 || !strings.Contains(out.String(), "starting again on new ports") {
+		t.Errorf("%d starts, want 2 with a restart line:\n%s", n, out.String())
+	}
+	checkSummary(t, out.String(), "bsp")
+}

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -61,7 +62,8 @@ func TestLocalCluster_Metrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = io.Discard
+	var stderr lockedBuf // the children's errors, for a failure's message
+	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +74,8 @@ func TestLocalCluster_Metrics(t *testing.T) {
 	trained := 0
 	for trained < 3 || !strings.Contains(log.String(), "\ncluster policy=") {
 		if !sc.Scan() {
-			t.Fatalf("output ended before the run did:\n%s", log.String())
+			_ = cmd.Wait()
+			t.Fatalf("output ended before the run did (%v):\n%s\nstderr:\n%s", cmd.ProcessState, log.String(), stderr.String())
 		}
 		l := sc.Text()
 		log.WriteString("\n" + l)
@@ -153,4 +156,22 @@ func TestChildMetricsAddr(t *testing.T) {
 			t.Errorf("childMetricsAddr(%q, 1) accepted", bad)
 		}
 	}
+}
+
+// lockedBuf is a buffer safe for a writer and a reader at once.
+type lockedBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
