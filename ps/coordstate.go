@@ -221,18 +221,15 @@ func (l *coordLog) retarget(from epsp.WorkerID, to []epsp.WorkerID) {
 	l.end(e)
 }
 
-func (l *coordLog) abandon(from epsp.WorkerID) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	e := l.begin(entAbandon)
-	e.I64(int64(from))
-	l.end(e)
-}
+func (l *coordLog) abandon(from epsp.WorkerID) { l.ofWorker(entAbandon, from) }
 
-func (l *coordLog) revoke(w epsp.WorkerID) {
+func (l *coordLog) revoke(w epsp.WorkerID) { l.ofWorker(entRevoke, w) }
+
+// ofWorker logs an entry whose only field is a worker.
+func (l *coordLog) ofWorker(kind byte, w epsp.WorkerID) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	e := l.begin(entRevoke)
+	e := l.begin(kind)
 	e.I64(int64(w))
 	l.end(e)
 }

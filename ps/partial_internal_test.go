@@ -18,6 +18,18 @@ import (
 	"github.com/falconml/falcon/transport/transporttest"
 )
 
+// flushClock returns the clock of a flush request (ok false for any other
+// request).
+func flushClock(req []byte) (int, bool) {
+	o, body, err := wire.Header(req)
+	if err != nil || o != wire.OpFlush {
+		return 0, false
+	}
+	d := codec.Decoder{B: body}
+	c := d.I64()
+	return int(c), d.Err == nil
+}
+
 // pushClock returns the buffer clock of a push request (ok false for any
 // other request).
 func pushClock(req []byte) (int, bool) {
@@ -105,22 +117,17 @@ func testPartialFlush(t *testing.T, mode string, apart bool) {
 	flushing := make(chan struct{}) // restart: the first flush of clock cut has begun
 	var flushOnce sync.Once
 	hooks := transporttest.Hooks{BeforeRequest: func(ctx context.Context, to transport.NodeID, req []byte) error {
-		if o, body, herr := wire.Header(req); restart && herr == nil && o == wire.OpFlush {
-			d := codec.Decoder{B: body}
-			if int(d.I64()) == cut {
-				first := false
-				flushOnce.Do(func() { first = true; close(flushing) })
-				if first {
-					<-ctx.Done() // the coordinator stops as a crash would
-					return ctx.Err()
-				}
+		if c, ok := flushClock(req); restart && ok && c == cut {
+			first := false
+			flushOnce.Do(func() { first = true; close(flushing) })
+			if first {
+				<-ctx.Done() // the coordinator stops as a crash would
+				return ctx.Err()
 			}
 		}
 		return nil
 	}, AfterRequest: func(to transport.NodeID, req, resp []byte, err error) ([]byte, error) {
-		if o, body, herr := wire.Header(req); herr == nil && o == wire.OpFlush && err == nil {
-			d := codec.Decoder{B: body}
-			clock := int(d.I64())
+		if clock, ok := flushClock(req); ok && err == nil {
 			if p, perr := wire.ParseResponse(resp, string(to)); perr == nil && len(p) == 8 {
 				pd := codec.Decoder{B: p}
 				mu.Lock()
